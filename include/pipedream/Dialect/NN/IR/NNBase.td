@@ -1,0 +1,69 @@
+//===- NNBase.td - nn dialect definition -------------------*- tablegen -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The `nn` dialect: ONNX-level tensor operations on ranked, statically shaped
+// tensors. One op per ONNX op family; opset differences are resolved by the
+// importer, so every op here has one canonical form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_NN_IR_NNBASE_TD
+#define PIPEDREAM_DIALECT_NN_IR_NNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def NN_Dialect : Dialect {
+  let name = "nn";
+  let cppNamespace = "::pipedream::nn";
+  let summary = "ONNX-level neural-network tensor operations";
+  let description = [{
+    The `nn` dialect holds the forward graph of an imported model: ONNX
+    operator semantics (numpy broadcasting, ONNX attribute meanings) on
+    ranked, statically shaped tensors. Every op infers its result type from
+    its operands and attributes, so a pass that builds `nn` ops never
+    computes shapes by hand.
+
+    Weights are function arguments. The importer marks them with argument
+    attributes:
+    - `nn.name`: the ONNX name of a graph input, initializer or output;
+    - `nn.param`: present on weights only; holds the initializer's value.
+
+    ```mlir
+    func.func @main(%x: tensor<2x4xf32> {nn.name = "x"},
+                    %w: tensor<4x3xf32> {nn.name = "fc.weight",
+                                         nn.param = dense<0.5> : tensor<4x3xf32>})
+        -> (tensor<2x3xf32> {nn.name = "y"}) {
+      %0 = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+      return %0 : tensor<2x3xf32>
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 0;
+  let useDefaultTypePrinterParser = 0;
+  let extraClassDeclaration = [{
+    /// Argument/result attribute holding the ONNX name of a value.
+    static constexpr ::llvm::StringLiteral kNameAttrName = "nn.name";
+    /// Argument attribute marking a weight and holding its initial value.
+    static constexpr ::llvm::StringLiteral kParamAttrName = "nn.param";
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+/// Element types the dialect computes with.
+def NN_ElementType : AnyTypeOf<[AnyFloat, AnySignlessInteger]>;
+
+/// A ranked tensor whose every dimension is static.
+def NN_Tensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
+def NN_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def NN_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+#endif // PIPEDREAM_DIALECT_NN_IR_NNBASE_TD

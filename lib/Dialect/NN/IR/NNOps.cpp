@@ -1,0 +1,796 @@
+//===- NNOps.cpp - nn dialect operations ----------------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Result-type inference and verifiers. Inference is the single place where
+// ONNX shape rules live: the importer and every pass build ops without
+// computing result types, and the InferTypeOpInterface verifier checks
+// declared result types against these rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace pipedream::nn;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+static int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+static RankedTensorType tensorType(Type type) {
+  return cast<RankedTensorType>(type);
+}
+
+/// Checks that `axes` is sorted, duplicate-free and within [0, rank).
+static LogicalResult checkAxes(std::optional<Location> loc, StringRef what,
+                               ArrayRef<int64_t> axes, int64_t rank) {
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank)
+      return emitOptionalError(loc, what, " axis ", axis,
+                               " is out of range [0, ", rank, ")");
+    if (i > 0 && axes[i - 1] >= axis)
+      return emitOptionalError(loc, what,
+                               " axes must be sorted and unique, got ",
+                               shapeStr(axes));
+  }
+  return success();
+}
+
+static LogicalResult checkAxis(std::optional<Location> loc, int64_t axis,
+                               int64_t rank, bool inclusiveEnd = false) {
+  int64_t limit = inclusiveEnd ? rank + 1 : rank;
+  if (axis < 0 || axis >= limit)
+    return emitOptionalError(loc, "axis ", axis, " is out of range [0, ",
+                             limit, ")");
+  return success();
+}
+
+std::optional<SmallVector<int64_t>>
+pipedream::nn::detail::broadcastShapes(ArrayRef<int64_t> lhs,
+                                       ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (l != r && l != 1 && r != 1)
+      return std::nullopt;
+    result[i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+LogicalResult pipedream::nn::detail::inferBroadcastBinaryOp(
+    StringRef opName, std::optional<Location> loc, Type lhs, Type rhs,
+    bool boolResult, SmallVectorImpl<Type> &inferred) {
+  auto lhsType = tensorType(lhs), rhsType = tensorType(rhs);
+  // ONNX Pow allows a different exponent type; every other binary op
+  // requires matching element types.
+  if (opName != PowOp::getOperationName() &&
+      lhsType.getElementType() != rhsType.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhsType.getElementType(), " vs ",
+                             rhsType.getElementType());
+  auto shape = broadcastShapes(lhsType.getShape(), rhsType.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "operand shapes ",
+                             shapeStr(lhsType.getShape()), " and ",
+                             shapeStr(rhsType.getShape()),
+                             " are not broadcast-compatible");
+  Type element = boolResult ? IntegerType::get(lhs.getContext(), 1)
+                            : lhsType.getElementType();
+  inferred.push_back(RankedTensorType::get(*shape, element));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type || !type.hasStaticShape())
+    return emitOptionalError(loc, "value must be a statically shaped tensor");
+  inferred.push_back(type);
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// WhereOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto cond = tensorType(adaptor.getCondition().getType());
+  auto lhs = tensorType(adaptor.getLhs().getType());
+  auto rhs = tensorType(adaptor.getRhs().getType());
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhs.getElementType(), " vs ",
+                             rhs.getElementType());
+  auto shape = detail::broadcastShapes(cond.getShape(), lhs.getShape());
+  if (shape)
+    shape = detail::broadcastShapes(*shape, rhs.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "operand shapes ", shapeStr(cond.getShape()),
+                             ", ", shapeStr(lhs.getShape()), " and ",
+                             shapeStr(rhs.getShape()),
+                             " are not broadcast-compatible");
+  inferred.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult WhereOp::verify() { return success(); }
+
+//===----------------------------------------------------------------------===//
+// Unary ops with attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult ClipOp::verify() {
+  if (getMin() && getMax() && getMin()->convertToDouble() >
+                                  getMax()->convertToDouble())
+    return emitOpError("min ") << getMin()->convertToDouble()
+                               << " is greater than max "
+                               << getMax()->convertToDouble();
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(tensorType(adaptor.getInput().getType())
+                         .clone(adaptor.getTo()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getInput().getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return checkAxis(getLoc(), getAxis(), getInput().getType().getRank());
+}
+
+// max, subtract, exp, sum, divide (and log): about five ops per element.
+int64_t SoftmaxOp::getForwardFlops() {
+  return 5 * getInput().getType().getNumElements();
+}
+
+int64_t LogSoftmaxOp::getForwardFlops() {
+  return 5 * getInput().getType().getNumElements();
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto lhs = tensorType(adaptor.getLhs().getType());
+  auto rhs = tensorType(adaptor.getRhs().getType());
+  if (lhs.getRank() == 0 || rhs.getRank() == 0)
+    return emitOptionalError(loc, "operands must have rank >= 1");
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhs.getElementType(), " vs ",
+                             rhs.getElementType());
+  // numpy.matmul: promote 1-D operands to matrices, then drop the
+  // promoted dimension from the result.
+  SmallVector<int64_t> l(lhs.getShape()), r(rhs.getShape());
+  bool lhsVector = l.size() == 1, rhsVector = r.size() == 1;
+  if (lhsVector)
+    l.insert(l.begin(), 1);
+  if (rhsVector)
+    r.push_back(1);
+  int64_t m = l[l.size() - 2], k = l.back();
+  int64_t k2 = r[r.size() - 2], n = r.back();
+  if (k != k2)
+    return emitOptionalError(loc, "contracting dimensions differ: lhs ",
+                             shapeStr(lhs.getShape()), " vs rhs ",
+                             shapeStr(rhs.getShape()));
+  auto batch = detail::broadcastShapes(ArrayRef(l).drop_back(2),
+                                       ArrayRef(r).drop_back(2));
+  if (!batch)
+    return emitOptionalError(loc, "batch dimensions of ",
+                             shapeStr(lhs.getShape()), " and ",
+                             shapeStr(rhs.getShape()),
+                             " are not broadcast-compatible");
+  SmallVector<int64_t> shape(*batch);
+  if (!lhsVector)
+    shape.push_back(m);
+  if (!rhsVector)
+    shape.push_back(n);
+  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+int64_t MatMulOp::getForwardFlops() {
+  // Every result element is a K-long dot product.
+  auto lhs = getLhs().getType();
+  return 2 * getOutput().getType().getNumElements() * lhs.getShape().back();
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto a = tensorType(adaptor.getA().getType());
+  auto b = tensorType(adaptor.getB().getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOptionalError(loc, "a and b must be matrices");
+  if (a.getElementType() != b.getElementType())
+    return emitOptionalError(loc, "operand element types differ");
+  bool transA = adaptor.getTransA(), transB = adaptor.getTransB();
+  int64_t m = a.getDimSize(transA ? 1 : 0), k = a.getDimSize(transA ? 0 : 1);
+  int64_t k2 = b.getDimSize(transB ? 1 : 0), n = b.getDimSize(transB ? 0 : 1);
+  if (k != k2)
+    return emitOptionalError(loc, "contracting dimensions differ: ", k,
+                             " vs ", k2);
+  SmallVector<int64_t> shape{m, n};
+  if (Value c = adaptor.getC()) {
+    auto cType = tensorType(c.getType());
+    auto bcast = detail::broadcastShapes(cType.getShape(), shape);
+    if (cType.getRank() > 2 || !bcast || *bcast != shape)
+      return emitOptionalError(loc, "c of shape ",
+                               shapeStr(cType.getShape()),
+                               " does not broadcast to ", shapeStr(shape));
+  }
+  inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+
+int64_t GemmOp::getForwardFlops() {
+  int64_t k = getA().getType().getDimSize(getTransA() ? 0 : 1);
+  int64_t mn = getOutput().getType().getNumElements();
+  return 2 * mn * k + (getC() ? 2 * mn : 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Windowed ops (Conv, pooling)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Attributes shared by convolution and pooling windows.
+struct Window {
+  ArrayRef<int64_t> kernel, strides, pads, dilations;
+  bool ceilMode = false;
+};
+} // namespace
+
+/// Spatial output sizes of a window sliding over `spatial`. Errors name the
+/// offending attribute.
+static FailureOr<SmallVector<int64_t>>
+inferWindowOutput(std::optional<Location> loc, ArrayRef<int64_t> spatial,
+                  const Window &w) {
+  size_t n = spatial.size();
+  if (w.kernel.size() != n || w.strides.size() != n ||
+      w.dilations.size() != n || w.pads.size() != 2 * n)
+    return emitOptionalError(
+        loc, "expected ", n, " kernel/stride/dilation entries and ", 2 * n,
+        " pads for ", n, " spatial dimensions, got kernel ",
+        shapeStr(w.kernel), ", strides ", shapeStr(w.strides), ", dilations ",
+        shapeStr(w.dilations), ", pads ", shapeStr(w.pads));
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0)
+      return emitOptionalError(loc, "kernel, strides and dilations must be "
+                                    "positive");
+    if (w.pads[i] < 0 || w.pads[i + n] < 0)
+      return emitOptionalError(loc, "pads must be non-negative, got ",
+                               shapeStr(w.pads));
+    int64_t padded = spatial[i] + w.pads[i] + w.pads[i + n];
+    int64_t extent = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    if (padded < extent)
+      return emitOptionalError(loc, "window extent ", extent,
+                               " exceeds padded input size ", padded,
+                               " in spatial dimension ", i);
+    int64_t span = padded - extent;
+    int64_t size = span / w.strides[i] + 1;
+    if (w.ceilMode && span % w.strides[i] != 0) {
+      ++size;
+      // The last window must start inside the input or its leading
+      // padding (PyTorch and onnxruntime drop it otherwise).
+      if ((size - 1) * w.strides[i] >= spatial[i] + w.pads[i])
+        --size;
+    }
+    out.push_back(size);
+  }
+  return out;
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  auto weight = tensorType(adaptor.getWeight().getType());
+  if (input.getRank() < 3)
+    return emitOptionalError(loc, "input must be N x C x spatial..., got rank ",
+                             input.getRank());
+  if (weight.getRank() != input.getRank())
+    return emitOptionalError(loc, "weight rank ", weight.getRank(),
+                             " differs from input rank ", input.getRank());
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "operand element types differ");
+  int64_t group = adaptor.getGroup();
+  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
+  if (group <= 0 || channels % group != 0 || filters % group != 0)
+    return emitOptionalError(loc, "group ", group,
+                             " must divide input channels ", channels,
+                             " and filters ", filters);
+  if (weight.getDimSize(1) * group != channels)
+    return emitOptionalError(loc, "weight expects ", weight.getDimSize(1),
+                             " channels per group, input has ", channels,
+                             " channels in ", group, " groups");
+  if (Value bias = adaptor.getBias()) {
+    auto biasType = tensorType(bias.getType());
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
+      return emitOptionalError(loc, "bias must have shape [", filters, "]");
+  }
+  Window w{weight.getShape().drop_front(2), adaptor.getStrides(),
+           adaptor.getPads(), adaptor.getDilations()};
+  auto spatial = inferWindowOutput(loc, input.getShape().drop_front(2), w);
+  if (failed(spatial))
+    return failure();
+  SmallVector<int64_t> shape{input.getDimSize(0), filters};
+  llvm::append_range(shape, *spatial);
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+int64_t ConvOp::getForwardFlops() {
+  auto weight = getWeight().getType();
+  // One multiply-add per weight element of a group per output element.
+  int64_t perOutput = product(weight.getShape().drop_front(1));
+  return 2 * getOutput().getType().getNumElements() * perOutput;
+}
+
+static LogicalResult inferPool(std::optional<Location> loc, Type inputType,
+                               const Window &w,
+                               SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(inputType);
+  if (input.getRank() < 3)
+    return emitOptionalError(loc, "input must be N x C x spatial..., got rank ",
+                             input.getRank());
+  auto spatial = inferWindowOutput(loc, input.getShape().drop_front(2), w);
+  if (failed(spatial))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  llvm::append_range(shape, *spatial);
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+           adaptor.getDilations(), adaptor.getCeilMode()};
+  return inferPool(loc, adaptor.getInput().getType(), w, inferred);
+}
+
+int64_t MaxPoolOp::getForwardFlops() {
+  return getOutput().getType().getNumElements() * product(getKernelShape());
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> dilations(adaptor.getKernelShape().size(), 1);
+  Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+           dilations, adaptor.getCeilMode()};
+  return inferPool(loc, adaptor.getInput().getType(), w, inferred);
+}
+
+int64_t AveragePoolOp::getForwardFlops() {
+  return getOutput().getType().getNumElements() * product(getKernelShape());
+}
+
+LogicalResult GlobalAveragePoolOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  if (input.getRank() < 3)
+    return emitOptionalError(loc, "input must be N x C x spatial..., got rank ",
+                             input.getRank());
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  shape.append(input.getRank() - 2, 1);
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+int64_t GlobalAveragePoolOp::getForwardFlops() {
+  return getInput().getType().getNumElements();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormalizationOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "input must have rank >= 2");
+  int64_t channels = input.getDimSize(1);
+  for (Value v : {adaptor.getScale(), adaptor.getBias(), adaptor.getMean(),
+                  adaptor.getVar()}) {
+    auto t = tensorType(v.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != channels)
+      return emitOptionalError(loc, "scale, bias, mean and var must have "
+                                    "shape [",
+                               channels, "], got ", shapeStr(t.getShape()));
+    if (t.getElementType() != input.getElementType())
+      return emitOptionalError(loc, "operand element types differ");
+  }
+  inferred.push_back(input);
+  return success();
+}
+
+int64_t BatchNormalizationOp::getForwardFlops() {
+  return 2 * getInput().getType().getNumElements();
+}
+
+LogicalResult LayerNormalizationOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, input.getRank())))
+    return failure();
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
+  for (Value v : {adaptor.getScale(), adaptor.getBias()}) {
+    if (!v)
+      continue;
+    auto t = tensorType(v.getType());
+    auto bcast = detail::broadcastShapes(t.getShape(), normalized);
+    if (!bcast || ArrayRef<int64_t>(*bcast) != ArrayRef<int64_t>(normalized))
+      return emitOptionalError(loc, "scale/bias of shape ",
+                               shapeStr(t.getShape()),
+                               " does not broadcast to the normalized shape ",
+                               shapeStr(normalized));
+    if (t.getElementType() != input.getElementType())
+      return emitOptionalError(loc, "operand element types differ");
+  }
+  inferred.push_back(input);
+  return success();
+}
+
+// mean, variance, normalize, scale and shift.
+int64_t LayerNormalizationOp::getForwardFlops() {
+  return 8 * getInput().getType().getNumElements();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, Type inputType,
+                                 ArrayRef<int64_t> axes, bool keepdims,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(inputType);
+  if (failed(checkAxes(loc, "reduction", axes, input.getRank())))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, dim] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(axes, int64_t(i)))
+      shape.push_back(dim);
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+#define NN_REDUCE_OP(OP)                                                       \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(loc, adaptor.getInput().getType(), adaptor.getAxes(),   \
+                       adaptor.getKeepdims(), inferred);                       \
+  }                                                                            \
+  LogicalResult OP::verify() {                                                 \
+    if (getAxes().empty())                                                     \
+      return emitOpError("axes must not be empty (list every axis to reduce "  \
+                         "all)");                                              \
+    return success();                                                          \
+  }                                                                            \
+  int64_t OP::getForwardFlops() {                                              \
+    return getInput().getType().getNumElements();                              \
+  }
+NN_REDUCE_OP(ReduceMeanOp)
+NN_REDUCE_OP(ReduceSumOp)
+NN_REDUCE_OP(ReduceMaxOp)
+#undef NN_REDUCE_OP
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, "shape ", shapeStr(shape),
+                             " must be fully resolved (no negative entries)");
+  if (product(shape) != input.getNumElements())
+    return emitOptionalError(loc, "cannot reshape ",
+                             shapeStr(input.getShape()), " (",
+                             input.getNumElements(), " elements) to ",
+                             shapeStr(shape), " (", product(shape),
+                             " elements)");
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, input.getRank(), /*inclusiveEnd=*/true)))
+    return failure();
+  SmallVector<int64_t> shape{product(input.getShape().take_front(axis)),
+                             product(input.getShape().drop_front(axis))};
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  int64_t rank = input.getRank();
+  SmallVector<bool> seen(rank, false);
+  if (int64_t(perm.size()) != rank)
+    return emitOptionalError(loc, "perm ", shapeStr(perm),
+                             " is not a permutation of ", rank, " dimensions");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOptionalError(loc, "perm ", shapeStr(perm),
+                               " is not a permutation of ", rank,
+                               " dimensions");
+    seen[p] = true;
+    shape.push_back(input.getDimSize(p));
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> axes = adaptor.getAxes();
+  if (failed(checkAxes(loc, "squeeze", axes, input.getRank())))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, dim] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(axes, int64_t(i))) {
+      shape.push_back(dim);
+      continue;
+    }
+    if (dim != 1)
+      return emitOptionalError(loc, "cannot squeeze axis ", i, " of size ",
+                               dim);
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> axes = adaptor.getAxes();
+  int64_t rank = input.getRank() + axes.size();
+  if (failed(checkAxes(loc, "unsqueeze", axes, rank)))
+    return failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> rest = input.getShape();
+  for (int64_t i = 0; i < rank; ++i) {
+    if (llvm::is_contained(axes, i)) {
+      shape.push_back(1);
+    } else {
+      shape.push_back(rest.front());
+      rest = rest.drop_front();
+    }
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  auto bcast = detail::broadcastShapes(input.getShape(), shape);
+  if (!bcast || ArrayRef<int64_t>(*bcast) != shape)
+    return emitOptionalError(loc, "input of shape ",
+                             shapeStr(input.getShape()),
+                             " does not broadcast to ", shapeStr(shape));
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitOptionalError(loc, "expected at least one input");
+  auto first = tensorType(inputs.front().getType());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, first.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : inputs.drop_front()) {
+    auto t = tensorType(v.getType());
+    if (t.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "input element types differ");
+    if (t.getRank() != first.getRank())
+      return emitOptionalError(loc, "input ranks differ");
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (d == axis)
+        continue;
+      if (t.getDimSize(d) != shape[d])
+        return emitOptionalError(loc, "input shapes ",
+                                 shapeStr(first.getShape()), " and ",
+                                 shapeStr(t.getShape()),
+                                 " differ outside axis ", axis);
+    }
+    shape[axis] += t.getDimSize(axis);
+  }
+  inferred.push_back(first.clone(shape));
+  return success();
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, input.getRank())))
+    return failure();
+  ArrayRef<int64_t> sizes = adaptor.getSplitSizes();
+  if (sizes.empty() || llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
+    return emitOptionalError(loc, "split_sizes ", shapeStr(sizes),
+                             " must be non-empty and non-negative");
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s;
+  if (total != input.getDimSize(axis))
+    return emitOptionalError(loc, "split_sizes ", shapeStr(sizes), " sum to ",
+                             total, " but axis ", axis, " has size ",
+                             input.getDimSize(axis));
+  for (int64_t s : sizes) {
+    SmallVector<int64_t> shape(input.getShape());
+    shape[axis] = s;
+    inferred.push_back(input.clone(shape));
+  }
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), sizes = adaptor.getSizes(),
+                    steps = adaptor.getSteps();
+  int64_t rank = input.getRank();
+  if (int64_t(starts.size()) != rank || int64_t(sizes.size()) != rank ||
+      int64_t(steps.size()) != rank)
+    return emitOptionalError(loc, "starts, sizes and steps need one entry "
+                                  "per dimension (",
+                             rank, ")");
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t dim = input.getDimSize(d);
+    if (steps[d] == 0)
+      return emitOptionalError(loc, "step of dimension ", d, " is zero");
+    if (sizes[d] < 0)
+      return emitOptionalError(loc, "size of dimension ", d, " is negative");
+    if (sizes[d] == 0)
+      continue;
+    int64_t last = starts[d] + (sizes[d] - 1) * steps[d];
+    if (starts[d] < 0 || starts[d] >= dim || last < 0 || last >= dim)
+      return emitOptionalError(loc, "slice of dimension ", d, " (start ",
+                               starts[d], ", size ", sizes[d], ", step ",
+                               steps[d], ") leaves [0, ", dim, ")");
+  }
+  inferred.push_back(input.clone(sizes));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto data = tensorType(adaptor.getData().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxis(loc, axis, data.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  inferred.push_back(data.clone(shape));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "pipedream/Dialect/NN/IR/NNOps.cpp.inc"

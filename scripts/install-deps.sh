@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs every Debian package pipedream's build and tests need. Idempotent:
+# packages already present are skipped, so a second run costs one dpkg query.
+#
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --no-torch skip python3-torch (about 630 MB)
+set -euo pipefail
+
+with_torch=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-torch) with_torch=0 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  # Compiler stack: LLVM/MLIR 22 (everything lands under /usr/lib/llvm-22).
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  libclang-rt-22-dev
+  cmake ninja-build ccache
+  # ONNX C++ (parsing, checker, shape inference) and protobuf.
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # Test-model generation and reference numerics (Debian's /usr/bin/python3).
+  python3-onnx python3-numpy
+  # Zlib/zstd are needed when linking against LLVM's libraries.
+  zlib1g-dev libzstd-dev
+)
+if [ "$with_torch" = 1 ]; then
+  packages+=(python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,32 @@
+# -*- Python -*-
+# lit configuration for pipedream's regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "PIPEDREAM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.pipedream_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python3))
+config.substitutions.append(("%src_root", config.pipedream_src_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.pipedream_tools_dir, config.llvm_tools_dir]
+tools = [
+    "pipedream-opt",
+    ToolSubst("pipedream-translate", unresolved="ignore"),
+    ToolSubst("pipedream-compile", unresolved="ignore"),
+    ToolSubst("pipedream-run", unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
