@@ -9,12 +9,14 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
 
 namespace pipedream {
 
 /// Adds every pipedream dialect to `registry`.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<nn::NNDialect>();
+  registry.insert<pipe::PipeDialect>();
 }
 
 } // namespace pipedream

@@ -1,0 +1,201 @@
+//===- PipeAttrs.td - pipe dialect attributes --------------*- tablegen -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Stage and schedule attributes, and the enums of schedule kinds, actions and
+// stash kinds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_PIPE_IR_PIPEATTRS_TD
+#define PIPEDREAM_DIALECT_PIPE_IR_PIPEATTRS_TD
+
+include "pipedream/Dialect/Pipe/IR/PipeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+class Pipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Pipe_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+// NOTE: the string of each schedule kind is the name users type
+// (`pipedream-compile --schedule 1f1b`) and DESIGN.md uses. Names that are
+// not MLIR keywords (a leading digit, a hyphen) print quoted in the IR:
+// `kind = "1f1b"`, `kind = "zb-h1"`; `kind = gpipe` needs no quotes.
+def Pipe_ScheduleKind : I32Enum<"ScheduleKind", "pipeline schedule", [
+    I32EnumCase<"GPipe", 0, "gpipe">,
+    I32EnumCase<"OneFOneB", 1, "1f1b">,
+    I32EnumCase<"Interleaved1F1B", 2, "interleaved-1f1b">,
+    I32EnumCase<"PipeDream", 3, "pipedream">,
+    I32EnumCase<"TwoBW", 4, "2bw">,
+    I32EnumCase<"ZeroBubbleH1", 5, "zb-h1">
+  ]> {
+  let cppNamespace = "::pipedream::pipe";
+}
+
+def Pipe_ActionKind : I32Enum<"ActionKind", "stage action", [
+    I32EnumCase<"Forward", 0, "F">,
+    I32EnumCase<"Backward", 1, "B">,
+    I32EnumCase<"WeightGrad", 2, "W">,
+    I32EnumCase<"Update", 3, "U">
+  ]> {
+  let cppNamespace = "::pipedream::pipe";
+}
+
+def Pipe_StashKind : I32Enum<"StashKind", "what a stash slot holds", [
+    I32EnumCase<"Activation", 0, "activation">,
+    I32EnumCase<"Weight", 1, "weight">
+  ]> {
+  let cppNamespace = "::pipedream::pipe";
+}
+
+//===----------------------------------------------------------------------===//
+// ActionKindAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_ActionKindAttr : EnumAttr<Pipe_Dialect, Pipe_ActionKind, "action"> {
+  let summary = "what a `pipe.call_stage` runs: F, B, W or U";
+  let description = [{
+    The action of a stage on a micro-batch, with the letters of the PipeDream
+    and zero-bubble papers:
+    - `F`: forward;
+    - `B`: backward; the full backward, or only the input gradient when the
+      schedule splits the backward (`zb-h1`);
+    - `W`: weight gradient (only in schedules that split the backward);
+    - `U`: optimizer update of the stage's weights.
+
+    Ops hold it as a property printed as the bare letter
+    (`pipe.call_stage F ...`); the attribute form is `#pipe.action<F>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// StashKindAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_StashKindAttr : EnumAttr<Pipe_Dialect, Pipe_StashKind, "stash_kind"> {
+  let summary = "what a stash slot holds: an activation or a weight version";
+  let description = [{
+    - `activation`: a value a forward saved for its backward;
+    - `weight`: the weight version a forward used, kept for its backward by
+      the asynchronous schedules (`pipedream`, `2bw`).
+
+    Ops hold it as a property printed as the bare keyword
+    (`pipe.stash %x into activation slot 0 ...`); the attribute form is
+    `#pipe.stash_kind<activation>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// StageAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_StageAttr : Pipe_Attr<"Stage", "stage"> {
+  let summary = "pipeline stage of an op or value";
+  let description = [{
+    `index` is the physical stage, which is also the rank that runs it: rank
+    `r` runs every chunk of stage `r`. `chunk` is the virtual chunk for
+    interleaved schedules (Megatron's virtual pipeline stages), 0 otherwise,
+    and is omitted from the syntax when 0.
+
+    With K stages, the position of `#pipe.stage<index, chunk = c>` in model
+    order is `c * K + index`: the partitioner cuts the model into `K * V`
+    consecutive pieces and deals them to the ranks round-robin.
+
+    Used as the discardable attribute `pipe.stage` (the partitioner's output)
+    and as the inherent stage of `pipe.call_stage`, `pipe.transfer`,
+    `pipe.stash` and `pipe.restore`, whose syntax spells it without the
+    attribute brackets: `stage 1`, `stage 1 chunk 1`.
+
+    ```mlir
+    %0 = nn.relu %x {pipe.stage = #pipe.stage<1>} : tensor<4xf32>
+    %1 = nn.relu %0 {pipe.stage = #pipe.stage<1, chunk = 1>} : tensor<4xf32>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$index,
+    DefaultValuedParameter<"int64_t", "0",
+                           "virtual chunk (interleaved schedules)">:$chunk
+  );
+  let assemblyFormat = "`<` $index (`,` `chunk` `=` $chunk^)? `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$index), [{
+      return $_get($_ctxt, index, /*chunk=*/0);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Position of this stage in model order for a pipeline of `numStages`
+    /// physical stages: `chunk * numStages + index`.
+    int64_t getVirtualIndex(int64_t numStages) const {
+      return getChunk() * numStages + getIndex();
+    }
+    /// Rank that runs this stage (rank r runs every chunk of stage r).
+    int64_t getRank() const { return getIndex(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
+  let summary = "pipeline schedule: kind, stages K, micro-batches M, chunks V";
+  let description = [{
+    The configuration a pipeline schedule is built from:
+    - `kind`: one of `gpipe`, `"1f1b"`, `"interleaved-1f1b"`, `pipedream`,
+      `"2bw"`, `"zb-h1"` (names that are not MLIR keywords print quoted);
+    - `stages` (K >= 1): physical stages, one rank each;
+    - `microbatches` (M >= 1): micro-batches per training step;
+    - `chunks` (V >= 1, printed only when not 1): virtual chunks per stage.
+      `interleaved-1f1b` needs V > 1 and M a multiple of K (Megatron's
+      interleaved schedule runs micro-batches in groups of K); every other
+      kind has V = 1.
+
+    ```mlir
+    #pipe.schedule<kind = gpipe, stages = 4, microbatches = 8>
+    #pipe.schedule<kind = "interleaved-1f1b", stages = 4, microbatches = 8, chunks = 2>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Pipe_ScheduleKind>:$kind,
+    "int64_t":$numStages,
+    "int64_t":$numMicrobatches,
+    DefaultValuedParameter<"int64_t", "1",
+                           "virtual chunks per stage">:$numChunks
+  );
+  let assemblyFormat = [{
+    `<` `kind` `=` $kind `,` `stages` `=` $numStages `,`
+        `microbatches` `=` $numMicrobatches
+        (`,` `chunks` `=` $numChunks^)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of ranks a per-rank projection produces (one per stage).
+    int64_t getNumRanks() const { return getNumStages(); }
+    /// Number of model pieces: stages times chunks.
+    int64_t getNumVirtualStages() const {
+      return getNumStages() * getNumChunks();
+    }
+    /// True for schedules with a flush at the end of every step (gpipe,
+    /// 1f1b, interleaved-1f1b, zb-h1): all micro-batches of a step see the
+    /// same weights.
+    bool isSynchronous() const;
+    /// True when the backward is split into B (input gradient) and W
+    /// (weight gradient) actions.
+    bool splitsBackward() const;
+    /// True when a forward's weight version must be kept for its backward
+    /// (pipedream, 2bw): these schedules stash `weight` slots.
+    bool hasWeightVersions() const;
+  }];
+}
+
+#endif // PIPEDREAM_DIALECT_PIPE_IR_PIPEATTRS_TD

@@ -1,0 +1,42 @@
+//===- PipeOps.h - pipe dialect operations ----------------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_PIPE_IR_PIPEOPS_H
+#define PIPEDREAM_DIALECT_PIPE_IR_PIPEOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+#include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
+
+namespace pipedream::pipe {
+
+/// The links between ranks: `pipe.send` and `pipe.recv` read and write it.
+struct CommunicationResource
+    : public mlir::SideEffects::Resource::Base<CommunicationResource> {
+  llvm::StringRef getName() final { return "pipe::Communication"; }
+};
+
+/// The stash slots of a rank: `pipe.stash` writes them, `pipe.restore` reads
+/// and frees them.
+struct StashResource : public mlir::SideEffects::Resource::Base<StashResource> {
+  llvm::StringRef getName() final { return "pipe::Stash"; }
+};
+
+} // namespace pipedream::pipe
+
+#define GET_OP_CLASSES
+#include "pipedream/Dialect/Pipe/IR/PipeOps.h.inc"
+
+#endif // PIPEDREAM_DIALECT_PIPE_IR_PIPEOPS_H

@@ -1,0 +1,95 @@
+//===- PipeAttrs.cpp - pipe dialect attributes ----------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace pipedream::pipe;
+
+#include "pipedream/Dialect/Pipe/IR/PipeEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+
+void PipeDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// StageAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t index, int64_t chunk) {
+  if (index < 0)
+    return emitError() << "stage index must be non-negative, got " << index;
+  if (chunk < 0)
+    return emitError() << "stage chunk must be non-negative, got " << chunk;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ScheduleKind kind, int64_t numStages,
+                     int64_t numMicrobatches, int64_t numChunks) {
+  if (numStages < 1)
+    return emitError() << "schedule needs at least 1 stage, got " << numStages;
+  if (numMicrobatches < 1)
+    return emitError() << "schedule needs at least 1 microbatch, got "
+                       << numMicrobatches;
+  if (numChunks < 1)
+    return emitError() << "schedule needs at least 1 chunk per stage, got "
+                       << numChunks;
+  if (kind == ScheduleKind::Interleaved1F1B) {
+    if (numChunks == 1)
+      return emitError() << "'" << stringifyScheduleKind(kind)
+                         << "' needs more than 1 chunk per stage";
+    // Megatron's interleaved schedule runs micro-batches in groups of K
+    // through each chunk; a partial group would leave its order undefined.
+    if (numMicrobatches % numStages != 0)
+      return emitError() << "'" << stringifyScheduleKind(kind)
+                         << "' needs microbatches to be a multiple of "
+                            "stages, got "
+                         << numMicrobatches << " microbatches for "
+                         << numStages << " stages";
+  } else if (numChunks != 1) {
+    return emitError() << "'" << stringifyScheduleKind(kind)
+                       << "' has 1 chunk per stage, got " << numChunks
+                       << " (only 'interleaved-1f1b' has virtual chunks)";
+  }
+  return success();
+}
+
+bool ScheduleAttr::isSynchronous() const {
+  switch (getKind()) {
+  case ScheduleKind::GPipe:
+  case ScheduleKind::OneFOneB:
+  case ScheduleKind::Interleaved1F1B:
+  case ScheduleKind::ZeroBubbleH1:
+    return true;
+  case ScheduleKind::PipeDream:
+  case ScheduleKind::TwoBW:
+    return false;
+  }
+  llvm_unreachable("unknown schedule kind");
+}
+
+bool ScheduleAttr::splitsBackward() const {
+  return getKind() == ScheduleKind::ZeroBubbleH1;
+}
+
+bool ScheduleAttr::hasWeightVersions() const { return !isSynchronous(); }
