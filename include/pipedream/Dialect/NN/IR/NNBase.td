@@ -51,6 +51,8 @@ def NN_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttrName = "nn.param";
   }];
   let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//
