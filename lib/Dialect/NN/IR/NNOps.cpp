@@ -153,8 +153,6 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult WhereOp::verify() { return success(); }
-
 //===----------------------------------------------------------------------===//
 // Unary ops with attributes
 //===----------------------------------------------------------------------===//
@@ -194,12 +192,21 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 // Softmax family
 //===----------------------------------------------------------------------===//
 
+/// The softmax axis must name a dimension of the input.
+static LogicalResult verifySoftmaxAxis(Operation *op, int64_t axis,
+                                       int64_t rank) {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError("axis ")
+           << axis << " is out of range [0, " << rank << ")";
+  return success();
+}
+
 LogicalResult SoftmaxOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getInput().getType().getRank());
+  return verifySoftmaxAxis(*this, getAxis(), getInput().getType().getRank());
 }
 
 LogicalResult LogSoftmaxOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getInput().getType().getRank());
+  return verifySoftmaxAxis(*this, getAxis(), getInput().getType().getRank());
 }
 
 // max, subtract, exp, sum, divide (and log): about five ops per element.
@@ -291,6 +298,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "c of shape ",
                                shapeStr(cType.getShape()),
                                " does not broadcast to ", shapeStr(shape));
+    if (cType.getElementType() != a.getElementType())
+      return emitOptionalError(loc, "operand element types differ");
   }
   inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
   return success();
@@ -343,10 +352,13 @@ inferWindowOutput(std::optional<Location> loc, ArrayRef<int64_t> spatial,
                                " in spatial dimension ", i);
     int64_t span = padded - extent;
     int64_t size = span / w.strides[i] + 1;
-    if (w.ceilMode && span % w.strides[i] != 0) {
-      ++size;
+    if (w.ceilMode) {
+      if (span % w.strides[i] != 0)
+        ++size;
       // The last window must start inside the input or its leading
-      // padding (PyTorch and onnxruntime drop it otherwise).
+      // padding. PyTorch, onnxruntime and the ONNX reference drop it
+      // otherwise, whether or not rounding up added it: with end padding
+      // at least as wide as the window, even the floor count ends in one.
       if ((size - 1) * w.strides[i] >= spatial[i] + w.pads[i])
         --size;
     }
@@ -383,6 +395,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     auto biasType = tensorType(bias.getType());
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
       return emitOptionalError(loc, "bias must have shape [", filters, "]");
+    if (biasType.getElementType() != input.getElementType())
+      return emitOptionalError(loc, "operand element types differ");
   }
   Window w{weight.getShape().drop_front(2), adaptor.getStrides(),
            adaptor.getPads(), adaptor.getDilations()};
@@ -676,6 +690,11 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &inferred) {
   auto input = tensorType(adaptor.getInput().getType());
   ArrayRef<int64_t> shape = adaptor.getShape();
+  // A negative entry would otherwise broadcast into the result type and
+  // build an invalid (or dynamic) tensor type.
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, "shape ", shapeStr(shape),
+                             " must be fully resolved (no negative entries)");
   auto bcast = detail::broadcastShapes(input.getShape(), shape);
   if (!bcast || ArrayRef<int64_t>(*bcast) != shape)
     return emitOptionalError(loc, "input of shape ",

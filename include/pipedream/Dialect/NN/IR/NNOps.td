@@ -188,7 +188,6 @@ def NN_WhereOp : NN_Op<"where"> {
   let results = (outs NN_Tensor:$output);
   let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` "
                        "functional-type(operands, results)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
