@@ -21,6 +21,11 @@ config.substitutions.append(("%src_root", config.pipedream_src_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# `not` and `count` at the start of a RUN line come from PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# ONNX's backend test data (Debian's libonnx-testdata).
+if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
+    config.available_features.add("onnx-testdata")
 
 tool_dirs = [config.pipedream_tools_dir, config.llvm_tools_dir]
 tools = [

@@ -1,0 +1,90 @@
+//===- ImportONNX.h - ONNX model to nn dialect ------------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The ONNX importer: reads an ONNX ModelProto (file or bytes) and builds one
+// `func.func @main` in the `nn` dialect whose arguments are the graph inputs
+// followed by the weights. Every tensor is statically shaped: shape
+// computations (Shape, Gather, Concat, Range, ...) are evaluated at import.
+// See docs/Importer.md for the supported ops and the folding rules.
+//
+// Errors are returned as one-line messages that start with the model name,
+// e.g. `model.onnx: node 'n0' (op 'Foo', opset 17): not supported`. The
+// importer never aborts on malformed input: every entry point is safe to call
+// on arbitrary bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_IMPORT_ONNX_IMPORTONNX_H
+#define PIPEDREAM_IMPORT_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+class MLIRContext;
+} // namespace mlir
+
+namespace pipedream {
+
+/// Options of one import.
+struct ImportOptions {
+  /// Full shapes for graph inputs, by ONNX name (`--input-shape x=2x16`).
+  /// They fix dynamic (`dim_param` / unknown) dimensions; a static dimension
+  /// of the model must agree with the given one.
+  llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Run the ONNX checker on the model (only for the IR versions and opsets
+  /// the linked ONNX library knows; see docs/Importer.md).
+  bool runChecker = true;
+  /// Allow reading external tensor data files (`data_location: EXTERNAL`)
+  /// relative to the model's directory.
+  bool allowExternalData = true;
+};
+
+/// Module attributes the importer sets on the result, for tools that report
+/// on the model (`pipedream-translate --summary`, pipedream-compile).
+namespace import_attrs {
+/// Model file name as given to the importer (string).
+inline constexpr llvm::StringLiteral kModel = "onnx.model";
+/// `producer_name producer_version` of the ModelProto (string).
+inline constexpr llvm::StringLiteral kProducer = "onnx.producer";
+/// Opset version of the default ONNX domain (i64).
+inline constexpr llvm::StringLiteral kOpset = "onnx.opset";
+} // namespace import_attrs
+
+/// Adds the dialects an imported module uses (nn, func) to `registry`.
+void registerONNXImportDialects(mlir::DialectRegistry &registry);
+
+/// Imports the ONNX model at `path`. External data files are resolved
+/// relative to the model's directory. On failure returns failure() and sets
+/// `error` to a one-line message starting with `path`.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importONNXFile(llvm::StringRef path, mlir::MLIRContext &context,
+               const ImportOptions &options, std::string &error);
+
+/// Imports a serialized ONNX ModelProto held in `bytes`. `modelName` names the
+/// model in messages and locations; `baseDir` is where external data files
+/// are looked up (empty: external data is an error). Safe on arbitrary bytes:
+/// never crashes, asserts or hangs, and bounds the memory folding may use.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importONNXBuffer(llvm::StringRef bytes, llvm::StringRef modelName,
+                 llvm::StringRef baseDir, mlir::MLIRContext &context,
+                 const ImportOptions &options, std::string &error);
+
+/// Parses a `--input-shape` value `NAME=DxDx...` (a scalar is `NAME=`) into
+/// `options`. Returns false and sets `error` when malformed.
+bool parseInputShapeOption(llvm::StringRef text, ImportOptions &options,
+                           std::string &error);
+
+} // namespace pipedream
+
+#endif // PIPEDREAM_IMPORT_ONNX_IMPORTONNX_H

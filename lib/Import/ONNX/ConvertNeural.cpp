@@ -1,0 +1,420 @@
+//===- ConvertNeural.cpp - contraction, window, norm and reduce ops -------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// MatMul, Gemm, Conv, MaxPool, AveragePool, GlobalAveragePool,
+// BatchNormalization, LayerNormalization, Softmax, LogSoftmax and the
+// reductions. Windowed ops get explicit pads (auto_pad resolved here);
+// attributes and outputs the nn dialect cannot honour are reported as not
+// supported with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace pipedream;
+using namespace pipedream::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Softmax family, MatMul, Gemm
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static void convertSoftmax(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return;
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank());
+  if (!axis)
+    return;
+  if (Value x = ctx.operand(0))
+    ctx.setOutput(0, ctx.createValue<OpTy>(x, ctx.i64(*axis)));
+}
+
+static void convertMatMul(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  Value a = ctx.operand(0), b = ctx.operand(1);
+  if (a && b)
+    ctx.setOutput(0, ctx.createValue<nn::MatMulOp>(a, b));
+}
+
+static void convertGemm(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  double alpha = ctx.floatAttr("alpha", 1.0), beta = ctx.floatAttr("beta", 1.0);
+  bool transA = ctx.intAttr("transA", 0) != 0;
+  bool transB = ctx.intAttr("transB", 0) != 0;
+  Value a = ctx.operand(0), b = ctx.operand(1);
+  Value c = ctx.hasInput(2) ? ctx.operand(2) : Value();
+  if (!a || !b || (ctx.hasInput(2) && !c))
+    return;
+  ctx.setOutput(0, ctx.createValue<nn::GemmOp>(
+                       a, b, c, ctx.f64(alpha), ctx.f64(beta),
+                       ctx.boolean(transA), ctx.boolean(transB)));
+}
+
+//===----------------------------------------------------------------------===//
+// Windows: Conv and pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Resolved window attributes of Conv / MaxPool / AveragePool.
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+} // namespace
+
+/// A per-spatial-dimension attribute (`strides`, `dilations`), `n` entries,
+/// default all ones.
+static std::optional<SmallVector<int64_t>>
+spatialAttr(NodeContext &ctx, StringRef name, size_t n) {
+  auto value = ctx.intsAttr(name);
+  if (ctx.failed())
+    return std::nullopt;
+  if (!value)
+    return SmallVector<int64_t>(n, 1);
+  if (value->size() != n) {
+    ctx.fail("attribute '" + name + "' has " + Twine(value->size()) +
+             " entries for " + Twine(n) + " spatial dimensions");
+    return std::nullopt;
+  }
+  for (int64_t v : *value) {
+    if (v <= 0 || v > kMaxDim) {
+      ctx.fail("attribute '" + name + "' " + shapeToString(*value) +
+               " must be positive");
+      return std::nullopt;
+    }
+  }
+  return value;
+}
+
+/// Reads strides, dilations and pads (resolving auto_pad) for a window of
+/// `kernel` over the spatial dimensions of `inputShape` (N x C x D...).
+static std::optional<Window> resolveWindow(NodeContext &ctx,
+                                           ArrayRef<int64_t> inputShape,
+                                           ArrayRef<int64_t> kernel,
+                                           bool hasDilations) {
+  size_t n = kernel.size();
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  for (int64_t k : kernel) {
+    if (k <= 0 || k > kMaxDim) {
+      ctx.fail("kernel shape " + shapeToString(kernel) + " must be positive");
+      return std::nullopt;
+    }
+  }
+  auto strides = spatialAttr(ctx, "strides", n);
+  if (!strides)
+    return std::nullopt;
+  w.strides = *strides;
+  if (hasDilations) {
+    auto dilations = spatialAttr(ctx, "dilations", n);
+    if (!dilations)
+      return std::nullopt;
+    w.dilations = *dilations;
+  } else {
+    w.dilations.assign(n, 1);
+  }
+  // Keep the window extent (k - 1) * d + 1 far from overflow.
+  for (size_t i = 0; i < n; ++i) {
+    int64_t extent;
+    if (llvm::MulOverflow(w.kernel[i] - 1, w.dilations[i], extent) ||
+        extent >= kMaxDim) {
+      ctx.fail("window of kernel " + shapeToString(w.kernel) +
+               " and dilations " + shapeToString(w.dilations) +
+               " is too large");
+      return std::nullopt;
+    }
+  }
+  std::string autoPad = ctx.stringAttr("auto_pad", "NOTSET");
+  if (ctx.failed())
+    return std::nullopt;
+  if (autoPad == "NOTSET") {
+    auto pads = ctx.intsAttr("pads");
+    if (ctx.failed())
+      return std::nullopt;
+    w.pads = pads ? *pads : SmallVector<int64_t>(2 * n, 0);
+    if (w.pads.size() != 2 * n) {
+      ctx.fail("attribute 'pads' has " + Twine(w.pads.size()) +
+               " entries for " + Twine(n) + " spatial dimensions");
+      return std::nullopt;
+    }
+    for (int64_t p : w.pads) {
+      if (p < 0 || p > kMaxDim) {
+        ctx.fail("attribute 'pads' " + shapeToString(w.pads) +
+                 " must be non-negative");
+        return std::nullopt;
+      }
+    }
+  } else if (autoPad == "VALID") {
+    w.pads.assign(2 * n, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // Output size ceil(in / stride); the extra padding goes at the end for
+    // SAME_UPPER and at the beginning for SAME_LOWER.
+    w.pads.assign(2 * n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t in = inputShape[2 + i];
+      int64_t out = llvm::divideCeil(in, w.strides[i]);
+      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.strides[i] + extent - in);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[i + n] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else {
+    ctx.fail("attribute 'auto_pad' has unknown value '" + autoPad + "'");
+    return std::nullopt;
+  }
+  return w;
+}
+
+/// Input 0 must be N x C x D1 ... Dn with n >= 1.
+static RankedTensorType windowInput(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0, "X");
+  if (type && type.getRank() < 3) {
+    ctx.fail("input must be N x C x D1 ... Dn, got rank " +
+             Twine(type.getRank()));
+    return nullptr;
+  }
+  return type;
+}
+
+static void convertConv(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  RankedTensorType type = windowInput(ctx);
+  if (!type)
+    return;
+  RankedTensorType weightType = ctx.inputType(1, "W");
+  if (weightType.getRank() != type.getRank()) {
+    ctx.fail("weight rank " + Twine(weightType.getRank()) +
+             " differs from input rank " + Twine(type.getRank()));
+    return;
+  }
+  ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
+  if (auto given = ctx.intsAttr("kernel_shape")) {
+    if (ArrayRef<int64_t>(*given) != kernel) {
+      ctx.fail("kernel_shape " + shapeToString(*given) +
+               " differs from the weight's " + shapeToString(kernel));
+      return;
+    }
+  }
+  int64_t group = ctx.intAttr("group", 1);
+  int64_t channels = type.getDimSize(1), perGroup = weightType.getDimSize(1);
+  int64_t product;
+  if (group <= 0 || llvm::MulOverflow(perGroup, group, product) ||
+      product != channels) {
+    ctx.fail("group " + Twine(group) + " with " + Twine(perGroup) +
+             " channels per group does not match " + Twine(channels) +
+             " input channels");
+    return;
+  }
+  auto w = resolveWindow(ctx, type.getShape(), kernel, /*hasDilations=*/true);
+  if (!w)
+    return;
+  Value x = ctx.operand(0), weight = ctx.operand(1);
+  Value bias = ctx.hasInput(2) ? ctx.operand(2) : Value();
+  if (!x || !weight || (ctx.hasInput(2) && !bias))
+    return;
+  ctx.setOutput(0, ctx.createValue<nn::ConvOp>(
+                       x, weight, bias, ctx.i64s(w->strides), ctx.i64s(w->pads),
+                       ctx.i64s(w->dilations), ctx.i64(group)));
+}
+
+/// kernel_shape of a pooling op (required).
+static std::optional<SmallVector<int64_t>> poolKernel(NodeContext &ctx,
+                                                      RankedTensorType type) {
+  auto kernel = ctx.intsAttr("kernel_shape");
+  if (ctx.failed())
+    return std::nullopt;
+  if (!kernel) {
+    ctx.fail("attribute 'kernel_shape' is required");
+    return std::nullopt;
+  }
+  if (int64_t(kernel->size()) != type.getRank() - 2) {
+    ctx.fail("kernel_shape " + shapeToString(*kernel) + " does not match " +
+             Twine(type.getRank() - 2) + " spatial dimensions");
+    return std::nullopt;
+  }
+  return kernel;
+}
+
+static void convertMaxPool(NodeContext &ctx) {
+  RankedTensorType type = windowInput(ctx);
+  if (!type)
+    return;
+  if (ctx.outputUsed(1)) {
+    ctx.unsupported("the Indices output is used");
+    return;
+  }
+  auto kernel = poolKernel(ctx, type);
+  if (!kernel)
+    return;
+  auto w = resolveWindow(ctx, type.getShape(), *kernel, /*hasDilations=*/true);
+  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
+  if (!w)
+    return;
+  if (Value x = ctx.operand(0))
+    ctx.setOutput(0, ctx.createValue<nn::MaxPoolOp>(
+                         x, ctx.i64s(w->kernel), ctx.i64s(w->strides),
+                         ctx.i64s(w->pads), ctx.i64s(w->dilations),
+                         ctx.boolean(ceilMode)));
+}
+
+static void convertAveragePool(NodeContext &ctx) {
+  RankedTensorType type = windowInput(ctx);
+  if (!type)
+    return;
+  auto kernel = poolKernel(ctx, type);
+  if (!kernel)
+    return;
+  // Opset 19 added dilations; nn.average_pool has none.
+  auto w = resolveWindow(ctx, type.getShape(), *kernel,
+                         /*hasDilations=*/ctx.opset() >= 19);
+  if (!w)
+    return;
+  if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; })) {
+    ctx.unsupported("dilations " + shapeToString(w->dilations));
+    return;
+  }
+  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
+  bool countIncludePad = ctx.intAttr("count_include_pad", 0) != 0;
+  if (Value x = ctx.operand(0))
+    ctx.setOutput(0, ctx.createValue<nn::AveragePoolOp>(
+                         x, ctx.i64s(w->kernel), ctx.i64s(w->strides),
+                         ctx.i64s(w->pads), ctx.boolean(ceilMode),
+                         ctx.boolean(countIncludePad)));
+}
+
+static void convertGlobalAveragePool(NodeContext &ctx) {
+  if (!windowInput(ctx))
+    return;
+  if (Value x = ctx.operand(0))
+    ctx.setOutput(0, ctx.createValue<nn::GlobalAveragePoolOp>(x));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+static void convertBatchNormalization(NodeContext &ctx) {
+  if (!ctx.requireInputs(5))
+    return;
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  double momentum = ctx.floatAttr("momentum", 0.9);
+  if (ctx.opset() >= 14 && ctx.intAttr("training_mode", 0) != 0) {
+    ctx.unsupported("training_mode=1 (export the model in eval mode; "
+                    "training is pipedream's job)");
+    return;
+  }
+  for (size_t i = 1; i < ctx.numOutputs(); ++i) {
+    if (ctx.outputUsed(i)) {
+      ctx.unsupported("output " + Twine(i) +
+                      " (running or saved statistics) is used");
+      return;
+    }
+  }
+  SmallVector<Value, 5> operands;
+  for (size_t i = 0; i < 5; ++i) {
+    Value v = ctx.operand(i);
+    if (!v)
+      return;
+    operands.push_back(v);
+  }
+  ctx.setOutput(0, ctx.createValue<nn::BatchNormalizationOp>(
+                       operands[0], operands[1], operands[2], operands[3],
+                       operands[4], ctx.f64(epsilon), ctx.f64(momentum)));
+}
+
+static void convertLayerNormalization(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  RankedTensorType type = ctx.inputType(0);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank());
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  if (!axis)
+    return;
+  for (size_t i = 1; i < ctx.numOutputs(); ++i) {
+    if (ctx.outputUsed(i)) {
+      ctx.unsupported("output " + Twine(i) + (i == 1 ? " (Mean)" : " (InvStdDev)") +
+                      " is used");
+      return;
+    }
+  }
+  Value x = ctx.operand(0), scale = ctx.operand(1);
+  Value bias = ctx.hasInput(2) ? ctx.operand(2) : Value();
+  if (!x || !scale || (ctx.hasInput(2) && !bias))
+    return;
+  ctx.setOutput(0, ctx.createValue<nn::LayerNormalizationOp>(
+                       x, scale, bias, ctx.i64(*axis), ctx.f64(epsilon)));
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// `axesFromOpset`: first opset where the axes are an input, not an
+/// attribute (ReduceSum 13, ReduceMean/ReduceMax 18).
+template <typename OpTy, ReduceKind Kind, int64_t AxesFromOpset>
+static void convertReduce(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return;
+  bool axesInput = ctx.opset() >= AxesFromOpset;
+  bool ok;
+  auto given = ctx.axesOperand(axesInput, 1, ok);
+  bool keepdims = ctx.intAttr("keepdims", 1) != 0;
+  bool noop = axesInput && ctx.intAttr("noop_with_empty_axes", 0) != 0;
+  if (!ok || ctx.failed())
+    return;
+  SmallVector<int64_t> axes;
+  if (given && !given->empty()) {
+    auto normalized = ctx.normalizeAxes(*given, type.getRank());
+    if (!normalized)
+      return;
+    axes = *normalized;
+  } else if (!noop) {
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      axes.push_back(d);
+  }
+  // Nothing to reduce (noop, or a scalar input).
+  if (axes.empty()) {
+    ctx.setOutputAlias(0, *ctx.input(0));
+    return;
+  }
+  if (const HostTensor *c = ctx.constantInput(0)) {
+    std::string error;
+    ctx.setFolded(foldReduce(Kind, *c, axes, keepdims, error), error);
+    return;
+  }
+  if (Value x = ctx.operand(0))
+    ctx.setOutput(0, ctx.createValue<OpTy>(x, ctx.i64s(axes),
+                                           ctx.boolean(keepdims)));
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void onnx_import::registerNeuralOps(OpTable &table) {
+  table["Softmax"] = {convertSoftmax<nn::SoftmaxOp>};
+  table["LogSoftmax"] = {convertSoftmax<nn::LogSoftmaxOp>};
+  table["MatMul"] = {convertMatMul};
+  table["Gemm"] = {convertGemm};
+  table["Conv"] = {convertConv};
+  table["MaxPool"] = {convertMaxPool};
+  table["AveragePool"] = {convertAveragePool};
+  table["GlobalAveragePool"] = {convertGlobalAveragePool};
+  table["BatchNormalization"] = {convertBatchNormalization};
+  table["LayerNormalization"] = {convertLayerNormalization, 17};
+  table["ReduceMean"] = {convertReduce<nn::ReduceMeanOp, ReduceKind::Mean, 18>};
+  table["ReduceSum"] = {convertReduce<nn::ReduceSumOp, ReduceKind::Sum, 13>};
+  table["ReduceMax"] = {convertReduce<nn::ReduceMaxOp, ReduceKind::Max, 18>};
+}

@@ -1,0 +1,1463 @@
+//===- ImportONNX.cpp - ONNX model to nn dialect --------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loading (protobuf, external data, checker), graph structure (names,
+// topological order, inputs and outputs, weights) and the per-node context.
+// The op converters live in Convert*.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+#include "Proto/ONNXChecker.h"
+
+#include "pipedream/Dialect/NN/IR/NNDialect.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <mutex>
+#include <queue>
+
+using namespace mlir;
+using namespace pipedream;
+using namespace pipedream::onnx_import;
+
+namespace {
+/// Elements charged to one import's folding (about 256 MiB of host data).
+constexpr int64_t kFoldBudgetElements = int64_t(1) << 25;
+/// Constants and weights with more elements use dense_resource blobs.
+constexpr int64_t kMaxInlineElements = 64;
+/// Supported default-domain opsets.
+constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+} // namespace
+
+/// A user-provided string made safe for a one-line message.
+static std::string sanitize(StringRef text) {
+  std::string out;
+  for (char c : text.take_front(200))
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (text.size() > 200)
+    out += "...";
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Element types and tensor data
+//===----------------------------------------------------------------------===//
+
+Type onnx_import::getElementType(MLIRContext *context, int32_t dtype) {
+  Builder b(context);
+  switch (dtype) {
+  case kFloat: return b.getF32Type();
+  case kDouble: return b.getF64Type();
+  case kFloat16: return b.getF16Type();
+  case kBFloat16: return b.getBF16Type();
+  case kBool: return b.getI1Type();
+  case kInt8:
+  case kUInt8: return b.getIntegerType(8);
+  case kInt16:
+  case kUInt16: return b.getIntegerType(16);
+  case kInt32:
+  case kUInt32: return b.getIntegerType(32);
+  case kInt64:
+  case kUInt64: return b.getIntegerType(64);
+  default: return nullptr;
+  }
+}
+
+int32_t onnx_import::getDType(Type type) {
+  if (type.isF32()) return kFloat;
+  if (type.isF64()) return kDouble;
+  if (type.isF16()) return kFloat16;
+  if (type.isBF16()) return kBFloat16;
+  if (type.isInteger(1)) return kBool;
+  if (type.isInteger(8)) return kInt8;
+  if (type.isInteger(16)) return kInt16;
+  if (type.isInteger(32)) return kInt32;
+  if (type.isInteger(64)) return kInt64;
+  return kUndefined;
+}
+
+/// Reads `length` bytes at `offset` of an external data file `location`
+/// relative to `baseDir`. Rejects paths that leave the model's directory.
+static bool readExternalData(const onnx::TensorProto &tensor,
+                             StringRef baseDir, int64_t expectedBytes,
+                             std::vector<char> &storage, std::string &error) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    auto parseInt = [&](int64_t &out) {
+      if (StringRef(entry.value()).getAsInteger(10, out) || out < 0) {
+        error = "external data '" + sanitize(entry.key()) +
+                "' is not a non-negative integer";
+        return false;
+      }
+      return true;
+    };
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset" && !parseInt(offset))
+      return false;
+    else if (entry.key() == "length" && !parseInt(length))
+      return false;
+  }
+  if (location.empty()) {
+    error = "external data has no location";
+    return false;
+  }
+  if (baseDir.empty()) {
+    error = "cannot read external data file '" + sanitize(location) +
+            "': this import has no model directory or disallows external "
+            "data";
+    return false;
+  }
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
+                                    llvm::sys::path::end(location)),
+                    [](StringRef part) { return part == ".."; })) {
+    error = "external data location '" + sanitize(location) +
+            "' must be a relative path inside the model's directory";
+    return false;
+  }
+  SmallString<256> path(baseDir);
+  llvm::sys::path::append(path, location);
+  uint64_t fileSize = 0;
+  if (llvm::sys::fs::file_size(path, fileSize)) {
+    error = "cannot open external data file '" + sanitize(path) + "'";
+    return false;
+  }
+  if (uint64_t(offset) > fileSize) {
+    error = "external data offset " + std::to_string(offset) +
+            " is past the end of '" + sanitize(location) + "' (" +
+            std::to_string(fileSize) + " bytes)";
+    return false;
+  }
+  if (length < 0)
+    length = int64_t(fileSize - uint64_t(offset));
+  if (length != expectedBytes) {
+    error = "external data holds " + std::to_string(length) +
+            " bytes but the tensor needs " + std::to_string(expectedBytes);
+    return false;
+  }
+  if (uint64_t(offset) + uint64_t(length) > fileSize) {
+    error = "external data [" + std::to_string(offset) + ", " +
+            std::to_string(offset + length) + ") exceeds '" +
+            sanitize(location) + "' (" + std::to_string(fileSize) + " bytes)";
+    return false;
+  }
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
+                                                 /*IsVolatile=*/false);
+  if (!buffer || int64_t((*buffer)->getBufferSize()) != length) {
+    error = "cannot read external data file '" + sanitize(location) + "'";
+    return false;
+  }
+  storage.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
+  return true;
+}
+
+/// Appends `count` little-endian values of `width` bytes taken from a typed
+/// protobuf field.
+template <typename Field>
+static void appendTyped(const Field &field, int64_t width,
+                        std::vector<char> &storage) {
+  // Sized by the field (bounded by the file), never by the claimed dims.
+  storage.reserve(storage.size() + size_t(field.size()) * size_t(width));
+  for (auto v : field) {
+    uint64_t bits;
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>) {
+      uint32_t b32;
+      std::memcpy(&b32, &v, 4);
+      bits = b32;
+    } else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>) {
+      std::memcpy(&bits, &v, 8);
+    } else {
+      bits = uint64_t(v);
+    }
+    for (int64_t i = 0; i < width; ++i)
+      storage.push_back(char((bits >> (8 * i)) & 0xff));
+  }
+}
+
+/// The data of `tensor` in ONNX raw layout (little-endian, one byte per
+/// bool), viewing raw_data when possible. `shape` gets the dimensions.
+static std::optional<ArrayRef<char>>
+getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
+               SmallVectorImpl<int64_t> &shape, std::vector<char> &storage,
+               std::string &error) {
+  int32_t dtype = tensor.data_type();
+  if (!isSupportedDType(dtype)) {
+    error = "unsupported data type " + dtypeName(dtype);
+    return std::nullopt;
+  }
+  if (tensor.has_segment()) {
+    error = "segmented tensors are not supported";
+    return std::nullopt;
+  }
+  shape.assign(tensor.dims().begin(), tensor.dims().end());
+  auto n = checkedNumElements(shape);
+  if (!n) {
+    error = "invalid or too large dimensions " + shapeToString(shape);
+    return std::nullopt;
+  }
+  int64_t width = dtypeByteWidth(dtype);
+  int64_t bytes = *n * width;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (!readExternalData(tensor, baseDir, bytes, storage, error))
+      return std::nullopt;
+    return ArrayRef<char>(storage);
+  }
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (int64_t(raw.size()) != bytes) {
+      error = "raw data holds " + std::to_string(raw.size()) +
+              " bytes but dimensions " + shapeToString(shape) + " of " +
+              dtypeName(dtype) + " need " + std::to_string(bytes);
+      return std::nullopt;
+    }
+    return ArrayRef<char>(raw.data(), raw.size());
+  }
+  int64_t count = 0;
+  auto check = [&]() {
+    if (count == *n)
+      return true;
+    error = "holds " + std::to_string(count) + " values but dimensions " +
+            shapeToString(shape) + " need " + std::to_string(*n);
+    return false;
+  };
+  switch (dtype) {
+  case kFloat:
+    count = tensor.float_data_size();
+    if (!check())
+      return std::nullopt;
+    appendTyped(tensor.float_data(), width, storage);
+    break;
+  case kDouble:
+    count = tensor.double_data_size();
+    if (!check())
+      return std::nullopt;
+    appendTyped(tensor.double_data(), width, storage);
+    break;
+  case kInt64:
+    count = tensor.int64_data_size();
+    if (!check())
+      return std::nullopt;
+    appendTyped(tensor.int64_data(), width, storage);
+    break;
+  case kUInt32:
+  case kUInt64:
+    count = tensor.uint64_data_size();
+    if (!check())
+      return std::nullopt;
+    appendTyped(tensor.uint64_data(), width, storage);
+    break;
+  default: // int32_data holds the narrower types (and 16-bit float bits).
+    count = tensor.int32_data_size();
+    if (!check())
+      return std::nullopt;
+    appendTyped(tensor.int32_data(), width, storage);
+    break;
+  }
+  return ArrayRef<char>(storage);
+}
+
+/// Host tensor from ONNX raw layout bytes (size already checked).
+static HostTensor hostFromBytes(int32_t dtype, ArrayRef<int64_t> shape,
+                                ArrayRef<char> bytes) {
+  HostTensor t = HostTensor::zeros(dtype, shape);
+  int64_t width = dtypeByteWidth(dtype), n = checkedNumElements(shape).value_or(0);
+  for (int64_t e = 0; e < n; ++e) {
+    uint64_t bits = 0;
+    for (int64_t i = 0; i < width; ++i)
+      bits |= uint64_t(static_cast<unsigned char>(bytes[e * width + i]))
+              << (8 * i);
+    switch (dtype) {
+    case kFloat: {
+      uint32_t b32 = uint32_t(bits);
+      float f;
+      std::memcpy(&f, &b32, 4);
+      t.floats[e] = f;
+      break;
+    }
+    case kDouble: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      t.floats[e] = d;
+      break;
+    }
+    case kFloat16:
+    case kBFloat16: {
+      llvm::APFloat f(dtype == kFloat16 ? llvm::APFloat::IEEEhalf()
+                                        : llvm::APFloat::BFloat(),
+                      llvm::APInt(16, bits));
+      bool lost;
+      f.convert(llvm::APFloat::IEEEdouble(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      t.floats[e] = f.convertToDouble();
+      break;
+    }
+    default:
+      t.setInt(e, int64_t(bits));
+      break;
+    }
+  }
+  return t;
+}
+
+std::optional<HostTensor>
+onnx_import::decodeTensor(const onnx::TensorProto &tensor, StringRef baseDir,
+                          std::string &error) {
+  SmallVector<int64_t> shape;
+  std::vector<char> storage;
+  auto bytes = getTensorBytes(tensor, baseDir, shape, storage, error);
+  if (!bytes)
+    return std::nullopt;
+  return hostFromBytes(tensor.data_type(), shape, *bytes);
+}
+
+/// Host tensor in MLIR's raw buffer layout (little-endian, element width).
+static std::vector<char> hostToBytes(const HostTensor &t) {
+  int64_t width = dtypeByteWidth(t.dtype);
+  std::vector<char> bytes;
+  bytes.reserve(t.numElements() * width);
+  for (int64_t e = 0, n = t.numElements(); e < n; ++e) {
+    uint64_t bits = 0;
+    switch (t.dtype) {
+    case kFloat: {
+      float f = float(t.floats[e]); // already rounded to float precision
+      uint32_t b32;
+      std::memcpy(&b32, &f, 4);
+      bits = b32;
+      break;
+    }
+    case kDouble:
+      std::memcpy(&bits, &t.floats[e], 8);
+      break;
+    case kFloat16:
+    case kBFloat16: {
+      llvm::APFloat f(t.floats[e]);
+      bool lost;
+      f.convert(t.dtype == kFloat16 ? llvm::APFloat::IEEEhalf()
+                                    : llvm::APFloat::BFloat(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      bits = f.bitcastToAPInt().getZExtValue();
+      break;
+    }
+    default:
+      bits = uint64_t(t.ints[e]);
+      break;
+    }
+    for (int64_t i = 0; i < width; ++i)
+      bytes.push_back(char((bits >> (8 * i)) & 0xff));
+  }
+  return bytes;
+}
+
+/// A resource blob key from an ONNX name: identifier characters only.
+static std::string blobKey(StringRef name) {
+  std::string key;
+  for (char c : name.take_front(100))
+    key += llvm::isAlnum(c) ? c : '_';
+  if (key.empty() || llvm::isDigit(key.front()))
+    key = "t_" + key;
+  return key;
+}
+
+/// An elements attribute holding `bytes` (MLIR raw layout, not bool):
+/// dense for small tensors, a dense_resource blob for large ones.
+static ElementsAttr elementsFromBytes(RankedTensorType type,
+                                      ArrayRef<char> bytes,
+                                      StringRef nameHint) {
+  if (type.getNumElements() <= kMaxInlineElements)
+    return DenseElementsAttr::getFromRawBuffer(type, bytes);
+  size_t align = std::max<size_t>(
+      1, (type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return DenseResourceElementsAttr::get(
+      type, blobKey(nameHint),
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align,
+                                                    /*dataIsMutable=*/false));
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+namespace pipedream::onnx_import {
+
+/// Imports one ModelProto into a new module.
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, StringRef modelName, StringRef baseDir,
+                const ImportOptions &options, std::string &error)
+      : context(context), builder(&context), modelName(modelName.str()),
+        baseDir(baseDir.str()), options(options), error(error),
+        budget(kFoldBudgetElements),
+        fileLoc(FileLineColLoc::get(&context, modelName, 0, 0)) {}
+
+  /// Imports `model`. The model may be reordered (nodes sorted) in place.
+  FailureOr<OwningOpRef<ModuleOp>> run(onnx::ModelProto &model);
+
+  void fail(const Twine &message) {
+    if (error.empty())
+      error = (sanitize(modelName) + ": " + message).str();
+  }
+  bool failed() const { return !error.empty(); }
+
+  /// The SSA value of `v`, materializing a constant as `nn.constant`.
+  Value materialize(ImportedValue &v, StringRef nameHint);
+  /// An elements attribute for a host tensor of `type`.
+  ElementsAttr toElementsAttr(const HostTensor &t, RankedTensorType type,
+                              StringRef nameHint);
+  /// The type of a host tensor, or null (with an error) when unsupported.
+  RankedTensorType typeOf(const HostTensor &t, std::string &why);
+
+  MLIRContext &context;
+  OpBuilder builder;
+  std::string modelName, baseDir;
+  const ImportOptions &options;
+  std::string &error;
+  FoldBudget budget;
+  Location fileLoc;
+  int64_t opset = 0;
+  /// ONNX name -> value.
+  llvm::StringMap<ImportedValue> values;
+  /// Names read by some node or listed as graph outputs.
+  llvm::StringSet<> used;
+  /// Node name -> "node 'N' (op 'X', opset V)", to name verifier errors.
+  llvm::StringMap<std::string> nodeHeaders;
+  /// First error diagnostic seen during import.
+  std::string diagnostic;
+  std::optional<Location> diagnosticLoc;
+
+private:
+  bool collectOpset(const onnx::ModelProto &model);
+  bool importInputs(const onnx::GraphProto &graph,
+                    SmallVectorImpl<std::string> &inputNames,
+                    SmallVectorImpl<Type> &inputTypes);
+  bool sortNodes(const onnx::GraphProto &graph, const llvm::StringSet<> &defined,
+                 std::vector<int> &order);
+  bool checkOps(const onnx::GraphProto &graph, const std::vector<int> &order);
+  bool runChecker(onnx::ModelProto &model);
+  int64_t nodeOpset(const onnx::NodeProto &node) const;
+  std::string nodeName(const onnx::NodeProto &node, int index) const;
+  std::string nodeHeader(const onnx::NodeProto &node, int index) const;
+  std::string describeDiagnostic(const std::string &message,
+                                 std::optional<Location> loc);
+
+  llvm::StringMap<int64_t> domainOpsets;
+};
+
+} // namespace pipedream::onnx_import
+
+RankedTensorType GraphImporter::typeOf(const HostTensor &t, std::string &why) {
+  Type element = getElementType(&context, t.dtype);
+  if (!element) {
+    why = "unsupported data type " + dtypeName(t.dtype);
+    return nullptr;
+  }
+  if (!checkedNumElements(t.shape)) {
+    why = "invalid or too large shape " + shapeToString(t.shape);
+    return nullptr;
+  }
+  return RankedTensorType::get(t.shape, element);
+}
+
+ElementsAttr GraphImporter::toElementsAttr(const HostTensor &t,
+                                           RankedTensorType type,
+                                           StringRef nameHint) {
+  if (t.dtype == kBool) {
+    SmallVector<bool> bits;
+    for (int64_t v : t.ints)
+      bits.push_back(v != 0);
+    return DenseElementsAttr::get(type, bits);
+  }
+  std::vector<char> bytes = hostToBytes(t);
+  return elementsFromBytes(type, bytes, nameHint);
+}
+
+Value GraphImporter::materialize(ImportedValue &v, StringRef nameHint) {
+  if (v.value)
+    return v.value;
+  if (!v.constant)
+    return nullptr;
+  Location loc = v.loc ? Location(v.loc) : fileLoc;
+  ElementsAttr attr = toElementsAttr(*v.constant, v.type, nameHint);
+  v.value = nn::ConstantOp::create(builder, loc, attr).getResult();
+  return v.value;
+}
+
+int64_t GraphImporter::nodeOpset(const onnx::NodeProto &node) const {
+  StringRef domain = node.domain();
+  if (domain.empty() || domain == "ai.onnx")
+    return opset;
+  auto it = domainOpsets.find(domain);
+  return it == domainOpsets.end() ? 0 : it->second;
+}
+
+std::string GraphImporter::nodeName(const onnx::NodeProto &node,
+                                    int index) const {
+  if (!node.name().empty())
+    return node.name();
+  return "#" + std::to_string(index);
+}
+
+std::string GraphImporter::nodeHeader(const onnx::NodeProto &node,
+                                      int index) const {
+  std::string op = node.op_type();
+  StringRef domain = node.domain();
+  if (!domain.empty() && domain != "ai.onnx")
+    op = node.domain() + "." + op;
+  return "node '" + sanitize(nodeName(node, index)) + "' (op '" +
+         sanitize(op) + "', opset " + std::to_string(nodeOpset(node)) + ")";
+}
+
+bool GraphImporter::collectOpset(const onnx::ModelProto &model) {
+  bool found = false;
+  for (const auto &entry : model.opset_import()) {
+    StringRef domain = entry.domain();
+    if (domain.empty() || domain == "ai.onnx") {
+      opset = entry.version();
+      found = true;
+    } else {
+      domainOpsets[domain] = entry.version();
+    }
+  }
+  if (!found && model.ir_version() < 3) {
+    // Before IR version 3 models had no opset_import: opset 1.
+    opset = 1;
+    found = true;
+  }
+  if (!found) {
+    fail("the model imports no opset of the default ONNX domain");
+    return false;
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    fail("default-domain opset " + Twine(opset) +
+         " is not supported (supported: " + Twine(kMinOpset) + " to " +
+         Twine(kMaxOpset) + "); convert the model with "
+                            "onnx.version_converter");
+    return false;
+  }
+  return true;
+}
+
+/// "2x16" for messages and suggested options.
+static std::string dimsToOption(ArrayRef<int64_t> dims) {
+  std::string s;
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (i)
+      s += "x";
+    s += std::to_string(d);
+  }
+  return s;
+}
+
+bool GraphImporter::importInputs(const onnx::GraphProto &graph,
+                                 SmallVectorImpl<std::string> &inputNames,
+                                 SmallVectorImpl<Type> &inputTypes) {
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+  // A misspelt --input-shape is reported before any missing shape.
+  for (const auto &entry : options.inputShapes) {
+    bool found = llvm::any_of(graph.input(), [&](const auto &input) {
+      return input.name() == entry.getKey() &&
+             !initializerNames.contains(input.name());
+    });
+    if (!found) {
+      fail("--input-shape names '" + sanitize(entry.getKey()) +
+           "', which is not a graph input of the model");
+      return false;
+    }
+  }
+  llvm::StringSet<> seen;
+  for (const auto &input : graph.input()) {
+    const std::string &name = input.name();
+    // An input with an initializer of the same name is a weight with a
+    // default value (IR < 4 style): the initializer wins.
+    if (initializerNames.contains(name))
+      continue;
+    std::string quoted = "graph input '" + sanitize(name) + "'";
+    if (name.empty()) {
+      fail("a graph input has an empty name");
+      return false;
+    }
+    if (!seen.insert(name).second) {
+      fail(quoted + " is listed twice");
+      return false;
+    }
+    if (!input.has_type() || !input.type().has_tensor_type()) {
+      fail(quoted + " is not a tensor (only tensor inputs are supported)");
+      return false;
+    }
+    const auto &tensorType = input.type().tensor_type();
+    Type element = getElementType(&context, tensorType.elem_type());
+    if (!element) {
+      fail(quoted + " has unsupported element type " +
+           dtypeName(tensorType.elem_type()));
+      return false;
+    }
+    // Model dims: -1 marks dynamic ones, with their dim_param names.
+    std::optional<SmallVector<int64_t>> modelDims;
+    SmallVector<std::string> dimNames;
+    if (tensorType.has_shape()) {
+      modelDims.emplace();
+      for (const auto &dim : tensorType.shape().dim()) {
+        if (dim.has_dim_value() && dim.dim_value() >= 0) {
+          modelDims->push_back(dim.dim_value());
+          dimNames.push_back("");
+        } else {
+          modelDims->push_back(-1);
+          dimNames.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+        }
+      }
+    }
+    SmallVector<int64_t> dims;
+    auto given = options.inputShapes.find(name);
+    if (given != options.inputShapes.end()) {
+      dims.assign(given->second.begin(), given->second.end());
+      std::string option =
+          "--input-shape " + sanitize(name) + "=" + dimsToOption(dims);
+      if (modelDims && modelDims->size() != dims.size()) {
+        fail(option + ": the model gives " + quoted + " rank " +
+             Twine(modelDims->size()) + ", not " + Twine(dims.size()));
+        return false;
+      }
+      for (size_t d = 0; modelDims && d < dims.size(); ++d) {
+        if ((*modelDims)[d] >= 0 && (*modelDims)[d] != dims[d]) {
+          fail(option + ": dimension " + Twine(d) + " of " + quoted +
+               " is " + Twine((*modelDims)[d]) + " in the model");
+          return false;
+        }
+      }
+    } else if (!modelDims) {
+      fail(quoted + " has no shape: give one with --input-shape " +
+           sanitize(name) + "=D0xD1...");
+      return false;
+    } else {
+      dims = *modelDims;
+      for (auto [d, size] : llvm::enumerate(dims)) {
+        if (size >= 0)
+          continue;
+        SmallVector<int64_t> example(dims);
+        for (int64_t &e : example)
+          e = e < 0 ? 1 : e;
+        std::string param =
+            dimNames[d].empty() ? "" : " ('" + sanitize(dimNames[d]) + "')";
+        fail(quoted + " has dynamic dimension " + Twine(d) + param +
+             "; give its shape with --input-shape, e.g. --input-shape " +
+             sanitize(name) + "=" + dimsToOption(example));
+        return false;
+      }
+    }
+    if (!checkedNumElements(dims)) {
+      fail(quoted + " has an invalid or too large shape " +
+           shapeToString(dims));
+      return false;
+    }
+    inputNames.push_back(name);
+    inputTypes.push_back(RankedTensorType::get(dims, element));
+  }
+  return true;
+}
+
+bool GraphImporter::sortNodes(const onnx::GraphProto &graph,
+                              const llvm::StringSet<> &defined,
+                              std::vector<int> &order) {
+  int numNodes = graph.node_size();
+  // Producer of every node output; graph inputs and initializers are
+  // defined from the start.
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < numNodes; ++i) {
+    for (const std::string &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      if (defined.contains(out) || !producer.try_emplace(out, i).second) {
+        fail(nodeHeader(graph.node(i), i) + ": output '" + sanitize(out) +
+             "' is already defined (a graph must define each name once)");
+        return false;
+      }
+    }
+  }
+  std::vector<int> pending(numNodes, 0);
+  std::vector<std::vector<int>> consumers(numNodes);
+  for (int i = 0; i < numNodes; ++i) {
+    const auto &node = graph.node(i);
+    for (const std::string &in : node.input()) {
+      if (in.empty() || defined.contains(in))
+        continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        fail(nodeHeader(node, i) + ": input '" + sanitize(in) +
+             "' is not defined (no graph input, initializer or node output "
+             "has this name)");
+        return false;
+      }
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  // Kahn's algorithm, preferring file order among ready nodes so that a
+  // sorted file keeps its order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < numNodes; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int c : consumers[i])
+      if (--pending[c] == 0)
+        ready.push(c);
+  }
+  if (int(order.size()) != numNodes) {
+    for (int i = 0; i < numNodes; ++i) {
+      if (pending[i] != 0) {
+        fail(nodeHeader(graph.node(i), i) +
+             ": is on a cycle; the graph cannot be sorted topologically");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool GraphImporter::checkOps(const onnx::GraphProto &graph,
+                             const std::vector<int> &order) {
+  const OpTable &table = getOpTable();
+  for (int i : order) {
+    const auto &node = graph.node(i);
+    StringRef domain = node.domain();
+    bool defaultDomain = domain.empty() || domain == "ai.onnx";
+    auto it = table.find(node.op_type());
+    if (!defaultDomain || it == table.end()) {
+      fail(nodeHeader(node, i) + ": not supported");
+      return false;
+    }
+    if (opset < it->second.sinceOpset) {
+      fail(nodeHeader(node, i) + ": not supported: '" +
+           sanitize(node.op_type()) + "' is defined from opset " +
+           Twine(it->second.sinceOpset));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GraphImporter::runChecker(onnx::ModelProto &model) {
+  // Newer models are valid but unknown to the linked ONNX library, whose
+  // checker would reject them.
+  if (!options.runChecker ||
+      model.ir_version() > onnx_proto::checkerMaxIRVersion() ||
+      opset > onnx_proto::checkerMaxOpset())
+    return true;
+  // ONNX 1.12's checker insists on a shape for every graph input and
+  // output, though the format allows unknown ones: lend an empty shape to
+  // those without for the check (it does not compare shapes) and take it
+  // back afterwards.
+  SmallVector<onnx::TypeProto_Tensor *> lent;
+  auto *graph = model.mutable_graph();
+  for (auto *infos : {graph->mutable_input(), graph->mutable_output()}) {
+    for (auto &info : *infos) {
+      if (info.has_type() && info.type().has_tensor_type() &&
+          !info.type().tensor_type().has_shape()) {
+        auto *tensorType = info.mutable_type()->mutable_tensor_type();
+        tensorType->mutable_shape();
+        lent.push_back(tensorType);
+      }
+    }
+  }
+  // The checker resolves external data against the working directory when
+  // given a ModelProto: point it at the model's directory the same way.
+  SmallVector<std::pair<std::string *, std::string>> moved;
+  if (!baseDir.empty()) {
+    for (auto &init : *graph->mutable_initializer()) {
+      if (init.data_location() != onnx::TensorProto::EXTERNAL)
+        continue;
+      for (auto &entry : *init.mutable_external_data()) {
+        if (entry.key() != "location" ||
+            llvm::sys::path::is_absolute(entry.value()))
+          continue;
+        SmallString<256> path(baseDir);
+        llvm::sys::path::append(path, entry.value());
+        moved.emplace_back(entry.mutable_value(), entry.value());
+        *entry.mutable_value() = std::string(path);
+      }
+    }
+  }
+  std::string message;
+  bool ok = onnx_proto::checkModel(model, message);
+  for (auto *tensorType : lent)
+    tensorType->clear_shape();
+  for (auto &[value, original] : moved)
+    *value = original;
+  if (!ok)
+    fail("invalid ONNX model: " + sanitize(message));
+  return ok;
+}
+
+std::string GraphImporter::describeDiagnostic(const std::string &message,
+                                              std::optional<Location> loc) {
+  std::string header;
+  if (loc) {
+    (*loc)->walk([&](Location l) {
+      if (auto named = dyn_cast<NameLoc>(l)) {
+        auto it = nodeHeaders.find(named.getName().getValue());
+        if (it != nodeHeaders.end()) {
+          header = it->second;
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+  }
+  return header.empty() ? message : header + ": " + message;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+GraphImporter::run(onnx::ModelProto &model) {
+  // Keep the first error diagnostic (type inference, verifier) to report it
+  // with the node that caused it.
+  // NOTE: the verifier may report from worker threads.
+  std::mutex diagnosticMutex;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    std::lock_guard<std::mutex> lock(diagnosticMutex);
+    if (diag.getSeverity() == DiagnosticSeverity::Error &&
+        diagnostic.empty()) {
+      std::string text = diag.str();
+      diagnostic = sanitize(StringRef(text).split('\n').first);
+      diagnosticLoc = diag.getLocation();
+    }
+    return success();
+  });
+
+  if (!model.has_graph()) {
+    fail("not an ONNX model (no graph)");
+    return failure();
+  }
+  if (!collectOpset(model))
+    return failure();
+  const onnx::GraphProto &graph = model.graph();
+
+  // Structure first: every name defined once, a topological order, only
+  // supported ops; then ONNX's checker.
+  llvm::StringSet<> defined;
+  for (const auto &input : graph.input())
+    defined.insert(input.name());
+  for (const auto &init : graph.initializer())
+    defined.insert(init.name());
+  std::vector<int> order;
+  if (!sortNodes(graph, defined, order) || !checkOps(graph, order))
+    return failure();
+  if (!llvm::equal(order, llvm::seq<int>(0, int(order.size())))) {
+    // Store the nodes sorted (the checker insists on it).
+    auto *nodes = model.mutable_graph()->mutable_node();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+    for (int i : order)
+      *sorted.Add() = std::move(*nodes->Mutable(i));
+    nodes->Swap(&sorted);
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = int(i);
+  }
+  if (!runChecker(model))
+    return failure();
+
+  // Graph inputs, then weights (floating-point initializers) as arguments.
+  SmallVector<std::string> argNames;
+  SmallVector<Type> argTypes;
+  if (!importInputs(graph, argNames, argTypes))
+    return failure();
+  size_t numInputs = argNames.size();
+  SmallVector<const onnx::TensorProto *> weights;
+  for (const auto &init : graph.initializer()) {
+    std::string quoted = "initializer '" + sanitize(init.name()) + "'";
+    if (init.name().empty()) {
+      fail("an initializer has an empty name");
+      return failure();
+    }
+    if (values.count(init.name())) {
+      fail(quoted + " is defined twice");
+      return failure();
+    }
+    int32_t dtype = init.data_type();
+    SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
+    Type element = getElementType(&context, dtype);
+    if (!element) {
+      fail(quoted + " has unsupported data type " + dtypeName(dtype));
+      return failure();
+    }
+    if (!checkedNumElements(dims)) {
+      fail(quoted + " has invalid or too large dimensions " +
+           shapeToString(dims));
+      return failure();
+    }
+    ImportedValue &v = values[init.name()];
+    v.type = RankedTensorType::get(dims, element);
+    v.dtype = dtype;
+    v.loc = NameLoc::get(StringAttr::get(&context, init.name()), fileLoc);
+    if (isFloatDType(dtype)) {
+      weights.push_back(&init);
+      argNames.push_back(init.name());
+      argTypes.push_back(v.type);
+      continue;
+    }
+    // Integer and bool initializers are constants.
+    std::string why;
+    auto constant = decodeTensor(init, baseDir, why);
+    if (!constant) {
+      fail(quoted + ": " + why);
+      return failure();
+    }
+    v.constant = std::make_shared<const HostTensor>(std::move(*constant));
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  Builder b(&context);
+  (*module)->setAttr(import_attrs::kModel, b.getStringAttr(modelName));
+  std::string producer = model.producer_name();
+  if (!model.producer_version().empty())
+    producer += (producer.empty() ? "" : " ") + model.producer_version();
+  (*module)->setAttr(import_attrs::kProducer,
+                     b.getStringAttr(sanitize(producer)));
+  (*module)->setAttr(import_attrs::kOpset, b.getI64IntegerAttr(opset));
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "main",
+                                   b.getFunctionType(argTypes, {}));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  for (size_t i = 0; i < argNames.size(); ++i) {
+    BlockArgument arg = body->getArgument(i);
+    arg.setLoc(NameLoc::get(StringAttr::get(&context, argNames[i]), fileLoc));
+    ImportedValue &v = values[argNames[i]];
+    if (i < numInputs) {
+      v.type = cast<RankedTensorType>(argTypes[i]);
+      v.dtype = getDType(v.type.getElementType());
+    }
+    v.value = arg;
+  }
+
+
+  for (const auto &node : graph.node())
+    for (const std::string &in : node.input())
+      if (!in.empty())
+        used.insert(in);
+  for (const auto &out : graph.output())
+    used.insert(out.name());
+
+  // Convert in topological order.
+  const OpTable &table = getOpTable();
+  for (int i : order) {
+    const auto &node = graph.node(i);
+    std::string name = nodeName(node, i);
+    nodeHeaders[name] = nodeHeader(node, i);
+    Location loc = NameLoc::get(StringAttr::get(&context, name), fileLoc);
+    NodeContext ctx(*this, node, name, loc);
+    table.lookup(node.op_type()).convert(ctx);
+    if (failed())
+      return failure();
+    // Every output a later node reads must have been defined.
+    for (const std::string &out : node.output()) {
+      if (!out.empty() && used.contains(out) && !values.count(out)) {
+        fail(nodeHeaders[name] + ": output '" + sanitize(out) +
+             "' was not produced");
+        return failure();
+      }
+    }
+  }
+
+  // Graph outputs.
+  SmallVector<Value> results;
+  SmallVector<std::string> resultNames;
+  for (const auto &out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      fail("graph output '" + sanitize(out.name()) +
+           "' is not defined by any node, input or initializer");
+      return failure();
+    }
+    results.push_back(materialize(it->second, out.name()));
+    resultNames.push_back(out.name());
+  }
+  if (results.empty()) {
+    fail("the graph has no outputs");
+    return failure();
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+
+  // Drop ops nothing reads (dead shape computations, unused constants) and
+  // weights only those ops read.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  llvm::BitVector unusedArgs(body->getNumArguments());
+  for (size_t i = numInputs; i < body->getNumArguments(); ++i)
+    if (body->getArgument(i).use_empty())
+      unusedArgs.set(i);
+
+  // Weight values (nn.param) of the remaining weights.
+  SmallVector<ElementsAttr> params;
+  for (size_t w = 0; w < weights.size(); ++w) {
+    if (unusedArgs.test(numInputs + w))
+      continue;
+    const onnx::TensorProto &init = *weights[w];
+    SmallVector<int64_t> dims;
+    std::vector<char> storage;
+    std::string why;
+    auto bytes = getTensorBytes(init, baseDir, dims, storage, why);
+    if (!bytes) {
+      fail("initializer '" + sanitize(init.name()) + "': " + why);
+      return failure();
+    }
+    auto type = cast<RankedTensorType>(argTypes[numInputs + w]);
+    params.push_back(elementsFromBytes(type, *bytes, init.name()));
+  }
+  if (::mlir::failed(func.eraseArguments(unusedArgs))) {
+    fail("internal error: cannot erase unused weight arguments");
+    return failure();
+  }
+  func.setType(b.getFunctionType(body->getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  auto nameAttr = [&](StringRef n) {
+    return b.getNamedAttr(nn::NNDialect::kNameAttrName, b.getStringAttr(n));
+  };
+  size_t w = 0, argIndex = 0;
+  for (size_t i = 0; i < argNames.size(); ++i) {
+    if (unusedArgs.test(i))
+      continue;
+    SmallVector<NamedAttribute> attrs{nameAttr(argNames[i])};
+    if (i >= numInputs)
+      attrs.push_back(
+          b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
+    func.setArgAttrs(argIndex++, attrs);
+  }
+  for (auto [i, name] : llvm::enumerate(resultNames))
+    func.setResultAttrs(i, {nameAttr(name)});
+
+  if (::mlir::failed(mlir::verify(*module))) {
+    fail(describeDiagnostic(diagnostic.empty() ? "the imported module does "
+                                                 "not verify"
+                                               : diagnostic,
+                            diagnosticLoc));
+    return failure();
+  }
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
+                         StringRef name, Location loc)
+    : importer(importer), node(node), name(name.str()), loc(loc) {}
+
+int64_t NodeContext::opset() const { return importer.opset; }
+OpBuilder &NodeContext::builder() { return importer.builder; }
+MLIRContext *NodeContext::getContext() { return &importer.context; }
+FoldBudget &NodeContext::budget() { return importer.budget; }
+
+std::string NodeContext::header() const {
+  auto it = importer.nodeHeaders.find(name);
+  return it != importer.nodeHeaders.end() ? it->second : "node '" + name + "'";
+}
+
+void NodeContext::fail(const Twine &message) {
+  importer.fail(header() + ": " + message);
+}
+
+void NodeContext::unsupported(const Twine &reason) {
+  std::string text = reason.str();
+  fail(text.empty() ? Twine("not supported") : "not supported: " + text);
+}
+
+bool NodeContext::failed() const { return importer.failed(); }
+
+void NodeContext::failFromDiagnostic() {
+  fail(importer.diagnostic.empty() ? "result type inference failed"
+                                   : importer.diagnostic);
+}
+
+bool NodeContext::checkResultTypes(ArrayRef<Type> types) {
+  for (Type t : types) {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    if (!ranked || !ranked.hasStaticShape() ||
+        !checkedNumElements(ranked.getShape())) {
+      fail("result type " + (ranked ? shapeToString(ranked.getShape())
+                                    : std::string("?")) +
+           " is invalid or too large");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool NodeContext::hasInput(size_t i) const {
+  return i < numInputs() && !node.input(int(i)).empty();
+}
+
+ImportedValue *NodeContext::input(size_t i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto it = importer.values.find(node.input(int(i)));
+  return it == importer.values.end() ? nullptr : &it->second;
+}
+
+const HostTensor *NodeContext::constantInput(size_t i) {
+  ImportedValue *v = input(i);
+  return v && v->constant ? &*v->constant : nullptr;
+}
+
+const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
+  if (!hasInput(i)) {
+    fail("missing input '" + what + "'");
+    return nullptr;
+  }
+  if (const HostTensor *t = constantInput(i))
+    return t;
+  std::string valueName = sanitize(node.input(int(i)));
+  unsupported("input '" + what + "'" +
+              (valueName == what ? "" : " ('" + valueName + "')") +
+              " is not a constant that can be computed at import time");
+  return nullptr;
+}
+
+bool NodeContext::allInputsConstant() {
+  for (size_t i = 0; i < numInputs(); ++i)
+    if (hasInput(i) && !constantInput(i))
+      return false;
+  return true;
+}
+
+bool NodeContext::requireInputs(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!input(i)) {
+      fail("expects at least " + Twine(n) + " inputs, input " + Twine(i) +
+           " is missing");
+      return false;
+    }
+  }
+  return true;
+}
+
+Value NodeContext::operand(size_t i, StringRef what) {
+  if (failed())
+    return nullptr;
+  ImportedValue *v = input(i);
+  if (!v) {
+    fail("missing input " +
+         (what.empty() ? Twine(i) : Twine("'") + what + "'"));
+    return nullptr;
+  }
+  return importer.materialize(*v, node.input(int(i)));
+}
+
+RankedTensorType NodeContext::inputType(size_t i, StringRef what) {
+  ImportedValue *v = input(i);
+  if (!v) {
+    fail("missing input " +
+         (what.empty() ? Twine(i) : Twine("'") + what + "'"));
+    return nullptr;
+  }
+  return v->type;
+}
+
+bool NodeContext::outputUsed(size_t i) const {
+  return i < numOutputs() && !node.output(int(i)).empty() &&
+         importer.used.contains(node.output(int(i)));
+}
+
+void NodeContext::setOutput(size_t i, Value value) {
+  if (!value || i >= numOutputs() || node.output(int(i)).empty())
+    return;
+  auto type = cast<RankedTensorType>(value.getType());
+  ImportedValue &v = importer.values[node.output(int(i))];
+  v.type = type;
+  v.dtype = getDType(type.getElementType());
+  v.value = value;
+}
+
+void NodeContext::setOutput(size_t i, HostTensor constant) {
+  if (i >= numOutputs() || node.output(int(i)).empty())
+    return;
+  std::string why;
+  RankedTensorType type = importer.typeOf(constant, why);
+  if (!type) {
+    fail(why);
+    return;
+  }
+  // Constant nodes only decode what the file holds; every computed result
+  // counts against the folding budget.
+  if (opType() != "Constant" &&
+      !importer.budget.charge(constant.numElements(), why)) {
+    fail(why);
+    return;
+  }
+  ImportedValue &v = importer.values[node.output(int(i))];
+  v.type = type;
+  v.dtype = constant.dtype;
+  v.loc = loc;
+  v.constant = std::make_shared<const HostTensor>(std::move(constant));
+}
+
+void NodeContext::setOutputAlias(size_t i, const ImportedValue &value) {
+  if (i >= numOutputs() || node.output(int(i)).empty())
+    return;
+  ImportedValue copy = value;
+  importer.values[node.output(int(i))] = std::move(copy);
+}
+
+void NodeContext::setFolded(HostResult result, const std::string &error) {
+  if (!result) {
+    fail(error.empty() ? std::string("cannot be evaluated") : error);
+    return;
+  }
+  setOutput(0, std::move(*result));
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef attrName) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == attrName)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::intAttr(StringRef attrName, int64_t defaultValue) {
+  const auto *a = attr(attrName);
+  if (!a)
+    return defaultValue;
+  if (a->type() == onnx::AttributeProto::INT ||
+      (a->type() == onnx::AttributeProto::UNDEFINED && a->has_i()))
+    return a->i();
+  fail("attribute '" + attrName + "' must be an int");
+  return defaultValue;
+}
+
+double NodeContext::floatAttr(StringRef attrName, double defaultValue) {
+  const auto *a = attr(attrName);
+  if (!a)
+    return defaultValue;
+  if (a->type() == onnx::AttributeProto::FLOAT ||
+      (a->type() == onnx::AttributeProto::UNDEFINED && a->has_f()))
+    return a->f();
+  fail("attribute '" + attrName + "' must be a float");
+  return defaultValue;
+}
+
+std::string NodeContext::stringAttr(StringRef attrName,
+                                    StringRef defaultValue) {
+  const auto *a = attr(attrName);
+  if (!a)
+    return defaultValue.str();
+  if (a->type() == onnx::AttributeProto::STRING ||
+      (a->type() == onnx::AttributeProto::UNDEFINED && a->has_s()))
+    return a->s();
+  fail("attribute '" + attrName + "' must be a string");
+  return defaultValue.str();
+}
+
+std::optional<SmallVector<int64_t>> NodeContext::intsAttr(StringRef attrName) {
+  const auto *a = attr(attrName);
+  if (!a)
+    return std::nullopt;
+  if (a->type() == onnx::AttributeProto::INTS ||
+      a->type() == onnx::AttributeProto::UNDEFINED)
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  fail("attribute '" + attrName + "' must be a list of ints");
+  return std::nullopt;
+}
+
+std::optional<HostTensor> NodeContext::tensorAttr(StringRef attrName) {
+  const auto *a = attr(attrName);
+  if (!a)
+    return std::nullopt;
+  if (a->type() != onnx::AttributeProto::TENSOR &&
+      !(a->type() == onnx::AttributeProto::UNDEFINED && a->has_t())) {
+    fail("attribute '" + attrName + "' must be a tensor");
+    return std::nullopt;
+  }
+  std::string why;
+  auto t = decodeTensor(a->t(), importer.baseDir, why);
+  if (!t)
+    fail("attribute '" + attrName + "': " + why);
+  return t;
+}
+
+std::optional<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                                  StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    fail(what + " " + Twine(axis) + " is out of range for rank " +
+         Twine(rank));
+    return std::nullopt;
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::normalizeAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> result;
+  for (int64_t a : axes) {
+    auto n = normalizeAxis(a, rank);
+    if (!n)
+      return std::nullopt;
+    result.push_back(*n);
+  }
+  llvm::sort(result);
+  if (std::adjacent_find(result.begin(), result.end()) != result.end()) {
+    fail("axes " + shapeToString(axes) + " name an axis twice");
+    return std::nullopt;
+  }
+  return result;
+}
+
+SmallVector<int64_t> NodeContext::toInts(const HostTensor &t) {
+  SmallVector<int64_t> out;
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+    out.push_back(t.getInt(i));
+  return out;
+}
+
+std::optional<SmallVector<int64_t>> NodeContext::constantInts(size_t i,
+                                                              StringRef what) {
+  const HostTensor *t = requireConstant(i, what);
+  if (!t)
+    return std::nullopt;
+  if (t->isFloat() || t->rank() > 1) {
+    fail("input '" + what + "' must be a 1-D integer tensor");
+    return std::nullopt;
+  }
+  return toInts(*t);
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::axesOperand(bool fromInput, size_t index, bool &ok) {
+  ok = true;
+  if (fromInput) {
+    if (!hasInput(index))
+      return std::nullopt;
+    auto axes = constantInts(index, "axes");
+    ok = axes.has_value();
+    return axes;
+  }
+  auto axes = intsAttr("axes");
+  ok = !failed();
+  return axes;
+}
+
+IntegerAttr NodeContext::i64(int64_t v) {
+  return IntegerAttr::get(IntegerType::get(getContext(), 64), v);
+}
+FloatAttr NodeContext::f64(double v) {
+  return FloatAttr::get(Float64Type::get(getContext()), v);
+}
+BoolAttr NodeContext::boolean(bool v) { return BoolAttr::get(getContext(), v); }
+DenseI64ArrayAttr NodeContext::i64s(ArrayRef<int64_t> v) {
+  return DenseI64ArrayAttr::get(getContext(), v);
+}
+
+const OpTable &onnx_import::getOpTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    registerElementwiseOps(t);
+    registerShapeOps(t);
+    registerNeuralOps(t);
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+void pipedream::registerONNXImportDialects(DialectRegistry &registry) {
+  registry.insert<nn::NNDialect, func::FuncDialect>();
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
+                            StringRef baseDir, MLIRContext &context,
+                            const ImportOptions &options, std::string &error) {
+  error.clear();
+  context.loadDialect<nn::NNDialect, func::FuncDialect>();
+  if (bytes.size() > size_t(std::numeric_limits<int>::max())) {
+    error = sanitize(modelName) +
+            ": the file is larger than 2 GiB; store the weights as ONNX "
+            "external data";
+    return failure();
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size()))) {
+    error = sanitize(modelName) +
+            ": cannot parse the file as an ONNX model (truncated, corrupt or "
+            "not ONNX)";
+    return failure();
+  }
+  GraphImporter importer(context, modelName,
+                         options.allowExternalData ? baseDir : StringRef(),
+                         options, error);
+  auto module = importer.run(model);
+  if (::mlir::failed(module) && error.empty())
+    error = sanitize(modelName) + ": import failed";
+  return module;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+pipedream::importONNXFile(StringRef path, MLIRContext &context,
+                          const ImportOptions &options, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = sanitize(path) + ": cannot open the file: " +
+            buffer.getError().message();
+    return failure();
+  }
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importONNXBuffer((*buffer)->getBuffer(), path, dir, context, options,
+                          error);
+}
+
+bool pipedream::parseInputShapeOption(StringRef text, ImportOptions &options,
+                                      std::string &error) {
+  size_t eq = text.rfind('=');
+  if (eq == StringRef::npos || eq == 0) {
+    error = "invalid --input-shape '" + sanitize(text) +
+            "': expected NAME=DxD... (e.g. input_ids=2x16)";
+    return false;
+  }
+  StringRef name = text.take_front(eq), dimsText = text.drop_front(eq + 1);
+  SmallVector<int64_t> dims;
+  if (!dimsText.empty()) {
+    SmallVector<StringRef> parts;
+    dimsText.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t d;
+      if (part.trim().getAsInteger(10, d) || d < 0 || d > kMaxDim) {
+        error = "invalid --input-shape '" + sanitize(text) + "': '" +
+                sanitize(part) + "' is not a dimension size";
+        return false;
+      }
+      dims.push_back(d);
+    }
+  }
+  options.inputShapes[name] = dims;
+  return true;
+}
