@@ -16,9 +16,11 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "pipedream/InitAllDialects.h"
+#include "pipedream/InitAllPasses.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  pipedream::registerAllPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

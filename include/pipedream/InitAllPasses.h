@@ -1,0 +1,24 @@
+//===- InitAllPasses.h - register pipedream passes --------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_INITALLPASSES_H
+#define PIPEDREAM_INITALLPASSES_H
+
+#include "pipedream/Conversion/Passes.h"
+#include "pipedream/Target/CPU/CPUCodegen.h"
+
+namespace pipedream {
+
+/// Registers every pipedream pass with the global pass registry (for
+/// `pipedream-opt` and textual pipelines).
+inline void registerAllPasses() {
+  registerConversionPasses();
+  cpu::registerCPUCodegenPasses();
+}
+
+} // namespace pipedream
+
+#endif // PIPEDREAM_INITALLPASSES_H

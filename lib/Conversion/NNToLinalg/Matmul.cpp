@@ -1,0 +1,208 @@
+//===- Matmul.cpp - nn.matmul and nn.gemm to linalg contractions ----------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `nn.matmul` (numpy matmul) becomes `linalg.matmul` when the rhs is a
+// matrix (lhs batch dimensions fold into M, no copy) and
+// `linalg.batch_matmul` otherwise (batch dimensions broadcast with
+// `linalg.broadcast`, then collapsed into one). 1-D operands are expanded
+// to matrices and the promoted dimension collapsed away afterwards.
+//
+// `nn.gemm` becomes one `linalg.matmul` whose indexing maps express
+// `trans_a` / `trans_b`; `c` (broadcast, scaled by beta) is the accumulator
+// when alpha is 1, otherwise `alpha * AB + beta * C` is a final generic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+namespace nn = pipedream::nn;
+
+namespace pipedream::nn_to_linalg {
+namespace {
+
+/// `lhs [M, K] x rhs [K, N]` into a zero-filled `[M, N]` accumulator.
+Value buildMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  Type element = lhsType.getElementType();
+  auto resultType = RankedTensorType::get(
+      {lhsType.getDimSize(0), rhsType.getDimSize(1)}, element);
+  Value init =
+      createFilled(b, loc, resultType, createScalar(b, loc, element, 0.0));
+  return linalg::MatmulOp::create(b, loc, TypeRange{resultType},
+                                  ValueRange{lhs, rhs}, ValueRange{init})
+      .getResult(0);
+}
+
+struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+    Type element = lhsType.getElementType();
+
+    // numpy promotion of vectors to matrices.
+    SmallVector<int64_t> l(lhsType.getShape()), r(rhsType.getShape());
+    if (l.size() == 1) {
+      l.insert(l.begin(), 1);
+      lhs = reshapeTo(rewriter, loc, lhs, l);
+    }
+    if (r.size() == 1) {
+      r.push_back(1);
+      rhs = reshapeTo(rewriter, loc, rhs, r);
+    }
+    int64_t m = l[l.size() - 2], k = l.back(), n = r.back();
+    ArrayRef<int64_t> lBatch = ArrayRef(l).drop_back(2);
+    ArrayRef<int64_t> rBatch = ArrayRef(r).drop_back(2);
+
+    Value product;
+    if (rBatch.empty()) {
+      // [b..., M, K] x [K, N]: the batch folds into M, a single matmul.
+      int64_t rows = m;
+      for (int64_t d : lBatch)
+        rows *= d;
+      Value flat = reshapeTo(rewriter, loc, lhs, {rows, k});
+      product = buildMatmul(rewriter, loc, flat, rhs);
+    } else {
+      auto batch = nn::detail::broadcastShapes(lBatch, rBatch);
+      if (!batch)
+        return rewriter.notifyMatchFailure(op, "batch shapes do not broadcast");
+      int64_t batchSize = 1;
+      for (int64_t d : *batch)
+        batchSize *= d;
+      SmallVector<int64_t> lFull(*batch), rFull(*batch);
+      lFull.append({m, k});
+      rFull.append({k, n});
+      Value lb =
+          reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, lhs, lFull),
+                    {batchSize, m, k});
+      Value rb =
+          reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, rhs, rFull),
+                    {batchSize, k, n});
+      auto resultType = RankedTensorType::get({batchSize, m, n}, element);
+      Value init = createFilled(rewriter, loc, resultType,
+                                createScalar(rewriter, loc, element, 0.0));
+      product =
+          linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{resultType},
+                                        ValueRange{lb, rb}, ValueRange{init})
+              .getResult(0);
+    }
+    // The product ([rows, N] or [batch, M, N]) has the result's elements in
+    // order; the batch dimensions reappear and the promoted unit dimensions
+    // disappear in one reshape.
+    auto resultType = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(
+        op, reshapeTo(rewriter, loc, product, resultType.getShape()));
+    return success();
+  }
+};
+
+struct GemmLowering : OpConversionPattern<nn::GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type element = resultType.getElementType();
+    double alpha = op.getAlpha().convertToDouble();
+    double beta = op.getBeta().convertToDouble();
+    Value c = adaptor.getC();
+    if (beta == 0.0)
+      c = nullptr;
+
+    // The accumulator: beta * C broadcast to M x N when alpha is 1 (the
+    // matmul then adds AB to it), zeros otherwise.
+    // NOTE: the accumulator is always a new tensor, even when C already is
+    // M x N: with function-boundary bufferization, accumulating into C itself
+    // would write into the caller's buffer.
+    bool cInAccumulator = c && alpha == 1.0;
+    Value init;
+    if (cInAccumulator) {
+      Value betaValue =
+          beta == 1.0 ? Value() : createScalar(rewriter, loc, element, beta);
+      init = buildElementwise(
+          rewriter, loc, resultType, ValueRange{c},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            if (!betaValue)
+              return args[0];
+            return arith::MulFOp::create(b, l, betaValue, args[0]);
+          });
+    } else {
+      init = createFilled(rewriter, loc, resultType,
+                          createScalar(rewriter, loc, element, 0.0));
+    }
+
+    // (m, n, k) loops; transposes are read through the maps.
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    AffineMap aMap = AffineMap::get(3, 0,
+                                    op.getTransA() ? ArrayRef<AffineExpr>{k, m}
+                                                   : ArrayRef<AffineExpr>{m, k},
+                                    ctx);
+    AffineMap bMap = AffineMap::get(3, 0,
+                                    op.getTransB() ? ArrayRef<AffineExpr>{n, k}
+                                                   : ArrayRef<AffineExpr>{k, n},
+                                    ctx);
+    AffineMap cMap = AffineMap::get(3, 0, {m, n}, ctx);
+    auto matmul = linalg::MatmulOp::create(
+        rewriter, loc, TypeRange{resultType},
+        ValueRange{adaptor.getA(), adaptor.getB()}, ValueRange{init});
+    if (op.getTransA() || op.getTransB())
+      matmul.setIndexingMapsAttr(
+          rewriter.getAffineMapArrayAttr({aMap, bMap, cMap}));
+    Value result = matmul.getResult(0);
+
+    if (!cInAccumulator && (alpha != 1.0 || c)) {
+      Value alphaValue = createScalar(rewriter, loc, element, alpha);
+      SmallVector<Value> inputs{result};
+      Value betaValue;
+      if (c) {
+        inputs.push_back(c);
+        if (beta != 1.0)
+          betaValue = createScalar(rewriter, loc, element, beta);
+      }
+      result = buildElementwise(
+          rewriter, loc, resultType, inputs,
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value scaled = args[0];
+            if (alpha != 1.0)
+              scaled = arith::MulFOp::create(b, l, alphaValue, scaled);
+            if (args.size() == 1)
+              return scaled;
+            Value bias = args[1];
+            if (betaValue)
+              bias = arith::MulFOp::create(b, l, betaValue, bias);
+            return arith::AddFOp::create(b, l, scaled, bias);
+          });
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateMatmulPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering, GemmLowering>(patterns.getContext());
+}
+
+} // namespace pipedream::nn_to_linalg

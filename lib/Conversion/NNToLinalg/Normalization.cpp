@@ -1,0 +1,262 @@
+//===- Normalization.cpp - nn normalizations and softmax to linalg --------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// - `nn.batch_normalization` (inference form): one elementwise generic,
+//   `(x - mean) / sqrt(var + eps) * scale + bias` with the per-channel
+//   operands reshaped to [C, 1, ...] so numpy broadcasting puts them on
+//   axis 1.
+// - `nn.layer_normalization`: mean by a sum `linalg.reduce`, variance by a
+//   reduction generic over `(x - mean)^2` (two passes, as the ONNX
+//   reference, not E[x^2] - E[x]^2), then
+//   `(x - mean) * (1 / sqrt(var + eps)) * scale + bias`.
+// - `nn.softmax`: `linalg.softmax` (decomposed upstream's way: max, exp of
+//   the difference, sum, divide) unless the options keep it.
+// - `nn.log_softmax`: `x - max - log(sum(exp(x - max)))` with the same
+//   max-subtraction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+namespace nn = pipedream::nn;
+
+namespace pipedream::nn_to_linalg {
+namespace {
+
+/// Sum (`add`) or maximum of `input` over `dims` with `linalg.reduce`.
+Value reduceFloat(OpBuilder &b, Location loc, Value input,
+                  ArrayRef<int64_t> dims, bool isMax) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Type element = type.getElementType();
+  auto reducedType =
+      RankedTensorType::get(dropDims(type.getShape(), dims), element);
+  Value identity = isMax ? createLowest(b, loc, element)
+                         : createScalar(b, loc, element, 0.0);
+  Value init = createFilled(b, loc, reducedType, identity);
+  return linalg::ReduceOp::create(
+             b, loc, ValueRange{input}, ValueRange{init}, dims,
+             [isMax](OpBuilder &nb, Location l, ValueRange args) {
+               Value r =
+                   isMax
+                       ? Value(
+                             arith::MaximumFOp::create(nb, l, args[0], args[1]))
+                       : Value(arith::AddFOp::create(nb, l, args[0], args[1]));
+               linalg::YieldOp::create(nb, l, r);
+             })
+      .getResult(0);
+}
+
+struct BatchNormalizationLowering
+    : OpConversionPattern<nn::BatchNormalizationOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::BatchNormalizationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type element = resultType.getElementType();
+    int64_t rank = resultType.getRank();
+    // [C] -> [C, 1, ..., 1]: right-aligned broadcasting lands on axis 1.
+    SmallVector<int64_t> channelShape{resultType.getDimSize(1)};
+    channelShape.append(rank - 2, 1);
+    auto perChannel = [&](Value v) {
+      return reshapeTo(rewriter, loc, v, channelShape);
+    };
+    Value eps =
+        createScalar(rewriter, loc, element, op.getEpsilon().convertToDouble());
+    Value result = buildElementwise(
+        rewriter, loc, resultType,
+        ValueRange{adaptor.getInput(), perChannel(adaptor.getScale()),
+                   perChannel(adaptor.getBias()), perChannel(adaptor.getMean()),
+                   perChannel(adaptor.getVar())},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[3]);
+          Value stddev = math::SqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, args[4], eps));
+          Value normalized = arith::DivFOp::create(b, l, centered, stddev);
+          Value scaled = arith::MulFOp::create(b, l, normalized, args[1]);
+          return arith::AddFOp::create(b, l, scaled, args[2]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LayerNormalizationLowering
+    : OpConversionPattern<nn::LayerNormalizationOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::LayerNormalizationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    Type element = type.getElementType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    SmallVector<int64_t> normalizedDims;
+    int64_t count = 1;
+    for (int64_t d = axis; d < rank; ++d) {
+      normalizedDims.push_back(d);
+      count *= type.getDimSize(d);
+    }
+    auto statsType =
+        RankedTensorType::get(type.getShape().take_front(axis), element);
+    // Statistics in keepdims form [outer..., 1, ..., 1] broadcast numpy-style.
+    SmallVector<int64_t> keptShape(type.getShape().take_front(axis));
+    keptShape.append(rank - axis, 1);
+    Value countValue = createScalar(rewriter, loc, element, count);
+
+    Value sum = reduceFloat(rewriter, loc, input, normalizedDims, false);
+    Value mean = buildElementwise(
+        rewriter, loc, statsType, ValueRange{sum},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], countValue);
+        });
+
+    // Sum of squared deviations over the normalized axes.
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap outer = getDropDimsMap(ctx, rank, normalizedDims);
+    SmallVector<utils::IteratorType> iterators(axis,
+                                               utils::IteratorType::parallel);
+    iterators.append(rank - axis, utils::IteratorType::reduction);
+    Value zeros = createFilled(rewriter, loc, statsType,
+                               createScalar(rewriter, loc, element, 0.0));
+    Value squares = buildGeneric(
+        rewriter, loc, zeros, ValueRange{input, mean}, {identity, outer, outer},
+        iterators, [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value square = arith::MulFOp::create(b, l, centered, centered);
+          return arith::AddFOp::create(b, l, args[2], square);
+        });
+    Value eps =
+        createScalar(rewriter, loc, element, op.getEpsilon().convertToDouble());
+    Value one = createScalar(rewriter, loc, element, 1.0);
+    Value invStd = buildElementwise(
+        rewriter, loc, statsType, ValueRange{squares},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value var = arith::DivFOp::create(b, l, args[0], countValue);
+          Value stddev =
+              math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, var, eps));
+          return arith::DivFOp::create(b, l, one, stddev);
+        });
+
+    SmallVector<Value> operands{
+        input, reshapeTo(rewriter, loc, mean, keptShape),
+        reshapeTo(rewriter, loc, invStd, keptShape), adaptor.getScale()};
+    if (Value bias = adaptor.getBias())
+      operands.push_back(bias);
+    Value result = buildElementwise(
+        rewriter, loc, type, operands,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value normalized = arith::MulFOp::create(b, l, centered, args[2]);
+          Value scaled = arith::MulFOp::create(b, l, normalized, args[3]);
+          if (args.size() == 4)
+            return scaled;
+          return arith::AddFOp::create(b, l, scaled, args[4]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SoftmaxLowering : OpConversionPattern<nn::SoftmaxOp> {
+  SoftmaxLowering(MLIRContext *ctx, bool decompose)
+      : OpConversionPattern(ctx), decompose(decompose) {}
+
+  LogicalResult
+  matchAndRewrite(nn::SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto softmax = linalg::SoftmaxOp::create(
+        rewriter, loc, TypeRange{type}, adaptor.getInput(),
+        createEmpty(rewriter, loc, type), static_cast<uint64_t>(op.getAxis()));
+    if (!decompose) {
+      rewriter.replaceOp(op, softmax.getResult());
+      return success();
+    }
+    FailureOr<SmallVector<Value>> parts = softmax.decomposeOperation(rewriter);
+    if (failed(parts))
+      return rewriter.notifyMatchFailure(op, "cannot decompose linalg.softmax");
+    rewriter.replaceOp(op, *parts);
+    rewriter.eraseOp(softmax);
+    return success();
+  }
+
+  bool decompose;
+};
+
+struct LogSoftmaxLowering : OpConversionPattern<nn::LogSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::LogSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    Type element = type.getElementType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    auto reducedType =
+        RankedTensorType::get(dropDims(type.getShape(), {axis}), element);
+
+    Value max = reduceFloat(rewriter, loc, input, {axis}, /*isMax=*/true);
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap reduced = getDropDimsMap(ctx, rank, {axis});
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    iterators[axis] = utils::IteratorType::reduction;
+    Value zeros = createFilled(rewriter, loc, reducedType,
+                               createScalar(rewriter, loc, element, 0.0));
+    Value sum =
+        buildGeneric(rewriter, loc, zeros, ValueRange{input, max},
+                     {identity, reduced, reduced}, iterators,
+                     [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                       Value shifted =
+                           arith::SubFOp::create(b, l, args[0], args[1]);
+                       Value exp = math::ExpOp::create(b, l, shifted);
+                       return arith::AddFOp::create(b, l, args[2], exp);
+                     });
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    Value result = buildGeneric(
+        rewriter, loc, createEmpty(rewriter, loc, type),
+        ValueRange{input, max, sum}, {identity, reduced, reduced, identity},
+        parallel, [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value logSum = math::LogOp::create(b, l, args[2]);
+          return arith::SubFOp::create(b, l, shifted, logSum);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateNormalizationPatterns(RewritePatternSet &patterns,
+                                   const NNToLinalgOptions &options) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<BatchNormalizationLowering, LayerNormalizationLowering,
+               LogSoftmaxLowering>(ctx);
+  patterns.add<SoftmaxLowering>(ctx, options.decomposeSoftmax);
+}
+
+} // namespace pipedream::nn_to_linalg

@@ -1,0 +1,213 @@
+//===- Utils.cpp - helpers shared by the nn-to-linalg patterns ------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+using namespace mlir;
+
+namespace pipedream::nn_to_linalg {
+
+Value createEmpty(OpBuilder &b, Location loc, RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+Value createFilled(OpBuilder &b, Location loc, RankedTensorType type,
+                   Value value) {
+  Value empty = createEmpty(b, loc, type);
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+Value createScalar(OpBuilder &b, Location loc, Type type, double value) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+Value createLowest(OpBuilder &b, Location loc, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                  /*Negative=*/true)));
+  unsigned width = type.getIntOrFloatBitWidth();
+  // `i1` is ONNX bool: false is its lowest value.
+  APInt lowest =
+      width == 1 ? APInt::getZero(1) : APInt::getSignedMinValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, lowest));
+}
+
+AffineMap getBroadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
+                          ArrayRef<int64_t> resultShape) {
+  int64_t offset = resultShape.size() - operandShape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, dim] : llvm::enumerate(operandShape)) {
+    int64_t resultDim = offset + i;
+    if (dim == 1 && resultShape[resultDim] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(resultDim, ctx));
+  }
+  return AffineMap::get(resultShape.size(), 0, exprs, ctx);
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange inputs, ScalarFn fn) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(getBroadcastMap(
+        ctx, cast<RankedTensorType>(input.getType()).getShape(), shape));
+  maps.push_back(b.getMultiDimIdentityMap(shape.size()));
+  SmallVector<utils::IteratorType> iterators(shape.size(),
+                                             utils::IteratorType::parallel);
+  Value init = createEmpty(b, loc, resultType);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value result = fn(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  return generic.getResult(0);
+}
+
+Value buildGeneric(OpBuilder &b, Location loc, Value init, ValueRange inputs,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators, ScalarFn fn) {
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args));
+      });
+  return generic.getResult(0);
+}
+
+AffineMap getDropDimsMap(MLIRContext *ctx, int64_t rank,
+                         ArrayRef<int64_t> dropped) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dropped, d))
+      exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+SmallVector<int64_t> dropDims(ArrayRef<int64_t> shape,
+                              ArrayRef<int64_t> dropped) {
+  SmallVector<int64_t> result;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (!llvm::is_contained(dropped, static_cast<int64_t>(d)))
+      result.push_back(size);
+  return result;
+}
+
+Value broadcastTo(OpBuilder &b, Location loc, Value value,
+                  ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  ArrayRef<int64_t> source = type.getShape();
+  if (source == shape)
+    return value;
+  int64_t offset = shape.size() - source.size();
+  // Source dimensions that survive (equal to their target dimension); the
+  // others are broadcast unit dimensions.
+  SmallVector<int64_t> keptShape;
+  SmallVector<int64_t> added;
+  for (int64_t d = 0; d < offset; ++d)
+    added.push_back(d);
+  SmallVector<ReassociationIndices> reassociation;
+  ReassociationIndices pending;
+  for (auto [i, dim] : llvm::enumerate(source)) {
+    pending.push_back(i);
+    if (dim == shape[offset + i]) {
+      keptShape.push_back(dim);
+      reassociation.push_back(pending);
+      pending.clear();
+    } else {
+      added.push_back(offset + i);
+    }
+  }
+  // Trailing dropped unit dimensions join the last group.
+  if (!pending.empty() && !reassociation.empty())
+    llvm::append_range(reassociation.back(), pending);
+  Value collapsed = value;
+  if (keptShape.size() != source.size())
+    collapsed = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get(keptShape, type.getElementType()), value,
+        reassociation);
+  Value init =
+      createEmpty(b, loc, RankedTensorType::get(shape, type.getElementType()));
+  return linalg::BroadcastOp::create(b, loc, collapsed, init, added)
+      .getResult()[0];
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value value,
+                ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  ArrayRef<int64_t> source = type.getShape();
+  if (source == shape)
+    return value;
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  // Rank 0 to or from all-unit shapes: the empty reassociation.
+  if (source.empty())
+    return tensor::ExpandShapeOp::create(b, loc, resultType, value,
+                                         ArrayRef<ReassociationIndices>{});
+  if (shape.empty())
+    return tensor::CollapseShapeOp::create(b, loc, resultType, value,
+                                           ArrayRef<ReassociationIndices>{});
+  if (source.size() > shape.size()) {
+    if (auto reassociation = getReassociationIndicesForCollapse(source, shape))
+      return tensor::CollapseShapeOp::create(b, loc, resultType, value,
+                                             *reassociation);
+  } else if (source.size() < shape.size()) {
+    if (auto reassociation = getReassociationIndicesForCollapse(shape, source))
+      return tensor::ExpandShapeOp::create(b, loc, resultType, value,
+                                           *reassociation);
+  }
+  // No single reassociation: go through the flat vector.
+  ReassociationIndices all;
+  for (int64_t i = 0, e = source.size(); i < e; ++i)
+    all.push_back(i);
+  auto flatType =
+      RankedTensorType::get({type.getNumElements()}, type.getElementType());
+  Value flat = tensor::CollapseShapeOp::create(b, loc, flatType, value, {all});
+  ReassociationIndices allResult;
+  for (int64_t i = 0, e = shape.size(); i < e; ++i)
+    allResult.push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, resultType, flat, {allResult});
+}
+
+Value padConstant(OpBuilder &b, Location loc, Value value,
+                  ArrayRef<int64_t> low, ArrayRef<int64_t> high,
+                  Value padValue) {
+  if (llvm::all_of(low, [](int64_t p) { return p == 0; }) &&
+      llvm::all_of(high, [](int64_t p) { return p == 0; }))
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  SmallVector<OpFoldResult> lowAttrs, highAttrs;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    shape[i] += low[i] + high[i];
+    lowAttrs.push_back(b.getIndexAttr(low[i]));
+    highAttrs.push_back(b.getIndexAttr(high[i]));
+  }
+  return tensor::PadOp::create(b, loc, type.clone(shape), value, lowAttrs,
+                               highAttrs, padValue);
+}
+
+DenseIntElementsAttr getI64VectorAttr(Builder &b, ArrayRef<int64_t> values) {
+  return DenseIntElementsAttr::get(
+      RankedTensorType::get({static_cast<int64_t>(values.size())},
+                            b.getI64Type()),
+      values);
+}
+
+} // namespace pipedream::nn_to_linalg

@@ -1,0 +1,129 @@
+//===- Utils.h - helpers shared by the nn-to-linalg patterns ----*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builders the op-family lowerings share (empty/filled tensors, numpy
+// broadcasting, reshapes, elementwise generics), and the per-family pattern
+// population functions NNToLinalg.cpp puts together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_LIB_CONVERSION_NNTOLINALG_UTILS_H
+#define PIPEDREAM_LIB_CONVERSION_NNTOLINALG_UTILS_H
+
+#include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace pipedream::nn_to_linalg {
+
+/// Body of a generic: computes the value to yield from block arguments.
+using ScalarFn = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+/// `tensor.empty` of a static tensor type.
+mlir::Value createEmpty(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+
+/// A tensor of `type` filled with `value` (`linalg.fill`).
+mlir::Value createFilled(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, mlir::Value value);
+
+/// A scalar `arith.constant` of a float or integer type holding `value`
+/// (rounded to the float type, truncated toward zero for integers).
+mlir::Value createScalar(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Type type, double value);
+
+/// The lowest value of `type` (-inf for floats, the signed minimum for
+/// integers): the identity of a max.
+mlir::Value createLowest(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Type type);
+
+/// Indexing map reading an operand of `operandShape` inside a loop nest over
+/// `resultShape` with ONNX (numpy) multidirectional broadcasting: shapes are
+/// right-aligned and a size-1 operand dimension against a larger result
+/// dimension reads index 0.
+mlir::AffineMap getBroadcastMap(mlir::MLIRContext *ctx,
+                                llvm::ArrayRef<int64_t> operandShape,
+                                llvm::ArrayRef<int64_t> resultShape);
+
+/// A `linalg.generic` over `resultType`'s shape with every loop parallel,
+/// reading each input with its broadcasting map; `fn` computes the element.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange inputs, ScalarFn fn);
+
+/// A `linalg.generic` writing into `init` (whose type is the result type)
+/// with explicit indexing maps (inputs then init) and iterator types. `fn`
+/// receives every block argument, the output element last, and returns the
+/// value to yield.
+mlir::Value buildGeneric(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value init, mlir::ValueRange inputs,
+                         llvm::ArrayRef<mlir::AffineMap> maps,
+                         llvm::ArrayRef<mlir::utils::IteratorType> iterators,
+                         ScalarFn fn);
+
+/// The map `(d0, ..., d{rank-1}) -> (the dims not in dropped)`, reading a
+/// reduced (keepdims = false) operand inside the full loop nest.
+mlir::AffineMap getDropDimsMap(mlir::MLIRContext *ctx, int64_t rank,
+                               llvm::ArrayRef<int64_t> dropped);
+
+/// `shape` without the dimensions in `dropped`.
+llvm::SmallVector<int64_t> dropDims(llvm::ArrayRef<int64_t> shape,
+                                    llvm::ArrayRef<int64_t> dropped);
+
+/// Materializes the numpy broadcast of `value` to `shape`: drops the
+/// broadcast unit dimensions with `tensor.collapse_shape`, then adds the
+/// broadcast dimensions with `linalg.broadcast`. Returns `value` when its
+/// shape is already `shape`.
+mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value value, llvm::ArrayRef<int64_t> shape);
+
+/// Reshapes `value` (row-major, same element count) to `shape` with one
+/// `tensor.collapse_shape` or `tensor.expand_shape` when a reassociation
+/// exists, otherwise a collapse to 1-D followed by an expand.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                      llvm::ArrayRef<int64_t> shape);
+
+/// `tensor.pad` of `value` with the constant `padValue`; no op when every
+/// pad is zero.
+mlir::Value padConstant(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value value, llvm::ArrayRef<int64_t> low,
+                        llvm::ArrayRef<int64_t> high, mlir::Value padValue);
+
+/// `lhs op rhs` for the float or integer case of a binary arithmetic op.
+template <typename FloatOp, typename IntOp>
+mlir::Value createArith(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                        mlir::Value rhs) {
+  if (llvm::isa<mlir::FloatType>(lhs.getType()))
+    return FloatOp::create(b, loc, lhs, rhs);
+  return IntOp::create(b, loc, lhs, rhs);
+}
+
+/// Dense i64 vector attribute (the form linalg convolution and pooling ops
+/// take their strides and dilations in).
+mlir::DenseIntElementsAttr getI64VectorAttr(mlir::Builder &b,
+                                            llvm::ArrayRef<int64_t> values);
+
+//===----------------------------------------------------------------------===//
+// Pattern population, one function per op family
+//===----------------------------------------------------------------------===//
+
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
+void populateMatmulPatterns(mlir::RewritePatternSet &patterns);
+void populateConvPatterns(mlir::RewritePatternSet &patterns);
+void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
+void populateNormalizationPatterns(mlir::RewritePatternSet &patterns,
+                                   const NNToLinalgOptions &options);
+void populateReductionPatterns(mlir::RewritePatternSet &patterns);
+void populateShapePatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace pipedream::nn_to_linalg
+
+#endif // PIPEDREAM_LIB_CONVERSION_NNTOLINALG_UTILS_H
