@@ -1,0 +1,107 @@
+//===- Bundle.h - the compiled bundle: manifest and weights -----*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Builds and writes the bundle of docs/Bundle.md: `bundle.json` (functions,
+// their buffers in ABI order, weights), `weights.bin` (initial weight values
+// taken from the `nn.param` argument attributes, 64-byte aligned) and the
+// shared library the CPU code generator produces.
+//
+// The manifest is read off the entry functions *before* lowering: their
+// arguments (graph inputs and weights) and results (graph outputs) with
+// `nn.name` / `nn.param`. After bufferization the results become trailing
+// out-parameters, which is the manifest's buffer order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_COMPILER_BUNDLE_H
+#define PIPEDREAM_COMPILER_BUNDLE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipedream {
+
+/// Alignment of every weight in weights.bin, in bytes.
+inline constexpr uint64_t kBundleWeightAlignment = 64;
+
+/// One buffer of a function's ABI.
+struct BundleBuffer {
+  std::string name;
+  /// "input", "weight" or "output" (training adds more roles).
+  std::string role;
+  /// f32 f64 f16 bf16 i64 i32 i8 i1 u8.
+  std::string dtype;
+  llvm::SmallVector<int64_t> shape;
+};
+
+/// One weight stored in weights.bin.
+struct BundleWeight {
+  std::string name;
+  std::string dtype;
+  llvm::SmallVector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/// One exported function.
+struct BundleFunction {
+  std::string name;
+  std::string symbol;
+  /// "inference" (training adds forward, backward, update...).
+  std::string kind;
+  std::vector<BundleBuffer> buffers;
+};
+
+/// Everything bundle.json says, plus the weight bytes.
+struct Bundle {
+  std::string model;
+  std::string library = "program.so";
+  std::string weightsFile = "weights.bin";
+  std::vector<BundleWeight> weights;
+  std::vector<BundleFunction> functions;
+  /// The contents of weights.bin.
+  std::vector<char> weightData;
+};
+
+/// The manifest dtype of `type` ("f32", ...), or "" when the bundle format
+/// cannot hold it.
+std::string getBundleDType(mlir::Type type);
+
+/// Builds the bundle description of `module` (before lowering): one
+/// function of `kind` per public `func.func`, in module order, named after
+/// it, exported as `symbolPrefix + name`. Weights (arguments with `nn.param`)
+/// are deduplicated by name across functions. Fails with a one-line `error`
+/// on types the bundle cannot hold or unreadable weight values.
+mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,
+                                  llvm::StringRef kind,
+                                  llvm::StringRef symbolPrefix, Bundle &bundle,
+                                  std::string &error);
+
+/// bundle.json for `bundle`, pretty-printed.
+std::string renderBundleManifest(const Bundle &bundle);
+
+/// Writes `bundle` into the directory `outputDir` atomically: the files are
+/// assembled in a fresh temporary directory next to `outputDir` (the shared
+/// library by `writeLibrary(path)`), then renamed into place. A missing
+/// `outputDir` is replaced by the temporary directory in one rename; an
+/// existing one receives the files one rename each, bundle.json last, and
+/// keeps its other files.
+mlir::LogicalResult
+writeBundle(const Bundle &bundle, llvm::StringRef outputDir,
+            llvm::function_ref<mlir::LogicalResult(llvm::StringRef path,
+                                                   std::string &error)>
+                writeLibrary,
+            std::string &error);
+
+} // namespace pipedream
+
+#endif // PIPEDREAM_COMPILER_BUNDLE_H

@@ -1,0 +1,163 @@
+//===- CPUCodegen.h - linalg module to program.so ---------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CPU code generator: takes a module after nn->linalg (linalg, tensor,
+// arith, math on ranked static tensors; public func.funcs are the entry
+// points) and produces a shared library exporting
+// `void pipedream_<fn>(void **buffers)` per entry (docs/Bundle.md), all in
+// process: MLIR lowering, LLVM IR translation, an LLVM TargetMachine for the
+// host CPU, and lld linked in as a library. Nothing shells out.
+//
+//   lowerToLLVMDialect       linalg on tensors -> LLVM dialect + wrappers
+//   translateToLLVMIR        LLVM dialect -> llvm::Module (data layout, triple)
+//   optimizeLLVMModule       the LLVM -O pipeline for the target
+//   emitObjectFile           llvm::Module -> ELF object in memory
+//   linkSharedLibrary        objects -> .so (in-process lld)
+//   compileToSharedLibrary   all of the above
+//
+// Errors are returned as one-line messages, never printed or aborted on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_TARGET_CPU_CPUCODEGEN_H
+#define PIPEDREAM_TARGET_CPU_CPUCODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace pipedream::cpu {
+
+/// How f32/f64 contractions (matmul, batch_matmul, generic contractions,
+/// convolutions after im2col) are compiled.
+enum class GemmLowering {
+  /// cpu-vectorize-gemm where it applies (f32, row-major B and C, sizes the
+  /// register tile divides), CBLAS for the other contractions when OpenBLAS
+  /// is available, loops for the rest.
+  Auto,
+  /// cpu-vectorize-gemm where it applies, loops for the rest: program.so
+  /// depends on libc and libm only.
+  Vectorize,
+  /// Every contraction BLAS can express goes to cblas_?gemm.
+  BLAS,
+  /// Plain loops (reference, and the slowest).
+  Loops,
+};
+
+/// Parses "auto", "vectorize", "blas" or "loops".
+std::optional<GemmLowering> parseGemmLowering(llvm::StringRef text);
+
+/// Options of the CPU code generator.
+struct CPUCodegenOptions {
+  /// LLVM optimization level, 0 to 3.
+  unsigned optLevel = 3;
+  /// Target CPU for instruction selection; "native" is the compiling
+  /// machine's CPU with all its features (AVX-512 on Zen 5). A bundle built
+  /// for "native" runs only on CPUs with the same features.
+  std::string cpu = "native";
+  /// Extra LLVM target features, e.g. "+avx512f,-avx512bf16" (added to the
+  /// CPU's own).
+  std::string features;
+  /// How contractions are compiled.
+  GemmLowering gemm = GemmLowering::Auto;
+  /// Symbol prefix of the exported entry wrappers.
+  std::string symbolPrefix = "pipedream_";
+};
+
+/// True when this build of pipedream found OpenBLAS and can link bundles
+/// against it.
+bool isBLASAvailable();
+
+/// True when `options` route some contractions to CBLAS (and program.so is
+/// linked against OpenBLAS).
+bool usesBLAS(const CPUCodegenOptions &options);
+
+/// Adds to `registry` every dialect and interface the CPU lowering uses
+/// (bufferization models, LLVM conversion interfaces, LLVM IR translation).
+void registerCPUCodegenDialects(mlir::DialectRegistry &registry);
+
+/// Registers the pipedream CPU passes and the `pipedream-cpu-lowering`
+/// pipeline with the global pass registry (for pipedream-opt).
+void registerCPUCodegenPasses();
+
+/// Adds the lowering from linalg on tensors to the LLVM dialect, with the
+/// entry wrappers, to `pm` (a module pass manager):
+///
+///   canonicalize, [cpu-lower-conv-to-gemm], cpu-fuse-elementwise-ops,
+///   [cpu-vectorize-gemm], cpu-prepare-entry-points, eliminate-empty-tensors,
+///   one-shot-bufferize{bufferize-function-boundaries
+///                      function-boundary-type-conversion=identity-layout-map},
+///   buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
+///   buffer-deallocation-pipeline, convert-bufferization-to-memref,
+///   [cpu-lower-gemm-to-blas], cpu-lower-strided-copies,
+///   cpu-generate-entry-points, convert-linalg-to-loops, lower-affine,
+///   convert-vector-to-scf, convert-scf-to-cf, expand-strided-metadata,
+///   lower-affine, convert-vector-to-llvm, convert-math-to-llvm,
+///   convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts
+void buildCPULoweringPipeline(mlir::OpPassManager &pm,
+                              const CPUCodegenOptions &options);
+
+/// Runs buildCPULoweringPipeline on `module`. On failure sets `error` to the
+/// first diagnostic (one line, with its location).
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
+                                       const CPUCodegenOptions &options,
+                                       std::string &error);
+
+/// Creates the LLVM TargetMachine for `options` (PIC, the requested CPU and
+/// features, optimization level).
+mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CPUCodegenOptions &options, std::string &error);
+
+/// Translates an LLVM-dialect module to LLVM IR with `machine`'s data layout
+/// and triple.
+mlir::FailureOr<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+                  llvm::TargetMachine &machine, std::string &error);
+
+/// Runs LLVM's default optimization pipeline at `optLevel` (0 to 3).
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
+                        unsigned optLevel);
+
+/// Emits `module` as an ELF relocatable object into `object`.
+mlir::LogicalResult emitObjectFile(llvm::Module &module,
+                                   llvm::TargetMachine &machine,
+                                   llvm::SmallVectorImpl<char> &object,
+                                   std::string &error);
+
+/// Links `objectFiles` into the shared library `outputPath` with lld, in
+/// process, against libc, libm and (when `withBLAS`) OpenBLAS, refusing
+/// undefined symbols. Serialized: lld keeps one context per process.
+mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
+                                      llvm::StringRef outputPath,
+                                      bool withBLAS, std::string &error);
+
+/// The whole code generator: lowers `module` (linalg on tensors; modified in
+/// place to the LLVM dialect) and writes the shared library `outputPath`.
+/// A temporary object file is written next to `outputPath` and removed.
+mlir::LogicalResult compileToSharedLibrary(mlir::ModuleOp module,
+                                           const CPUCodegenOptions &options,
+                                           llvm::StringRef outputPath,
+                                           std::string &error);
+
+} // namespace pipedream::cpu
+
+#endif // PIPEDREAM_TARGET_CPU_CPUCODEGEN_H

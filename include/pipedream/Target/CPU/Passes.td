@@ -1,0 +1,217 @@
+//===- Passes.td - CPU code generation passes --------------*- tablegen -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The passes pipedream adds to the upstream CPU lowering (bufferization,
+// loops, LLVM dialect). The whole pipeline is `pipedream-cpu-lowering`
+// (see CPUCodegen.h); each pass here can also run alone in pipedream-opt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_TARGET_CPU_PASSES_TD
+#define PIPEDREAM_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// cpu-lower-conv-to-gemm
+//===----------------------------------------------------------------------===//
+
+def LowerConvToGemmPass : Pass<"cpu-lower-conv-to-gemm", "mlir::ModuleOp"> {
+  let summary = "Rewrite 2-D convolutions as im2col + a contraction";
+  let description = [{
+    Rewrites `linalg.conv_2d_nchw_fchw`, `linalg.conv_2d_nhwc_hwcf` and
+    `linalg.conv_2d_nhwc_fhwc` on tensors into an im2col `linalg.generic`
+    followed by a matmul-like contraction (upstream `rewriteInIm2Col`), so
+    that `cpu-lower-gemm-to-blas` turns the convolution's arithmetic into
+    BLAS calls after bufferization.
+
+    ```mlir
+    %0 = linalg.conv_2d_nchw_fchw ins(%x, %w : ...) outs(%init : ...)
+    // becomes
+    %cols = linalg.generic ... // im2col: [N, C*KH*KW, OH*OW]
+    %1 = linalg.generic ...    // [F, C*KH*KW] x [N, C*KH*KW, OH*OW]
+    %2 = tensor.expand_shape %1 ...
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-fuse-elementwise-ops
+//===----------------------------------------------------------------------===//
+
+def FuseElementwiseOpsPass
+    : Pass<"cpu-fuse-elementwise-ops", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg ops, keeping contractions intact";
+  let description = [{
+    Upstream `linalg-fuse-elementwise-ops` (producer/consumer fusion of
+    elementwise `linalg.generic`s, reshape folding by expansion, constant
+    folding) with one difference: an elementwise producer is never fused
+    into a contraction. Fused into a matmul, a LayerNorm's last step or a
+    scaling would turn the matmul's body into something that is no longer a
+    multiply-accumulate, and `cpu-vectorize-gemm` / `cpu-lower-gemm-to-blas`
+    would no longer recognize it (it would run as scalar loops).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::affine::AffineDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-vectorize-gemm
+//===----------------------------------------------------------------------===//
+
+def VectorizeGemmPass : Pass<"cpu-vectorize-gemm", "mlir::func::FuncOp"> {
+  let summary = "Tile and vectorize f32 contractions into a register-blocked "
+                "kernel";
+  let description = [{
+    Tiles every f32 contraction on tensors whose innermost output dimension
+    N is also the innermost dimension of the right-hand side (row-major B
+    and C; any batch dimensions, A in either layout) twice with
+    `scf::tileUsingSCF`: cache tiles (up to 64 x 64 x K, K tiled only past
+    1024), then register tiles of 8 x 32 x 1 (M x N x K; smaller when the
+    sizes are not multiples). The register tile is vectorized
+    (`linalg::vectorize`), the contraction lowered to outer products (FMAs
+    of a broadcast A element and a 32-wide B row into 16 AVX-512
+    accumulators) and the accumulator hoisted out of the K loop.
+
+    Only shapes the register tile divides are handled (no masking); other
+    contractions are left for `cpu-lower-gemm-to-blas` or the loop lowering.
+
+    ```mlir
+    %r = linalg.matmul ins(%a, %b : tensor<512x512xf32>, tensor<512x512xf32>)
+                       outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
+    // becomes scf.for nests over 64x64 tiles and 8x32 register tiles whose
+    // K loop carries a vector<8x32xf32> accumulator (as 8 x vector<32xf32>)
+    ```
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-prepare-entry-points
+//===----------------------------------------------------------------------===//
+
+def PrepareEntryPointsPass
+    : Pass<"cpu-prepare-entry-points", "mlir::ModuleOp"> {
+  let summary = "Give every result of a public function its own tensor";
+  let description = [{
+    Runs on tensors, before bufferization. A public function that returns
+    the same value twice (two graph outputs of one node) would need two
+    out-parameters aliasing one buffer; `buffer-results-to-out-params`
+    cannot express that (and crashes in MLIR 22 when hoisting allocations).
+    Every repeated result becomes a copy in a fresh allocation.
+
+    ```mlir
+    return %s, %s : tensor<4xf32>, tensor<4xf32>
+    // becomes
+    %c = bufferization.alloc_tensor() copy(%s) : tensor<4xf32>
+    return %s, %c : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-lower-gemm-to-blas
+//===----------------------------------------------------------------------===//
+
+def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
+  let summary = "Replace f32/f64 linalg contractions on memrefs by CBLAS gemm "
+                "calls";
+  let description = [{
+    Every linalg op with buffer semantics that is a contraction
+    (`linalg.matmul`, `linalg.batch_matmul`, transposed variants, matvec, and
+    `linalg.generic` with a multiply-accumulate body and projected-permutation
+    indexing maps) over statically shaped and strided `f32` or `f64`
+    memrefs becomes a call to `cblas_sgemm` / `cblas_dgemm` (row-major),
+    one per batch index inside `scf.for` loops.
+
+    Loop dimensions of the same role (several M, N or K dimensions) are
+    merged when the memrefs lay them out contiguously, so
+    `[B, T, C] x [C, N]` is a single `(B*T) x C x N` GEMM. A contraction
+    whose operands cannot be described by leading dimensions with unit
+    inner stride is left to the loop lowering.
+
+    When the op's output was zero-filled by the `linalg.fill` right before
+    it, the fill is erased and the call uses `beta = 0`.
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>)
+                  outs(%c : memref<64x16xf32>)
+    // becomes
+    func.call @cblas_sgemm(%c101, %c111, %c111, %c64, %c16, %c32, %one,
+        %pa, %c32, %pb, %c16, %one, %pc, %c16) : (...) -> ()
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-lower-strided-copies
+//===----------------------------------------------------------------------===//
+
+def LowerStridedCopiesPass
+    : Pass<"cpu-lower-strided-copies", "mlir::ModuleOp"> {
+  let summary = "Turn memref.copy between non-contiguous memrefs into "
+                "linalg.copy";
+  let description = [{
+    The LLVM lowering of `memref.copy` calls `memrefCopy` from MLIR's C runner
+    utilities unless both sides are contiguous; compiled bundles do not link
+    those utilities. This pass rewrites such copies into `linalg.copy`, which
+    the loop lowering expands in place. Contiguous copies stay `memref.copy`
+    (they become `llvm.memcpy`).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-generate-entry-points
+//===----------------------------------------------------------------------===//
+
+def GenerateEntryPointsPass
+    : Pass<"cpu-generate-entry-points", "mlir::ModuleOp"> {
+  let summary = "Add the `pipedream_<fn>(void **buffers)` entry wrappers";
+  let description = [{
+    Runs on bufferized IR whose public functions take only statically
+    shaped, identity-layout memrefs and return nothing (after
+    `buffer-results-to-out-params`). For every public `func.func @f` it adds
+
+    ```mlir
+    func.func @pipedream_f(%buffers: !llvm.ptr) {
+      // for each argument i: load buffers[i], build a memref descriptor
+      // (allocated = aligned = pointer, offset 0, static sizes, row-major
+      // strides) and cast it to the argument's memref type
+      func.call @f(%m0, %m1, ...) : (...) -> ()
+      return
+    }
+    ```
+
+    and makes every other function private, so the wrappers are the only
+    symbols `program.so` exports (docs/Bundle.md). The casts fold away in
+    `reconcile-unrealized-casts` after the LLVM conversion.
+  }];
+  let options = [
+    Option<"symbolPrefix", "symbol-prefix", "std::string",
+           /*default=*/"\"pipedream_\"",
+           "Prefix of the exported wrapper symbols">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+#endif // PIPEDREAM_TARGET_CPU_PASSES_TD

@@ -1,0 +1,404 @@
+//===- Bundle.cpp - the compiled bundle: manifest and weights -------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Compiler/Bundle.h"
+
+#include "pipedream/Dialect/NN/IR/NNDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace pipedream {
+
+std::string getBundleDType(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (auto integer = dyn_cast<IntegerType>(type)) {
+    unsigned width = integer.getWidth();
+    if (integer.isUnsigned())
+      return width == 8 ? "u8" : "";
+    if (width == 64 || width == 32 || width == 8 || width == 1)
+      return "i" + std::to_string(width);
+  }
+  return "";
+}
+
+/// Bytes one element of `type` takes in a buffer (i1: one byte).
+static int64_t getElementBytes(Type type) {
+  return std::max<int64_t>(1, (type.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+static std::string typeToString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+/// Appends the raw little-endian bytes of `value` to `out`.
+static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
+                                    std::string &error) {
+  auto type = cast<ShapedType>(value.getType());
+  Type elementType = type.getElementType();
+  int64_t numElements = type.getNumElements();
+  int64_t elementBytes = getElementBytes(elementType);
+  int64_t bytes = numElements * elementBytes;
+
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob) {
+      error = "its value is an elided or missing resource blob";
+      return failure();
+    }
+    ArrayRef<char> data = blob->getData();
+    if (static_cast<int64_t>(data.size()) != bytes) {
+      error = "its resource blob holds " + std::to_string(data.size()) +
+              " bytes, expected " + std::to_string(bytes);
+      return failure();
+    }
+    out.insert(out.end(), data.begin(), data.end());
+    return success();
+  }
+
+  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    if (elementType.isInteger(1)) {
+      // Bit-packed in the attribute; one byte per element in buffers.
+      for (bool b : dense.getValues<bool>())
+        out.push_back(b ? 1 : 0);
+      return success();
+    }
+    ArrayRef<char> raw = dense.getRawData();
+    if (dense.isSplat()) {
+      if (static_cast<int64_t>(raw.size()) != elementBytes) {
+        error = "unexpected splat storage";
+        return failure();
+      }
+      for (int64_t i = 0; i < numElements; ++i)
+        out.insert(out.end(), raw.begin(), raw.end());
+      return success();
+    }
+    if (static_cast<int64_t>(raw.size()) != bytes) {
+      error = "unexpected dense storage size";
+      return failure();
+    }
+    out.insert(out.end(), raw.begin(), raw.end());
+    return success();
+  }
+
+  // Any other ElementsAttr: element by element.
+  auto appendInt = [&](const APInt &v) {
+    for (int64_t i = 0; i < elementBytes; ++i)
+      out.push_back(static_cast<char>(
+          v.extractBitsAsZExtValue(std::min<int64_t>(8, v.getBitWidth() - 8 * i),
+                                   8 * i)));
+  };
+  if (isa<FloatType>(elementType)) {
+    if (auto values = value.tryGetValues<APFloat>()) {
+      for (APFloat v : *values)
+        appendInt(v.bitcastToAPInt());
+      return success();
+    }
+  } else if (auto values = value.tryGetValues<APInt>()) {
+    for (APInt v : *values)
+      appendInt(v);
+    return success();
+  }
+  error = "its value attribute cannot be read as elements";
+  return failure();
+}
+
+LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
+                            StringRef symbolPrefix, Bundle &bundle,
+                            std::string &error) {
+  bundle.model = model.str();
+  llvm::StringMap<size_t> weightIndex;
+
+  auto describe = [&](func::FuncOp func, Type type, StringRef what,
+                      BundleBuffer &buffer) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape()) {
+      error = "function '" + func.getSymName().str() + "': " + what.str() +
+              " '" + buffer.name + "' has type " + typeToString(type) +
+              "; bundles need statically shaped tensors (fix dynamic "
+              "dimensions with --input-shape NAME=DxD)";
+      return failure();
+    }
+    buffer.dtype = getBundleDType(tensor.getElementType());
+    if (buffer.dtype.empty()) {
+      error = "function '" + func.getSymName().str() + "': " + what.str() +
+              " '" + buffer.name + "' has element type " +
+              typeToString(tensor.getElementType()) +
+              ", which bundles cannot hold";
+      return failure();
+    }
+    buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    return success();
+  };
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic() || func.isDeclaration())
+      continue;
+    BundleFunction function;
+    function.name = func.getSymName().str();
+    function.symbol = (symbolPrefix + func.getSymName()).str();
+    function.kind = kind.str();
+
+    llvm::StringMap<unsigned> seenNames;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      BundleBuffer buffer;
+      auto name =
+          func.getArgAttrOfType<StringAttr>(i, nn::NNDialect::kNameAttrName);
+      buffer.name = name ? name.getValue().str() : "arg" + std::to_string(i);
+      Attribute param = func.getArgAttr(i, nn::NNDialect::kParamAttrName);
+      buffer.role = param ? "weight" : "input";
+      if (failed(describe(func, func.getArgument(i).getType(), buffer.role,
+                          buffer)))
+        return failure();
+      if (!seenNames.insert({buffer.name, i}).second) {
+        error = "function '" + function.name + "': two buffers are named '" +
+                buffer.name + "'";
+        return failure();
+      }
+
+      if (param) {
+        auto value = dyn_cast<ElementsAttr>(param);
+        if (!value || value.getType() != func.getArgument(i).getType()) {
+          error = "weight '" + buffer.name +
+                  "': nn.param is not an elements attribute of the "
+                  "argument's type";
+          return failure();
+        }
+        auto [it, inserted] =
+            weightIndex.insert({buffer.name, bundle.weights.size()});
+        if (!inserted) {
+          const BundleWeight &existing = bundle.weights[it->second];
+          if (existing.dtype != buffer.dtype || existing.shape != buffer.shape) {
+            error = "weight '" + buffer.name +
+                    "' is used with two different types";
+            return failure();
+          }
+        } else {
+          BundleWeight weight;
+          weight.name = buffer.name;
+          weight.dtype = buffer.dtype;
+          weight.shape = buffer.shape;
+          uint64_t aligned =
+              llvm::alignTo(bundle.weightData.size(), kBundleWeightAlignment);
+          bundle.weightData.resize(aligned, 0);
+          weight.offset = aligned;
+          std::string valueError;
+          if (failed(appendElements(value, bundle.weightData, valueError))) {
+            error = "weight '" + buffer.name + "': " + valueError;
+            return failure();
+          }
+          weight.bytes = bundle.weightData.size() - aligned;
+          bundle.weights.push_back(std::move(weight));
+        }
+      }
+      function.buffers.push_back(std::move(buffer));
+    }
+
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      BundleBuffer buffer;
+      auto name = func.getResultAttrOfType<StringAttr>(
+          i, nn::NNDialect::kNameAttrName);
+      buffer.name =
+          name ? name.getValue().str() : "output" + std::to_string(i);
+      buffer.role = "output";
+      if (failed(describe(func, func.getResultTypes()[i], "output", buffer)))
+        return failure();
+      if (!seenNames.insert({buffer.name, i}).second) {
+        // An output named like an input (ONNX allows passing an input
+        // through): keep the manifest's names unique.
+        buffer.name += ".output";
+        if (!seenNames.insert({buffer.name, i}).second) {
+          error = "function '" + function.name + "': two buffers are named '" +
+                  buffer.name + "'";
+          return failure();
+        }
+      }
+      function.buffers.push_back(std::move(buffer));
+    }
+    bundle.functions.push_back(std::move(function));
+  }
+  if (bundle.functions.empty()) {
+    error = "the module has no public function to compile";
+    return failure();
+  }
+  return success();
+}
+
+/// A JSON string literal (quoted, escaped).
+static std::string quote(StringRef text) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::json::Value(text.str());
+  return s;
+}
+
+static std::string shapeToJSON(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+std::string renderBundleManifest(const Bundle &bundle) {
+  // Written by hand rather than with llvm::json::Object, which sorts keys:
+  // the field order of docs/Bundle.md, one weight or buffer per line.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "{\n";
+  os << "  \"format\": \"pipedream-bundle\",\n";
+  os << "  \"version\": 1,\n";
+  os << "  \"model\": " << quote(bundle.model) << ",\n";
+  os << "  \"library\": " << quote(bundle.library) << ",\n";
+  os << "  \"weights_file\": " << quote(bundle.weightsFile) << ",\n";
+  os << "  \"weights\": [";
+  for (auto [i, w] : llvm::enumerate(bundle.weights))
+    os << (i ? "," : "") << "\n    {\"name\": " << quote(w.name)
+       << ", \"dtype\": " << quote(w.dtype)
+       << ", \"shape\": " << shapeToJSON(w.shape)
+       << ", \"offset\": " << w.offset << ", \"bytes\": " << w.bytes << "}";
+  os << (bundle.weights.empty() ? "],\n" : "\n  ],\n");
+  os << "  \"functions\": [";
+  for (auto [i, f] : llvm::enumerate(bundle.functions)) {
+    os << (i ? "," : "") << "\n    {\n";
+    os << "      \"name\": " << quote(f.name) << ",\n";
+    os << "      \"symbol\": " << quote(f.symbol) << ",\n";
+    os << "      \"kind\": " << quote(f.kind) << ",\n";
+    os << "      \"buffers\": [";
+    for (auto [j, b] : llvm::enumerate(f.buffers))
+      os << (j ? "," : "") << "\n        {\"name\": " << quote(b.name)
+         << ", \"role\": " << quote(b.role)
+         << ", \"dtype\": " << quote(b.dtype)
+         << ", \"shape\": " << shapeToJSON(b.shape) << "}";
+    os << (f.buffers.empty() ? "]\n" : "\n      ]\n");
+    os << "    }";
+  }
+  os << (bundle.functions.empty() ? "]\n" : "\n  ]\n");
+  os << "}\n";
+  return text;
+}
+
+/// Writes `data` to `path` (created or truncated).
+static LogicalResult writeFile(StringRef path, StringRef data,
+                               std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (!ec) {
+    os << data;
+    os.close();
+    ec = os.error();
+  }
+  if (ec) {
+    error = (path + ": " + ec.message()).str();
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult writeBundle(
+    const Bundle &bundle, StringRef outputDir,
+    llvm::function_ref<LogicalResult(StringRef, std::string &)> writeLibrary,
+    std::string &error) {
+  llvm::SmallString<256> target(outputDir);
+  llvm::sys::path::remove_dots(target, /*remove_dot_dot=*/true);
+  if (target.empty())
+    target = ".";
+  bool exists = llvm::sys::fs::exists(target);
+  if (exists && !llvm::sys::fs::is_directory(target)) {
+    error = (outputDir + ": exists and is not a directory").str();
+    return failure();
+  }
+
+  // The temporary directory is a sibling, so the final renames stay within
+  // one file system.
+  llvm::SmallString<256> parent = llvm::sys::path::parent_path(target);
+  if (parent.empty())
+    parent = ".";
+  if (!llvm::sys::fs::is_directory(parent)) {
+    error = (outputDir + ": parent directory '" + parent + "' does not exist")
+                .str();
+    return failure();
+  }
+  llvm::SmallString<256> temp;
+  {
+    llvm::SmallString<256> model(target);
+    model += ".tmp"; // createUniqueDirectory appends "-XXXXXX".
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, temp)) {
+      error = (outputDir + ": cannot create a temporary directory: " +
+               ec.message())
+                  .str();
+      return failure();
+    }
+  }
+  // createUniqueDirectory makes it private (0700); the bundle directory gets
+  // the usual permissions.
+  (void)llvm::sys::fs::setPermissions(
+      temp, static_cast<llvm::sys::fs::perms>(llvm::sys::fs::all_all &
+                                              ~llvm::sys::fs::getUmask()));
+  bool keepTemp = false;
+  llvm::scope_exit cleanup([&] {
+    if (!keepTemp)
+      llvm::sys::fs::remove_directories(temp);
+  });
+
+  auto inTemp = [&](StringRef name) {
+    llvm::SmallString<256> path(temp);
+    llvm::sys::path::append(path, name);
+    return path;
+  };
+  if (failed(writeLibrary(inTemp(bundle.library), error)))
+    return failure();
+  if (failed(writeFile(inTemp(bundle.weightsFile),
+                       StringRef(bundle.weightData.data(),
+                                 bundle.weightData.size()),
+                       error)))
+    return failure();
+  if (failed(writeFile(inTemp("bundle.json"), renderBundleManifest(bundle),
+                       error)))
+    return failure();
+
+  if (!exists) {
+    if (std::error_code ec = llvm::sys::fs::rename(temp, target)) {
+      error = (outputDir + ": " + ec.message()).str();
+      return failure();
+    }
+    keepTemp = true;
+    return success();
+  }
+  // Existing directory: the manifest goes last, so a reader never sees a
+  // new bundle.json next to an old library.
+  for (StringRef name : {StringRef(bundle.library),
+                         StringRef(bundle.weightsFile), StringRef("bundle.json")}) {
+    llvm::SmallString<256> to(target);
+    llvm::sys::path::append(to, name);
+    if (std::error_code ec = llvm::sys::fs::rename(inTemp(name), to)) {
+      error = (to + ": " + ec.message()).str();
+      return failure();
+    }
+  }
+  return success();
+}
+
+} // namespace pipedream

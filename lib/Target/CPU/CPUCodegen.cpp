@@ -1,0 +1,255 @@
+//===- CPUCodegen.cpp - LLVM dialect to object code -----------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The LLVM half of the CPU code generator: translation to LLVM IR, the LLVM
+// optimization pipeline for the host CPU, object emission in memory, and the
+// driver that chains lowering, code generation and linking.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/CPUCodegen.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace pipedream::cpu {
+
+static void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
+  initializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "no LLVM target for " + triple.str() + ": " + lookupError;
+    return failure();
+  }
+
+  std::string cpu = options.cpu;
+  llvm::SmallVector<std::string> features;
+  if (cpu.empty() || cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.push_back((feature.second ? "+" : "-") +
+                         feature.first().str());
+  }
+  if (!options.features.empty())
+    features.push_back(options.features);
+  if (!target->hasTargetMachine()) {
+    error = "LLVM target " + triple.str() + " has no code generator";
+    return failure();
+  }
+  // An unknown CPU name would only make LLVM print a warning and fall back
+  // to a generic CPU: refuse it, asking a generic subtarget.
+  {
+    std::unique_ptr<llvm::MCSubtargetInfo> generic(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (!generic || !generic->isCPUStringValid(cpu)) {
+      error = "unknown target CPU '" + cpu + "' for " + triple.str();
+      return failure();
+    }
+  }
+
+  llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Aggressive;
+  switch (options.optLevel) {
+  case 0:
+    level = llvm::CodeGenOptLevel::None;
+    break;
+  case 1:
+    level = llvm::CodeGenOptLevel::Less;
+    break;
+  case 2:
+    level = llvm::CodeGenOptLevel::Default;
+    break;
+  default:
+    break;
+  }
+  llvm::TargetOptions targetOptions;
+  // Fuse a*b+c into FMAs (clang's -ffp-contract=fast): the GEMM kernel's
+  // multiply-add pairs become one instruction, and one rounding.
+  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, llvm::join(features, ","), targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, level));
+  if (!machine) {
+    error = "cannot create an LLVM target machine for CPU '" + cpu + "'";
+    return failure();
+  }
+  return machine;
+}
+
+FailureOr<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
+                  llvm::TargetMachine &machine, std::string &error) {
+  std::string firstError;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      llvm::raw_string_ostream os(firstError);
+      os << diag.getLocation() << ": " << diag.str();
+    }
+    return success();
+  });
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "program");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed" +
+            (firstError.empty() ? std::string() : ": " + firstError);
+    error = StringRef(error).split('\n').first.str();
+    return failure();
+  }
+  llvmModule->setDataLayout(machine.createDataLayout());
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  // The vectorizers and instruction selection read the CPU per function.
+  for (llvm::Function &function : *llvmModule) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", machine.getTargetCPU());
+    if (!machine.getTargetFeatureString().empty())
+      function.addFnAttr("target-features", machine.getTargetFeatureString());
+  }
+  return llvmModule;
+}
+
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
+                        unsigned optLevel) {
+  llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
+  switch (optLevel) {
+  case 0:
+    level = llvm::OptimizationLevel::O0;
+    break;
+  case 1:
+    level = llvm::OptimizationLevel::O1;
+    break;
+  case 2:
+    level = llvm::OptimizationLevel::O2;
+    break;
+  default:
+    break;
+  }
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = optLevel > 1;
+  tuning.LoopVectorization = optLevel > 1;
+  tuning.SLPVectorization = optLevel > 1;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      level == llvm::OptimizationLevel::O0
+          ? builder.buildO0DefaultPipeline(level)
+          : builder.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+LogicalResult emitObjectFile(llvm::Module &module,
+                             llvm::TargetMachine &machine,
+                             llvm::SmallVectorImpl<char> &object,
+                             std::string &error) {
+  object.clear();
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile)) {
+    error = "the LLVM target cannot emit object files";
+    return failure();
+  }
+  pm.run(module);
+  return success();
+}
+
+LogicalResult compileToSharedLibrary(ModuleOp module,
+                                     const CPUCodegenOptions &options,
+                                     StringRef outputPath,
+                                     std::string &error) {
+  if (options.gemm == GemmLowering::BLAS && !isBLASAvailable()) {
+    error = "this pipedream was built without OpenBLAS: choose another GEMM "
+            "lowering (--gemm=vectorize) or install libopenblas-dev and "
+            "rebuild";
+    return failure();
+  }
+  if (failed(lowerToLLVMDialect(module, options, error)))
+    return failure();
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options, error);
+  if (failed(machine))
+    return failure();
+  llvm::LLVMContext llvmContext;
+  FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
+      translateToLLVMIR(module, llvmContext, **machine, error);
+  if (failed(llvmModule))
+    return failure();
+  optimizeLLVMModule(**llvmModule, **machine, options.optLevel);
+  llvm::SmallVector<char, 0> object;
+  if (failed(emitObjectFile(**llvmModule, **machine, object, error)))
+    return failure();
+
+  // lld reads its inputs from files: the object goes next to the output,
+  // under a name no other compile uses.
+  llvm::SmallString<256> objectPath;
+  {
+    llvm::SmallString<256> model(outputPath);
+    model += ".%%%%%%.o";
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, objectPath)) {
+      error = (outputPath + ": cannot create a temporary object file: " +
+               ec.message())
+                  .str();
+      return failure();
+    }
+  }
+  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (!ec) {
+      os.write(object.data(), object.size());
+      os.close();
+      ec = os.error();
+    }
+    if (ec) {
+      error = (objectPath + ": " + ec.message()).str();
+      return failure();
+    }
+  }
+  return linkSharedLibrary({std::string(objectPath)}, outputPath,
+                           usesBLAS(options), error);
+}
+
+} // namespace pipedream::cpu

@@ -1,0 +1,118 @@
+//===- GenerateEntryPoints.cpp - pipedream_<fn>(void **buffers) -----------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Adds the exported entry wrapper of docs/Bundle.md to every public function
+// of a bufferized module: `pipedream_<fn>(void **buffers)` loads one pointer
+// per argument, wraps it in a memref descriptor of the argument's static
+// shape (offset 0, row-major strides) and calls the function. Every other
+// function gets internal linkage, so the wrappers are all program.so exports.
+//
+// The wrapper is built before the LLVM conversion, with
+// `unrealized_conversion_cast` from the descriptor struct to the memref; the
+// conversion of the call produces the inverse cast and
+// `reconcile-unrealized-casts` folds both away. This keeps the MLIR default
+// calling convention (descriptors) for all internal functions, including
+// helpers generated with dynamic shapes, which the bare-pointer convention
+// cannot express.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/Passes.h"
+
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace pipedream::cpu {
+#define GEN_PASS_DEF_GENERATEENTRYPOINTSPASS
+#include "pipedream/Target/CPU/Passes.h.inc"
+} // namespace pipedream::cpu
+
+using namespace mlir;
+
+namespace {
+
+struct GenerateEntryPointsPass
+    : pipedream::cpu::impl::GenerateEntryPointsPassBase<
+          GenerateEntryPointsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    LLVMTypeConverter typeConverter(ctx);
+    SymbolTable symbols(module);
+
+    SmallVector<func::FuncOp> entries;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isDeclaration())
+        entries.push_back(func);
+
+    auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isDeclaration())
+        func->setAttr("llvm.linkage", internal);
+
+    for (func::FuncOp func : entries) {
+      if (func.getNumResults() != 0) {
+        func.emitError("entry function '")
+            << func.getSymName()
+            << "' still returns values after buffer-results-to-out-params";
+        return signalPassFailure();
+      }
+      for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+        auto memref = dyn_cast<MemRefType>(type);
+        if (!memref || !memref.hasStaticShape() ||
+            !memref.getLayout().isIdentity()) {
+          func.emitError("entry function '")
+              << func.getSymName() << "' argument " << index << " has type "
+              << type
+              << "; the bundle ABI needs statically shaped, identity-layout "
+                 "memrefs";
+          return signalPassFailure();
+        }
+      }
+
+      std::string name = symbolPrefix + func.getSymName().str();
+      if (symbols.lookup(name)) {
+        func.emitError("entry wrapper symbol '") << name << "' already exists";
+        return signalPassFailure();
+      }
+      Location loc = func.getLoc();
+      OpBuilder builder(ctx);
+      builder.setInsertionPointAfter(func);
+      Type ptrType = LLVM::LLVMPointerType::get(ctx);
+      auto wrapper = func::FuncOp::create(
+          builder, loc, name, builder.getFunctionType({ptrType}, {}));
+      Block *body = wrapper.addEntryBlock();
+      builder.setInsertionPointToStart(body);
+      Value buffers = body->getArgument(0);
+
+      SmallVector<Value> args;
+      for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+        auto memref = cast<MemRefType>(type);
+        Value slot = LLVM::GEPOp::create(
+            builder, loc, ptrType, ptrType, buffers,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+        Value pointer = LLVM::LoadOp::create(builder, loc, ptrType, slot);
+        Value descriptor = MemRefDescriptor::fromStaticShape(
+            builder, loc, typeConverter, memref, pointer);
+        args.push_back(UnrealizedConversionCastOp::create(builder, loc,
+                                                          memref, descriptor)
+                           .getResult(0));
+      }
+      func::CallOp::create(builder, loc, func, args);
+      func::ReturnOp::create(builder, loc);
+      // NOTE: the wrapper itself keeps external linkage: it is the ABI.
+    }
+  }
+};
+
+} // namespace

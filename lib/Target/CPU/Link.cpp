@@ -1,0 +1,102 @@
+//===- Link.cpp - objects to a shared library with in-process lld ---------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Links program.so with lld used as a library (no `ld` process). The library
+// records the shared objects it needs (libc, libm, OpenBLAS when GEMMs were
+// routed to it) and is linked with `-z defs`, so a missing symbol is a
+// compile error, not a dlopen failure in the runtime.
+//
+// NOTE: lld keeps its state in one global CommonLinkerContext per process
+// (lld/Common/CommonLinkerContext.h); `lld::lldMain` creates and destroys it
+// around each link and is re-entrant sequentially but not concurrently. All
+// links therefore go through one mutex. lldMain returns `canRunAgain = false`
+// only after a crash inside lld; later links are then refused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/CPUCodegen.h"
+
+#include "lld/Common/Driver.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
+LLD_HAS_DRIVER(elf)
+
+using namespace mlir;
+
+namespace pipedream::cpu {
+
+// Absolute paths of the shared objects bundles link against, found by CMake
+// (lib/Target/CPU/CMakeLists.txt).
+static constexpr const char *kLibcPath = PIPEDREAM_LIBC_PATH;
+static constexpr const char *kLibmPath = PIPEDREAM_LIBM_PATH;
+static constexpr const char *kOpenBLASPath = PIPEDREAM_OPENBLAS_PATH;
+
+bool isBLASAvailable() {
+  return kOpenBLASPath[0] != '\0' && llvm::sys::fs::exists(kOpenBLASPath);
+}
+
+LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
+                                StringRef outputPath, bool withBLAS,
+                                std::string &error) {
+  static std::mutex lldMutex;
+  static bool lldUsable = true;
+
+  std::string output = outputPath.str();
+  std::vector<const char *> args = {
+      "ld.lld", "-shared", "-o", output.c_str(),
+      // Every symbol resolved now, against the libraries below.
+      "-z", "defs", "-z", "noexecstack", "-z", "relro", "-z", "now",
+      "--hash-style=gnu", "--gc-sections", "-O1"};
+  for (const std::string &object : objectFiles)
+    args.push_back(object.c_str());
+  // Only libraries whose symbols are used become DT_NEEDED.
+  args.push_back("--as-needed");
+  for (const char *library : {kLibmPath, kLibcPath}) {
+    if (library[0] == '\0') {
+      error = "pipedream was built without the path of libc/libm; "
+              "reconfigure it with CMake";
+      return failure();
+    }
+    args.push_back(library);
+  }
+  if (withBLAS) {
+    if (!isBLASAvailable()) {
+      error = std::string("OpenBLAS not found (") +
+              (kOpenBLASPath[0] ? kOpenBLASPath : "not configured") +
+              "): install libopenblas-dev or compile without BLAS";
+      return failure();
+    }
+    args.push_back(kOpenBLASPath);
+  }
+
+  std::lock_guard<std::mutex> lock(lldMutex);
+  if (!lldUsable) {
+    error = "the in-process linker crashed earlier in this process; "
+            "restart the compiler";
+    return failure();
+  }
+  std::string out, err;
+  llvm::raw_string_ostream outStream(out), errStream(err);
+  lld::Result result =
+      lld::lldMain(args, outStream, errStream, {{lld::Gnu, &lld::elf::link}});
+  lldUsable = result.canRunAgain;
+  if (result.retCode == 0)
+    return success();
+  StringRef message = StringRef(err).trim();
+  if (message.empty())
+    message = StringRef(out).trim();
+  error = (outputPath + ": link failed: " +
+           (message.empty() ? StringRef("lld exited with an error")
+                            : message.split('\n').first))
+              .str();
+  return failure();
+}
+
+} // namespace pipedream::cpu

@@ -1,0 +1,268 @@
+//===- Pipeline.cpp - linalg on tensors to the LLVM dialect ---------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The MLIR half of the CPU code generator: the pass pipeline from linalg on
+// tensors to the LLVM dialect (see buildCPULoweringPipeline in
+// CPUCodegen.h) and the registrations it needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/CPUCodegen.h"
+#include "pipedream/Target/CPU/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+
+namespace pipedream::cpu {
+
+void registerCPUCodegenDialects(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, index::IndexDialect, LLVM::LLVMDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect, ub::UBDialect,
+                  vector::VectorDialect>();
+  // Bufferization models.
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  cf::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  vector::registerBufferizableOpInterfaceExternalModels(registry);
+  // Tiling, subset hoisting and shape reasoning (cpu-vectorize-gemm,
+  // eliminate-empty-tensors).
+  linalg::registerTilingInterfaceExternalModels(registry);
+  linalg::registerSubsetOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  vector::registerSubsetOpInterfaceExternalModels(registry);
+  affine::registerValueBoundsOpInterfaceExternalModels(registry);
+  arith::registerValueBoundsOpInterfaceExternalModels(registry);
+  linalg::registerValueBoundsOpInterfaceExternalModels(registry);
+  memref::registerValueBoundsOpInterfaceExternalModels(registry);
+  scf::registerValueBoundsOpInterfaceExternalModels(registry);
+  tensor::registerValueBoundsOpInterfaceExternalModels(registry);
+  vector::registerValueBoundsOpInterfaceExternalModels(registry);
+  // Ownership-based deallocation models.
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  memref::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  // convert-to-llvm interfaces.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  // LLVM IR translation.
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+std::optional<GemmLowering> parseGemmLowering(StringRef text) {
+  return llvm::StringSwitch<std::optional<GemmLowering>>(text)
+      .Case("auto", GemmLowering::Auto)
+      .Case("vectorize", GemmLowering::Vectorize)
+      .Case("blas", GemmLowering::BLAS)
+      .Case("loops", GemmLowering::Loops)
+      .Default(std::nullopt);
+}
+
+bool usesBLAS(const CPUCodegenOptions &options) {
+  return options.gemm == GemmLowering::BLAS ||
+         (options.gemm == GemmLowering::Auto && isBLASAvailable());
+}
+
+void buildCPULoweringPipeline(OpPassManager &pm,
+                              const CPUCodegenOptions &options) {
+  // Tensor level: clean up, expose GEMMs, fuse elementwise chains so they
+  // become one loop nest each, then the GEMM kernels.
+  pm.addPass(createCanonicalizerPass());
+  if (options.gemm != GemmLowering::Loops)
+    pm.addPass(createLowerConvToGemmPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwiseOpsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.gemm == GemmLowering::Auto ||
+      options.gemm == GemmLowering::Vectorize) {
+    pm.addNestedPass<func::FuncOp>(createVectorizeGemmPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+
+  // Bufferization, with the bundle ABI at function boundaries: identity
+  // layouts, results as caller-owned out-parameters (one buffer each).
+  pm.addPass(createPrepareEntryPointsPass());
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Buffer level: library calls, then the ABI wrappers.
+  if (usesBLAS(options))
+    pm.addPass(createLowerGemmToBLASPass());
+  pm.addPass(createLowerStridedCopiesPass());
+  GenerateEntryPointsPassOptions entry;
+  entry.symbolPrefix = options.symbolPrefix;
+  pm.addPass(createGenerateEntryPointsPass(entry));
+
+  // Loops and the LLVM dialect.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // Vector ops (from vectorized code) lower first, with their own
+  // preparatory patterns (transfers to loads, contractions to FMAs).
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+namespace {
+/// Pipeline options of `pipedream-cpu-lowering` in pipedream-opt.
+struct CPULoweringPipelineOptions
+    : public PassPipelineOptions<CPULoweringPipelineOptions> {
+  Option<std::string> gemm{
+      *this, "gemm",
+      llvm::cl::desc("GEMM lowering: auto, vectorize, blas or loops"),
+      llvm::cl::init("auto")};
+  Option<std::string> symbolPrefix{
+      *this, "symbol-prefix",
+      llvm::cl::desc("Prefix of the exported entry wrappers"),
+      llvm::cl::init("pipedream_")};
+};
+} // namespace
+
+void registerCPUCodegenPasses() {
+  registerCPUPasses();
+  PassPipelineRegistration<CPULoweringPipelineOptions>(
+      "pipedream-cpu-lowering",
+      "Lower linalg on tensors to the LLVM dialect with the bundle entry "
+      "wrappers (the pipeline of pipedream-compile)",
+      [](OpPassManager &pm, const CPULoweringPipelineOptions &pipeline) {
+        CPUCodegenOptions options;
+        // An unknown value keeps the default; pipedream-compile validates.
+        options.gemm =
+            parseGemmLowering(pipeline.gemm).value_or(GemmLowering::Auto);
+        options.symbolPrefix = pipeline.symbolPrefix;
+        buildCPULoweringPipeline(pm, options);
+      });
+}
+
+LogicalResult lowerToLLVMDialect(ModuleOp module,
+                                 const CPUCodegenOptions &options,
+                                 std::string &error) {
+  MLIRContext *ctx = module.getContext();
+  // Keep the first error (the root cause); later ones are usually fallout.
+  std::string firstError;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() != DiagnosticSeverity::Error ||
+        !firstError.empty())
+      return success();
+    llvm::raw_string_ostream os(firstError);
+    os << diag.getLocation() << ": " << diag.str();
+    return success();
+  });
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm))) {
+    error = "invalid pass manager options";
+    return failure();
+  }
+  buildCPULoweringPipeline(pm, options);
+  if (succeeded(pm.run(module)))
+    return success();
+  error = firstError.empty() ? "CPU lowering failed" : firstError;
+  // Diagnostics can span lines (notes, op dumps): keep the first.
+  error = StringRef(error).split('\n').first.str();
+  return failure();
+}
+
+} // namespace pipedream::cpu
