@@ -1,0 +1,205 @@
+/*===- pipedream/runtime.h - pipedream runtime C API ------------*- C -*-===*\
+|*                                                                          *|
+|* Part of the pipedream project.                                           *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+/*
+ * The public C API of the pipedream runtime: open a compiled bundle
+ * (bundle.json + program.so + weights.bin, see docs/Bundle.md), set the
+ * inputs of one of its functions, run it, read its outputs.
+ *
+ * Conventions (docs/Runtime.md has the details):
+ *  - Every call that can fail returns a pd_status. On failure the message is
+ *    available from pd_last_error() on the same thread until the next failing
+ *    call there. The library never aborts, exits or prints.
+ *  - Handles are opaque. A pd_bundle owns everything reached through it:
+ *    pd_function and pd_buffer handles and every string or shape pointer the
+ *    accessors return stay valid until pd_bundle_close().
+ *  - Buffers are owned by the runtime: dense, row-major (C order),
+ *    64-byte aligned, zero-initialized when the bundle is opened. Weight
+ *    buffers are loaded once and shared by every function that uses them.
+ *  - One bundle is used from one thread at a time; separate bundles are
+ *    independent.
+ *
+ * New capabilities (ranks and transports, stash slots, checkpoints) arrive
+ * as new functions, new enumerators and new roles; existing functions keep
+ * their signatures and meaning (PD_RUNTIME_API_VERSION counts additions).
+ */
+
+#ifndef PIPEDREAM_RUNTIME_H
+#define PIPEDREAM_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define PD_API
+#else
+#define PD_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of this header's API; bumped when functions are added. */
+#define PD_RUNTIME_API_VERSION 1
+
+/** Result of every fallible call. Values are stable; more may be added. */
+typedef enum pd_status {
+  PD_OK = 0,
+  /** A NULL handle or pointer, an index out of range, a bad flag. */
+  PD_ERROR_INVALID_ARGUMENT = 1,
+  /** No function, buffer or weight of that name. */
+  PD_ERROR_NOT_FOUND = 2,
+  /** A file or directory could not be opened or read. */
+  PD_ERROR_IO = 3,
+  /** A malformed bundle.json, weights.bin, .npy or .npz. */
+  PD_ERROR_FORMAT = 4,
+  /** Data whose dtype, shape or size does not match the buffer. */
+  PD_ERROR_MISMATCH = 5,
+  /** An allocation failed. */
+  PD_ERROR_OUT_OF_MEMORY = 6,
+  /** dlopen()/dlsym() of the bundle's native library failed. */
+  PD_ERROR_LOAD = 7,
+  /** A feature this runtime does not have (yet). */
+  PD_ERROR_UNSUPPORTED = 8,
+  /** A bug in the runtime; the message says where. */
+  PD_ERROR_INTERNAL = 9,
+  /* Not a status: keeps the enum int-sized, so any int is a valid value. */
+  PD_STATUS_MAX_ENUM_ = 0x7fffffff
+} pd_status;
+
+/** Element types (bundle.json `dtype` strings in comments). */
+typedef enum pd_dtype {
+  PD_DTYPE_F32 = 0,  /**< "f32" */
+  PD_DTYPE_F64 = 1,  /**< "f64" */
+  PD_DTYPE_F16 = 2,  /**< "f16" */
+  PD_DTYPE_BF16 = 3, /**< "bf16" */
+  PD_DTYPE_I64 = 4,  /**< "i64" */
+  PD_DTYPE_I32 = 5,  /**< "i32" */
+  PD_DTYPE_I8 = 6,   /**< "i8" */
+  PD_DTYPE_I1 = 7,   /**< "i1", one byte per element, 0 or 1 */
+  PD_DTYPE_U8 = 8,   /**< "u8" */
+  PD_DTYPE_MAX_ENUM_ = 0x7fffffff /* not a dtype; keeps the enum int-sized */
+} pd_dtype;
+
+/** What a buffer is to its function (bundle.json `role`). */
+typedef enum pd_role {
+  PD_ROLE_INPUT = 0,  /**< "input": set by the caller, read by the function */
+  PD_ROLE_OUTPUT = 1, /**< "output": fully written by the function */
+  PD_ROLE_WEIGHT = 2, /**< "weight": loaded from weights.bin, shared */
+  PD_ROLE_MAX_ENUM_ = 0x7fffffff /* not a role; keeps the enum int-sized */
+} pd_role;
+
+/** An open bundle: its native library, weights and buffers. */
+typedef struct pd_bundle pd_bundle;
+/** One function of a bundle (a `pipedream_<name>` symbol). */
+typedef struct pd_function pd_function;
+/** One runtime-owned tensor: a function's input/output or a weight. */
+typedef struct pd_buffer pd_buffer;
+
+/*===-- Errors and enums -------------------------------------------------===*/
+
+/** The message of the last failed call on this thread ("" if none). The
+ *  pointer stays valid until the next failing call on this thread. */
+PD_API const char *pd_last_error(void);
+/** Forgets the last error of this thread. */
+PD_API void pd_clear_error(void);
+/** "ok", "invalid argument", "not found"... for any value. */
+PD_API const char *pd_status_string(pd_status status);
+/** The bundle.json spelling ("f32"...), or "?" for an unknown value. */
+PD_API const char *pd_dtype_name(pd_dtype dtype);
+/** Parses a bundle.json dtype string. */
+PD_API pd_status pd_dtype_from_name(const char *name, pd_dtype *out);
+/** Bytes per element (1 for i1), 0 for an unknown value. */
+PD_API size_t pd_dtype_size(pd_dtype dtype);
+/** The bundle.json spelling ("input"...), or "?" for an unknown value. */
+PD_API const char *pd_role_name(pd_role role);
+/** PD_RUNTIME_API_VERSION of the library actually linked. */
+PD_API int pd_runtime_api_version(void);
+
+/*===-- Bundles ------------------------------------------------------------===*/
+
+/** Opens the bundle in directory `dir`: validates bundle.json, dlopen()s its
+ *  library (RTLD_LOCAL|RTLD_NOW), resolves every function's symbol, loads
+ *  every weight from the weights file and allocates every buffer. On
+ *  failure *out is set to NULL and nothing is leaked. */
+PD_API pd_status pd_bundle_open(const char *dir, pd_bundle **out);
+/** Releases the bundle and everything reached through it. NULL is a no-op. */
+PD_API void pd_bundle_close(pd_bundle *bundle);
+/** The directory given to pd_bundle_open. */
+PD_API const char *pd_bundle_dir(const pd_bundle *bundle);
+/** bundle.json `model` ("" if absent). */
+PD_API const char *pd_bundle_model(const pd_bundle *bundle);
+
+/** Number of functions, in manifest order. */
+PD_API size_t pd_bundle_function_count(const pd_bundle *bundle);
+/** The index-th function, or NULL when out of range. */
+PD_API pd_function *pd_bundle_function_at(pd_bundle *bundle, size_t index);
+/** The function called `name`; PD_ERROR_NOT_FOUND lists the names there are. */
+PD_API pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
+                                    pd_function **out);
+
+/** Number of weights (bundle.json `weights`), in manifest order. */
+PD_API size_t pd_bundle_weight_count(const pd_bundle *bundle);
+/** The index-th weight buffer, or NULL when out of range. */
+PD_API pd_buffer *pd_bundle_weight_at(pd_bundle *bundle, size_t index);
+/** The weight buffer called `name`. */
+PD_API pd_status pd_bundle_find_weight(pd_bundle *bundle, const char *name,
+                                       pd_buffer **out);
+
+/*===-- Functions ----------------------------------------------------------===*/
+
+/** bundle.json `name`, `symbol` and `kind` ("inference", "forward"...). */
+PD_API const char *pd_function_name(const pd_function *function);
+PD_API const char *pd_function_symbol(const pd_function *function);
+PD_API const char *pd_function_kind(const pd_function *function);
+/** Number of buffers the function takes, in manifest (= ABI) order. */
+PD_API size_t pd_function_buffer_count(const pd_function *function);
+/** The index-th buffer (a weight buffer is the bundle's shared one), or NULL
+ *  when out of range. */
+PD_API pd_buffer *pd_function_buffer_at(pd_function *function, size_t index);
+/** The function's buffer called `name`. */
+PD_API pd_status pd_function_find_buffer(pd_function *function,
+                                         const char *name, pd_buffer **out);
+/** Calls the function on its buffers. Fails with PD_ERROR_INVALID_ARGUMENT,
+ *  without calling, while an input buffer has never been written
+ *  (pd_buffer_write or pd_buffer_data). */
+PD_API pd_status pd_function_run(pd_function *function);
+
+/*===-- Buffers ------------------------------------------------------------===*/
+
+PD_API const char *pd_buffer_name(const pd_buffer *buffer);
+PD_API pd_role pd_buffer_role(const pd_buffer *buffer);
+PD_API pd_dtype pd_buffer_dtype(const pd_buffer *buffer);
+/** Number of dimensions (0 for a scalar). */
+PD_API size_t pd_buffer_rank(const pd_buffer *buffer);
+/** pd_buffer_rank() extents; valid while the bundle is open. */
+PD_API const int64_t *pd_buffer_shape(const pd_buffer *buffer);
+PD_API size_t pd_buffer_num_elements(const pd_buffer *buffer);
+PD_API size_t pd_buffer_num_bytes(const pd_buffer *buffer);
+
+/** The buffer's memory (64-byte aligned, pd_buffer_num_bytes() long) for
+ *  the caller to read or fill in place; counts as a write for
+ *  pd_function_run's check. NULL for a NULL buffer. */
+PD_API void *pd_buffer_data(pd_buffer *buffer);
+/** Read-only access; does not count as a write. */
+PD_API const void *pd_buffer_const_data(const pd_buffer *buffer);
+/** Copies `num_bytes` bytes of dense row-major data into the buffer after
+ *  checking that dtype, rank, shape and size match it exactly
+ *  (PD_ERROR_MISMATCH names the buffer, the expected and the given type). */
+PD_API pd_status pd_buffer_write(pd_buffer *buffer, pd_dtype dtype,
+                                 size_t rank, const int64_t *shape,
+                                 const void *data, size_t num_bytes);
+/** Copies the buffer out into `data` (`num_bytes` long) with the same
+ *  checks as pd_buffer_write. */
+PD_API pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype,
+                                size_t rank, const int64_t *shape, void *data,
+                                size_t num_bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PIPEDREAM_RUNTIME_H */

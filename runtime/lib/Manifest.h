@@ -1,0 +1,109 @@
+//===- Manifest.h - bundle.json model and validation ------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The runtime's in-memory view of bundle.json (docs/Bundle.md) and the parser
+// that validates every field. Internal to the runtime library (and its unit
+// tests); users see the C API of pipedream/runtime.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_RUNTIME_LIB_MANIFEST_H
+#define PIPEDREAM_RUNTIME_LIB_MANIFEST_H
+
+#include "pipedream/runtime.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipedream {
+namespace runtime {
+
+/// An error inside the runtime, turned into a pd_status and pd_last_error()
+/// at the C API boundary.
+class Error : public std::runtime_error {
+public:
+  Error(pd_status status, const std::string &message)
+      : std::runtime_error(message), status(status) {}
+  pd_status status;
+};
+
+/// The only bundle.json `format` and `version` this runtime reads.
+constexpr const char *kBundleFormat = "pipedream-bundle";
+constexpr int64_t kBundleVersion = 1;
+/// Alignment of every buffer and of every weight's offset in weights.bin.
+constexpr size_t kAlignment = 64;
+/// Largest rank a shape may have.
+constexpr size_t kMaxRank = 32;
+
+/// Element type and static shape of a tensor, with its sizes precomputed.
+struct TensorType {
+  pd_dtype dtype = PD_DTYPE_F32;
+  std::vector<int64_t> shape;
+  size_t numElements = 1;
+  size_t numBytes = 0;
+};
+
+/// One entry of bundle.json `weights`.
+struct WeightSpec {
+  std::string name;
+  TensorType type;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/// One entry of a function's `buffers`.
+struct BufferSpec {
+  std::string name;
+  pd_role role = PD_ROLE_INPUT;
+  TensorType type;
+  /// Index into Manifest::weights when role is PD_ROLE_WEIGHT.
+  size_t weightIndex = 0;
+};
+
+/// One entry of bundle.json `functions`.
+struct FunctionSpec {
+  std::string name;
+  std::string symbol;
+  std::string kind;
+  std::vector<BufferSpec> buffers;
+};
+
+/// A validated bundle.json.
+struct Manifest {
+  int64_t version = kBundleVersion;
+  std::string model;
+  std::string library;
+  /// Empty when the bundle has no weights and names no weights file.
+  std::string weightsFile;
+  std::vector<WeightSpec> weights;
+  std::vector<FunctionSpec> functions;
+};
+
+/// Parses and validates bundle.json text. Throws Error (PD_ERROR_FORMAT)
+/// whose message starts with `source` and names the offending field, e.g.
+/// `b/bundle.json: functions[0].buffers[1].dtype: unknown dtype 'f33'`.
+/// Unknown keys are ignored so later bundle versions can add fields.
+Manifest parseManifest(const std::string &text, const std::string &source);
+
+/// "f32[2x3]" ("f32[]" for a scalar).
+std::string describeType(pd_dtype dtype, const int64_t *shape, size_t rank);
+
+/// bundle.json spellings of dtypes and roles; false for unknown names.
+bool parseDtype(const std::string &name, pd_dtype &out);
+bool parseRole(const std::string &name, pd_role &out);
+/// "f32 f64 f16 bf16 i64 i32 i8 i1 u8", for messages.
+const char *dtypeNameList();
+
+/// Computes numElements and numBytes of `type`; throws Error
+/// (PD_ERROR_FORMAT) prefixed with `what` when they overflow size_t.
+void computeSizes(TensorType &type, const std::string &what);
+
+} // namespace runtime
+} // namespace pipedream
+
+#endif // PIPEDREAM_RUNTIME_LIB_MANIFEST_H

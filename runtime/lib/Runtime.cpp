@@ -1,0 +1,670 @@
+//===- Runtime.cpp - bundle loading, buffers, the C API -------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Implements pipedream/runtime.h. Internally C++ with exceptions (Error);
+// every C entry point catches everything and turns it into a pd_status and
+// the thread's last-error message, so nothing escapes into C callers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/runtime.h"
+
+#include "Manifest.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+using pipedream::runtime::BufferSpec;
+using pipedream::runtime::describeType;
+using pipedream::runtime::Error;
+using pipedream::runtime::FunctionSpec;
+using pipedream::runtime::kAlignment;
+using pipedream::runtime::Manifest;
+using pipedream::runtime::TensorType;
+using pipedream::runtime::WeightSpec;
+
+namespace {
+
+thread_local std::string lastError;
+
+/// The ABI of every compiled function (docs/Bundle.md).
+using EntryPoint = void (*)(void **);
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/// Zeroed memory of `bytes` (at least one alignment unit, so a zero-sized
+/// buffer still has a distinct, aligned address), kAlignment-aligned.
+std::unique_ptr<unsigned char, FreeDeleter>
+allocateAligned(size_t bytes, const std::string &what) {
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0)
+    rounded = kAlignment;
+  void *memory = nullptr;
+  if (posix_memalign(&memory, kAlignment, rounded) != 0 || !memory)
+    throw Error(PD_ERROR_OUT_OF_MEMORY, "cannot allocate " +
+                                            std::to_string(bytes) +
+                                            " bytes for " + what);
+  std::memset(memory, 0, rounded);
+  return std::unique_ptr<unsigned char, FreeDeleter>(
+      static_cast<unsigned char *>(memory));
+}
+
+std::string joinPath(const std::string &dir, const std::string &file) {
+  if (dir.empty())
+    return file;
+  if (dir.back() == '/')
+    return dir + file;
+  return dir + "/" + file;
+}
+
+std::string errnoText(int error) { return std::strerror(error); }
+
+} // namespace
+
+struct pd_buffer {
+  std::string name;
+  /// "input 'x' of function 'main'" / "weight 'fc1.weight'", for messages.
+  std::string what;
+  pd_role role = PD_ROLE_INPUT;
+  TensorType type;
+  std::unique_ptr<unsigned char, FreeDeleter> memory;
+  /// Set by pd_buffer_write / pd_buffer_data; weights start written.
+  bool written = false;
+};
+
+struct pd_function {
+  FunctionSpec spec;
+  EntryPoint entry = nullptr;
+  /// Manifest order; weight entries point at the bundle's weights.
+  std::vector<pd_buffer *> buffers;
+  /// Owned input/output buffers (weights are owned by the bundle).
+  std::vector<std::unique_ptr<pd_buffer>> owned;
+  /// The pointer array handed to `entry`, rebuilt for each call so the
+  /// callee cannot corrupt ours.
+  std::vector<void *> arguments;
+};
+
+struct pd_bundle {
+  std::string dir;
+  Manifest manifest;
+  void *library = nullptr;
+  std::vector<std::unique_ptr<pd_buffer>> weights;
+  std::vector<std::unique_ptr<pd_function>> functions;
+
+  pd_bundle() = default;
+  pd_bundle(const pd_bundle &) = delete;
+  pd_bundle &operator=(const pd_bundle &) = delete;
+  ~pd_bundle() {
+    functions.clear();
+    weights.clear();
+    if (library)
+      dlclose(library);
+  }
+};
+
+namespace {
+
+pd_status fail(pd_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+/// Runs `body` and converts whatever it throws into a status and message.
+template <typename Body> pd_status guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const Error &e) {
+    return fail(e.status, e.what());
+  } catch (const std::bad_alloc &) {
+    return fail(PD_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(PD_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(PD_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+pd_status nullArgument(const char *function, const char *argument) {
+  return fail(PD_ERROR_INVALID_ARGUMENT,
+              std::string(function) + ": '" + argument + "' is NULL");
+}
+
+std::string readFile(const std::string &path, const char *what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    throw Error(PD_ERROR_IO, path + ": cannot open " + what + ": " +
+                                 errnoText(errno));
+  if (S_ISDIR(st.st_mode))
+    throw Error(PD_ERROR_IO, path + ": cannot open " + what +
+                                 ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(PD_ERROR_IO, path + ": cannot open " + what + ": " +
+                                 errnoText(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    throw Error(PD_ERROR_IO, path + ": cannot read " + what);
+  return text.str();
+}
+
+std::unique_ptr<pd_buffer> makeBuffer(const std::string &name, pd_role role,
+                                      const TensorType &type,
+                                      std::string what) {
+  auto buffer = std::make_unique<pd_buffer>();
+  buffer->name = name;
+  buffer->role = role;
+  buffer->type = type;
+  buffer->what = std::move(what);
+  buffer->memory = allocateAligned(type.numBytes, buffer->what);
+  return buffer;
+}
+
+/// Checks every weight against the weights file's size, then reads each
+/// into its own aligned buffer.
+void loadWeights(pd_bundle &bundle) {
+  const Manifest &manifest = bundle.manifest;
+  if (manifest.weights.empty())
+    return;
+  std::string path = joinPath(bundle.dir, manifest.weightsFile);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                 errnoText(errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error(PD_ERROR_IO,
+                path + ": cannot open the weights file: not a regular file");
+  uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  for (const WeightSpec &weight : manifest.weights)
+    if (weight.offset > fileSize || weight.bytes > fileSize - weight.offset)
+      throw Error(PD_ERROR_FORMAT,
+                  path + ": too short: weight '" + weight.name +
+                      "' needs bytes [" + std::to_string(weight.offset) +
+                      ", " + std::to_string(weight.offset + weight.bytes) +
+                      ") but the file has " + std::to_string(fileSize));
+
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                 errnoText(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
+  for (const WeightSpec &weight : manifest.weights) {
+    auto buffer = makeBuffer(weight.name, PD_ROLE_WEIGHT, weight.type,
+                             "weight '" + weight.name + "'");
+    buffer->written = true;
+    if (weight.bytes != 0) {
+      if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
+          std::fread(buffer->memory.get(), 1, weight.bytes, file) !=
+              weight.bytes)
+        throw Error(PD_ERROR_IO, path + ": cannot read weight '" +
+                                     weight.name + "' at offset " +
+                                     std::to_string(weight.offset));
+    }
+    bundle.weights.push_back(std::move(buffer));
+  }
+}
+
+/// dlopen()s the bundle's library and resolves every function's symbol.
+void loadLibrary(pd_bundle &bundle) {
+  std::string path = joinPath(bundle.dir, bundle.manifest.library);
+  // A path with a '/' keeps dlopen from searching LD_LIBRARY_PATH.
+  if (path.find('/') == std::string::npos)
+    path = "./" + path;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    throw Error(PD_ERROR_LOAD, path + ": cannot open the bundle's library: " +
+                                   errnoText(errno));
+  dlerror();
+  bundle.library = dlopen(path.c_str(), RTLD_LOCAL | RTLD_NOW);
+  if (!bundle.library) {
+    const char *reason = dlerror();
+    throw Error(PD_ERROR_LOAD, path + ": cannot load the bundle's library: " +
+                                   (reason ? reason : "unknown dlopen error"));
+  }
+  for (const FunctionSpec &spec : bundle.manifest.functions) {
+    dlerror();
+    void *symbol = dlsym(bundle.library, spec.symbol.c_str());
+    const char *reason = dlerror();
+    if (reason || !symbol)
+      throw Error(PD_ERROR_LOAD, path + ": no symbol '" + spec.symbol +
+                                     "' for function '" + spec.name + "'");
+    auto function = std::make_unique<pd_function>();
+    function->spec = spec;
+    // NOTE: converting an object pointer to a function pointer is what
+    // dlsym is specified for (POSIX).
+    function->entry = reinterpret_cast<EntryPoint>(symbol);
+    bundle.functions.push_back(std::move(function));
+  }
+}
+
+void allocateBuffers(pd_bundle &bundle) {
+  for (auto &function : bundle.functions) {
+    for (const BufferSpec &spec : function->spec.buffers) {
+      if (spec.role == PD_ROLE_WEIGHT) {
+        function->buffers.push_back(bundle.weights[spec.weightIndex].get());
+        continue;
+      }
+      std::string what = std::string(pd_role_name(spec.role)) + " '" +
+                         spec.name + "' of function '" + function->spec.name +
+                         "'";
+      function->owned.push_back(
+          makeBuffer(spec.name, spec.role, spec.type, std::move(what)));
+      function->buffers.push_back(function->owned.back().get());
+    }
+    function->arguments.resize(function->buffers.size());
+  }
+}
+
+/// Checks dtype, shape and byte count given by a caller against `buffer`.
+pd_status checkType(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
+                    const int64_t *shape, size_t numBytes,
+                    const char *caller) {
+  if (!buffer)
+    return nullArgument(caller, "buffer");
+  if (rank != 0 && !shape)
+    return nullArgument(caller, "shape");
+  if (pd_dtype_size(dtype) == 0)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                std::string(caller) + ": unknown dtype value " +
+                    std::to_string(static_cast<int>(dtype)));
+  const TensorType &type = buffer->type;
+  bool same = dtype == type.dtype && rank == type.shape.size();
+  for (size_t i = 0; same && i < rank; ++i)
+    same = shape[i] == type.shape[i];
+  if (!same)
+    return fail(PD_ERROR_MISMATCH,
+                buffer->what + " is " +
+                    describeType(type.dtype, type.shape.data(),
+                                 type.shape.size()) +
+                    ", got " + describeType(dtype, shape, rank));
+  if (numBytes != type.numBytes)
+    return fail(PD_ERROR_MISMATCH, buffer->what + " is " +
+                                       std::to_string(type.numBytes) +
+                                       " bytes, got " +
+                                       std::to_string(numBytes));
+  return PD_OK;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Errors and enums
+//===----------------------------------------------------------------------===//
+
+const char *pd_last_error(void) { return lastError.c_str(); }
+
+void pd_clear_error(void) { lastError.clear(); }
+
+const char *pd_status_string(pd_status status) {
+  switch (status) {
+  case PD_OK:
+    return "ok";
+  case PD_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case PD_ERROR_NOT_FOUND:
+    return "not found";
+  case PD_ERROR_IO:
+    return "i/o error";
+  case PD_ERROR_FORMAT:
+    return "malformed file";
+  case PD_ERROR_MISMATCH:
+    return "type mismatch";
+  case PD_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case PD_ERROR_LOAD:
+    return "library load error";
+  case PD_ERROR_UNSUPPORTED:
+    return "unsupported";
+  case PD_ERROR_INTERNAL:
+    return "internal error";
+  case PD_STATUS_MAX_ENUM_:
+    break;
+  }
+  return "unknown status";
+}
+
+const char *pd_dtype_name(pd_dtype dtype) {
+  switch (dtype) {
+  case PD_DTYPE_F32:
+    return "f32";
+  case PD_DTYPE_F64:
+    return "f64";
+  case PD_DTYPE_F16:
+    return "f16";
+  case PD_DTYPE_BF16:
+    return "bf16";
+  case PD_DTYPE_I64:
+    return "i64";
+  case PD_DTYPE_I32:
+    return "i32";
+  case PD_DTYPE_I8:
+    return "i8";
+  case PD_DTYPE_I1:
+    return "i1";
+  case PD_DTYPE_U8:
+    return "u8";
+  case PD_DTYPE_MAX_ENUM_:
+    break;
+  }
+  return "?";
+}
+
+pd_status pd_dtype_from_name(const char *name, pd_dtype *out) {
+  if (!name)
+    return nullArgument("pd_dtype_from_name", "name");
+  if (!out)
+    return nullArgument("pd_dtype_from_name", "out");
+  return guarded([&] {
+    if (!pipedream::runtime::parseDtype(name, *out))
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  std::string("unknown dtype '") + name + "' (expected one of " +
+                      pipedream::runtime::dtypeNameList() + ")");
+    return PD_OK;
+  });
+}
+
+size_t pd_dtype_size(pd_dtype dtype) {
+  switch (dtype) {
+  case PD_DTYPE_F64:
+  case PD_DTYPE_I64:
+    return 8;
+  case PD_DTYPE_F32:
+  case PD_DTYPE_I32:
+    return 4;
+  case PD_DTYPE_F16:
+  case PD_DTYPE_BF16:
+    return 2;
+  case PD_DTYPE_I8:
+  case PD_DTYPE_I1:
+  case PD_DTYPE_U8:
+    return 1;
+  case PD_DTYPE_MAX_ENUM_:
+    break;
+  }
+  return 0;
+}
+
+const char *pd_role_name(pd_role role) {
+  switch (role) {
+  case PD_ROLE_INPUT:
+    return "input";
+  case PD_ROLE_OUTPUT:
+    return "output";
+  case PD_ROLE_WEIGHT:
+    return "weight";
+  case PD_ROLE_MAX_ENUM_:
+    break;
+  }
+  return "?";
+}
+
+int pd_runtime_api_version(void) { return PD_RUNTIME_API_VERSION; }
+
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+pd_status pd_bundle_open(const char *dir, pd_bundle **out) {
+  if (!out)
+    return nullArgument("pd_bundle_open", "out");
+  *out = nullptr;
+  if (!dir)
+    return nullArgument("pd_bundle_open", "dir");
+  return guarded([&] {
+    auto bundle = std::make_unique<pd_bundle>();
+    bundle->dir = dir;
+    if (bundle->dir.empty())
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  "pd_bundle_open: the bundle directory is empty");
+    struct stat st;
+    if (stat(dir, &st) != 0)
+      return fail(PD_ERROR_IO, bundle->dir +
+                                   ": cannot open the bundle directory: " +
+                                   errnoText(errno));
+    if (!S_ISDIR(st.st_mode))
+      return fail(PD_ERROR_IO, bundle->dir + ": not a bundle directory");
+    std::string manifestPath = joinPath(bundle->dir, "bundle.json");
+    bundle->manifest = pipedream::runtime::parseManifest(
+        readFile(manifestPath, "the bundle manifest"), manifestPath);
+    // Cheap checks (weights file bounds) fail before dlopen runs any
+    // constructor of program.so.
+    loadWeights(*bundle);
+    loadLibrary(*bundle);
+    allocateBuffers(*bundle);
+    *out = bundle.release();
+    return PD_OK;
+  });
+}
+
+void pd_bundle_close(pd_bundle *bundle) { delete bundle; }
+
+const char *pd_bundle_dir(const pd_bundle *bundle) {
+  return bundle ? bundle->dir.c_str() : "";
+}
+
+const char *pd_bundle_model(const pd_bundle *bundle) {
+  return bundle ? bundle->manifest.model.c_str() : "";
+}
+
+size_t pd_bundle_function_count(const pd_bundle *bundle) {
+  return bundle ? bundle->functions.size() : 0;
+}
+
+pd_function *pd_bundle_function_at(pd_bundle *bundle, size_t index) {
+  if (!bundle || index >= bundle->functions.size())
+    return nullptr;
+  return bundle->functions[index].get();
+}
+
+pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
+                             pd_function **out) {
+  if (!out)
+    return nullArgument("pd_function_lookup", "out");
+  *out = nullptr;
+  if (!bundle)
+    return nullArgument("pd_function_lookup", "bundle");
+  if (!name)
+    return nullArgument("pd_function_lookup", "name");
+  return guarded([&] {
+    std::string names;
+    for (auto &function : bundle->functions) {
+      if (function->spec.name == name) {
+        *out = function.get();
+        return PD_OK;
+      }
+      names += (names.empty() ? "" : ", ") + function->spec.name;
+    }
+    return fail(PD_ERROR_NOT_FOUND, bundle->dir + ": no function '" + name +
+                                        "' (functions: " + names + ")");
+  });
+}
+
+size_t pd_bundle_weight_count(const pd_bundle *bundle) {
+  return bundle ? bundle->weights.size() : 0;
+}
+
+pd_buffer *pd_bundle_weight_at(pd_bundle *bundle, size_t index) {
+  if (!bundle || index >= bundle->weights.size())
+    return nullptr;
+  return bundle->weights[index].get();
+}
+
+pd_status pd_bundle_find_weight(pd_bundle *bundle, const char *name,
+                                pd_buffer **out) {
+  if (!out)
+    return nullArgument("pd_bundle_find_weight", "out");
+  *out = nullptr;
+  if (!bundle)
+    return nullArgument("pd_bundle_find_weight", "bundle");
+  if (!name)
+    return nullArgument("pd_bundle_find_weight", "name");
+  return guarded([&] {
+    for (auto &weight : bundle->weights)
+      if (weight->name == name) {
+        *out = weight.get();
+        return PD_OK;
+      }
+    return fail(PD_ERROR_NOT_FOUND,
+                bundle->dir + ": no weight '" + name + "'");
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+const char *pd_function_name(const pd_function *function) {
+  return function ? function->spec.name.c_str() : "";
+}
+
+const char *pd_function_symbol(const pd_function *function) {
+  return function ? function->spec.symbol.c_str() : "";
+}
+
+const char *pd_function_kind(const pd_function *function) {
+  return function ? function->spec.kind.c_str() : "";
+}
+
+size_t pd_function_buffer_count(const pd_function *function) {
+  return function ? function->buffers.size() : 0;
+}
+
+pd_buffer *pd_function_buffer_at(pd_function *function, size_t index) {
+  if (!function || index >= function->buffers.size())
+    return nullptr;
+  return function->buffers[index];
+}
+
+pd_status pd_function_find_buffer(pd_function *function, const char *name,
+                                  pd_buffer **out) {
+  if (!out)
+    return nullArgument("pd_function_find_buffer", "out");
+  *out = nullptr;
+  if (!function)
+    return nullArgument("pd_function_find_buffer", "function");
+  if (!name)
+    return nullArgument("pd_function_find_buffer", "name");
+  return guarded([&] {
+    std::string names;
+    for (pd_buffer *buffer : function->buffers) {
+      if (buffer->name == name) {
+        *out = buffer;
+        return PD_OK;
+      }
+      names += (names.empty() ? "" : ", ") + buffer->name;
+    }
+    return fail(PD_ERROR_NOT_FOUND, "function '" + function->spec.name +
+                                        "' has no buffer '" + name +
+                                        "' (buffers: " + names + ")");
+  });
+}
+
+pd_status pd_function_run(pd_function *function) {
+  if (!function)
+    return nullArgument("pd_function_run", "function");
+  return guarded([&] {
+    for (size_t i = 0; i < function->buffers.size(); ++i) {
+      pd_buffer *buffer = function->buffers[i];
+      if (buffer->role == PD_ROLE_INPUT && !buffer->written)
+        return fail(PD_ERROR_INVALID_ARGUMENT,
+                    "function '" + function->spec.name + "': input '" +
+                        buffer->name +
+                        "' was never written (pd_buffer_write or "
+                        "pd_buffer_data)");
+      function->arguments[i] = buffer->memory.get();
+    }
+    function->entry(function->arguments.data());
+    return PD_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+const char *pd_buffer_name(const pd_buffer *buffer) {
+  return buffer ? buffer->name.c_str() : "";
+}
+
+pd_role pd_buffer_role(const pd_buffer *buffer) {
+  return buffer ? buffer->role : PD_ROLE_INPUT;
+}
+
+pd_dtype pd_buffer_dtype(const pd_buffer *buffer) {
+  return buffer ? buffer->type.dtype : PD_DTYPE_F32;
+}
+
+size_t pd_buffer_rank(const pd_buffer *buffer) {
+  return buffer ? buffer->type.shape.size() : 0;
+}
+
+const int64_t *pd_buffer_shape(const pd_buffer *buffer) {
+  return buffer ? buffer->type.shape.data() : nullptr;
+}
+
+size_t pd_buffer_num_elements(const pd_buffer *buffer) {
+  return buffer ? buffer->type.numElements : 0;
+}
+
+size_t pd_buffer_num_bytes(const pd_buffer *buffer) {
+  return buffer ? buffer->type.numBytes : 0;
+}
+
+void *pd_buffer_data(pd_buffer *buffer) {
+  if (!buffer)
+    return nullptr;
+  buffer->written = true;
+  return buffer->memory.get();
+}
+
+const void *pd_buffer_const_data(const pd_buffer *buffer) {
+  return buffer ? buffer->memory.get() : nullptr;
+}
+
+pd_status pd_buffer_write(pd_buffer *buffer, pd_dtype dtype, size_t rank,
+                          const int64_t *shape, const void *data,
+                          size_t num_bytes) {
+  return guarded([&] {
+    pd_status status =
+        checkType(buffer, dtype, rank, shape, num_bytes, "pd_buffer_write");
+    if (status != PD_OK)
+      return status;
+    if (num_bytes != 0 && !data)
+      return nullArgument("pd_buffer_write", "data");
+    if (num_bytes != 0)
+      std::memcpy(buffer->memory.get(), data, num_bytes);
+    buffer->written = true;
+    return PD_OK;
+  });
+}
+
+pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
+                         const int64_t *shape, void *data, size_t num_bytes) {
+  return guarded([&] {
+    pd_status status =
+        checkType(buffer, dtype, rank, shape, num_bytes, "pd_buffer_read");
+    if (status != PD_OK)
+      return status;
+    if (num_bytes != 0 && !data)
+      return nullArgument("pd_buffer_read", "data");
+    if (num_bytes != 0)
+      std::memcpy(data, buffer->memory.get(), num_bytes);
+    return PD_OK;
+  });
+}
