@@ -22,8 +22,15 @@ packages=(
   cmake ninja-build ccache
   # ONNX C++ (parsing, checker, shape inference) and protobuf.
   libonnx-dev libprotobuf-dev protobuf-compiler
+  # ONNX backend node tests: the conformance reference for forward numerics.
+  libonnx-testdata
   # Test-model generation and reference numerics (Debian's /usr/bin/python3).
   python3-onnx python3-numpy
+  # Runtime: bundle.json parsing, .npz reading/writing, unit tests.
+  nlohmann-json3-dev libzip-dev libgtest-dev
+  # CPU code generation: lld as a library (in-process linking of program.so)
+  # and OpenBLAS (GEMMs the vectorized kernel does not cover).
+  liblld-22-dev libopenblas-dev
   # Zlib/zstd are needed when linking against LLVM's libraries.
   zlib1g-dev libzstd-dev
 )

@@ -11,3 +11,5 @@ fi
 "$root/scripts/build.sh"
 # -sv: one line per failure with its output, a summary at the end.
 /usr/lib/llvm-22/bin/lit -sv "$build/test"
+# Unit tests (GoogleTest) registered in CTest, e.g. the runtime's.
+ctest --test-dir "$build" --output-on-failure
