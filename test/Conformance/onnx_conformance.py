@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""Runs ONNX's own backend tests (Debian's libonnx-testdata) through
+pipedream-compile --inference and pipedream-run, and compares every output
+with the output shipped with the test (rtol 1e-4, atol 1e-5).
+
+A test whose model uses an op (or an op feature) the importer reports as
+"not supported" is listed as UNSUPPORTED, not failed. Every other test must
+pass: a supported op whose test fails is a failure (exit status 1).
+
+Uses Debian's /usr/bin/python3 (python3-onnx, python3-numpy).
+
+  test/Conformance/onnx_conformance.py --build build [--suite node] [-k REGEX] [-j N] [-v]
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+DATA = "/usr/share/libonnx-testdata/data"
+SUITES = ["node", "pytorch-converted", "pytorch-operator"]
+RTOL, ATOL = 1e-4, 1e-5
+# Per test: compile + run must finish in this many seconds (generous: 2 shared cores).
+TIMEOUT = 300
+
+Result = collections.namedtuple("Result", "suite name status detail")
+
+
+def load_tensor(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def save_npz(path, arrays):
+    """np.savez without its keyword pitfalls: numpy's dispatch swallows an
+    array named 'like' (an input name in ONNX's CastLike tests)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, array in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(array), allow_pickle=False)
+
+
+def data_sets(test_dir):
+    return sorted(d for d in os.listdir(test_dir) if d.startswith("test_data_set_"))
+
+
+def compare(name, expected, actual):
+    """Returns None when equal within tolerance, else a one-line reason."""
+    if actual.shape != expected.shape:
+        return f"output '{name}': shape {actual.shape} != expected {expected.shape}"
+    if expected.dtype.kind in "fc":
+        if actual.dtype.kind not in "fc":
+            return f"output '{name}': dtype {actual.dtype} != expected {expected.dtype}"
+        exp = expected.astype(np.float64)
+        act = actual.astype(np.float64)
+        # NaNs must match NaNs; infinities must match exactly.
+        if not np.array_equal(np.isnan(exp), np.isnan(act)):
+            return f"output '{name}': NaN positions differ"
+        ok = np.isclose(act, exp, rtol=RTOL, atol=ATOL, equal_nan=True)
+        if not ok.all():
+            idx = np.unravel_index(np.argmin(ok), ok.shape)
+            return (f"output '{name}': {int((~ok).sum())}/{ok.size} elements differ, "
+                    f"e.g. at {tuple(int(i) for i in idx)}: got {act[idx]!r}, expected {exp[idx]!r}")
+        return None
+    if actual.dtype.kind not in "iub" or not np.array_equal(actual.astype(np.int64), expected.astype(np.int64)):
+        return f"output '{name}': values differ (got dtype {actual.dtype}, expected {expected.dtype})"
+    return None
+
+
+def run_test(build, suite, name, keep):
+    test_dir = os.path.join(DATA, suite, name)
+    model_path = os.path.join(test_dir, "model.onnx")
+    model = onnx.load(model_path, load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in inits]
+    outputs = [o.name for o in model.graph.output]
+    work = tempfile.mkdtemp(prefix=f"pd-{name}-")
+    try:
+        bundle = os.path.join(work, "bundle")
+        proc = subprocess.run(
+            [os.path.join(build, "bin", "pipedream-compile"), model_path, "--inference", "-o", bundle],
+            capture_output=True, text=True, timeout=TIMEOUT)
+        if proc.returncode != 0:
+            msg = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+            if "not supported" in msg:
+                return Result(suite, name, "UNSUPPORTED", msg)
+            return Result(suite, name, "FAIL", f"compile: {msg}")
+        for ds in data_sets(test_dir):
+            ds_dir = os.path.join(test_dir, ds)
+            feeds = {}
+            for i, input_name in enumerate(inputs):
+                pb = os.path.join(ds_dir, f"input_{i}.pb")
+                if not os.path.exists(pb):
+                    # Optional trailing inputs may have no data.
+                    continue
+                feeds[input_name] = load_tensor(pb)
+            in_npz = os.path.join(work, f"{ds}-in.npz")
+            out_npz = os.path.join(work, f"{ds}-out.npz")
+            save_npz(in_npz, feeds)
+            proc = subprocess.run(
+                [os.path.join(build, "bin", "pipedream-run"), bundle, "--inputs", in_npz, "--outputs", out_npz],
+                capture_output=True, text=True, timeout=TIMEOUT)
+            if proc.returncode != 0:
+                msg = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+                return Result(suite, name, "FAIL", f"run ({ds}): {msg}")
+            got = np.load(out_npz)
+            for i, output_name in enumerate(outputs):
+                expected = load_tensor(os.path.join(ds_dir, f"output_{i}.pb"))
+                if output_name not in got.files:
+                    return Result(suite, name, "FAIL", f"run ({ds}): output '{output_name}' missing")
+                reason = compare(output_name, expected, got[output_name])
+                if reason:
+                    return Result(suite, name, "FAIL", f"{ds}: {reason}")
+        return Result(suite, name, "PASS", "")
+    except subprocess.TimeoutExpired as e:
+        return Result(suite, name, "FAIL", f"timed out after {TIMEOUT} s: {' '.join(e.cmd[:2])}")
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build", help="build directory with bin/pipedream-{compile,run}")
+    ap.add_argument("--suite", action="append", choices=SUITES, help="suites to run (default: all three)")
+    ap.add_argument("-k", "--filter", default="", help="only tests whose name matches this regex")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("-v", "--verbose", action="store_true", help="print unsupported tests and their reasons")
+    ap.add_argument("--keep", action="store_true", help="keep the per-test work directories")
+    args = ap.parse_args()
+
+    if not os.path.isdir(DATA):
+        print(f"error: {DATA} not found: install Debian's libonnx-testdata (scripts/install-deps.sh)",
+              file=sys.stderr)
+        return 2
+    for tool in ("pipedream-compile", "pipedream-run"):
+        if not os.access(os.path.join(args.build, "bin", tool), os.X_OK):
+            print(f"error: {args.build}/bin/{tool} not found: build first", file=sys.stderr)
+            return 2
+
+    pattern = re.compile(args.filter)
+    tests = [(s, n) for s in (args.suite or SUITES)
+             for n in sorted(os.listdir(os.path.join(DATA, s))) if pattern.search(n)]
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_test, args.build, s, n, args.keep) for s, n in tests]
+        for fut in concurrent.futures.as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            if r.status == "FAIL" or (args.verbose and r.status == "UNSUPPORTED"):
+                print(f"{r.status}: {r.suite}/{r.name}: {r.detail}", flush=True)
+            elif args.verbose:
+                print(f"{r.status}: {r.suite}/{r.name}", flush=True)
+
+    counts = collections.Counter(r.status for r in results)
+    per_suite = collections.defaultdict(collections.Counter)
+    for r in results:
+        per_suite[r.suite][r.status] += 1
+    for suite in sorted(per_suite):
+        c = per_suite[suite]
+        print(f"  {suite}: {c['PASS']} passed, {c['FAIL']} failed, {c['UNSUPPORTED']} unsupported")
+    # Why tests are unsupported, most common reasons first (op types).
+    reasons = collections.Counter()
+    for r in results:
+        if r.status == "UNSUPPORTED":
+            m = re.search(r"op '([^']+)'", r.detail)
+            reasons[m.group(1) if m else r.detail] += 1
+    if reasons:
+        print("  unsupported by op: " + ", ".join(f"{op} {n}" for op, n in reasons.most_common()))
+    print(f"conformance: {counts['PASS']} passed, {counts['FAIL']} failed, "
+          f"{counts['UNSUPPORTED']} skipped as unsupported")
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
