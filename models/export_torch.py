@@ -2,7 +2,8 @@
 """Exports the PyTorch test models to ONNX.
 
     /usr/bin/python3 models/export_torch.py MODEL OUT.onnx [--opset N]
-        [--batch B] [--dynamic-batch]
+        [--batch B] [--dynamic-batch] [--hidden H] [--dim D] [--heads N]
+        [--seq T]
 
 MODEL is one of:
   mlp  Linear-ReLU-Linear-ReLU-Linear over x[B, 16] -> y[B, 10]
@@ -18,6 +19,9 @@ Models are exported in eval mode; BatchNormalization is kept as an op
 (TrainingMode.PRESERVE) instead of being folded into the convolution.
 --dynamic-batch marks axis 0 of the input and output as dynamic ('batch'),
 for testing pipedream-translate's --input-shape.
+--hidden (mlp: width of the two hidden layers, default 64) and --dim,
+--heads, --seq (gpt: d_model 32, 2 heads, 8 tokens by default) scale the
+models up for benchmarks (bench/); the defaults are the test models.
 
 Uses Debian's /usr/bin/python3 with python3-torch 1.13 and python3-onnx.
 """
@@ -31,11 +35,11 @@ from torch import nn
 
 
 class MLP(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=64):
         super().__init__()
-        self.fc1 = nn.Linear(16, 64)
-        self.fc2 = nn.Linear(64, 64)
-        self.fc3 = nn.Linear(64, 10)
+        self.fc1 = nn.Linear(16, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, 10)
 
     def forward(self, x):
         x = torch.relu(self.fc1(x))
@@ -115,18 +119,18 @@ class CNN(nn.Module):
         return self.fc(x)
 
 
-def build(name, batch):
+def build(name, batch, hidden=64, dim=32, heads=2, seq=8):
     if name == "mlp":
-        return MLP(), torch.randn(batch, 16), "x", "y"
+        return MLP(hidden), torch.randn(batch, 16), "x", "y"
     if name == "gpt":
-        model = GPT()
+        model = GPT(dim=dim, heads=heads, max_len=max(16, seq))
         # Distinct LayerNorm parameters: torch.onnx deduplicates equal
         # initializers (all-ones weights would become one tensor).
         for module in model.modules():
             if isinstance(module, nn.LayerNorm):
                 module.weight.data.uniform_(0.5, 1.5)
                 module.bias.data.uniform_(-0.1, 0.1)
-        return model, torch.randint(0, 64, (batch, 8)), "idx", "logits"
+        return model, torch.randint(0, 64, (batch, seq)), "idx", "logits"
     if name == "cnn":
         model = CNN()
         # Non-trivial running statistics, so BatchNormalization matters.
@@ -144,10 +148,15 @@ def main():
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--dynamic-batch", action="store_true")
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--dim", type=int, default=32)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=8)
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    model, example, input_name, output_name = build(args.model, args.batch)
+    model, example, input_name, output_name = build(
+        args.model, args.batch, args.hidden, args.dim, args.heads, args.seq)
     model.eval()
     dynamic = None
     if args.dynamic_batch:
