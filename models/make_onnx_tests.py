@@ -564,6 +564,12 @@ def opset11():
 
 
 @register
+def opset22():
+    return model([node("Relu", ["x"], ["y"])], [tensor("x", [2])],
+                 [tensor("y", None)], opset=22)
+
+
+@register
 def bad_raw_data():
     """An initializer whose raw data is shorter than its dimensions need."""
     w = init("w", np.ones(4, np.float32))
@@ -572,12 +578,145 @@ def bad_raw_data():
                  [tensor("y", None)], [w])
 
 
+# --- Older opsets ------------------------------------------------------------
+
+
+def old_model(nodes, inputs, outputs, inits=(), opset=6, ir_version=3):
+    """Before IR version 4 every initializer is also a graph input."""
+    if ir_version < 4:
+        inputs = list(inputs) + [
+            helper.make_tensor_value_info(i.name, i.data_type, list(i.dims))
+            for i in inits]
+        inits = list(inits)
+    m = model(nodes, inputs, outputs, inits, opset=opset)
+    m.ir_version = ir_version
+    return m
+
+
+@register
+def legacy_opset6():
+    """Opset-6 forms: binary broadcast/axis attributes, Softmax coerced to
+    2-D, BatchNormalization is_test, Gemm broadcast, Clip and Dropout
+    attributes."""
+    nodes = [
+        node("Add", ["x", "b"], ["add"], broadcast=1, axis=1),
+        node("Mul", ["add", "x"], ["mul"]),
+        node("Sub", ["mul", "s"], ["sub"], broadcast=1),
+        node("Softmax", ["sub"], ["softmax"], axis=1),
+        node("LogSoftmax", ["sub"], ["logsoftmax"], axis=2),
+        node("BatchNormalization", ["img", "scale", "bias", "mean", "var"],
+             ["bn"], is_test=1, epsilon=1e-3),
+        node("Gemm", ["a", "w", "c"], ["gemm"], broadcast=1, transB=1),
+        node("Clip", ["gemm"], ["clip"], min=0.0),
+        node("Dropout", ["clip"], ["dropout"], is_test=1, ratio=0.25),
+    ]
+    return old_model(
+        nodes,
+        [tensor("x", [2, 3, 4]), tensor("img", [1, 3, 2, 2]),
+         tensor("a", [2, 5])],
+        [tensor("softmax", None), tensor("logsoftmax", None),
+         tensor("bn", None), tensor("dropout", None)],
+        [init("b", weights(1, 3)), init("s", weights(2, 4)),
+         init("scale", weights(3, 3)), init("bias", weights(4, 3)),
+         init("mean", weights(5, 3)), init("var", np.ones(3, np.float32)),
+         init("w", weights(6, 4, 5)), init("c", weights(7, 4))])
+
+
+@register
+def legacy_opset1():
+    """Opset-1 forms: Reshape's shape, Slice's bounds and Pad's paddings as
+    attributes, Cast to a type name, Concat's default axis 1."""
+    nodes = [
+        node("Reshape", ["x"], ["reshape"], shape=[3, 4]),
+        node("Slice", ["reshape"], ["slice"], starts=[1], ends=[1000],
+             axes=[1]),
+        node("Pad", ["slice"], ["pad"], paddings=[0, 0, 0, 0]),
+        node("Concat", ["pad", "pad"], ["concat"]),
+        node("Cast", ["concat"], ["y"], to="DOUBLE"),
+    ]
+    return old_model(nodes, [tensor("x", [2, 6])], [tensor("y", None)],
+                     opset=1)
+
+
+@register
+def legacy_opset9():
+    """Opset-9 pooling without ceil_mode/dilations, Squeeze/Unsqueeze/Split
+    and Reduce* axes attributes."""
+    nodes = [
+        node("MaxPool", ["x"], ["maxpool"], kernel_shape=[2, 2],
+             strides=[2, 2]),
+        node("AveragePool", ["maxpool"], ["avgpool"], kernel_shape=[2, 2],
+             pads=[1, 1, 1, 1], count_include_pad=1),
+        node("Split", ["avgpool"], ["s0", "s1"], axis=1, split=[1, 2]),
+        node("Squeeze", ["s0"], ["squeeze"], axes=[1]),
+        node("Unsqueeze", ["squeeze"], ["unsqueeze"], axes=[0]),
+        node("ReduceMean", ["s1"], ["mean"], axes=[2, 3], keepdims=0),
+    ]
+    return old_model(nodes, [tensor("x", [1, 3, 4, 4])],
+                     [tensor("unsqueeze", None), tensor("mean", None)],
+                     opset=9, ir_version=4)
+
+
+@register
+def bn_spatial0():
+    """BatchNormalization-7 with per-element statistics."""
+    return old_model(
+        [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+              spatial=0)],
+        [tensor("x", [1, 2, 3])], [tensor("y", None)],
+        [init(n, np.ones((2, 3), np.float32)) for n in "sbmv"], opset=7)
+
+
+@register
+def legacy_broadcast_rank():
+    """An opset-6 Add whose B has a higher rank than A."""
+    return old_model([node("Add", ["x", "b"], ["y"], broadcast=1)],
+                     [tensor("x", [3]), tensor("b", [2, 3])],
+                     [tensor("y", None)])
+
+
+@register
+def upsample9():
+    return old_model([node("Upsample", ["x", "scales"], ["y"])],
+                     [tensor("x", [1, 1, 2, 2])], [tensor("y", None)],
+                     [init("scales", np.array([1, 1, 2, 2], np.float32))],
+                     opset=9, ir_version=4)
+
+
+@register
+def preview_only():
+    """Only a node of a non-default domain, and no default-domain opset."""
+    m = model([helper.make_node("Adagrad", ["r", "t", "x", "g", "h"],
+                                ["x2", "h2"], name="adagrad",
+                                domain="ai.onnx.preview.training")],
+              [tensor("r", []), tensor("t", [], I64), tensor("x", [2]),
+               tensor("g", [2]), tensor("h", [2])],
+              [tensor("x2", None), tensor("h2", None)])
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 1))
+    return m
+
+
+@register
+def uint8_input():
+    return model([node("Add", ["x", "x"], ["y"])],
+                 [tensor("x", [2], TensorProto.UINT8)], [tensor("y", None)])
+
+
+@register
+def sequence_input():
+    seq = helper.make_tensor_sequence_value_info("x", F32, None)
+    return model([node("Identity", ["x"], ["y"])], [seq],
+                 [tensor("y", None)])
+
+
 # --- Writing -----------------------------------------------------------------
 
 UNCHECKED = {"gelu17", "huge_dims", "misspelt_attr", "unnamed_unknown", "custom_domain", "unknown_op", "missing_init", "cycle",
              "shape_mismatch", "matmul_mismatch", "layernorm_mean",
-             "maxpool_indices", "unsorted", "opset11", "bad_raw_data",
-             "dynamic", "reshape_dynamic"}
+             "maxpool_indices", "unsorted", "opset11", "opset22", "bad_raw_data",
+             "dynamic", "reshape_dynamic",
+             "sequence_input"}
 
 
 def check(m):
@@ -594,7 +733,8 @@ def check(m):
 def write(name, out_dir):
     m = MODELS[name]()
     path = os.path.join(out_dir, name + ".onnx")
-    max_opset = max(o.version for o in m.opset_import if o.domain == "")
+    max_opset = max((o.version for o in m.opset_import if o.domain == ""),
+                    default=0)
     if name not in UNCHECKED and max_opset <= 17:
         check(m)
     if name == "external":

@@ -16,6 +16,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace pipedream;
 using namespace pipedream::onnx_import;
@@ -38,20 +40,89 @@ static bool requireAllConstant(NodeContext &ctx) {
 // Binary
 //===----------------------------------------------------------------------===//
 
+/// Binary ops before opset 7 broadcast only with `broadcast`=1, and then
+/// only B to A's shape, B's dimensions aligned at `axis` (default: A's
+/// trailing ones). Returns the shape that makes B numpy-broadcast the same
+/// way (B's shape with trailing ones), or std::nullopt after an error.
+static std::optional<SmallVector<int64_t>>
+legacyBroadcastShape(NodeContext &ctx) {
+  ArrayRef<int64_t> a = ctx.input(0)->type.getShape();
+  ArrayRef<int64_t> b = ctx.input(1)->type.getShape();
+  int64_t rankA = a.size(), rankB = b.size();
+  bool broadcast = ctx.intAttr("broadcast", 0) != 0;
+  if (ctx.failed())
+    return std::nullopt;
+  if (!broadcast) {
+    if (a != b) {
+      ctx.fail("operand shapes " + shapeToString(a) + " and " +
+               shapeToString(b) + " differ and 'broadcast' is 0");
+      return std::nullopt;
+    }
+    return SmallVector<int64_t>(b);
+  }
+  int64_t axis = ctx.intAttr("axis", rankA - rankB);
+  if (ctx.failed())
+    return std::nullopt;
+  if (rankB > rankA || axis < 0 || axis > rankA - rankB) {
+    ctx.unsupported("legacy broadcast (opset < 7) of " + shapeToString(b) +
+                    " to " + shapeToString(a) +
+                    (ctx.attr("axis") ? " at axis " + std::to_string(axis)
+                                      : std::string()));
+    return std::nullopt;
+  }
+  for (int64_t i = 0; i < rankB; ++i) {
+    if (b[i] != 1 && b[i] != a[axis + i]) {
+      ctx.fail("operand shape " + shapeToString(b) +
+               " does not broadcast to " + shapeToString(a) + " at axis " +
+               Twine(axis));
+      return std::nullopt;
+    }
+  }
+  SmallVector<int64_t> shape(b);
+  shape.append(rankA - rankB - axis, 1);
+  return shape;
+}
+
+/// The two operands of a binary op as constants: B reshaped for the
+/// legacy (opset < 7) broadcast when `legacyShape` is given.
+static std::optional<HostTensor>
+legacyConstantRhs(NodeContext &ctx,
+                  const std::optional<SmallVector<int64_t>> &legacyShape) {
+  const HostTensor &rhs = *ctx.constantInput(1);
+  if (!legacyShape || llvm::equal(*legacyShape, rhs.shape))
+    return rhs;
+  std::string error;
+  auto reshaped = foldReshape(rhs, *legacyShape, error);
+  if (!reshaped)
+    ctx.fail(error);
+  return reshaped;
+}
+
 /// Add, Sub, Mul, Div, Pow, Equal: folded or an nn op.
 template <BinaryKind Kind, typename OpTy>
 static void convertBinary(NodeContext &ctx) {
   if (!ctx.requireInputs(2))
     return;
+  std::optional<SmallVector<int64_t>> legacyShape;
+  if (ctx.sinceVersion() < 7 && !(legacyShape = legacyBroadcastShape(ctx)))
+    return;
   if (ctx.allInputsConstant()) {
+    auto rhs = legacyConstantRhs(ctx, legacyShape);
+    if (!rhs)
+      return;
     std::string error;
-    ctx.setFolded(foldBinary(Kind, *ctx.constantInput(0),
-                             *ctx.constantInput(1), ctx.budget(), error),
-                  error);
+    ctx.setFolded(
+        foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
+        error);
     return;
   }
   Value lhs = ctx.operand(0), rhs = ctx.operand(1);
-  if (lhs && rhs)
+  if (!lhs || !rhs)
+    return;
+  if (legacyShape &&
+      ArrayRef<int64_t>(*legacyShape) != ctx.input(1)->type.getShape())
+    rhs = ctx.createValue<nn::ReshapeOp>(rhs, ctx.i64s(*legacyShape));
+  if (rhs)
     ctx.setOutput(0, ctx.createValue<OpTy>(lhs, rhs));
 }
 
@@ -60,10 +131,16 @@ template <BinaryKind Kind>
 static void foldBinaryOnly(NodeContext &ctx) {
   if (!ctx.requireInputs(2) || !requireAllConstant(ctx))
     return;
+  std::optional<SmallVector<int64_t>> legacyShape;
+  if (ctx.sinceVersion() < 7 && !(legacyShape = legacyBroadcastShape(ctx)))
+    return;
+  auto rhs = legacyConstantRhs(ctx, legacyShape);
+  if (!rhs)
+    return;
   std::string error;
-  ctx.setFolded(foldBinary(Kind, *ctx.constantInput(0), *ctx.constantInput(1),
-                           ctx.budget(), error),
-                error);
+  ctx.setFolded(
+      foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
+      error);
 }
 
 static void convertMod(NodeContext &ctx) {
@@ -192,8 +269,20 @@ static void convertClip(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
   bool ok = true;
-  std::optional<double> min = scalarBound(ctx, 1, "min", ok);
-  std::optional<double> max = scalarBound(ctx, 2, "max", ok);
+  std::optional<double> min, max;
+  if (ctx.sinceVersion() < 11) {
+    // Attributes before opset 11; from opset 6 they default to the float
+    // range (which clamps infinities).
+    double limit = std::numeric_limits<float>::max();
+    if (ctx.attr("min") || ctx.sinceVersion() >= 6)
+      min = ctx.floatAttr("min", -limit);
+    if (ctx.attr("max") || ctx.sinceVersion() >= 6)
+      max = ctx.floatAttr("max", limit);
+    ok = !ctx.failed();
+  } else {
+    min = scalarBound(ctx, 1, "min", ok);
+    max = scalarBound(ctx, 2, "max", ok);
+  }
   if (!ok)
     return;
   // ONNX: when min > max every element becomes max.
@@ -224,10 +313,25 @@ static void convertCast(NodeContext &ctx) {
     ctx.fail("attribute 'to' is required");
     return;
   }
-  int64_t to = ctx.intAttr("to", 0);
+  int64_t to;
+  if (ctx.sinceVersion() < 6) {
+    // Opset 1: the type's name ("FLOAT", "INT64", ...).
+    std::string name = ctx.stringAttr("to", "");
+    if (ctx.failed())
+      return;
+    onnx::TensorProto::DataType parsed;
+    if (!onnx::TensorProto::DataType_Parse(name, &parsed)) {
+      ctx.fail("attribute 'to' names no data type");
+      return;
+    }
+    to = parsed;
+  } else {
+    to = ctx.intAttr("to", 0);
+  }
   if (ctx.failed())
     return;
-  if (to < 0 || to > INT32_MAX || !isSupportedDType(int32_t(to))) {
+  if (to < 0 || to > INT32_MAX || !isSupportedDType(int32_t(to)) ||
+      !getElementType(ctx.getContext(), int32_t(to))) {
     ctx.unsupported("cast to " + dtypeName(int32_t(std::clamp<int64_t>(
                                      to, INT32_MIN, INT32_MAX))));
     return;
@@ -251,7 +355,19 @@ static void convertDropout(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
   double ratio = 0.5;
-  if (ctx.hasInput(1)) {
+  if (ctx.sinceVersion() < 12) {
+    // Attributes before opset 12. Before opset 7 `is_test` (default 0)
+    // selects training mode.
+    ratio = ctx.floatAttr("ratio", 0.5);
+    if (ctx.sinceVersion() < 7 && ctx.intAttr("is_test", 0) == 0) {
+      if (!ctx.failed())
+        ctx.unsupported("is_test=0 (training mode; export the model in eval "
+                        "mode, training is pipedream's job)");
+      return;
+    }
+    if (ctx.failed())
+      return;
+  } else if (ctx.hasInput(1)) {
     const HostTensor *r = ctx.requireConstant(1, "ratio");
     if (!r)
       return;
@@ -366,44 +482,51 @@ static void convertIdentity(NodeContext &ctx) {
 //===----------------------------------------------------------------------===//
 
 void onnx_import::registerElementwiseOps(OpTable &table) {
-  table["Add"] = {convertBinary<BinaryKind::Add, nn::AddOp>};
-  table["Sub"] = {convertBinary<BinaryKind::Sub, nn::SubOp>};
-  table["Mul"] = {convertBinary<BinaryKind::Mul, nn::MulOp>};
-  table["Div"] = {convertBinary<BinaryKind::Div, nn::DivOp>};
-  table["Pow"] = {convertBinary<BinaryKind::Pow, nn::PowOp>};
-  table["Equal"] = {convertBinary<BinaryKind::Equal, nn::EqualOp>};
-  table["Where"] = {convertWhere};
+  // Schema versions from ONNX's Changelog.md. Before opset 7 the binary
+  // ops broadcast only with the `broadcast`/`axis` attributes; before
+  // opset 6 most ops had a `consumed_inputs` attribute, which is ignored.
+  table["Add"] = {convertBinary<BinaryKind::Add, nn::AddOp>, {1, 6, 7, 13, 14}};
+  table["Sub"] = {convertBinary<BinaryKind::Sub, nn::SubOp>, {1, 6, 7, 13, 14}};
+  table["Mul"] = {convertBinary<BinaryKind::Mul, nn::MulOp>, {1, 6, 7, 13, 14}};
+  table["Div"] = {convertBinary<BinaryKind::Div, nn::DivOp>, {1, 6, 7, 13, 14}};
+  table["Pow"] = {convertBinary<BinaryKind::Pow, nn::PowOp>, {1, 7, 12, 13, 15}};
+  table["Equal"] = {convertBinary<BinaryKind::Equal, nn::EqualOp>,
+                    {1, 7, 11, 13, 19}};
+  table["Where"] = {convertWhere, {9, 16}};
 
-  table["Less"] = {foldBinaryOnly<BinaryKind::Less>};
-  table["Greater"] = {foldBinaryOnly<BinaryKind::Greater>};
-  table["LessOrEqual"] = {foldBinaryOnly<BinaryKind::LessOrEqual>};
-  table["GreaterOrEqual"] = {foldBinaryOnly<BinaryKind::GreaterOrEqual>};
-  table["And"] = {foldBinaryOnly<BinaryKind::And>};
-  table["Or"] = {foldBinaryOnly<BinaryKind::Or>};
-  table["Xor"] = {foldBinaryOnly<BinaryKind::Xor>};
-  table["Mod"] = {convertMod};
-  table["Min"] = {foldVariadic<BinaryKind::Min>};
-  table["Max"] = {foldVariadic<BinaryKind::Max>};
+  table["Less"] = {foldBinaryOnly<BinaryKind::Less>, {1, 7, 9, 13}};
+  table["Greater"] = {foldBinaryOnly<BinaryKind::Greater>, {1, 7, 9, 13}};
+  table["LessOrEqual"] = {foldBinaryOnly<BinaryKind::LessOrEqual>, {12, 16}};
+  table["GreaterOrEqual"] = {foldBinaryOnly<BinaryKind::GreaterOrEqual>,
+                             {12, 16}};
+  table["And"] = {foldBinaryOnly<BinaryKind::And>, {1, 7}};
+  table["Or"] = {foldBinaryOnly<BinaryKind::Or>, {1, 7}};
+  table["Xor"] = {foldBinaryOnly<BinaryKind::Xor>, {1, 7}};
+  table["Mod"] = {convertMod, {10, 13}};
+  // Before opset 8 Min/Max take equal shapes, a case of broadcasting.
+  table["Min"] = {foldVariadic<BinaryKind::Min>, {1, 6, 8, 12, 13}};
+  table["Max"] = {foldVariadic<BinaryKind::Max>, {1, 6, 8, 12, 13}};
 
-  table["Sqrt"] = {convertUnary<UnaryKind::Sqrt, nn::SqrtOp>};
-  table["Neg"] = {convertUnary<UnaryKind::Neg, nn::NegOp>};
-  table["Exp"] = {convertUnary<UnaryKind::Exp, nn::ExpOp>};
-  table["Log"] = {convertUnary<UnaryKind::Log, nn::LogOp>};
-  table["Tanh"] = {convertUnary<UnaryKind::Tanh, nn::TanhOp>};
-  table["Erf"] = {convertUnary<UnaryKind::Erf, nn::ErfOp>};
-  table["Sigmoid"] = {convertUnary<UnaryKind::Sigmoid, nn::SigmoidOp>};
-  table["Relu"] = {convertUnary<UnaryKind::Relu, nn::ReluOp>};
-  table["LeakyRelu"] = {convertLeakyRelu};
-  table["Gelu"] = {convertGelu, 20};
-  table["Abs"] = {foldUnaryOnly<UnaryKind::Abs>};
-  table["Floor"] = {foldUnaryOnly<UnaryKind::Floor>};
-  table["Ceil"] = {foldUnaryOnly<UnaryKind::Ceil>};
-  table["Reciprocal"] = {foldUnaryOnly<UnaryKind::Reciprocal>};
-  table["Not"] = {foldUnaryOnly<UnaryKind::Not>};
+  table["Sqrt"] = {convertUnary<UnaryKind::Sqrt, nn::SqrtOp>, {1, 6, 13}};
+  table["Neg"] = {convertUnary<UnaryKind::Neg, nn::NegOp>, {1, 6, 13}};
+  table["Exp"] = {convertUnary<UnaryKind::Exp, nn::ExpOp>, {1, 6, 13}};
+  table["Log"] = {convertUnary<UnaryKind::Log, nn::LogOp>, {1, 6, 13}};
+  table["Tanh"] = {convertUnary<UnaryKind::Tanh, nn::TanhOp>, {1, 6, 13}};
+  table["Erf"] = {convertUnary<UnaryKind::Erf, nn::ErfOp>, {9, 13}};
+  table["Sigmoid"] = {convertUnary<UnaryKind::Sigmoid, nn::SigmoidOp>,
+                      {1, 6, 13}};
+  table["Relu"] = {convertUnary<UnaryKind::Relu, nn::ReluOp>, {1, 6, 13, 14}};
+  table["LeakyRelu"] = {convertLeakyRelu, {1, 6, 16}};
+  table["Gelu"] = {convertGelu, {20}};
+  table["Abs"] = {foldUnaryOnly<UnaryKind::Abs>, {1, 6, 13}};
+  table["Floor"] = {foldUnaryOnly<UnaryKind::Floor>, {1, 6, 13}};
+  table["Ceil"] = {foldUnaryOnly<UnaryKind::Ceil>, {1, 6, 13}};
+  table["Reciprocal"] = {foldUnaryOnly<UnaryKind::Reciprocal>, {1, 6, 13}};
+  table["Not"] = {foldUnaryOnly<UnaryKind::Not>, {1}};
 
-  table["Clip"] = {convertClip};
-  table["Cast"] = {convertCast};
-  table["Dropout"] = {convertDropout};
-  table["Constant"] = {convertConstant};
-  table["Identity"] = {convertIdentity};
+  table["Clip"] = {convertClip, {1, 6, 11, 12, 13}};
+  table["Cast"] = {convertCast, {1, 6, 9, 13, 19, 21}};
+  table["Dropout"] = {convertDropout, {1, 6, 7, 10, 12, 13}};
+  table["Constant"] = {convertConstant, {1, 9, 11, 12, 13, 19, 21}};
+  table["Identity"] = {convertIdentity, {1, 13, 14, 16, 19, 21}};
 }

@@ -29,11 +29,32 @@ static void convertSoftmax(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
     return;
-  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank());
+  bool coerce2D = ctx.sinceVersion() < 13;
+  int64_t rank = type.getRank();
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", coerce2D ? 1 : -1), rank);
   if (!axis)
     return;
-  if (Value x = ctx.operand(0))
+  Value x = ctx.operand(0);
+  if (!x)
+    return;
+  // Before opset 13 the input is coerced to 2-D at `axis` and normalized
+  // over the second dimension: reshape -> softmax -> reshape. Over the last
+  // axis alone that is the opset-13 form.
+  if (!coerce2D || *axis == rank - 1) {
     ctx.setOutput(0, ctx.createValue<OpTy>(x, ctx.i64(*axis)));
+    return;
+  }
+  ArrayRef<int64_t> shape = type.getShape();
+  auto outer = checkedNumElements(shape.take_front(*axis));
+  auto inner = checkedNumElements(shape.drop_front(*axis));
+  if (!outer || !inner) {
+    ctx.fail("input shape " + shapeToString(shape) + " is too large");
+    return;
+  }
+  Value flat = ctx.createValue<nn::ReshapeOp>(x, ctx.i64s({*outer, *inner}));
+  Value y = flat ? ctx.createValue<OpTy>(flat, ctx.i64(1)) : Value();
+  if (y)
+    ctx.setOutput(0, ctx.createValue<nn::ReshapeOp>(y, ctx.i64s(shape)));
 }
 
 static void convertMatMul(NodeContext &ctx) {
@@ -50,6 +71,22 @@ static void convertGemm(NodeContext &ctx) {
   double alpha = ctx.floatAttr("alpha", 1.0), beta = ctx.floatAttr("beta", 1.0);
   bool transA = ctx.intAttr("transA", 0) != 0;
   bool transB = ctx.intAttr("transB", 0) != 0;
+  // Before opset 7 C broadcasts only with `broadcast`=1; otherwise it must
+  // be M x N already.
+  if (ctx.sinceVersion() < 7 && ctx.hasInput(2) &&
+      ctx.intAttr("broadcast", 0) == 0 && !ctx.failed()) {
+    RankedTensorType ta = ctx.inputType(0), tb = ctx.inputType(1),
+                     tc = ctx.inputType(2);
+    if (ta.getRank() == 2 && tb.getRank() == 2) {
+      SmallVector<int64_t> mn = {ta.getDimSize(transA ? 1 : 0),
+                                 tb.getDimSize(transB ? 0 : 1)};
+      if (tc.getShape() != ArrayRef<int64_t>(mn)) {
+        ctx.fail("C of shape " + shapeToString(tc.getShape()) + " is not " +
+                 shapeToString(mn) + " and 'broadcast' is 0");
+        return;
+      }
+    }
+  }
   Value a = ctx.operand(0), b = ctx.operand(1);
   Value c = ctx.hasInput(2) ? ctx.operand(2) : Value();
   if (!a || !b || (ctx.hasInput(2) && !c))
@@ -257,8 +294,11 @@ static void convertMaxPool(NodeContext &ctx) {
   auto kernel = poolKernel(ctx, type);
   if (!kernel)
     return;
-  auto w = resolveWindow(ctx, type.getShape(), *kernel, /*hasDilations=*/true);
-  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
+  // Opset 10 added ceil_mode and dilations.
+  bool newForm = ctx.sinceVersion() >= 10;
+  auto w = resolveWindow(ctx, type.getShape(), *kernel,
+                         /*hasDilations=*/newForm);
+  bool ceilMode = newForm && ctx.intAttr("ceil_mode", 0) != 0;
   if (!w)
     return;
   if (Value x = ctx.operand(0))
@@ -277,15 +317,17 @@ static void convertAveragePool(NodeContext &ctx) {
     return;
   // Opset 19 added dilations; nn.average_pool has none.
   auto w = resolveWindow(ctx, type.getShape(), *kernel,
-                         /*hasDilations=*/ctx.opset() >= 19);
+                         /*hasDilations=*/ctx.sinceVersion() >= 19);
   if (!w)
     return;
   if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; })) {
     ctx.unsupported("dilations " + shapeToString(w->dilations));
     return;
   }
-  bool ceilMode = ctx.intAttr("ceil_mode", 0) != 0;
-  bool countIncludePad = ctx.intAttr("count_include_pad", 0) != 0;
+  // Opset 7 added count_include_pad, opset 10 ceil_mode.
+  bool ceilMode = ctx.sinceVersion() >= 10 && ctx.intAttr("ceil_mode", 0) != 0;
+  bool countIncludePad =
+      ctx.sinceVersion() >= 7 && ctx.intAttr("count_include_pad", 0) != 0;
   if (Value x = ctx.operand(0))
     ctx.setOutput(0, ctx.createValue<nn::AveragePoolOp>(
                          x, ctx.i64s(w->kernel), ctx.i64s(w->strides),
@@ -312,6 +354,18 @@ static void convertBatchNormalization(NodeContext &ctx) {
   if (ctx.opset() >= 14 && ctx.intAttr("training_mode", 0) != 0) {
     ctx.unsupported("training_mode=1 (export the model in eval mode; "
                     "training is pipedream's job)");
+    return;
+  }
+  // Before opset 9: `spatial` (statistics per channel when 1); before
+  // opset 7: `is_test` (training mode when 0). `consumed_inputs` (< 6) is
+  // ignored.
+  if (ctx.sinceVersion() < 9 && ctx.intAttr("spatial", 1) == 0) {
+    ctx.unsupported("spatial=0 (statistics per element, not per channel)");
+    return;
+  }
+  if (ctx.sinceVersion() < 7 && ctx.intAttr("is_test", 0) == 0) {
+    ctx.unsupported("is_test=0 (training mode; export the model in eval "
+                    "mode, training is pipedream's job)");
     return;
   }
   for (size_t i = 1; i < ctx.numOutputs(); ++i) {
@@ -404,17 +458,22 @@ static void convertReduce(NodeContext &ctx) {
 //===----------------------------------------------------------------------===//
 
 void onnx_import::registerNeuralOps(OpTable &table) {
-  table["Softmax"] = {convertSoftmax<nn::SoftmaxOp>};
-  table["LogSoftmax"] = {convertSoftmax<nn::LogSoftmaxOp>};
-  table["MatMul"] = {convertMatMul};
-  table["Gemm"] = {convertGemm};
-  table["Conv"] = {convertConv};
-  table["MaxPool"] = {convertMaxPool};
-  table["AveragePool"] = {convertAveragePool};
-  table["GlobalAveragePool"] = {convertGlobalAveragePool};
-  table["BatchNormalization"] = {convertBatchNormalization};
-  table["LayerNormalization"] = {convertLayerNormalization, 17};
-  table["ReduceMean"] = {convertReduce<nn::ReduceMeanOp, ReduceKind::Mean, 18>};
-  table["ReduceSum"] = {convertReduce<nn::ReduceSumOp, ReduceKind::Sum, 13>};
-  table["ReduceMax"] = {convertReduce<nn::ReduceMaxOp, ReduceKind::Max, 18>};
+  // Schema versions from ONNX's Changelog.md.
+  table["Softmax"] = {convertSoftmax<nn::SoftmaxOp>, {1, 11, 13}};
+  table["LogSoftmax"] = {convertSoftmax<nn::LogSoftmaxOp>, {1, 11, 13}};
+  table["MatMul"] = {convertMatMul, {1, 9, 13}};
+  table["Gemm"] = {convertGemm, {1, 6, 7, 9, 11, 13}};
+  table["Conv"] = {convertConv, {1, 11}};
+  table["MaxPool"] = {convertMaxPool, {1, 8, 10, 11, 12}};
+  table["AveragePool"] = {convertAveragePool, {1, 7, 10, 11, 19}};
+  table["GlobalAveragePool"] = {convertGlobalAveragePool, {1}};
+  table["BatchNormalization"] = {convertBatchNormalization,
+                                 {1, 6, 7, 9, 14, 15}};
+  table["LayerNormalization"] = {convertLayerNormalization, {17}};
+  table["ReduceMean"] = {convertReduce<nn::ReduceMeanOp, ReduceKind::Mean, 18>,
+                         {1, 11, 13, 18}};
+  table["ReduceSum"] = {convertReduce<nn::ReduceSumOp, ReduceKind::Sum, 13>,
+                        {1, 11, 13}};
+  table["ReduceMax"] = {convertReduce<nn::ReduceMaxOp, ReduceKind::Max, 18>,
+                        {1, 11, 12, 13, 18, 20}};
 }

@@ -72,11 +72,16 @@ static void emitReshape(NodeContext &ctx, ArrayRef<int64_t> shape) {
 }
 
 static void convertReshape(NodeContext &ctx) {
-  if (!ctx.requireInputs(2))
+  // Before opset 5 the shape is an attribute.
+  bool shapeAttr = ctx.sinceVersion() < 5;
+  if (!ctx.requireInputs(shapeAttr ? 1 : 2))
     return;
-  auto target = ctx.constantInts(1, "shape");
-  if (!target)
+  auto target = shapeAttr ? ctx.intsAttr("shape") : ctx.constantInts(1, "shape");
+  if (!target) {
+    if (!ctx.failed())
+      ctx.fail("attribute 'shape' is required");
     return;
+  }
   bool allowZero = ctx.opset() >= 14 && ctx.intAttr("allowzero", 0) != 0;
   ArrayRef<int64_t> in = ctx.input(0)->type.getShape();
   SmallVector<int64_t> shape;
@@ -260,12 +265,14 @@ static void convertConcat(NodeContext &ctx) {
       return;
     }
   }
-  if (!ctx.attr("axis")) {
+  // Opset 1 defaults the axis to 1; it is required from opset 4.
+  bool axisDefault = ctx.sinceVersion() < 4;
+  if (!ctx.attr("axis") && !axisDefault) {
     ctx.fail("attribute 'axis' is required");
     return;
   }
   int64_t rank = ctx.input(0)->type.getRank();
-  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), rank);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 1), rank);
   if (!axis)
     return;
   if (ctx.allInputsConstant()) {
@@ -410,16 +417,31 @@ static void convertSplit(NodeContext &ctx) {
 }
 
 static void convertSlice(NodeContext &ctx) {
-  if (!ctx.requireInputs(3))
+  // Before opset 10 the bounds are attributes and there are no steps.
+  bool boundsAttrs = ctx.sinceVersion() < 10;
+  if (!ctx.requireInputs(boundsAttrs ? 1 : 3))
     return;
   ArrayRef<int64_t> shape = ctx.input(0)->type.getShape();
   int64_t rank = shape.size();
-  auto starts = ctx.constantInts(1, "starts");
-  auto ends = starts ? ctx.constantInts(2, "ends") : std::nullopt;
-  if (!starts || !ends)
+  std::optional<SmallVector<int64_t>> starts, ends;
+  if (boundsAttrs) {
+    starts = ctx.intsAttr("starts");
+    ends = ctx.intsAttr("ends");
+    if ((!starts || !ends) && !ctx.failed())
+      ctx.fail("attributes 'starts' and 'ends' are required");
+  } else {
+    starts = ctx.constantInts(1, "starts");
+    ends = starts ? ctx.constantInts(2, "ends") : std::nullopt;
+  }
+  if (!starts || !ends || ctx.failed())
     return;
   SmallVector<int64_t> axes, steps;
-  if (ctx.hasInput(3)) {
+  if (boundsAttrs && ctx.attr("axes")) {
+    auto given = ctx.intsAttr("axes");
+    if (!given)
+      return;
+    axes = *given;
+  } else if (!boundsAttrs && ctx.hasInput(3)) {
     auto given = ctx.constantInts(3, "axes");
     if (!given)
       return;
@@ -428,7 +450,7 @@ static void convertSlice(NodeContext &ctx) {
     for (size_t i = 0; i < starts->size(); ++i)
       axes.push_back(i);
   }
-  if (ctx.hasInput(4)) {
+  if (!boundsAttrs && ctx.hasInput(4)) {
     auto given = ctx.constantInts(4, "steps");
     if (!given)
       return;
@@ -554,7 +576,14 @@ static void convertPad(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
   SmallVector<int64_t> pads;
-  if (ctx.hasInput(1)) {
+  if (ctx.sinceVersion() < 11) {
+    // Attributes before opset 11 (`paddings` in opset 1).
+    auto given = ctx.intsAttr(ctx.sinceVersion() < 2 ? "paddings" : "pads");
+    if (ctx.failed())
+      return;
+    if (given)
+      pads = *given;
+  } else if (ctx.hasInput(1)) {
     auto given = ctx.constantInts(1, "pads");
     if (!given)
       return;
@@ -690,21 +719,23 @@ static void convertTrilu(NodeContext &ctx) {
 //===----------------------------------------------------------------------===//
 
 void onnx_import::registerShapeOps(OpTable &table) {
-  table["Shape"] = {convertShape};
-  table["Size"] = {convertSize};
-  table["Reshape"] = {convertReshape};
-  table["Flatten"] = {convertFlatten};
-  table["Transpose"] = {convertTranspose};
-  table["Squeeze"] = {convertSqueeze};
-  table["Unsqueeze"] = {convertUnsqueeze};
-  table["Concat"] = {convertConcat};
-  table["Split"] = {convertSplit};
-  table["Slice"] = {convertSlice};
-  table["Gather"] = {convertGather};
-  table["Expand"] = {convertExpand};
-  table["Pad"] = {convertPad};
-  table["Range"] = {convertRange};
-  table["ConstantOfShape"] = {convertConstantOfShape};
-  table["Trilu"] = {convertTrilu, 14};
+  // Schema versions from ONNX's Changelog.md. Squeeze/Unsqueeze/Split
+  // take attributes before opset 13 (handled by the converters).
+  table["Shape"] = {convertShape, {1, 13, 15, 19, 21}};
+  table["Size"] = {convertSize, {1, 13, 19, 21}};
+  table["Reshape"] = {convertReshape, {1, 5, 13, 14, 19, 21}};
+  table["Flatten"] = {convertFlatten, {1, 9, 11, 13, 21}};
+  table["Transpose"] = {convertTranspose, {1, 13, 21}};
+  table["Squeeze"] = {convertSqueeze, {1, 11, 13, 21}};
+  table["Unsqueeze"] = {convertUnsqueeze, {1, 11, 13, 21}};
+  table["Concat"] = {convertConcat, {1, 4, 11, 13}};
+  table["Split"] = {convertSplit, {1, 2, 11, 13, 18}};
+  table["Slice"] = {convertSlice, {1, 10, 11, 13}};
+  table["Gather"] = {convertGather, {1, 11, 13}};
+  table["Expand"] = {convertExpand, {8, 13}};
+  table["Pad"] = {convertPad, {1, 2, 11, 13, 18, 19, 21}};
+  table["Range"] = {convertRange, {11}};
+  table["ConstantOfShape"] = {convertConstantOfShape, {9, 20, 21}};
+  table["Trilu"] = {convertTrilu, {14}};
 }
 

@@ -43,7 +43,7 @@ constexpr int64_t kFoldBudgetElements = int64_t(1) << 25;
 /// Constants and weights with more elements use dense_resource blobs.
 constexpr int64_t kMaxInlineElements = 64;
 /// Supported default-domain opsets.
-constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
 } // namespace
 
 /// A user-provided string made safe for a one-line message.
@@ -68,14 +68,13 @@ Type onnx_import::getElementType(MLIRContext *context, int32_t dtype) {
   case kFloat16: return b.getF16Type();
   case kBFloat16: return b.getBF16Type();
   case kBool: return b.getI1Type();
-  case kInt8:
-  case kUInt8: return b.getIntegerType(8);
-  case kInt16:
-  case kUInt16: return b.getIntegerType(16);
-  case kInt32:
-  case kUInt32: return b.getIntegerType(32);
-  case kInt64:
-  case kUInt64: return b.getIntegerType(64);
+  // NOTE: nn integers are signless and lowered as signed; unsigned ONNX
+  // types have no element type, so they are reported as not supported
+  // instead of computing silently wrong results.
+  case kInt8: return b.getIntegerType(8);
+  case kInt16: return b.getIntegerType(16);
+  case kInt32: return b.getIntegerType(32);
+  case kInt64: return b.getIntegerType(64);
   default: return nullptr;
   }
 }
@@ -201,7 +200,7 @@ getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
                std::string &error) {
   int32_t dtype = tensor.data_type();
   if (!isSupportedDType(dtype)) {
-    error = "unsupported data type " + dtypeName(dtype);
+    error = "data type " + dtypeName(dtype) + " is not supported";
     return std::nullopt;
   }
   if (tensor.has_segment()) {
@@ -433,6 +432,8 @@ public:
   FoldBudget budget;
   Location fileLoc;
   int64_t opset = 0;
+  /// The model imports an opset of the default domain.
+  bool hasDefaultOpset = false;
   /// ONNX name -> value.
   llvm::StringMap<ImportedValue> values;
   /// Names read by some node or listed as graph outputs.
@@ -445,6 +446,7 @@ public:
 
 private:
   bool collectOpset(const onnx::ModelProto &model);
+  bool checkValueType(const onnx::TypeProto &type, const std::string &quoted);
   bool importInputs(const onnx::GraphProto &graph,
                     SmallVectorImpl<std::string> &inputNames,
                     SmallVectorImpl<Type> &inputTypes);
@@ -466,7 +468,7 @@ private:
 RankedTensorType GraphImporter::typeOf(const HostTensor &t, std::string &why) {
   Type element = getElementType(&context, t.dtype);
   if (!element) {
-    why = "unsupported data type " + dtypeName(t.dtype);
+    why = "data type " + dtypeName(t.dtype) + " is not supported";
     return nullptr;
   }
   if (!checkedNumElements(t.shape)) {
@@ -541,11 +543,10 @@ bool GraphImporter::collectOpset(const onnx::ModelProto &model) {
     opset = 1;
     found = true;
   }
-  if (!found) {
-    fail("the model imports no opset of the default ONNX domain");
-    return false;
-  }
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  // A model without the default domain is only an error once a node needs
+  // it (checkOps); nodes of other domains are reported as not supported.
+  hasDefaultOpset = found;
+  if (found && (opset < kMinOpset || opset > kMaxOpset)) {
     fail("default-domain opset " + Twine(opset) +
          " is not supported (supported: " + Twine(kMinOpset) + " to " +
          Twine(kMaxOpset) + "); convert the model with "
@@ -564,6 +565,31 @@ static std::string dimsToOption(ArrayRef<int64_t> dims) {
     s += std::to_string(d);
   }
   return s;
+}
+
+/// A graph input or output must be a tensor of a supported element type.
+bool GraphImporter::checkValueType(const onnx::TypeProto &type,
+                                   const std::string &quoted) {
+  const char *kind = nullptr;
+  switch (type.value_case()) {
+  case onnx::TypeProto::kTensorType: break;
+  case onnx::TypeProto::kSequenceType: kind = "a sequence"; break;
+  case onnx::TypeProto::kMapType: kind = "a map"; break;
+  case onnx::TypeProto::kOptionalType: kind = "an optional"; break;
+  case onnx::TypeProto::kSparseTensorType: kind = "a sparse tensor"; break;
+  default: kind = "of an unknown kind"; break;
+  }
+  if (kind) {
+    fail(quoted + " is " + kind + ": not supported (only tensors)");
+    return false;
+  }
+  int32_t dtype = type.tensor_type().elem_type();
+  if (!getElementType(&context, dtype)) {
+    fail(quoted + " has element type " + dtypeName(dtype) +
+         ": not supported");
+    return false;
+  }
+  return true;
 }
 
 bool GraphImporter::importInputs(const onnx::GraphProto &graph,
@@ -600,17 +626,14 @@ bool GraphImporter::importInputs(const onnx::GraphProto &graph,
       fail(quoted + " is listed twice");
       return false;
     }
-    if (!input.has_type() || !input.type().has_tensor_type()) {
-      fail(quoted + " is not a tensor (only tensor inputs are supported)");
+    if (!input.has_type()) {
+      fail(quoted + " has no type");
       return false;
     }
+    if (!checkValueType(input.type(), quoted))
+      return false;
     const auto &tensorType = input.type().tensor_type();
     Type element = getElementType(&context, tensorType.elem_type());
-    if (!element) {
-      fail(quoted + " has unsupported element type " +
-           dtypeName(tensorType.elem_type()));
-      return false;
-    }
     // Model dims: -1 marks dynamic ones, with their dim_param names.
     std::optional<SmallVector<int64_t>> modelDims;
     SmallVector<std::string> dimNames;
@@ -744,15 +767,28 @@ bool GraphImporter::checkOps(const onnx::GraphProto &graph,
     const auto &node = graph.node(i);
     StringRef domain = node.domain();
     bool defaultDomain = domain.empty() || domain == "ai.onnx";
+    if (defaultDomain && !hasDefaultOpset) {
+      fail(nodeHeader(node, i) +
+           ": the model imports no opset of the default ONNX domain");
+      return false;
+    }
     auto it = table.find(node.op_type());
     if (!defaultDomain || it == table.end()) {
       fail(nodeHeader(node, i) + ": not supported");
       return false;
     }
-    if (opset < it->second.sinceOpset) {
+    const OpInfo &info = it->second;
+    int64_t since = getSinceVersion(info, opset);
+    if (since == 0) {
       fail(nodeHeader(node, i) + ": not supported: '" +
            sanitize(node.op_type()) + "' is defined from opset " +
-           Twine(it->second.sinceOpset));
+           Twine(info.versions.front()));
+      return false;
+    }
+    if (since < info.oldestHandled) {
+      fail(nodeHeader(node, i) + ": not supported: the opset-" +
+           Twine(since) + " form of '" + sanitize(node.op_type()) +
+           "' (handled from opset " + Twine(info.oldestHandled) + ")");
       return false;
     }
   }
@@ -876,6 +912,12 @@ GraphImporter::run(onnx::ModelProto &model) {
   }
   if (!runChecker(model))
     return failure();
+  for (const auto &output : graph.output()) {
+    if (output.has_type() &&
+        !checkValueType(output.type(),
+                        "graph output '" + sanitize(output.name()) + "'"))
+      return failure();
+  }
 
   // Graph inputs, then weights (floating-point initializers) as arguments.
   SmallVector<std::string> argNames;
@@ -898,7 +940,7 @@ GraphImporter::run(onnx::ModelProto &model) {
     SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
     Type element = getElementType(&context, dtype);
     if (!element) {
-      fail(quoted + " has unsupported data type " + dtypeName(dtype));
+      fail(quoted + " has data type " + dtypeName(dtype) + ": not supported");
       return failure();
     }
     if (!checkedNumElements(dims)) {
@@ -1068,6 +1110,10 @@ NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
     : importer(importer), node(node), name(name.str()), loc(loc) {}
 
 int64_t NodeContext::opset() const { return importer.opset; }
+int64_t NodeContext::sinceVersion() const {
+  auto it = getOpTable().find(node.op_type());
+  return it == getOpTable().end() ? 0 : getSinceVersion(it->second, opset());
+}
 OpBuilder &NodeContext::builder() { return importer.builder; }
 MLIRContext *NodeContext::getContext() { return &importer.context; }
 FoldBudget &NodeContext::budget() { return importer.budget; }
@@ -1368,6 +1414,14 @@ FloatAttr NodeContext::f64(double v) {
 BoolAttr NodeContext::boolean(bool v) { return BoolAttr::get(getContext(), v); }
 DenseI64ArrayAttr NodeContext::i64s(ArrayRef<int64_t> v) {
   return DenseI64ArrayAttr::get(getContext(), v);
+}
+
+int64_t onnx_import::getSinceVersion(const OpInfo &info, int64_t opset) {
+  int64_t since = 0;
+  for (int64_t v : info.versions)
+    if (v <= opset)
+      since = v;
+  return since;
 }
 
 const OpTable &onnx_import::getOpTable() {

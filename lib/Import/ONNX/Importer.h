@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace pipedream::onnx_import {
 
@@ -64,7 +65,12 @@ public:
               llvm::StringRef name, mlir::Location loc);
 
   llvm::StringRef opType() const { return node.op_type(); }
+  /// The model's default-domain opset.
   int64_t opset() const;
+  /// The version of the op's schema in effect at `opset()`: the opset that
+  /// introduced it (ONNX's `OpSchema::SinceVersion`). Old forms are
+  /// converted by testing this, e.g. `sinceVersion() < 13`.
+  int64_t sinceVersion() const;
   mlir::Location getLoc() const { return loc; }
   mlir::OpBuilder &builder();
   mlir::MLIRContext *getContext();
@@ -195,14 +201,22 @@ using ConvertFn = void (*)(NodeContext &);
 
 struct OpInfo {
   ConvertFn convert = nullptr;
-  /// First default-domain opset that defines the op.
-  int64_t sinceOpset = 1;
+  /// The opsets that introduced a version of the op's schema, ascending
+  /// (ONNX's Changelog.md; the first is the opset that defines the op). A
+  /// node's schema version is the last one not above the model's opset.
+  std::vector<int64_t> versions = {1};
+  /// Oldest schema version the converter handles exactly; older ones are
+  /// reported as not supported.
+  int64_t oldestHandled = 1;
 };
 
 using OpTable = llvm::StringMap<OpInfo>;
 
 /// The op table: every ONNX op type the importer converts or evaluates.
 const OpTable &getOpTable();
+/// The schema version of `info`'s op in effect at `opset` (0 when the op is
+/// not yet defined there).
+int64_t getSinceVersion(const OpInfo &info, int64_t opset);
 void registerElementwiseOps(OpTable &table);
 void registerShapeOps(OpTable &table);
 void registerNeuralOps(OpTable &table);

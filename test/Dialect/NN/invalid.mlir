@@ -962,3 +962,89 @@ func.func @gather_axis(%t: tensor<10x4xf32>, %i: tensor<3xi64>) {
   %0 = nn.gather %t, %i {axis = 2 : i64} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<10x4x3xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// int64 overflow in type inference (hostile attributes and dimensions)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// dilation * (kernel - 1) is 2^63.
+func.func @conv_window_overflow(%x: tensor<1x1x8x8xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{window (kernel [3, 3], dilations [4611686018427387904, 1], pads [0, 0, 0, 0]) overflows in spatial dimension 0}}
+  // expected-error @+1 {{'nn.conv' op failed to infer returned types}}
+  %0 = nn.conv %x, %w {dilations = array<i64: 4611686018427387904, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x6x6xf32>
+  return
+}
+
+// -----
+
+// input size + pads is past INT64_MAX.
+func.func @pool_pads_overflow(%x: tensor<1x1x8xf32>) {
+  // expected-error @+2 {{window (kernel [2], dilations [1], pads [9223372036854775807, 0]) overflows in spatial dimension 0}}
+  // expected-error @+1 {{'nn.max_pool' op failed to infer returned types}}
+  %0 = nn.max_pool %x {ceil_mode = false, dilations = array<i64: 1>, kernel_shape = array<i64: 2>,
+                       pads = array<i64: 9223372036854775807, 0>, strides = array<i64: 1>}
+      : (tensor<1x1x8xf32>) -> tensor<1x1x7xf32>
+  return
+}
+
+// -----
+
+// Channels per group * group is 2^63.
+func.func @conv_group_overflow(%x: tensor<1x0x8x8xf32>, %w: tensor<0x2x3x3xf32>) {
+  // expected-error @+2 {{weight expects 2 channels per group, input has 0 channels in 4611686018427387904 groups}}
+  // expected-error @+1 {{'nn.conv' op failed to infer returned types}}
+  %0 = nn.conv %x, %w {dilations = array<i64: 1, 1>, group = 4611686018427387904 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x0x8x8xf32>, tensor<0x2x3x3xf32>) -> tensor<1x0x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_overflow(%x: tensor<2x6xf32>) {
+  // expected-error @+2 {{element count of [4294967296, 4294967296, 4] overflows int64}}
+  // expected-error @+1 {{'nn.reshape' op failed to infer returned types}}
+  %0 = nn.reshape %x {shape = array<i64: 4294967296, 4294967296, 4>} : (tensor<2x6xf32>) -> tensor<4294967296x4294967296x4xf32>
+  return
+}
+
+// -----
+
+func.func @flatten_overflow(%x: tensor<4294967296x4294967296x2xf32>) {
+  // expected-error @+2 {{element count of [4294967296, 4294967296, 2] overflows int64}}
+  // expected-error @+1 {{'nn.flatten' op failed to infer returned types}}
+  %0 = nn.flatten %x {axis = 3 : i64} : (tensor<4294967296x4294967296x2xf32>) -> tensor<1x1xf32>
+  return
+}
+
+// -----
+
+func.func @split_sizes_overflow(%x: tensor<2x12xf32>) {
+  // expected-error @+2 {{split_sizes [9223372036854775807, 1] overflow int64}}
+  // expected-error @+1 {{'nn.split' op failed to infer returned types}}
+  %0:2 = nn.split %x {axis = 1 : i64, split_sizes = array<i64: 9223372036854775807, 1>}
+      : (tensor<2x12xf32>) -> (tensor<2x9223372036854775807xf32>, tensor<2x1xf32>)
+  return
+}
+
+// -----
+
+func.func @concat_overflow(%a: tensor<9223372036854775807xf32>, %b: tensor<1xf32>) {
+  // expected-error @+2 {{concatenated size of axis 0 overflows int64}}
+  // expected-error @+1 {{'nn.concat' op failed to infer returned types}}
+  %0 = nn.concat %a, %b {axis = 0 : i64} : (tensor<9223372036854775807xf32>, tensor<1xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// start + (size - 1) * step is past INT64_MAX.
+func.func @slice_step_overflow(%x: tensor<6xf32>) {
+  // expected-error @+2 {{slice of dimension 0 (start 1, size 3, step 9223372036854775807) leaves [0, 6)}}
+  // expected-error @+1 {{'nn.slice' op failed to infer returned types}}
+  %0 = nn.slice %x {sizes = array<i64: 3>, starts = array<i64: 1>, steps = array<i64: 9223372036854775807>}
+      : (tensor<6xf32>) -> tensor<3xf32>
+  return
+}

@@ -19,6 +19,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace pipedream::nn;
@@ -40,6 +41,20 @@ static int64_t product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims)
     n *= d;
+  return n;
+}
+
+/// The product of `dims`, or std::nullopt when it overflows int64.
+// NOTE: type inference runs on hostile .mlir input; every size it computes
+// from attributes or dimensions goes through llvm::checked* (UB otherwise).
+static std::optional<int64_t> checkedProduct(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    auto next = llvm::checkedMul(n, d);
+    if (!next)
+      return std::nullopt;
+    n = *next;
+  }
   return n;
 }
 
@@ -344,13 +359,23 @@ inferWindowOutput(std::optional<Location> loc, ArrayRef<int64_t> spatial,
     if (w.pads[i] < 0 || w.pads[i + n] < 0)
       return emitOptionalError(loc, "pads must be non-negative, got ",
                                shapeStr(w.pads));
-    int64_t padded = spatial[i] + w.pads[i] + w.pads[i + n];
-    int64_t extent = w.dilations[i] * (w.kernel[i] - 1) + 1;
-    if (padded < extent)
-      return emitOptionalError(loc, "window extent ", extent,
-                               " exceeds padded input size ", padded,
+    std::optional<int64_t> padded = llvm::checkedAdd(spatial[i], w.pads[i]);
+    if (padded)
+      padded = llvm::checkedAdd(*padded, w.pads[i + n]);
+    std::optional<int64_t> extent =
+        llvm::checkedMul(w.dilations[i], w.kernel[i] - 1);
+    if (extent)
+      extent = llvm::checkedAdd(*extent, int64_t(1));
+    if (!padded || !extent)
+      return emitOptionalError(loc, "window (kernel ", shapeStr(w.kernel),
+                               ", dilations ", shapeStr(w.dilations),
+                               ", pads ", shapeStr(w.pads),
+                               ") overflows in spatial dimension ", i);
+    if (*padded < *extent)
+      return emitOptionalError(loc, "window extent ", *extent,
+                               " exceeds padded input size ", *padded,
                                " in spatial dimension ", i);
-    int64_t span = padded - extent;
+    int64_t span = *padded - *extent;
     int64_t size = span / w.strides[i] + 1;
     if (w.ceilMode) {
       if (span % w.strides[i] != 0)
@@ -359,7 +384,11 @@ inferWindowOutput(std::optional<Location> loc, ArrayRef<int64_t> spatial,
       // padding. PyTorch, onnxruntime and the ONNX reference drop it
       // otherwise, whether or not rounding up added it: with end padding
       // at least as wide as the window, even the floor count ends in one.
-      if ((size - 1) * w.strides[i] >= spatial[i] + w.pads[i])
+      // Both sides are below padded, which fits; an overflowing product is
+      // past the input too.
+      std::optional<int64_t> lastStart =
+          llvm::checkedMul(size - 1, w.strides[i]);
+      if (!lastStart || *lastStart >= spatial[i] + w.pads[i])
         --size;
     }
     out.push_back(size);
@@ -387,7 +416,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "group ", group,
                              " must divide input channels ", channels,
                              " and filters ", filters);
-  if (weight.getDimSize(1) * group != channels)
+  std::optional<int64_t> groupChannels =
+      llvm::checkedMul(weight.getDimSize(1), group);
+  if (!groupChannels || *groupChannels != channels)
     return emitOptionalError(loc, "weight expects ", weight.getDimSize(1),
                              " channels per group, input has ", channels,
                              " channels in ", group, " groups");
@@ -591,12 +622,18 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
   if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
     return emitOptionalError(loc, "shape ", shapeStr(shape),
                              " must be fully resolved (no negative entries)");
-  if (product(shape) != input.getNumElements())
+  std::optional<int64_t> inputElements = checkedProduct(input.getShape());
+  std::optional<int64_t> elements = checkedProduct(shape);
+  if (!inputElements || !elements)
+    return emitOptionalError(loc, "element count of ",
+                             shapeStr(inputElements ? shape
+                                                    : input.getShape()),
+                             " overflows int64");
+  if (*elements != *inputElements)
     return emitOptionalError(loc, "cannot reshape ",
                              shapeStr(input.getShape()), " (",
-                             input.getNumElements(), " elements) to ",
-                             shapeStr(shape), " (", product(shape),
-                             " elements)");
+                             *inputElements, " elements) to ",
+                             shapeStr(shape), " (", *elements, " elements)");
   inferred.push_back(input.clone(shape));
   return success();
 }
@@ -609,8 +646,12 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxis(loc, axis, input.getRank(), /*inclusiveEnd=*/true)))
     return failure();
-  SmallVector<int64_t> shape{product(input.getShape().take_front(axis)),
-                             product(input.getShape().drop_front(axis))};
+  std::optional<int64_t> outer = checkedProduct(input.getShape().take_front(axis));
+  std::optional<int64_t> inner = checkedProduct(input.getShape().drop_front(axis));
+  if (!outer || !inner)
+    return emitOptionalError(loc, "element count of ",
+                             shapeStr(input.getShape()), " overflows int64");
+  SmallVector<int64_t> shape{*outer, *inner};
   inferred.push_back(input.clone(shape));
   return success();
 }
@@ -731,7 +772,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                  shapeStr(t.getShape()),
                                  " differ outside axis ", axis);
     }
-    shape[axis] += t.getDimSize(axis);
+    std::optional<int64_t> sum = llvm::checkedAdd(shape[axis], t.getDimSize(axis));
+    if (!sum)
+      return emitOptionalError(loc, "concatenated size of axis ", axis,
+                               " overflows int64");
+    shape[axis] = *sum;
   }
   inferred.push_back(first.clone(shape));
   return success();
@@ -750,8 +795,13 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "split_sizes ", shapeStr(sizes),
                              " must be non-empty and non-negative");
   int64_t total = 0;
-  for (int64_t s : sizes)
-    total += s;
+  for (int64_t s : sizes) {
+    std::optional<int64_t> sum = llvm::checkedAdd(total, s);
+    if (!sum)
+      return emitOptionalError(loc, "split_sizes ", shapeStr(sizes),
+                               " overflow int64");
+    total = *sum;
+  }
   if (total != input.getDimSize(axis))
     return emitOptionalError(loc, "split_sizes ", shapeStr(sizes), " sum to ",
                              total, " but axis ", axis, " has size ",
@@ -785,8 +835,11 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "size of dimension ", d, " is negative");
     if (sizes[d] == 0)
       continue;
-    int64_t last = starts[d] + (sizes[d] - 1) * steps[d];
-    if (starts[d] < 0 || starts[d] >= dim || last < 0 || last >= dim)
+    std::optional<int64_t> last = llvm::checkedMul(sizes[d] - 1, steps[d]);
+    if (last)
+      last = llvm::checkedAdd(starts[d], *last);
+    if (starts[d] < 0 || starts[d] >= dim || !last || *last < 0 ||
+        *last >= dim)
       return emitOptionalError(loc, "slice of dimension ", d, " (start ",
                                starts[d], ", size ", sizes[d], ", step ",
                                steps[d], ") leaves [0, ", dim, ")");
