@@ -296,6 +296,10 @@ bool dtypeToDescr(pd_dtype dtype, std::string &descr) {
     descr = "|b1";
     return true;
   case PD_DTYPE_BF16:
+    // numpy has no bfloat16: its bit patterns travel as uint16, as ONNX's
+    // numpy_helper and most tools exchange them.
+    descr = "<u2";
+    return true;
   case PD_DTYPE_MAX_ENUM_:
     break;
   }
@@ -317,6 +321,8 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
       {"f4", PD_DTYPE_F32}, {"f8", PD_DTYPE_F64}, {"f2", PD_DTYPE_F16},
       {"i8", PD_DTYPE_I64}, {"i4", PD_DTYPE_I32}, {"i1", PD_DTYPE_I8},
       {"u1", PD_DTYPE_U8},  {"b1", PD_DTYPE_I1},
+      // bf16 bit patterns (pipedream has no u16 dtype).
+      {"u2", PD_DTYPE_BF16},
   };
   for (const auto &entry : kTable) {
     if (body != entry.body)
@@ -334,7 +340,7 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
   else
     error = "numpy dtype '" + descr +
             "' has no pipedream equivalent (supported: <f4 <f8 <f2 <i8 <i4 "
-            "|i1 |u1 |b1)";
+            "|i1 |u1 |b1, and <u2 for bf16 bit patterns)";
   return false;
 }
 

@@ -77,8 +77,13 @@ Array iota(pd_dtype dtype, std::vector<int64_t> shape) {
     case PD_DTYPE_I1:
       *p = static_cast<unsigned char>(v % 3 == 0);
       break;
+    case PD_DTYPE_BF16: {
+      // Bit patterns, as numpy sees them (uint16).
+      uint16_t bits = static_cast<uint16_t>(v);
+      std::memcpy(p, &bits, 2);
+      break;
+    }
     case PD_DTYPE_U8:
-    case PD_DTYPE_BF16:
     case PD_DTYPE_MAX_ENUM_:
       *p = static_cast<unsigned char>(v);
       break;
@@ -121,7 +126,10 @@ const DtypeCase kDtypes[] = {
     {PD_DTYPE_F16, "float16", "<f2"}, {PD_DTYPE_I64, "int64", "<i8"},
     {PD_DTYPE_I32, "int32", "<i4"},   {PD_DTYPE_I8, "int8", "|i1"},
     {PD_DTYPE_U8, "uint8", "|u1"},    {PD_DTYPE_I1, "bool_", "|b1"},
+    // numpy has no bfloat16: bf16 travels as uint16 bit patterns.
+    {PD_DTYPE_BF16, "uint16", "<u2"},
 };
+constexpr size_t kNumDtypes = sizeof(kDtypes) / sizeof(kDtypes[0]);
 
 void expectSame(const Array &a, const Array &b) {
   EXPECT_EQ(a.dtype, b.dtype);
@@ -276,7 +284,12 @@ TEST(Npy, MalformedFiles) {
       parseError(npyBytes(
           "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", data)),
       "numpy dtype '<u4' has no pipedream equivalent (supported: <f4 <f8 <f2 "
-      "<i8 <i4 |i1 |u1 |b1)");
+      "<i8 <i4 |i1 |u1 |b1, and <u2 for bf16 bit patterns)");
+  EXPECT_EQ(
+      parseError(npyBytes(
+          "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }",
+          data.substr(0, 4))),
+      "big-endian dtype '>u2' is not supported (convert with .astype('<u2'))");
   EXPECT_EQ(parseError(npyBytes("{'descr': [('a', '<f4')], 'fortran_order': "
                                 "False, 'shape': (2,), }",
                                 data)),
@@ -305,11 +318,23 @@ TEST(Npy, MalformedFiles) {
             "array f32[99999999999x99999999999x99999999999] is too large");
 }
 
-TEST(Npy, Bf16HasNoNumpyType) {
-  std::vector<unsigned char> bytes;
+TEST(Npy, Bf16IsUint16BitPatterns) {
+  std::string descr;
+  ASSERT_TRUE(dtypeToDescr(PD_DTYPE_BF16, descr));
+  EXPECT_EQ(descr, "<u2");
+  pd_dtype dtype = PD_DTYPE_F32;
   std::string error;
-  EXPECT_FALSE(serializeNpy(iota(PD_DTYPE_BF16, {2}), bytes, error));
-  EXPECT_EQ(error, "dtype bf16 has no numpy equivalent");
+  ASSERT_TRUE(dtypeFromDescr("<u2", dtype, error)) << error;
+  EXPECT_EQ(dtype, PD_DTYPE_BF16);
+  // 1.0 and -2.5 in bf16: the bits are kept as they are.
+  const std::string bytes = npyBytes(
+      "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }",
+      std::string("\x80\x3f\x20\xc0", 4));
+  Array array;
+  ASSERT_TRUE(parseNpy(bytes.data(), bytes.size(), array, error)) << error;
+  EXPECT_EQ(array.dtype, PD_DTYPE_BF16);
+  EXPECT_EQ(array.data,
+            (std::vector<unsigned char>{0x80, 0x3f, 0x20, 0xc0}));
 }
 
 TEST(Npy, DataSizeMustMatchOnWrite) {
@@ -378,10 +403,6 @@ TEST(Npz, WriteErrors) {
                      {"x", iota(PD_DTYPE_F32, {1})}};
   EXPECT_FALSE(writeNpz(dir.file("d.npz"), dup, Compression::Stored, error));
   EXPECT_EQ(error, dir.file("d.npz") + ": duplicate array 'x'");
-  NamedArrays bf16 = {{"h", iota(PD_DTYPE_BF16, {1})}};
-  EXPECT_FALSE(writeNpz(dir.file("h.npz"), bf16, Compression::Stored, error));
-  EXPECT_EQ(error, dir.file("h.npz") +
-                       ": array 'h': dtype bf16 has no numpy equivalent");
   NamedArrays ok = {{"x", iota(PD_DTYPE_F32, {1})}};
   EXPECT_FALSE(
       writeNpz(dir.file("no/dir/o.npz"), ok, Compression::Stored, error));
@@ -552,17 +573,18 @@ TEST_F(NumpyInterop, ReadsSavezAndSavezCompressed) {
     NamedArrays read;
     std::string error;
     ASSERT_TRUE(readNpz(dir.file(file), read, error)) << error;
-    ASSERT_EQ(read.size(), 10u) << file;
-    for (size_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(read.size(), kNumDtypes + 2) << file;
+    for (size_t i = 0; i < kNumDtypes; ++i) {
       EXPECT_EQ(read[i].first, kDtypes[i].numpy);
       expectSame(read[i].second, iota(kDtypes[i].dtype, {40, 7}));
     }
-    EXPECT_EQ(read[8].first, "scalar");
-    EXPECT_TRUE(read[8].second.shape.empty());
+    EXPECT_EQ(read[kNumDtypes].first, "scalar");
+    EXPECT_TRUE(read[kNumDtypes].second.shape.empty());
     double scalar;
-    std::memcpy(&scalar, read[8].second.data.data(), 8);
+    std::memcpy(&scalar, read[kNumDtypes].second.data.data(), 8);
     EXPECT_EQ(scalar, 3.25);
-    EXPECT_EQ(read[9].second.shape, (std::vector<int64_t>{0, 2}));
+    EXPECT_EQ(read[kNumDtypes + 1].second.shape,
+              (std::vector<int64_t>{0, 2}));
   }
 }
 

@@ -12,6 +12,8 @@
  *              -> y f32[2x3] = x*w + b (b broadcast over rows),
  *                 aligned i1[] = every buffer pointer is 64-byte aligned
  *   twice:   n i32[4] (input) -> m i64[4] = 2*n
+ *   bf16:    a bf16[4] (input) -> f f32[4] = a widened to f32,
+ *                                 neg bf16[4] = -a (sign bit flipped)
  */
 
 #include <stdint.h>
@@ -46,4 +48,14 @@ EXPORT void pipedream_twice(void **buffers) {
   int64_t *m = (int64_t *)buffers[1];
   for (int i = 0; i < 4; ++i)
     m[i] = 2 * (int64_t)n[i];
+}
+
+EXPORT void pipedream_bf16(void **buffers) {
+  const uint16_t *a = (const uint16_t *)buffers[0];
+  uint32_t *f = (uint32_t *)buffers[1];
+  uint16_t *neg = (uint16_t *)buffers[2];
+  for (int i = 0; i < 4; ++i) {
+    f[i] = (uint32_t)a[i] << 16;
+    neg[i] = (uint16_t)(a[i] ^ 0x8000u);
+  }
 }

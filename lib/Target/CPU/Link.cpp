@@ -7,7 +7,12 @@
 // Links program.so with lld used as a library (no `ld` process). The library
 // records the shared objects it needs (libc, libm, OpenBLAS when GEMMs were
 // routed to it) and is linked with `-z defs`, so a missing symbol is a
-// compile error, not a dlopen failure in the runtime.
+// compile error, not a dlopen failure in the runtime. compiler-rt's builtins
+// archive is linked statically: LLVM lowers conversions the CPU has no
+// instruction for (f64 -> f16, f32 -> bf16 without AVX512-BF16...) to
+// soft-float helpers such as `__truncdfhf2`, which neither libc nor libm
+// provide. Its members are hidden and only the used ones are pulled in, so
+// program.so exports nothing new and depends on nothing new at run time.
 //
 // NOTE: lld keeps its state in one global CommonLinkerContext per process
 // (lld/Common/CommonLinkerContext.h); `lld::lldMain` creates and destroys it
@@ -37,6 +42,8 @@ namespace pipedream::cpu {
 static constexpr const char *kLibcPath = PIPEDREAM_LIBC_PATH;
 static constexpr const char *kLibmPath = PIPEDREAM_LIBM_PATH;
 static constexpr const char *kOpenBLASPath = PIPEDREAM_OPENBLAS_PATH;
+// compiler-rt's libclang_rt.builtins archive (static, hidden symbols).
+static constexpr const char *kBuiltinsPath = PIPEDREAM_BUILTINS_PATH;
 
 bool isBLASAvailable() {
   return kOpenBLASPath[0] != '\0' && llvm::sys::fs::exists(kOpenBLASPath);
@@ -56,6 +63,17 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
       "--hash-style=gnu", "--gc-sections", "-O1"};
   for (const std::string &object : objectFiles)
     args.push_back(object.c_str());
+  // Soft-float and other helpers LLVM's backend may call. An archive: only
+  // members that resolve an undefined symbol are linked; --exclude-libs
+  // keeps them out of the dynamic symbol table even if one were not hidden.
+  if (kBuiltinsPath[0] == '\0' || !llvm::sys::fs::exists(kBuiltinsPath)) {
+    error = std::string("compiler-rt builtins archive not found (") +
+            (kBuiltinsPath[0] ? kBuiltinsPath : "not configured") +
+            "): install libclang-rt-22-dev and reconfigure pipedream";
+    return failure();
+  }
+  args.push_back("--exclude-libs=ALL");
+  args.push_back(kBuiltinsPath);
   // Only libraries whose symbols are used become DT_NEEDED.
   args.push_back("--as-needed");
   for (const char *library : {kLibmPath, kLibcPath}) {

@@ -7,7 +7,8 @@
 // NumPy's array files, as pipedream-run and users' binaries exchange tensors
 // with Python: `.npy` (format versions 1.0, 2.0 and 3.0, little-endian,
 // C order) and `.npz` (a zip of `NAME.npy` members, stored as np.savez
-// writes them or deflated as np.savez_compressed does).
+// writes them or deflated as np.savez_compressed does). bf16 arrays are
+// uint16 (`<u2`) arrays of bit patterns.
 //
 // Part of the runtime library (libpipedream_runtime), C++17. Nothing here
 // throws: every function returns false and sets `error` to a one-line
@@ -47,10 +48,12 @@ using NamedArrays = std::vector<std::pair<std::string, Array>>;
 /// How writeNpz stores its members: np.savez or np.savez_compressed.
 enum class Compression { Stored, Deflated };
 
-/// The numpy `descr` for a dtype ("<f4", "|b1"...); false for bf16, which
-/// numpy has no type for.
+/// The numpy `descr` for a dtype ("<f4", "|b1"...). bf16, which numpy has
+/// no type for, is "<u2": its bit patterns as uint16, the way ONNX's
+/// numpy_helper and most tools store bfloat16 in numpy arrays.
 bool dtypeToDescr(pd_dtype dtype, std::string &descr);
 /// The dtype for a numpy `descr`, or false with a message saying why not.
+/// "<u2" is bf16 (bit patterns; pipedream has no 16-bit unsigned dtype).
 bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
                     std::string &error);
 

@@ -5,6 +5,10 @@ The bundles use runtime/test/TestProgram.c as program.so, whose functions are
   main:   y = x * w + 1
   affine: y = x * w + b (b broadcast over rows), aligned = True
   twice:  m = 2 * n
+  bf16:   f = a as f32, neg = -a (a, neg bf16)
+
+numpy has no bfloat16: a bf16 array is a uint16 array of bit patterns, which
+is what pipedream-run reads and writes for bf16 buffers.
 
   bundle.py weights DIR [--seed S]
       weights.bin for every entry of DIR/bundle.json `weights`, random values
@@ -30,8 +34,18 @@ import numpy as np
 NUMPY = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16,
     "i64": np.int64, "i32": np.int32, "i8": np.int8, "i1": np.bool_,
-    "u8": np.uint8,
+    "u8": np.uint8, "bf16": np.uint16,
 }
+
+
+def bf16_bits(values):
+    """Round-to-nearest-even bf16 bit patterns of float32 values."""
+    bits = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_to_f32(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def manifest(bundle):
@@ -40,6 +54,8 @@ def manifest(bundle):
 
 
 def random_array(rng, dtype, shape):
+    if dtype == "bf16":
+        return bf16_bits(rng.standard_normal(size=shape))
     dt = NUMPY[dtype]
     if dt == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
@@ -104,6 +120,8 @@ def reference(m, function, inputs, weights):
         return {"y": env["x"] * env["w"] + env["b"], "aligned": np.bool_(True)}
     if function == "twice":
         return {"m": 2 * env["n"].astype(np.int64)}
+    if function == "bf16":
+        return {"f": bf16_to_f32(env["a"]), "neg": bf16_bits(-bf16_to_f32(env["a"]))}
     sys.exit(f"bundle.py: no reference for {function!r}")
 
 
