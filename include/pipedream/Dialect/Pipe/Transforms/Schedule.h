@@ -1,0 +1,186 @@
+//===- Schedule.h - pipeline schedules, verifier, simulator -----*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Pipeline schedules as plain data (no MLIR): per-rank ordered lists of
+// actions (F, B, W, U of one virtual stage on one micro-batch), their
+// generators for every schedule kind of DESIGN.md, a verifier and a
+// simulator. `pipe-unroll-schedule` and `pipe-verify-schedule` are thin MLIR
+// wrappers around this library.
+//
+// Model
+// -----
+// - K ranks (physical stages), V chunks per rank, M micro-batches. Virtual
+//   stage `v` (0 <= v < K*V) runs on rank `v % K` as chunk `v / K`.
+// - Implied communication: F of virtual stage v on micro-batch m sends the
+//   activation to v+1; B of v sends the input gradient to v-1 (nothing when
+//   both stages sit on the same rank). Sends and receives are blocking
+//   rendezvous. Each rank batches its pending sends with the receives of its
+//   next action into one communication step (as Megatron's
+//   `send_forward_recv_backward` / `batch_isend_irecv`); a step completes
+//   when every peer has the matching operations in its current step. Steps
+//   that can never complete are a deadlock.
+// - Activation stash: F of (v, m) occupies one slot of its rank until the
+//   backward of (v, m) has finished (B, or W when the backward is split).
+// - Weight versions (asynchronous kinds): F of (v, m) uses the current weight
+//   version of v and its backward must use the same one, so the version is
+//   kept (stashed) while (v, m) is in flight; every U makes a new version.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_PIPE_TRANSFORMS_SCHEDULE_H
+#define PIPEDREAM_DIALECT_PIPE_TRANSFORMS_SCHEDULE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipedream {
+namespace pipe {
+namespace schedule {
+
+/// Schedule kinds (same names as `#pipe.schedule`'s kind).
+enum class Kind { GPipe, OneFOneB, Interleaved1F1B, PipeDream, TwoBW, ZBH1 };
+
+/// Parses a user-facing kind name (`gpipe`, `1f1b`, `interleaved-1f1b`,
+/// `pipedream`, `2bw`, `zb-h1`).
+std::optional<Kind> parseKind(const std::string &name);
+/// User-facing name of a kind.
+const char *kindName(Kind kind);
+
+/// What one action does.
+enum class Op { F, B, W, U };
+/// Letter of an op.
+char opLetter(Op op);
+
+/// One cell of a schedule diagram: `op` of virtual stage `stage` on
+/// micro-batch `microbatch` (for U: the micro-batch whose backward completes
+/// the gradients it applies).
+struct Action {
+  Op op;
+  int64_t stage;
+  int64_t microbatch;
+  bool operator==(const Action &o) const {
+    return op == o.op && stage == o.stage && microbatch == o.microbatch;
+  }
+};
+/// `1F3` style (virtual stage, op, micro-batch), as PyTorch's schedule CSV.
+std::string toString(const Action &action);
+
+/// Configuration: kind, K ranks, M micro-batches, V chunks per rank.
+struct Config {
+  Kind kind = Kind::OneFOneB;
+  int64_t numRanks = 1;
+  int64_t numMicrobatches = 1;
+  int64_t numChunks = 1;
+
+  int64_t numVirtualStages() const { return numRanks * numChunks; }
+  int64_t rankOf(int64_t stage) const { return stage % numRanks; }
+  bool splitsBackward() const { return kind == Kind::ZBH1; }
+  bool isSynchronous() const {
+    return kind != Kind::PipeDream && kind != Kind::TwoBW;
+  }
+};
+
+/// Returns an error message when `config` is not valid, "" otherwise:
+/// K, M, V >= 1; V > 1 only (and required) for interleaved-1f1b, which also
+/// needs M % K == 0 (Megatron runs micro-batches in groups of K).
+std::string validate(const Config &config);
+
+/// A schedule: each rank's actions in execution order.
+struct Schedule {
+  Config config;
+  std::vector<std::vector<Action>> ranks;
+};
+
+/// Builds the schedule of `config`, which must be valid. Policies:
+/// - gpipe: all F (micro-batch order), then all B (micro-batch order), one U.
+/// - 1f1b (PipeDream-Flush): rank r runs min(K-1-r, M) warm-up F, then
+///   alternates F, B, then drains the remaining B; one U at the end.
+/// - interleaved-1f1b: Megatron's schedule: forward k of a rank runs chunk
+///   (k / K) % V of micro-batch (k / (K*V)) * K + k % K, backwards the same
+///   with chunks reversed; (K-1-r)*2 + (V-1)*K warm-up forwards (all of them
+///   when M == K); one U per chunk at the end.
+/// - zb-h1: B is the input gradient only, W the weight gradient. Each rank
+///   greedily runs, under unit costs, the first available of B > F > W with
+///   at most min(K-r, M) micro-batches in flight (F done, W not), 1F1B's
+///   memory; so W's fill the drain bubble. One U at the end.
+/// - pipedream: 1F1B's order without a flush; a U right after every B.
+/// - 2bw (PipeDream-2BW): 1F1B's order; gradients are coalesced over windows
+///   of K consecutive micro-batches and a U follows the B of the last
+///   micro-batch of each window (m % K == K-1, or m == M-1). In-flight
+///   micro-batches then use at most 2 versions (the newest and the one
+///   before), the double buffer of the paper.
+Schedule buildSchedule(const Config &config);
+
+/// Durations of actions and of communication.
+struct Costs {
+  double forward = 1, backward = 2, weightGrad = 0, update = 0, comm = 0;
+  /// F=1, B=2, U=0, comm=0; with a split backward B=1, W=1.
+  static Costs unit(const Config &config);
+  double of(Op op) const;
+};
+
+/// One executed action.
+struct Slot {
+  double start = 0, end = 0;
+};
+
+/// What the simulator (and the verifier) found.
+struct SimResult {
+  /// Empty on success; otherwise the first error, naming rank, action and
+  /// micro-batch.
+  std::string error;
+  /// Per rank, per action index: start and end time.
+  std::vector<std::vector<Slot>> timeline;
+  double makespan = 0;
+  /// Idle time over all ranks / (K * makespan).
+  double bubbleFraction = 0;
+  /// Per rank: most micro-batches (stage, micro-batch pairs) in flight.
+  std::vector<int64_t> peakActivationSlots;
+  /// Per virtual stage: most weight versions alive at once (1 for the
+  /// synchronous kinds).
+  std::vector<int64_t> peakWeightVersions;
+  bool ok() const { return error.empty(); }
+};
+
+/// Static activation slot assignment: for each rank and action index, the
+/// slot an F writes (and its B/W reads), -1 for other actions.
+using SlotAssignment = std::vector<std::vector<int64_t>>;
+
+/// Assigns each F the lowest free slot of its rank, freed after the
+/// backward (B, or W when split). The slot count per rank is the peak.
+SlotAssignment assignSlots(const Schedule &schedule);
+
+/// Simulates `schedule` with `costs` under blocking rendezvous
+/// communication. Reports deadlock in `error` (and stops).
+SimResult simulate(const Schedule &schedule, const Costs &costs);
+
+/// Verifies `schedule`: every action on its rank and in range, each
+/// expected action exactly once (F and B of every stage and micro-batch; W
+/// iff split; U per the kind's policy), B after its F, W after its B, U
+/// after the backwards it applies (and, synchronous, after all of them),
+/// no deadlock, slots (when given) never reused while live, and weight
+/// versions within the kind's bound (pipedream: K-r on rank r, 2bw: 2,
+/// synchronous: 1). Returns "" or the first error.
+std::string verify(const Schedule &schedule,
+                   const SlotAssignment *slots = nullptr);
+
+/// One error found, with the action it is about (for MLIR diagnostics).
+struct Diagnostic {
+  std::string message;
+  int64_t rank = -1;
+  int64_t index = -1; ///< action index in the rank, -1 if none.
+};
+/// As `verify`, but says which action the error is about.
+Diagnostic verifyWithLocation(const Schedule &schedule,
+                              const SlotAssignment *slots = nullptr);
+
+} // namespace schedule
+} // namespace pipe
+} // namespace pipedream
+
+#endif // PIPEDREAM_DIALECT_PIPE_TRANSFORMS_SCHEDULE_H
