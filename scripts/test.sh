@@ -11,5 +11,7 @@ fi
 "$root/scripts/build.sh"
 # -sv: one line per failure with its output, a summary at the end.
 /usr/lib/llvm-22/bin/lit -sv "$build/test"
+# ONNX's own backend tests through pipedream-compile + pipedream-run.
+/usr/bin/python3 "$root/test/Conformance/onnx_conformance.py" --build "$build" -j "$(nproc)"
 # Unit tests (GoogleTest) registered in CTest, e.g. the runtime's.
 ctest --test-dir "$build" --output-on-failure
