@@ -551,7 +551,7 @@ static void convertExpand(NodeContext &ctx) {
   if (!target)
     return;
   ArrayRef<int64_t> in = ctx.input(0)->type.getShape();
-  auto shape = broadcastShape(in, *target);
+  auto shape = nn::detail::broadcastShapes(in, *target);
   if (!shape || !checkedNumElements(*shape)) {
     ctx.fail("input of shape " + shapeToString(in) +
              " cannot be expanded to " + shapeToString(*target));

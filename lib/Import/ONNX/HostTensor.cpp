@@ -6,6 +6,8 @@
 
 #include "HostTensor.h"
 
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -258,21 +260,6 @@ bool FoldBudget::charge(int64_t elements, std::string &error) {
 // Indexing helpers
 //===----------------------------------------------------------------------===//
 
-std::optional<SmallVector<int64_t>>
-pipedream::onnx_import::broadcastShape(ArrayRef<int64_t> lhs,
-                                       ArrayRef<int64_t> rhs) {
-  size_t rank = std::max(lhs.size(), rhs.size());
-  SmallVector<int64_t> result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
-    int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
-    if (l != r && l != 1 && r != 1)
-      return std::nullopt;
-    result[i] = l == 1 ? r : l;
-  }
-  return result;
-}
-
 static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
@@ -311,7 +298,7 @@ static std::vector<int64_t> broadcastIndices(ArrayRef<int64_t> out,
 static std::optional<SmallVector<int64_t>>
 broadcastOrError(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
                  std::string &error) {
-  auto shape = broadcastShape(a, b);
+  auto shape = pipedream::nn::detail::broadcastShapes(a, b);
   if (!shape)
     error = "shapes " + shapeToString(a) + " and " + shapeToString(b) +
             " are not broadcast-compatible";

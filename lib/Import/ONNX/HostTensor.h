@@ -174,10 +174,6 @@ HostResult foldReduce(ReduceKind kind, const HostTensor &input,
 HostResult foldTrilu(const HostTensor &input, int64_t k, bool upper,
                      std::string &error);
 
-/// Shape after ONNX multidirectional broadcasting, or std::nullopt.
-std::optional<llvm::SmallVector<int64_t>>
-broadcastShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
-
 /// "[2, 3]" for messages.
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);
 
