@@ -165,6 +165,24 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
 // cpu-lower-strided-copies
 //===----------------------------------------------------------------------===//
 
+def ApproximateMathPass
+    : Pass<"cpu-approximate-math", "mlir::ModuleOp"> {
+  let summary = "Replace f32 transcendental math ops by polynomial "
+                "approximations";
+  let description = [{
+    `math.exp`, `math.erf`, `math.tanh`, `math.log` and their relatives on
+    f32 otherwise become scalar libm calls, which LLVM cannot vectorize:
+    GELU (erf) and softmax (exp) then run one element at a time. Upstream's
+    polynomial approximations (the ones MLIR's own CPU pipelines use) are
+    plain arithmetic that vectorizes; they agree with libm to a few ulp,
+    well inside the ONNX conformance tolerances the tests hold us to. Other
+    element types keep libm.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def LowerStridedCopiesPass
     : Pass<"cpu-lower-strided-copies", "mlir::ModuleOp"> {
   let summary = "Turn memref.copy between non-contiguous memrefs into "
