@@ -98,6 +98,21 @@ legacyConstantRhs(NodeContext &ctx,
   return reshaped;
 }
 
+/// Evaluates a binary node whose inputs are both constants (with the
+/// legacy-broadcast reshape of the right side, when given).
+template <BinaryKind Kind>
+static void
+foldBinaryNode(NodeContext &ctx,
+               const std::optional<SmallVector<int64_t>> &legacyShape) {
+  auto rhs = legacyConstantRhs(ctx, legacyShape);
+  if (!rhs)
+    return;
+  std::string error;
+  ctx.setFolded(
+      foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
+      error);
+}
+
 /// Add, Sub, Mul, Div, Pow, Equal: folded or an nn op.
 template <BinaryKind Kind, typename OpTy>
 static void convertBinary(NodeContext &ctx) {
@@ -107,13 +122,7 @@ static void convertBinary(NodeContext &ctx) {
   if (ctx.sinceVersion() < 7 && !(legacyShape = legacyBroadcastShape(ctx)))
     return;
   if (ctx.allInputsConstant()) {
-    auto rhs = legacyConstantRhs(ctx, legacyShape);
-    if (!rhs)
-      return;
-    std::string error;
-    ctx.setFolded(
-        foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
-        error);
+    foldBinaryNode<Kind>(ctx, legacyShape);
     return;
   }
   Value lhs = ctx.operand(0), rhs = ctx.operand(1);
@@ -134,13 +143,7 @@ static void foldBinaryOnly(NodeContext &ctx) {
   std::optional<SmallVector<int64_t>> legacyShape;
   if (ctx.sinceVersion() < 7 && !(legacyShape = legacyBroadcastShape(ctx)))
     return;
-  auto rhs = legacyConstantRhs(ctx, legacyShape);
-  if (!rhs)
-    return;
-  std::string error;
-  ctx.setFolded(
-      foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
-      error);
+  foldBinaryNode<Kind>(ctx, legacyShape);
 }
 
 static void convertMod(NodeContext &ctx) {
