@@ -7,6 +7,8 @@
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 
+#include "NNGradients.h"
+
 using namespace mlir;
 using namespace pipedream::nn;
 
@@ -17,6 +19,9 @@ void NNDialect::initialize() {
 #define GET_OP_LIST
 #include "pipedream/Dialect/NN/IR/NNOps.cpp.inc"
       >();
+  // Derivative rules live in their own files (NNGradients*.cpp) and are
+  // attached as external models, so the rule table can grow per op family.
+  detail::attachGradientModels(getContext());
 }
 
 Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -36,12 +41,41 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// Index attributes (`nn.residual`, `nn.grad_of`...) are non-negative i64.
+static LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr) {
+  auto index = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!index || index.getInt() < 0)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a non-negative integer";
+  return success();
+}
+
+static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
+  auto text = dyn_cast<StringAttr>(attr.getValue());
+  if (!text || text.getValue().empty())
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a non-empty string";
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
   if (attr.getName() == kNameAttrName)
     return verifyNameAttr(op, attr);
+  if (attr.getName() == kResidualAttrName ||
+      attr.getName() == kGradOfResultAttrName ||
+      attr.getName() == kCarryAttrName)
+    return verifyIndexAttr(op, attr);
+  if (attr.getName() == kRoleAttrName)
+    return verifyStringAttr(op, attr);
+  if (attr.getName() == kNoGradAttrName || attr.getName() == kFrozenAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a unit attribute";
+    return success();
+  }
   if (attr.getName() == kParamAttrName) {
     // NOTE: passes read the initial weight value from here; its type must be
     // exactly the argument's so no pass has to reconcile the two.
@@ -73,6 +107,11 @@ LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() == kNameAttrName)
     return verifyNameAttr(op, attr);
+  if (attr.getName() == kResidualAttrName ||
+      attr.getName() == kGradOfAttrName || attr.getName() == kCarryAttrName)
+    return verifyIndexAttr(op, attr);
+  if (attr.getName() == kUpdatesAttrName || attr.getName() == kRoleAttrName)
+    return verifyStringAttr(op, attr);
   return op->emitError() << "unknown nn result attribute '"
                          << attr.getName().getValue() << "'";
 }

@@ -49,6 +49,31 @@ def NN_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNameAttrName = "nn.name";
     /// Argument attribute marking a weight and holding its initial value.
     static constexpr ::llvm::StringLiteral kParamAttrName = "nn.param";
+    /// Argument attribute: a weight that is not trained (BatchNorm running
+    /// statistics); its value may still be updated by the forward.
+    static constexpr ::llvm::StringLiteral kFrozenAttrName = "nn.frozen";
+    /// Argument attribute (unit): no gradient is wanted for this argument.
+    static constexpr ::llvm::StringLiteral kNoGradAttrName = "nn.no_grad";
+    /// Result of a forward / argument of a backward (index): a value the
+    /// backward needs, saved by the forward (what a pipeline stage stashes).
+    static constexpr ::llvm::StringLiteral kResidualAttrName = "nn.residual";
+    /// Result of a backward (index): the gradient of that argument of the
+    /// differentiated function.
+    static constexpr ::llvm::StringLiteral kGradOfAttrName = "nn.grad_of";
+    /// Argument of a backward (index): the gradient flowing into that result
+    /// of the differentiated function.
+    static constexpr ::llvm::StringLiteral kGradOfResultAttrName =
+        "nn.grad_of_result";
+    /// Result of a backward-input / argument of a backward-weight function
+    /// (index): a value the input-gradient pass hands to the weight-gradient
+    /// pass (zero-bubble split).
+    static constexpr ::llvm::StringLiteral kCarryAttrName = "nn.carry";
+    /// Result attribute (string): this result is the new value of the
+    /// weight / state buffer of that name (the runtime swaps them in).
+    static constexpr ::llvm::StringLiteral kUpdatesAttrName = "nn.updates";
+    /// Argument/result attribute (string): what a buffer is to a training
+    /// function ("input", "label", "param", "grad", "state", "loss"...).
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "nn.role";
   }];
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;

@@ -1,0 +1,61 @@
+//===- NNGradients.h - derivative rules of nn ops (internal) ----*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The derivative rules (GradientOpInterface) are external models attached
+// when the dialect is initialized, one file per op family:
+//   NNGradientsElementwise.cpp  elementwise, activations, softmax, matmul,
+//                               gemm, layer normalization, losses
+//   NNGradientsShape.cpp        shape ops, reductions, gather, where, cast,
+//                               dropout, concat/split/slice/expand
+//   NNGradientsNeural.cpp       convolution, pooling, batch normalization
+// plus the helpers every rule shares (NNGradientUtils.cpp).
+//
+// A rule is built at the builder's insertion point from the gradients of
+// the op's results (a null value: that result does not reach the loss; when
+// every result gradient is null the rule is not called). It appends one value
+// per operand, null where the operand has no gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_LIB_DIALECT_NN_IR_NNGRADIENTS_H
+#define PIPEDREAM_LIB_DIALECT_NN_IR_NNGRADIENTS_H
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace pipedream::nn::detail {
+
+/// Attaches every derivative rule; called from NNDialect::initialize().
+void attachGradientModels(mlir::MLIRContext *context);
+void attachElementwiseGradientModels(mlir::MLIRContext *context);
+void attachShapeGradientModels(mlir::MLIRContext *context);
+void attachNeuralGradientModels(mlir::MLIRContext *context);
+
+/// The gradient of a broadcast operand of type `target` from the gradient
+/// `grad` of the broadcast result: sums over the dimensions broadcasting
+/// added (leading ones) or stretched (size 1 in `target`), then reshapes to
+/// `target`. Returns `grad` unchanged when the shapes already agree.
+mlir::Value sumToShape(mlir::OpBuilder &builder, mlir::Location loc,
+                       mlir::Value grad, mlir::RankedTensorType target);
+
+/// A rank-0 constant of `elementType` (float) holding `value`.
+mlir::Value createScalar(mlir::OpBuilder &builder, mlir::Location loc,
+                         mlir::Type elementType, double value);
+
+/// A splat constant of `type` (float) holding `value`.
+mlir::Value createSplat(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::RankedTensorType type, double value);
+
+/// `grad` when non-null, else zeros of `type` (for multi-result ops where
+/// only some results reach the loss).
+mlir::Value gradOrZeros(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::Value grad, mlir::RankedTensorType type);
+
+} // namespace pipedream::nn::detail
+
+#endif // PIPEDREAM_LIB_DIALECT_NN_IR_NNGRADIENTS_H
