@@ -34,7 +34,10 @@ def ConvertNNToLinalgPass : Pass<"convert-nn-to-linalg"> {
     - elementwise ops become `linalg.generic` with numpy broadcasting maps
       and `arith`/`math` bodies; reductions `linalg.reduce`;
     - shape ops become `tensor` reshapes, slices, pads and concatenations,
-      `linalg.transpose` and `linalg.broadcast`.
+      `linalg.transpose` and `linalg.broadcast`;
+    - the training-support ops: `slice_grad` a strided `tensor.insert_slice`
+      into zeros, `gather_grad` an `scf.for` over the indices adding one
+      slice per index in place, `bernoulli` a generic hashing `linalg.index`.
 
     Every `nn` op is illegal afterwards: an op without a lowering fails the
     pass with an error at its location.
@@ -56,6 +59,7 @@ def ConvertNNToLinalgPass : Pass<"convert-nn-to-linalg"> {
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
   let options = [

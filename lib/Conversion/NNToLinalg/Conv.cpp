@@ -13,6 +13,20 @@
 //   2-D grouped:       linalg.conv_2d_ngchw_gfchw on [N, G, C/G, H, W]
 //   anything else:     a linalg.generic with the same grouped layout
 //
+// Its gradients reuse the im2col idea of cpu-lower-conv-to-gemm so that the
+// arithmetic is a contraction cpu-lower-gemm-to-blas turns into GEMM calls
+// (layouts chosen so every contraction dimension merges):
+//
+//   nn.conv_backward_weight: cols[G, Cg, K..., N, O...] = Xpad[n, g, c,
+//     o * s + k * d] (a gather), dY transposed to [G, Mg, N, O...], then
+//     dW[g, m, (c, k)] = sum over (n, o) of dYt[g, m, (n, o)] * cols[g,
+//     (c, k), (n, o)]: one GEMM per group.
+//   nn.conv_backward_input: dcols[N, G, Cg, K..., O...] = sum over m of
+//     W[g, m, (c, k)] * dY[n, g, m, (o)] (one GEMM per image and group),
+//     then col2im: for every kernel offset k, the strided view
+//     dXpad[n, g, c, o * s + k * d] += dcols[n, g, c, k, o]
+//     (accumulateWindows), and the padding cropped off.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Utils.h"
@@ -165,10 +179,239 @@ struct ConvLowering : OpConversionPattern<nn::ConvOp> {
   }
 };
 
+/// `shape` split at dimension 1 into (group, shape[1] / group).
+SmallVector<int64_t> groupedShape(ArrayRef<int64_t> shape, int64_t group) {
+  SmallVector<int64_t> grouped{shape[0], group, shape[1] / group};
+  llvm::append_range(grouped, shape.drop_front(2));
+  return grouped;
+}
+
+struct ConvBackwardWeightLowering
+    : OpConversionPattern<nn::ConvBackwardWeightOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::ConvBackwardWeightOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput(), outputGrad = adaptor.getOutputGrad();
+    auto inputType = cast<RankedTensorType>(input.getType());
+    auto gradType = cast<RankedTensorType>(outputGrad.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type element = resultType.getElementType();
+    int64_t n = inputType.getRank() - 2, group = op.getGroup();
+    ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
+                      dilations = op.getDilations(),
+                      kernel = op.getKernelShape();
+    int64_t batch = inputType.getDimSize(0);
+    int64_t groupChannels = inputType.getDimSize(1) / group;
+    int64_t groupFilters = gradType.getDimSize(1) / group;
+    ArrayRef<int64_t> outSpatial = gradType.getShape().drop_front(2);
+
+    SmallVector<int64_t> low{0, 0}, high{0, 0};
+    llvm::append_range(low, pads.take_front(n));
+    llvm::append_range(high, pads.drop_front(n));
+    Value zero = createScalar(rewriter, loc, element, 0.0);
+    Value padded = padConstant(rewriter, loc, input, low, high, zero);
+    Value grouped = reshapeTo(
+        rewriter, loc, padded,
+        groupedShape(cast<RankedTensorType>(padded.getType()).getShape(),
+                     group));
+
+    // im2col: loops g, c, k_1..k_n, batch, o_1..o_n (all parallel).
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    int64_t colLoops = 2 + n + 1 + n;
+    AffineExpr g = dim(0), c = dim(1), b = dim(2 + n);
+    SmallVector<AffineExpr> readExprs{b, g, c};
+    for (int64_t i = 0; i < n; ++i)
+      readExprs.push_back(dim(3 + n + i) * strides[i] +
+                          dim(2 + i) * dilations[i]);
+    SmallVector<int64_t> colShape{group, groupChannels};
+    llvm::append_range(colShape, kernel);
+    colShape.push_back(batch);
+    llvm::append_range(colShape, outSpatial);
+    auto colType = RankedTensorType::get(colShape, element);
+    Value cols = buildGeneric(
+        rewriter, loc, createEmpty(rewriter, loc, colType), ValueRange{grouped},
+        {AffineMap::get(colLoops, 0, readExprs, ctx),
+         rewriter.getMultiDimIdentityMap(colLoops)},
+        SmallVector<utils::IteratorType>(colLoops,
+                                         utils::IteratorType::parallel),
+        [](OpBuilder &, Location, ValueRange args) -> Value {
+          return args[0];
+        });
+
+    // dY [N, M, O...] -> [G, Mg, N, O...].
+    Value gradGrouped =
+        reshapeTo(rewriter, loc, outputGrad,
+                  groupedShape(gradType.getShape(), group));
+    SmallVector<int64_t> perm{1, 2, 0};
+    SmallVector<int64_t> gradTShape{group, groupFilters, batch};
+    for (int64_t i = 0; i < n; ++i) {
+      perm.push_back(3 + i);
+      gradTShape.push_back(outSpatial[i]);
+    }
+    Value gradT =
+        linalg::TransposeOp::create(
+            rewriter, loc, gradGrouped,
+            createEmpty(rewriter, loc,
+                        RankedTensorType::get(gradTShape, element)),
+            perm)
+            .getResult()[0];
+
+    // dW[g, m, c, k] += dYt[g, m, b, o] * cols[g, c, k, b, o]; loops g, m,
+    // c, k_1..k_n | b, o_1..o_n.
+    int64_t loops = 3 + n + 1 + n;
+    SmallVector<AffineExpr> gradExprs{dim(0), dim(1), dim(3 + n)};
+    SmallVector<AffineExpr> colExprs{dim(0), dim(2)};
+    SmallVector<AffineExpr> outExprs{dim(0), dim(1), dim(2)};
+    for (int64_t i = 0; i < n; ++i) {
+      colExprs.push_back(dim(3 + i));
+      outExprs.push_back(dim(3 + i));
+    }
+    colExprs.push_back(dim(3 + n));
+    for (int64_t i = 0; i < n; ++i) {
+      gradExprs.push_back(dim(4 + n + i));
+      colExprs.push_back(dim(4 + n + i));
+    }
+    SmallVector<int64_t> weightShape{group, groupFilters, groupChannels};
+    llvm::append_range(weightShape, kernel);
+    auto weightType = RankedTensorType::get(weightShape, element);
+    SmallVector<utils::IteratorType> iterators(3 + n,
+                                               utils::IteratorType::parallel);
+    iterators.append(1 + n, utils::IteratorType::reduction);
+    Value weightGrad = buildGeneric(
+        rewriter, loc, createFilled(rewriter, loc, weightType, zero),
+        ValueRange{gradT, cols},
+        {AffineMap::get(loops, 0, gradExprs, ctx),
+         AffineMap::get(loops, 0, colExprs, ctx),
+         AffineMap::get(loops, 0, outExprs, ctx)},
+        iterators, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+          return arith::AddFOp::create(nb, l, args[2], product);
+        });
+    rewriter.replaceOp(
+        op, reshapeTo(rewriter, loc, weightGrad, resultType.getShape()));
+    return success();
+  }
+};
+
+struct ConvBackwardInputLowering
+    : OpConversionPattern<nn::ConvBackwardInputOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::ConvBackwardInputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value weight = adaptor.getWeight(), outputGrad = adaptor.getOutputGrad();
+    auto weightType = cast<RankedTensorType>(weight.getType());
+    auto gradType = cast<RankedTensorType>(outputGrad.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type element = resultType.getElementType();
+    int64_t n = resultType.getRank() - 2, group = op.getGroup();
+    ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
+                      dilations = op.getDilations();
+    ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
+    ArrayRef<int64_t> outSpatial = gradType.getShape().drop_front(2);
+    int64_t batch = resultType.getDimSize(0);
+    int64_t groupChannels = weightType.getDimSize(1);
+    Value zero = createScalar(rewriter, loc, element, 0.0);
+
+    // W [M, Cg, K...] -> [G, Mg, Cg, K...]; dY [N, M, O...] -> [N, G, Mg, O...].
+    SmallVector<int64_t> weightGrouped{group, weightType.getDimSize(0) / group};
+    llvm::append_range(weightGrouped, weightType.getShape().drop_front(1));
+    Value w = reshapeTo(rewriter, loc, weight, weightGrouped);
+    Value dy = reshapeTo(rewriter, loc, outputGrad,
+                         groupedShape(gradType.getShape(), group));
+
+    // dcols[b, g, c, k, o] += W[g, m, c, k] * dY[b, g, m, o]; loops b, g, c,
+    // k_1..k_n, o_1..o_n | m.
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    int64_t loops = 3 + 2 * n + 1;
+    AffineExpr m = dim(3 + 2 * n);
+    SmallVector<AffineExpr> weightExprs{dim(1), m, dim(2)};
+    SmallVector<AffineExpr> gradExprs{dim(0), dim(1), m};
+    SmallVector<AffineExpr> outExprs{dim(0), dim(1), dim(2)};
+    for (int64_t i = 0; i < n; ++i) {
+      weightExprs.push_back(dim(3 + i));
+      outExprs.push_back(dim(3 + i));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      gradExprs.push_back(dim(3 + n + i));
+      outExprs.push_back(dim(3 + n + i));
+    }
+    SmallVector<int64_t> colShape{batch, group, groupChannels};
+    llvm::append_range(colShape, kernel);
+    llvm::append_range(colShape, outSpatial);
+    auto colType = RankedTensorType::get(colShape, element);
+    SmallVector<utils::IteratorType> iterators(loops - 1,
+                                               utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Value cols = buildGeneric(
+        rewriter, loc, createFilled(rewriter, loc, colType, zero),
+        ValueRange{w, dy},
+        {AffineMap::get(loops, 0, weightExprs, ctx),
+         AffineMap::get(loops, 0, gradExprs, ctx),
+         AffineMap::get(loops, 0, outExprs, ctx)},
+        iterators, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+          return arith::AddFOp::create(nb, l, args[2], product);
+        });
+
+    // col2im into the padded input [N, G, Cg, Dp...].
+    SmallVector<int64_t> paddedShape{batch, group, groupChannels};
+    for (int64_t i = 0; i < n; ++i)
+      paddedShape.push_back(resultType.getDimSize(2 + i) + pads[i] +
+                            pads[n + i]);
+    auto paddedType = RankedTensorType::get(paddedShape, element);
+    SmallVector<int64_t> viewShape{batch, group, groupChannels};
+    llvm::append_range(viewShape, outSpatial);
+    auto viewType = RankedTensorType::get(viewShape, element);
+    Value acc = accumulateWindows(
+        rewriter, loc, createFilled(rewriter, loc, paddedType, zero),
+        outSpatial, kernel, strides, dilations,
+        [&](OpBuilder &b, Location l, ArrayRef<int64_t> offset,
+            int64_t) -> Value {
+          // dcols[:, :, :, offset..., :...] as [N, G, Cg, O...].
+          SmallVector<OpFoldResult> offsets(3, b.getIndexAttr(0)), sizes,
+              unit(colShape.size(), b.getIndexAttr(1));
+          for (int64_t k : offset)
+            offsets.push_back(b.getIndexAttr(k));
+          offsets.append(n, b.getIndexAttr(0));
+          for (int64_t d = 0; d < int64_t(colShape.size()); ++d)
+            sizes.push_back(
+                b.getIndexAttr(d >= 3 && d < 3 + n ? 1 : colShape[d]));
+          return tensor::ExtractSliceOp::create(b, l, viewType, cols, offsets,
+                                                sizes, unit);
+        });
+
+    // [N, G, Cg, Dp...] -> [N, C, Dp...], then crop the padding.
+    SmallVector<int64_t> flatShape(resultType.getShape().take_front(2));
+    llvm::append_range(flatShape, ArrayRef(paddedShape).drop_front(3));
+    Value result = reshapeTo(rewriter, loc, acc, flatShape);
+    if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
+      SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0)), sizes,
+          unit(resultType.getRank(), rewriter.getIndexAttr(1));
+      for (int64_t i = 0; i < n; ++i)
+        offsets.push_back(rewriter.getIndexAttr(pads[i]));
+      for (int64_t d : resultType.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+      result = tensor::ExtractSliceOp::create(rewriter, loc, resultType, result,
+                                              offsets, sizes, unit);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateConvPatterns(RewritePatternSet &patterns) {
-  patterns.add<ConvLowering>(patterns.getContext());
+  patterns.add<ConvLowering, ConvBackwardWeightLowering,
+               ConvBackwardInputLowering>(patterns.getContext());
 }
 
 } // namespace pipedream::nn_to_linalg

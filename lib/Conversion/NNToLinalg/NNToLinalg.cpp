@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Puts the per-family patterns (Elementwise.cpp, Matmul.cpp, Conv.cpp,
-// Pooling.cpp, Normalization.cpp, Reduction.cpp, Shape.cpp) together and
-// applies them as a partial conversion with the whole nn dialect illegal.
+// Pooling.cpp, Normalization.cpp, Reduction.cpp, Shape.cpp, Training.cpp)
+// together and applies them as a partial conversion with the whole nn
+// dialect illegal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -39,6 +41,7 @@ void pipedream::populateNNToLinalgConversionPatterns(
   nn_to_linalg::populateNormalizationPatterns(patterns, options);
   nn_to_linalg::populateReductionPatterns(patterns);
   nn_to_linalg::populateShapePatterns(patterns);
+  nn_to_linalg::populateTrainingPatterns(patterns);
 }
 
 namespace {
@@ -51,7 +54,8 @@ struct ConvertNNToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
     // NOTE: every nn op must be lowered; one without a pattern (or whose
     // pattern rejects it) fails the pass with an error at the op.
     target.addIllegalDialect<pipedream::nn::NNDialect>();

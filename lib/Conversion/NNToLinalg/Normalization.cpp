@@ -8,6 +8,11 @@
 //   `(x - mean) / sqrt(var + eps) * scale + bias` with the per-channel
 //   operands reshaped to [C, 1, ...] so numpy broadcasting puts them on
 //   axis 1.
+// - `nn.batch_norm_train`: per-channel mean by a sum `linalg.reduce`, biased
+//   variance by a reduction generic over `(x - mean)^2` (two passes), the
+//   output as above with those statistics, and the running statistics
+//   `running * momentum + batch * (1 - momentum)` on [C] (the variance
+//   scaled by count / (count - 1), unbiased, as PyTorch).
 // - `nn.layer_normalization`: mean by a sum `linalg.reduce`, variance by a
 //   reduction generic over `(x - mean)^2` (two passes, as the ONNX
 //   reference, not E[x^2] - E[x]^2), then
@@ -91,6 +96,95 @@ struct BatchNormalizationLowering
           return arith::AddFOp::create(b, l, scaled, args[2]);
         });
     rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct BatchNormTrainLowering : OpConversionPattern<nn::BatchNormTrainOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::BatchNormTrainOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    Type element = type.getElementType();
+    int64_t rank = type.getRank(), channels = type.getDimSize(1);
+    SmallVector<int64_t> reduced{0};
+    for (int64_t d = 2; d < rank; ++d)
+      reduced.push_back(d);
+    int64_t count = type.getNumElements() / channels;
+    auto statsType = RankedTensorType::get({channels}, element);
+    Value countValue = createScalar(rewriter, loc, element, count);
+    Value zero = createScalar(rewriter, loc, element, 0.0);
+
+    Value sum = reduceFloat(rewriter, loc, input, reduced, /*isMax=*/false);
+    Value mean = buildElementwise(
+        rewriter, loc, statsType, ValueRange{sum},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], countValue);
+        });
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap channel = getDropDimsMap(ctx, rank, reduced);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    iterators[1] = utils::IteratorType::parallel;
+    Value squares = buildGeneric(
+        rewriter, loc, createFilled(rewriter, loc, statsType, zero),
+        ValueRange{input, mean}, {identity, channel, channel}, iterators,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value square = arith::MulFOp::create(b, l, centered, centered);
+          return arith::AddFOp::create(b, l, args[2], square);
+        });
+    Value var = buildElementwise(
+        rewriter, loc, statsType, ValueRange{squares},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], countValue);
+        });
+
+    Value eps =
+        createScalar(rewriter, loc, element, op.getEpsilon().convertToDouble());
+    SmallVector<AffineMap> maps(5, channel);
+    maps.front() = identity;
+    maps.push_back(identity);
+    Value output = buildGeneric(
+        rewriter, loc, createEmpty(rewriter, loc, type),
+        ValueRange{input, mean, var, adaptor.getScale(), adaptor.getBias()},
+        maps,
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value stddev = math::SqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, args[2], eps));
+          Value normalized = arith::DivFOp::create(b, l, centered, stddev);
+          Value scaled = arith::MulFOp::create(b, l, normalized, args[3]);
+          return arith::AddFOp::create(b, l, scaled, args[4]);
+        });
+
+    double momentum = op.getMomentum().convertToDouble();
+    Value keep = createScalar(rewriter, loc, element, momentum);
+    Value take = createScalar(rewriter, loc, element, 1.0 - momentum);
+    // count > 1 (verifier): the unbiased variance is finite.
+    Value unbias = createScalar(rewriter, loc, element,
+                                double(count) / double(count - 1));
+    auto update = [&](Value running, Value batch, Value factor) {
+      return buildElementwise(
+          rewriter, loc, statsType, ValueRange{running, batch},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value batchValue = args[1];
+            if (factor)
+              batchValue = arith::MulFOp::create(b, l, batchValue, factor);
+            Value kept = arith::MulFOp::create(b, l, args[0], keep);
+            Value taken = arith::MulFOp::create(b, l, batchValue, take);
+            return arith::AddFOp::create(b, l, kept, taken);
+          });
+    };
+    Value newMean = update(adaptor.getRunningMean(), mean, Value());
+    Value newVar = update(adaptor.getRunningVar(), var, unbias);
+    rewriter.replaceOp(op, ValueRange{output, newMean, newVar});
     return success();
   }
 };
@@ -254,8 +348,8 @@ struct LogSoftmaxLowering : OpConversionPattern<nn::LogSoftmaxOp> {
 void populateNormalizationPatterns(RewritePatternSet &patterns,
                                    const NNToLinalgOptions &options) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<BatchNormalizationLowering, LayerNormalizationLowering,
-               LogSoftmaxLowering>(ctx);
+  patterns.add<BatchNormalizationLowering, BatchNormTrainLowering,
+               LayerNormalizationLowering, LogSoftmaxLowering>(ctx);
   patterns.add<SoftmaxLowering>(ctx, options.decomposeSoftmax);
 }
 

@@ -21,6 +21,16 @@
 //   scalar when every window has the same count, a constant tensor over the
 //   output's spatial shape otherwise.
 //
+// The gradients scatter-add into the input padded the same way
+// (accumulateWindows: one strided elementwise add per window offset), then
+// crop the padding:
+// - `nn.max_pool_grad` first finds, per window, the row-major index of the
+//   first maximum (a reduction generic with a value and an index result,
+//   `>` so ties keep the earliest, NaN wins as in PyTorch), then adds the
+//   output gradient at the offset whose index matches;
+// - `nn.average_pool_grad` adds the output gradient divided by the same
+//   divisors as the forward at every offset.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Utils.h"
@@ -42,23 +52,68 @@ enum class PoolKind { Max, Sum };
 
 /// Pads `input` with `padValue`: `pads` (ONNX layout) plus whatever the end
 /// needs so that the result's windows stay in bounds (ceil_mode).
-Value padForWindows(OpBuilder &b, Location loc, Value input,
-                    RankedTensorType resultType, ArrayRef<int64_t> kernel,
-                    ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
-                    ArrayRef<int64_t> pads, Value padValue) {
-  auto inputType = cast<RankedTensorType>(input.getType());
+/// The low and high padding (over every dimension, zero on N and C) that
+/// padForWindows applies to an input of `inputShape` pooled to `resultShape`.
+std::pair<SmallVector<int64_t>, SmallVector<int64_t>>
+getWindowPadding(ArrayRef<int64_t> inputShape, ArrayRef<int64_t> resultShape,
+                 ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                 ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
   int64_t n = kernel.size();
   SmallVector<int64_t> low{0, 0}, high{0, 0};
   for (int64_t i = 0; i < n; ++i) {
-    int64_t size = inputType.getDimSize(2 + i);
-    int64_t out = resultType.getDimSize(2 + i);
+    int64_t size = inputShape[2 + i];
+    int64_t out = resultShape[2 + i];
     int64_t needed =
         (out - 1) * strides[i] + dilations[i] * (kernel[i] - 1) + 1;
     int64_t available = size + pads[i] + pads[n + i];
     low.push_back(pads[i]);
     high.push_back(pads[n + i] + std::max<int64_t>(0, needed - available));
   }
+  return {low, high};
+}
+
+Value padForWindows(OpBuilder &b, Location loc, Value input,
+                    RankedTensorType resultType, ArrayRef<int64_t> kernel,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                    ArrayRef<int64_t> pads, Value padValue) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto [low, high] =
+      getWindowPadding(inputType.getShape(), resultType.getShape(), kernel,
+                       strides, dilations, pads);
   return padConstant(b, loc, input, low, high, padValue);
+}
+
+/// Zeros of `inputShape` padded as padForWindows pads it: the accumulator
+/// of a pooling gradient.
+Value createPaddedZeros(OpBuilder &b, Location loc,
+                        ArrayRef<int64_t> inputShape,
+                        RankedTensorType resultType, ArrayRef<int64_t> kernel,
+                        ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                        ArrayRef<int64_t> pads) {
+  auto [low, high] = getWindowPadding(inputShape, resultType.getShape(),
+                                      kernel, strides, dilations, pads);
+  SmallVector<int64_t> shape;
+  for (auto [size, l, h] : llvm::zip(inputShape, low, high))
+    shape.push_back(size + l + h);
+  Type element = resultType.getElementType();
+  return createFilled(b, loc, RankedTensorType::get(shape, element),
+                      createScalar(b, loc, element, 0.0));
+}
+
+/// The input-shaped part of a padded pooling gradient accumulator.
+Value cropPadding(OpBuilder &b, Location loc, Value padded,
+                  RankedTensorType inputType, ArrayRef<int64_t> pads) {
+  if (cast<RankedTensorType>(padded.getType()) == inputType)
+    return padded;
+  int64_t n = inputType.getRank() - 2;
+  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)), sizes,
+      unit(inputType.getRank(), b.getIndexAttr(1));
+  for (int64_t i = 0; i < n; ++i)
+    offsets.push_back(b.getIndexAttr(pads[i]));
+  for (int64_t d : inputType.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::ExtractSliceOp::create(b, loc, inputType, padded, offsets,
+                                        sizes, unit);
 }
 
 /// Pools `input` (already padded) into `init` with the named linalg op for
@@ -119,6 +174,72 @@ Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
       });
 }
 
+/// `value` (of the pooling output's shape) divided elementwise by the number
+/// of elements each average-pooling window counts (see the file comment).
+Value divideByWindowCounts(OpBuilder &rewriter, Location loc, Value value,
+                           ArrayRef<int64_t> inputShape,
+                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> pads, bool includePad) {
+  auto resultType = cast<RankedTensorType>(value.getType());
+  Type element = resultType.getElementType();
+  int64_t n = kernel.size();
+  Value sum = value;
+  // Per spatial dimension, how many positions of each window count.
+  SmallVector<SmallVector<int64_t>> counts(n);
+  bool uniform = true;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t size = inputShape[2 + i];
+    int64_t lo = includePad ? -pads[i] : 0;
+    int64_t hi = includePad ? size + pads[n + i] : size;
+    for (int64_t o = 0, e = resultType.getDimSize(2 + i); o < e; ++o) {
+      int64_t start = o * strides[i] - pads[i];
+      int64_t count = std::min(start + kernel[i], hi) - std::max(start, lo);
+      counts[i].push_back(std::max<int64_t>(count, 0));
+      uniform &= counts[i].back() == counts[i].front();
+    }
+  }
+
+  Value result;
+  if (uniform) {
+    int64_t divisor = 1;
+    for (auto &c : counts)
+      divisor *= c.empty() ? 1 : c.front();
+    Value divisorValue = createScalar(rewriter, loc, element, divisor);
+    result = buildElementwise(
+        rewriter, loc, resultType, ValueRange{sum},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], divisorValue);
+        });
+  } else {
+    // Divisor tensor over the output's spatial shape (row-major product
+    // of the per-dimension counts).
+    ArrayRef<int64_t> spatial = resultType.getShape().drop_front(2);
+    auto divisorType = RankedTensorType::get(spatial, element);
+    SmallVector<Attribute> values;
+    SmallVector<int64_t> index(n, 0);
+    for (int64_t flat = 0, e = divisorType.getNumElements(); flat < e;
+         ++flat) {
+      int64_t divisor = 1;
+      for (int64_t i = 0; i < n; ++i)
+        divisor *= counts[i][index[i]];
+      values.push_back(rewriter.getFloatAttr(element, divisor));
+      for (int64_t i = n - 1; i >= 0; --i) {
+        if (++index[i] < spatial[i])
+          break;
+        index[i] = 0;
+      }
+    }
+    Value divisors = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(divisorType, values));
+    result = buildElementwise(
+        rewriter, loc, resultType, ValueRange{sum, divisors},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], args[1]);
+        });
+  }
+  return result;
+}
+
 struct MaxPoolLowering : OpConversionPattern<nn::MaxPoolOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -161,61 +282,133 @@ struct AveragePoolLowering : OpConversionPattern<nn::AveragePoolOp> {
     Value sum = buildPool(rewriter, loc, PoolKind::Sum, input, init, kernel,
                           strides, dilations);
 
-    // Per spatial dimension, how many positions of each window count.
-    bool includePad = op.getCountIncludePad();
-    SmallVector<SmallVector<int64_t>> counts(n);
-    bool uniform = true;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t size = inputType.getDimSize(2 + i);
-      int64_t lo = includePad ? -pads[i] : 0;
-      int64_t hi = includePad ? size + pads[n + i] : size;
-      for (int64_t o = 0, e = resultType.getDimSize(2 + i); o < e; ++o) {
-        int64_t start = o * strides[i] - pads[i];
-        int64_t count = std::min(start + kernel[i], hi) - std::max(start, lo);
-        counts[i].push_back(std::max<int64_t>(count, 0));
-        uniform &= counts[i].back() == counts[i].front();
-      }
-    }
-
-    Value result;
-    if (uniform) {
-      int64_t divisor = 1;
-      for (auto &c : counts)
-        divisor *= c.empty() ? 1 : c.front();
-      Value divisorValue = createScalar(rewriter, loc, element, divisor);
-      result = buildElementwise(
-          rewriter, loc, resultType, ValueRange{sum},
-          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            return arith::DivFOp::create(b, l, args[0], divisorValue);
-          });
-    } else {
-      // Divisor tensor over the output's spatial shape (row-major product
-      // of the per-dimension counts).
-      ArrayRef<int64_t> spatial = resultType.getShape().drop_front(2);
-      auto divisorType = RankedTensorType::get(spatial, element);
-      SmallVector<Attribute> values;
-      SmallVector<int64_t> index(n, 0);
-      for (int64_t flat = 0, e = divisorType.getNumElements(); flat < e;
-           ++flat) {
-        int64_t divisor = 1;
-        for (int64_t i = 0; i < n; ++i)
-          divisor *= counts[i][index[i]];
-        values.push_back(rewriter.getFloatAttr(element, divisor));
-        for (int64_t i = n - 1; i >= 0; --i) {
-          if (++index[i] < spatial[i])
-            break;
-          index[i] = 0;
-        }
-      }
-      Value divisors = arith::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(divisorType, values));
-      result = buildElementwise(
-          rewriter, loc, resultType, ValueRange{sum, divisors},
-          [](OpBuilder &b, Location l, ValueRange args) -> Value {
-            return arith::DivFOp::create(b, l, args[0], args[1]);
-          });
-    }
+    Value result =
+        divideByWindowCounts(rewriter, loc, sum, inputType.getShape(), kernel,
+                             strides, pads, op.getCountIncludePad());
     rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct MaxPoolGradLowering : OpConversionPattern<nn::MaxPoolGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::MaxPoolGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value outputGrad = adaptor.getOutputGrad();
+    auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+    auto outType = cast<RankedTensorType>(outputGrad.getType());
+    Type element = outType.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                      dilations = op.getDilations(), pads = op.getPads();
+    int64_t n = kernel.size();
+    Value lowest = createLowest(rewriter, loc, element);
+    Value input = padForWindows(rewriter, loc, adaptor.getInput(), outType,
+                                kernel, strides, dilations, pads, lowest);
+
+    // Per window, the maximum and the row-major index of its first
+    // occurrence. Loops: batch, channel, O_1..O_n | K_1..K_n.
+    int64_t numLoops = 2 + 2 * n;
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> inputExprs{dim(0), dim(1)};
+    SmallVector<AffineExpr> windowExprs, outputExprs{dim(0), dim(1)};
+    for (int64_t i = 0; i < n; ++i) {
+      inputExprs.push_back(dim(2 + i) * strides[i] +
+                           dim(2 + n + i) * dilations[i]);
+      windowExprs.push_back(dim(2 + n + i));
+      outputExprs.push_back(dim(2 + i));
+    }
+    AffineMap outMap = AffineMap::get(numLoops, 0, outputExprs, ctx);
+    SmallVector<AffineMap> maps{AffineMap::get(numLoops, 0, inputExprs, ctx),
+                                AffineMap::get(numLoops, 0, windowExprs, ctx),
+                                outMap, outMap};
+    SmallVector<utils::IteratorType> iterators(2 + n,
+                                               utils::IteratorType::parallel);
+    iterators.append(n, utils::IteratorType::reduction);
+    // The window shape is carried by an (unread) kernel tensor.
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, element);
+    Type i64 = rewriter.getI64Type();
+    auto indexType = RankedTensorType::get(outType.getShape(), i64);
+    Value maxInit = createFilled(rewriter, loc, outType, lowest);
+    Value indexInit =
+        createFilled(rewriter, loc, indexType, createScalar(rewriter, loc, i64, 0));
+    auto argmax = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{outType, indexType}, ValueRange{input, window},
+        ValueRange{maxInit, indexInit}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          // Row-major rank of the window offset.
+          Value rank = arith::ConstantIndexOp::create(b, l, 0);
+          for (int64_t i = 0; i < n; ++i) {
+            Value size = arith::ConstantIndexOp::create(b, l, kernel[i]);
+            rank = arith::AddIOp::create(
+                b, l, arith::MulIOp::create(b, l, rank, size),
+                linalg::IndexOp::create(b, l, 2 + n + i));
+          }
+          Value rank64 = arith::IndexCastOp::create(b, l, i64, rank);
+          // Strictly greater keeps the first maximum; a NaN wins (and then
+          // stays), as in PyTorch.
+          Value greater = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                                args[0], args[2]);
+          Value nan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                            args[0], args[0]);
+          Value take = arith::OrIOp::create(b, l, greater, nan);
+          Value max = arith::SelectOp::create(b, l, take, args[0], args[2]);
+          Value index = arith::SelectOp::create(b, l, take, rank64, args[3]);
+          linalg::YieldOp::create(b, l, ValueRange{max, index});
+        });
+    Value indices = argmax.getResult(1);
+
+    // Each offset receives the output gradient where it held the maximum.
+    Value zero = createScalar(rewriter, loc, element, 0.0);
+    Value acc = createPaddedZeros(rewriter, loc, inputType.getShape(), outType,
+                                  kernel, strides, dilations, pads);
+    acc = accumulateWindows(
+        rewriter, loc, acc, outType.getShape().drop_front(2), kernel, strides,
+        dilations,
+        [&](OpBuilder &b, Location l, ArrayRef<int64_t>, int64_t rank) {
+          Value rankValue = createScalar(b, l, i64, rank);
+          return buildElementwise(
+              b, l, outType, ValueRange{outputGrad, indices},
+              [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+                Value hit = arith::CmpIOp::create(
+                    nb, nl, arith::CmpIPredicate::eq, args[1], rankValue);
+                return arith::SelectOp::create(nb, nl, hit, args[0], zero);
+              });
+        });
+    rewriter.replaceOp(op, cropPadding(rewriter, loc, acc, inputType, pads));
+    return success();
+  }
+};
+
+struct AveragePoolGradLowering
+    : OpConversionPattern<nn::AveragePoolGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::AveragePoolGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value outputGrad = adaptor.getOutputGrad();
+    auto outType = cast<RankedTensorType>(outputGrad.getType());
+    auto inputType = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                      pads = op.getPads();
+    SmallVector<int64_t> dilations(kernel.size(), 1);
+    Value scaled =
+        divideByWindowCounts(rewriter, loc, outputGrad, inputType.getShape(),
+                             kernel, strides, pads, op.getCountIncludePad());
+    Value acc = createPaddedZeros(rewriter, loc, inputType.getShape(), outType,
+                                  kernel, strides, dilations, pads);
+    acc = accumulateWindows(
+        rewriter, loc, acc, outType.getShape().drop_front(2), kernel, strides,
+        dilations,
+        [&](OpBuilder &, Location, ArrayRef<int64_t>, int64_t) {
+          return scaled;
+        });
+    rewriter.replaceOp(op, cropPadding(rewriter, loc, acc, inputType, pads));
     return success();
   }
 };
@@ -268,7 +461,8 @@ struct GlobalAveragePoolLowering
 } // namespace
 
 void populatePoolingPatterns(RewritePatternSet &patterns) {
-  patterns.add<MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering>(
+  patterns.add<MaxPoolLowering, AveragePoolLowering, GlobalAveragePoolLowering,
+               MaxPoolGradLowering, AveragePoolGradLowering>(
       patterns.getContext());
 }
 

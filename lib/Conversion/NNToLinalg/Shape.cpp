@@ -239,6 +239,42 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
   }
 };
 
+/// `nn.one_hot`: a generic over the result comparing each index with the
+/// position along the last dimension.
+struct OneHotLowering : OpConversionPattern<nn::OneHotOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::OneHotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t rank = resultType.getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineMap> maps{
+        AffineMap::getMultiDimIdentityMap(rank, ctx).getMajorSubMap(rank - 1),
+        rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Type elementType = resultType.getElementType();
+    Value result = buildGeneric(
+        rewriter, loc, createEmpty(rewriter, loc, resultType),
+        ValueRange{adaptor.getIndices()}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value index = args[0];
+          Value position = arith::IndexCastOp::create(
+              b, l, index.getType(), linalg::IndexOp::create(b, l, rank - 1));
+          Value equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              index, position);
+          return arith::SelectOp::create(b, l, equal,
+                                         createScalar(b, l, elementType, 1),
+                                         createScalar(b, l, elementType, 0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateShapePatterns(RewritePatternSet &patterns) {
@@ -246,7 +282,7 @@ void populateShapePatterns(RewritePatternSet &patterns) {
       ReshapeLikeLowering<nn::ReshapeOp>, ReshapeLikeLowering<nn::FlattenOp>,
       ReshapeLikeLowering<nn::SqueezeOp>, ReshapeLikeLowering<nn::UnsqueezeOp>,
       TransposeLowering, ExpandLowering, ConcatLowering, SplitLowering,
-      SliceLowering, GatherLowering>(patterns.getContext());
+      SliceLowering, GatherLowering, OneHotLowering>(patterns.getContext());
 }
 
 } // namespace pipedream::nn_to_linalg

@@ -210,4 +210,52 @@ DenseIntElementsAttr getI64VectorAttr(Builder &b, ArrayRef<int64_t> values) {
       values);
 }
 
+Value accumulateWindows(OpBuilder &b, Location loc, Value acc,
+                        ArrayRef<int64_t> outputSpatial,
+                        ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> dilations,
+                        WindowContributionFn contribution) {
+  auto accType = cast<RankedTensorType>(acc.getType());
+  int64_t n = kernel.size(), lead = accType.getRank() - n;
+  SmallVector<int64_t> viewShape(accType.getShape().take_front(lead));
+  llvm::append_range(viewShape, outputSpatial);
+  auto viewType = RankedTensorType::get(viewShape, accType.getElementType());
+  SmallVector<OpFoldResult> sizes, viewStrides;
+  for (int64_t d : viewShape)
+    sizes.push_back(b.getIndexAttr(d));
+  viewStrides.append(lead, b.getIndexAttr(1));
+  for (int64_t s : strides)
+    viewStrides.push_back(b.getIndexAttr(s));
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(viewShape.size()));
+  SmallVector<utils::IteratorType> parallel(viewShape.size(),
+                                            utils::IteratorType::parallel);
+
+  SmallVector<int64_t> offset(n, 0);
+  int64_t count = 1;
+  for (int64_t k : kernel)
+    count *= k;
+  for (int64_t index = 0; index < count; ++index) {
+    SmallVector<OpFoldResult> offsets(lead, b.getIndexAttr(0));
+    for (int64_t i = 0; i < n; ++i)
+      offsets.push_back(b.getIndexAttr(offset[i] * dilations[i]));
+    Value part = contribution(b, loc, offset, index);
+    Value view = tensor::ExtractSliceOp::create(b, loc, viewType, acc, offsets,
+                                                sizes, viewStrides);
+    Value sum = buildGeneric(
+        b, loc, view, ValueRange{part}, maps, parallel,
+        [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::AddFOp::create(nb, l, args[1], args[0]);
+        });
+    acc = tensor::InsertSliceOp::create(b, loc, sum, acc, offsets, sizes,
+                                        viewStrides);
+    // Next window offset, row-major.
+    for (int64_t i = n - 1; i >= 0; --i) {
+      if (++offset[i] < kernel[i])
+        break;
+      offset[i] = 0;
+    }
+  }
+  return acc;
+}
+
 } // namespace pipedream::nn_to_linalg

@@ -111,6 +111,27 @@ mlir::Value createArith(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
 mlir::DenseIntElementsAttr getI64VectorAttr(mlir::Builder &b,
                                             llvm::ArrayRef<int64_t> values);
 
+/// Builds the contribution one window offset adds: a tensor of the shape of
+/// the output (leading dimensions then the output's spatial ones). `offset`
+/// is the window position per spatial dimension, `index` its row-major rank.
+using WindowContributionFn = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, llvm::ArrayRef<int64_t> offset,
+    int64_t index)>;
+
+/// The scatter-add of the backward of windowed ops (col2im): for every
+/// window offset `k` (row-major), adds `contribution(k)` to the strided view
+/// `acc[..., o * strides + k * dilations]` (o over `outputSpatial`) with an
+/// elementwise generic in place on an extract/insert_slice pair. `acc` has
+/// `acc.rank - kernel.size()` leading dimensions, which the contributions
+/// share; every view must be in bounds.
+mlir::Value accumulateWindows(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value acc,
+                              llvm::ArrayRef<int64_t> outputSpatial,
+                              llvm::ArrayRef<int64_t> kernel,
+                              llvm::ArrayRef<int64_t> strides,
+                              llvm::ArrayRef<int64_t> dilations,
+                              WindowContributionFn contribution);
+
 //===----------------------------------------------------------------------===//
 // Pattern population, one function per op family
 //===----------------------------------------------------------------------===//
@@ -123,6 +144,7 @@ void populateNormalizationPatterns(mlir::RewritePatternSet &patterns,
                                    const NNToLinalgOptions &options);
 void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
+void populateTrainingPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace pipedream::nn_to_linalg
 

@@ -121,3 +121,59 @@ func.func @conv1d_grouped(%x: tensor<1x4x9xf64>, %w: tensor<4x2x3xf64>) -> tenso
   %0 = nn.conv %x, %w {dilations = array<i64: 2>, group = 2 : i64, pads = array<i64: 0, 0>, strides = array<i64: 1>} : (tensor<1x4x9xf64>, tensor<4x2x3xf64>) -> tensor<1x4x5xf64>
   return %0 : tensor<1x4x5xf64>
 }
+
+// -----
+
+// nn.conv_backward_weight: padded input grouped [N, G, Cg, H, W], im2col
+// gather into [G, Cg, KH, KW, N, OH, OW], the output gradient transposed to
+// [G, Mg, N, OH, OW], then one contraction over (N, OH, OW) per group.
+// CHECK-DAG: #[[IM2COL:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d0, d1, d5 * 2 + d2, d6 * 2 + d3)>
+// CHECK-DAG: #[[DYTMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d6, d7)>
+// CHECK-DAG: #[[COLMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d2, d3, d4, d5, d6, d7)>
+// CHECK-DAG: #[[DWMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @conv_backward_weight(
+// CHECK-SAME: %[[DY:.*]]: tensor<2x4x4x4xf32>, %[[X:.*]]: tensor<2x4x8x8xf32>)
+// CHECK: %[[PAD:.*]] = tensor.pad %[[X]] low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK: %[[XG:.*]] = tensor.expand_shape %[[PAD]] {{\[}}[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 9, 9]
+// CHECK: %[[COL:.*]] = linalg.generic {indexing_maps = [#[[IM2COL]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[XG]] : tensor<2x2x2x9x9xf32>) outs(%{{.*}} : tensor<2x2x3x3x2x4x4xf32>)
+// CHECK: %[[DYG:.*]] = tensor.expand_shape %[[DY]]
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[DYG]] : tensor<2x2x2x4x4xf32>) outs(%{{.*}} : tensor<2x2x2x4x4xf32>) permutation = [1, 2, 0, 3, 4]
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: %[[DW:.*]] = linalg.generic {indexing_maps = [#[[DYTMAP]], #[[COLMAP]], #[[DWMAP]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[T]], %[[COL]] : {{.*}}) outs(%[[ZERO]] : tensor<2x2x2x3x3xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[DW]] {{\[}}[0, 1], [2], [3], [4]] : tensor<2x2x2x3x3xf32> into tensor<4x2x3x3xf32>
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @conv_backward_weight(
+func.func @conv_backward_weight(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x8x8xf32>) -> tensor<4x2x3x3xf32> {
+  %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, group = 2 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>) -> tensor<4x2x3x3xf32>
+  return %0 : tensor<4x2x3x3xf32>
+}
+
+// -----
+
+// nn.conv_backward_input: dcols[N, G, Cg, KH, KW, OH, OW] as a contraction
+// over the filters, then col2im: per kernel offset, an add into the strided
+// view (stride 2 along H) of the padded gradient, and the padding cropped.
+// CHECK-DAG: #[[WMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d7, d2, d3, d4)>
+// CHECK-DAG: #[[DYMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d7, d5, d6)>
+// CHECK-DAG: #[[COLMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4, d5, d6)>
+// CHECK-LABEL: func.func @conv_backward_input(
+// CHECK: %[[COL:.*]] = linalg.generic {indexing_maps = [#[[WMAP]], #[[DYMAP]], #[[COLMAP]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} {{.*}} outs(%{{.*}} : tensor<1x1x3x2x1x3x4xf32>)
+// CHECK: %[[ACC:.*]] = linalg.fill {{.*}} -> tensor<1x1x3x7x4xf32>
+// CHECK: %[[C0:.*]] = tensor.extract_slice %[[COL]][0, 0, 0, 0, 0, 0, 0] [1, 1, 3, 1, 1, 3, 4] [1, 1, 1, 1, 1, 1, 1] : tensor<1x1x3x2x1x3x4xf32> to tensor<1x1x3x3x4xf32>
+// CHECK: %[[V0:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0, 0, 0] [1, 1, 3, 3, 4] [1, 1, 1, 2, 1]
+// CHECK: %[[S0:.*]] = linalg.generic {{.*}} ins(%[[C0]] : tensor<1x1x3x3x4xf32>) outs(%[[V0]] : tensor<1x1x3x3x4xf32>)
+// CHECK: %[[ACC1:.*]] = tensor.insert_slice %[[S0]] into %[[ACC]][0, 0, 0, 0, 0] [1, 1, 3, 3, 4] [1, 1, 1, 2, 1]
+// CHECK: %[[C1:.*]] = tensor.extract_slice %[[COL]][0, 0, 0, 1, 0, 0, 0]
+// CHECK: %[[V1:.*]] = tensor.extract_slice %[[ACC1]][0, 0, 0, 1, 0] [1, 1, 3, 3, 4] [1, 1, 1, 2, 1]
+// CHECK: %[[S1:.*]] = linalg.generic {{.*}} ins(%[[C1]] : {{.*}}) outs(%[[V1]] : {{.*}})
+// CHECK: %[[ACC2:.*]] = tensor.insert_slice %[[S1]] into %[[ACC1]][0, 0, 0, 1, 0]
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[ACC2]] {{\[}}[0], [1, 2], [3], [4]] : tensor<1x1x3x7x4xf32> into tensor<1x3x7x4xf32>
+// CHECK: %[[R:.*]] = tensor.extract_slice %[[FLAT]][0, 0, 1, 0] [1, 3, 6, 4] [1, 1, 1, 1]
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @conv_backward_input(
+func.func @conv_backward_input(%dy: tensor<1x4x3x4xf32>, %w: tensor<4x3x2x1xf32>) -> tensor<1x3x6x4xf32> {
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, group = 1 : i64, input_shape = array<i64: 1, 3, 6, 4>, pads = array<i64: 1, 0, 0, 0>, strides = array<i64: 2, 1>} : (tensor<1x4x3x4xf32>, tensor<4x3x2x1xf32>) -> tensor<1x3x6x4xf32>
+  return %0 : tensor<1x3x6x4xf32>
+}

@@ -142,3 +142,34 @@ func.func @log_softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = nn.log_softmax %x {axis = 0 : i64} : tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+// nn.batch_norm_train: batch mean (sum / 8) and biased variance (second
+// pass over squared deviations) per channel, the normalized output, and the
+// running statistics: running * 0.75 + batch * 0.25, the variance scaled by
+// 8 / 7 (unbiased).
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[CH:.*]] = affine_map<(d0, d1, d2) -> (d1)>
+// CHECK-LABEL: func.func @batch_norm_train(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4xf32>, %[[S:.*]]: tensor<3xf32>, %[[B:.*]]: tensor<3xf32>, %[[M:.*]]: tensor<3xf32>, %[[V:.*]]: tensor<3xf32>)
+// CHECK-DAG: %[[COUNT:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[SUM:.*]] = linalg.reduce ins(%[[X]] : tensor<2x3x4xf32>) outs(%{{.*}} : tensor<3xf32>) dimensions = [0, 2]
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<3xf32>)
+// CHECK: arith.divf %{{.*}}, %[[COUNT]]
+// CHECK: %[[SQ:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[CH]], #[[CH]]], iterator_types = ["reduction", "parallel", "reduction"]} ins(%[[X]], %[[MEAN]] : tensor<2x3x4xf32>, tensor<3xf32>)
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%[[SQ]] : tensor<3xf32>)
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[CH]], #[[CH]], #[[CH]], #[[CH]], #[[ID]]], {{.*}} ins(%[[X]], %[[MEAN]], %[[VAR]], %[[S]], %[[B]] : {{.*}})
+// CHECK: math.sqrt
+// CHECK-DAG: %[[MOMENTUM:.*]] = arith.constant 7.500000e-01 : f32
+// CHECK-DAG: %[[BATCH_PART:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG: %[[UNBIAS:.*]] = arith.constant 1.14285719 : f32
+// CHECK: %[[NEW_M:.*]] = linalg.generic {{.*}} ins(%[[M]], %[[MEAN]] : tensor<3xf32>, tensor<3xf32>)
+// CHECK: %[[NEW_V:.*]] = linalg.generic {{.*}} ins(%[[V]], %[[VAR]] : tensor<3xf32>, tensor<3xf32>)
+// CHECK: arith.mulf %{{.*}}, %[[UNBIAS]]
+// CHECK: return %[[Y]], %[[NEW_M]], %[[NEW_V]]
+// LLVM-LABEL: llvm.func @batch_norm_train(
+func.func @batch_norm_train(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %0:3 = nn.batch_norm_train %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f64, momentum = 0.75 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %0#0, %0#1, %0#2 : tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>
+}

@@ -131,3 +131,63 @@ func.func @global_average_pool(%x: tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32> {
   %0 = nn.global_average_pool %x : (tensor<2x3x4x5xf32>) -> tensor<2x3x1x1xf32>
   return %0 : tensor<2x3x1x1xf32>
 }
+
+// -----
+
+// nn.max_pool_grad: the -inf padded input, one reduction generic with the
+// window maximum and its row-major offset index (first maximum: `ogt`, or a
+// NaN), then per window offset the output gradient where the index matches
+// added into the strided view of the padded gradient, and the padding
+// cropped.
+// CHECK-LABEL: func.func @max_pool_grad(
+// CHECK-SAME: %[[DY:.*]]: tensor<1x2x2x2xf32>, %[[X:.*]]: tensor<1x2x4x4xf32>)
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[PAD:.*]] = tensor.pad %[[X]] low[0, 0, 0, 1] high[0, 0, 0, 0]
+// CHECK: %[[ARG:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[PAD]], %{{.*}} : tensor<1x2x4x5xf32>, tensor<1x2xf32>) outs(%{{.*}}, %{{.*}} : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+// CHECK: linalg.index 4
+// CHECK: linalg.index 5
+// CHECK: %[[GT:.*]] = arith.cmpf ogt
+// CHECK: %[[NAN:.*]] = arith.cmpf uno
+// CHECK: %[[TAKE:.*]] = arith.ori %[[GT]], %[[NAN]]
+// CHECK: arith.select %[[TAKE]]
+// CHECK: arith.select %[[TAKE]]
+// CHECK: %[[ACC:.*]] = linalg.fill {{.*}} -> tensor<1x2x4x5xf32>
+// CHECK: %[[HIT0:.*]] = linalg.generic {{.*}} ins(%[[DY]], %[[ARG]]#1 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+// CHECK: arith.cmpi eq
+// CHECK: %[[V0:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0, 0] [1, 2, 2, 2] [1, 1, 2, 2]
+// CHECK: %[[S0:.*]] = linalg.generic {{.*}} ins(%[[HIT0]] : {{.*}}) outs(%[[V0]] : {{.*}})
+// CHECK: %[[ACC1:.*]] = tensor.insert_slice %[[S0]] into %[[ACC]][0, 0, 0, 0] [1, 2, 2, 2] [1, 1, 2, 2]
+// CHECK: %[[V1:.*]] = tensor.extract_slice %[[ACC1]][0, 0, 0, 1] [1, 2, 2, 2] [1, 1, 2, 2]
+// CHECK: %[[ACC2:.*]] = tensor.insert_slice %{{.*}} into %[[ACC1]][0, 0, 0, 1] [1, 2, 2, 2] [1, 1, 2, 2]
+// CHECK: %[[R:.*]] = tensor.extract_slice %[[ACC2]][0, 0, 0, 1] [1, 2, 4, 4] [1, 1, 1, 1]
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @max_pool_grad(
+func.func @max_pool_grad(%dy: tensor<1x2x2x2xf32>, %x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %0 = nn.max_pool_grad %dy, %x {ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 1, 2>, pads = array<i64: 0, 1, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %0 : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// nn.average_pool_grad: the output gradient divided by the forward's
+// divisors (windows touching the begin padding count 1 element), added at
+// every window offset, the padding cropped.
+// CHECK-LABEL: func.func @average_pool_grad(
+// CHECK-SAME: %[[DY:.*]]: tensor<1x2x3xf32>)
+// CHECK: %[[DIV:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 2.000000e+00]> : tensor<3xf32>
+// CHECK: %[[SCALED:.*]] = linalg.generic {{.*}} ins(%[[DY]], %[[DIV]] : tensor<1x2x3xf32>, tensor<3xf32>)
+// CHECK: arith.divf
+// CHECK: %[[ACC:.*]] = linalg.fill {{.*}} -> tensor<1x2x6xf32>
+// CHECK: %[[V0:.*]] = tensor.extract_slice %[[ACC]][0, 0, 0] [1, 2, 3] [1, 1, 2]
+// CHECK: %[[S0:.*]] = linalg.generic {{.*}} ins(%[[SCALED]] : {{.*}}) outs(%[[V0]] : {{.*}})
+// CHECK: %[[ACC1:.*]] = tensor.insert_slice %[[S0]] into %[[ACC]][0, 0, 0] [1, 2, 3] [1, 1, 2]
+// CHECK: %[[V1:.*]] = tensor.extract_slice %[[ACC1]][0, 0, 1] [1, 2, 3] [1, 1, 2]
+// CHECK: %[[S1:.*]] = linalg.generic {{.*}} ins(%[[SCALED]] : {{.*}}) outs(%[[V1]] : {{.*}})
+// CHECK: %[[ACC2:.*]] = tensor.insert_slice %[[S1]] into %[[ACC1]][0, 0, 1] [1, 2, 3] [1, 1, 2]
+// CHECK: %[[R:.*]] = tensor.extract_slice %[[ACC2]][0, 0, 1] [1, 2, 5] [1, 1, 1]
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @average_pool_grad(
+func.func @average_pool_grad(%dy: tensor<1x2x3xf32>) -> tensor<1x2x5xf32> {
+  %0 = nn.average_pool_grad %dy {ceil_mode = false, count_include_pad = false, input_shape = array<i64: 1, 2, 5>, kernel_shape = array<i64: 2>, pads = array<i64: 1, 0>, strides = array<i64: 2>} : (tensor<1x2x3xf32>) -> tensor<1x2x5xf32>
+  return %0 : tensor<1x2x5xf32>
+}

@@ -1048,3 +1048,270 @@ func.func @slice_step_overflow(%x: tensor<6xf32>) {
       : (tensor<6xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Training support (slice_grad, gather_grad, bernoulli)
+//===----------------------------------------------------------------------===//
+
+func.func @slice_grad_rank(%g: tensor<2x2xf32>) {
+  // expected-error @+2 {{shape, starts and steps need one entry per dimension (2)}}
+  // expected-error @+1 {{'nn.slice_grad' op failed to infer returned types}}
+  %0 = nn.slice_grad %g {shape = array<i64: 2, 6>, starts = array<i64: 0>, steps = array<i64: 1, 1>}
+      : (tensor<2x2xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_negative_shape(%g: tensor<2xf32>) {
+  // expected-error @+2 {{shape [-1] must be fully resolved (no negative entries)}}
+  // expected-error @+1 {{'nn.slice_grad' op failed to infer returned types}}
+  %0 = nn.slice_grad %g {shape = array<i64: -1>, starts = array<i64: 0>, steps = array<i64: 1>}
+      : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_zero_step(%g: tensor<2xf32>) {
+  // expected-error @+2 {{step of dimension 0 is zero}}
+  // expected-error @+1 {{'nn.slice_grad' op failed to infer returned types}}
+  %0 = nn.slice_grad %g {shape = array<i64: 6>, starts = array<i64: 0>, steps = array<i64: 0>}
+      : (tensor<2xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+// Elements 4, 7 and 10 of a dimension of 8: the input is no slice of it.
+func.func @slice_grad_out_of_bounds(%g: tensor<3xf32>) {
+  // expected-error @+2 {{slice of dimension 0 (start 4, size 3, step 3) leaves [0, 8)}}
+  // expected-error @+1 {{'nn.slice_grad' op failed to infer returned types}}
+  %0 = nn.slice_grad %g {shape = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 3>}
+      : (tensor<3xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_rank(%g: tensor<4xf32>, %i: tensor<2x2xi64>) {
+  // expected-error @+2 {{axis 0 and 2 index dimensions do not fit grad of rank 1}}
+  // expected-error @+1 {{'nn.gather_grad' op failed to infer returned types}}
+  %0 = nn.gather_grad %g, %i {axis = 0 : i64, axis_size = 5 : i64}
+      : (tensor<4xf32>, tensor<2x2xi64>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_indices_shape(%g: tensor<3x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{grad dimensions [3] at axis 0 differ from the indices' shape [2]}}
+  // expected-error @+1 {{'nn.gather_grad' op failed to infer returned types}}
+  %0 = nn.gather_grad %g, %i {axis = 0 : i64, axis_size = 5 : i64}
+      : (tensor<3x4xf32>, tensor<2xi64>) -> tensor<5x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_axis_size(%g: tensor<2x4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{axis_size must be non-negative, got -1}}
+  // expected-error @+1 {{'nn.gather_grad' op failed to infer returned types}}
+  %0 = nn.gather_grad %g, %i {axis = 0 : i64, axis_size = -1 : i64}
+      : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @bernoulli_probability(%seed: tensor<i64>) {
+  // expected-error @+1 {{'nn.bernoulli' op probability must be in [0, 1], got 1.5}}
+  %0 = nn.bernoulli %seed {probability = 1.5 : f64} : (tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bernoulli_seed(%seed: tensor<2xi64>) {
+  // expected-error @+1 {{'nn.bernoulli' op operand #0 must be 0D tensor of 64-bit signless integer values, but got 'tensor<2xi64>'}}
+  %0 = nn.bernoulli %seed {probability = 0.5 : f64} : (tensor<2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bernoulli_integer_mask(%seed: tensor<i64>) {
+  // expected-error @+1 {{'nn.bernoulli' op result #0 must be statically shaped tensor of floating-point values, but got 'tensor<4xi1>'}}
+  %0 = nn.bernoulli %seed {probability = 0.5 : f64} : (tensor<i64>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Gradients of convolution and pooling, training-mode batch normalization
+//===----------------------------------------------------------------------===//
+
+func.func @conv_backward_input_shape(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{output_grad shape [1, 4, 6, 6] differs from the forward output shape [1, 4, 8, 8]}}
+  // expected-error @+1 {{'nn.conv_backward_input' op failed to infer returned types}}
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, input_shape = array<i64: 1, 3, 8, 8>,
+                                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_input_rank(%dy: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{input_shape [3, 8] must be N x C x spatial... with non-negative sizes}}
+  // expected-error @+1 {{'nn.conv_backward_input' op failed to infer returned types}}
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, input_shape = array<i64: 3, 8>,
+                                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_input_group(%dy: tensor<1x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{weight expects 3 channels per group, input has 6 channels in 1 groups}}
+  // expected-error @+1 {{'nn.conv_backward_input' op failed to infer returned types}}
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, input_shape = array<i64: 1, 6, 8, 8>,
+                                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x6x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_input_element_types(%dy: tensor<1x4x8x8xf64>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{operand element types differ}}
+  // expected-error @+1 {{'nn.conv_backward_input' op failed to infer returned types}}
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, input_shape = array<i64: 1, 3, 8, 8>,
+                                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf64>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf64>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_shape(%dy: tensor<1x4x8x8xf32>, %x: tensor<1x3x8x8xf32>) {
+  // expected-error @+2 {{output_grad shape [1, 4, 8, 8] differs from the forward output shape [1, 4, 6, 6]}}
+  // expected-error @+1 {{'nn.conv_backward_weight' op failed to infer returned types}}
+  %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                                        pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_kernel(%dy: tensor<1x4x8x8xf32>, %x: tensor<1x3x8x8xf32>) {
+  // expected-error @+2 {{kernel_shape [3] needs one entry per spatial dimension (2)}}
+  // expected-error @+1 {{'nn.conv_backward_weight' op failed to infer returned types}}
+  %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3>,
+                                        pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_group(%dy: tensor<1x4x8x8xf32>, %x: tensor<1x3x8x8xf32>) {
+  // expected-error @+2 {{group 2 must divide input channels 3}}
+  // expected-error @+1 {{'nn.conv_backward_weight' op failed to infer returned types}}
+  %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, group = 2 : i64,
+                                        kernel_shape = array<i64: 3, 3>,
+                                        pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<4x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv_backward_weight_ranks(%dy: tensor<1x4x8xf32>, %x: tensor<1x3x8x8xf32>) {
+  // expected-error @+2 {{input and output_grad must be N x C x spatial... of the same rank}}
+  // expected-error @+1 {{'nn.conv_backward_weight' op failed to infer returned types}}
+  %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                                        pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+      : (tensor<1x4x8xf32>, tensor<1x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_shape(%dy: tensor<1x4x3x3xf32>, %x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{output_grad shape [1, 4, 3, 3] differs from the forward output shape [1, 4, 4, 4]}}
+  // expected-error @+1 {{'nn.max_pool_grad' op failed to infer returned types}}
+  %0 = nn.max_pool_grad %dy, %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                                 pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x4x3x3xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_element_types(%dy: tensor<1x4x4x4xf64>, %x: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{operand element types differ}}
+  // expected-error @+1 {{'nn.max_pool_grad' op failed to infer returned types}}
+  %0 = nn.max_pool_grad %dy, %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                                 pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x4x4x4xf64>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_shape(%dy: tensor<1x4x4x4xf32>) {
+  // expected-error @+2 {{output_grad shape [1, 4, 4, 4] differs from the forward output shape [1, 4, 3, 3]}}
+  // expected-error @+1 {{'nn.average_pool_grad' op failed to infer returned types}}
+  %0 = nn.average_pool_grad %dy {input_shape = array<i64: 1, 4, 7, 7>, kernel_shape = array<i64: 2, 2>,
+                                 pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x4x4x4xf32>) -> tensor<1x4x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_input_shape(%dy: tensor<1x4x4x4xf32>) {
+  // expected-error @+2 {{input_shape [1, 4, -7, 7] must be N x C x spatial... with non-negative sizes}}
+  // expected-error @+1 {{'nn.average_pool_grad' op failed to infer returned types}}
+  %0 = nn.average_pool_grad %dy {input_shape = array<i64: 1, 4, -7, 7>, kernel_shape = array<i64: 2, 2>,
+                                 pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x4x4x4xf32>) -> tensor<1x4x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_train_stats(%x: tensor<2x4x8xf32>, %s: tensor<4xf32>, %m: tensor<3xf32>) {
+  // expected-error @+2 {{scale, bias, mean and var must have shape [4], got [3]}}
+  // expected-error @+1 {{'nn.batch_norm_train' op failed to infer returned types}}
+  %0:3 = nn.batch_norm_train %x, %s, %s, %m, %s
+      : (tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>)
+      -> (tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_train_one_value(%x: tensor<1x4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_train' op needs more than one value per channel to compute batch statistics, got input shape [1, 4]}}
+  %0:3 = nn.batch_norm_train %x, %s, %s, %s, %s
+      : (tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      -> (tensor<1x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_train_momentum(%x: tensor<2x4xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_train' op momentum must be in [0, 1], got 1.5}}
+  %0:3 = nn.batch_norm_train %x, %s, %s, %s, %s {momentum = 1.5 : f64}
+      : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

@@ -653,3 +653,56 @@ func.func @gather(%t: tensor<100x16xf32>, %i: tensor<2x8xi64>, %d: tensor<3x5x4x
   %2 = nn.gather %d, %j {axis = 2 : i64} : (tensor<3x5x4xf32>, tensor<i32>) -> tensor<3x5xf32>
   return %0, %1, %2 : tensor<2x8x16xf32>, tensor<3x2x8x4xf32>, tensor<3x5xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Gradients of convolution and pooling, training-mode batch normalization
+//===----------------------------------------------------------------------===//
+
+// The gradient ops restate the forward op's shapes: the input shape and the
+// kernel shape are attributes where no operand carries them.
+// CHECK-LABEL: func.func @conv_backward
+// CHECK-SAME: (%[[DY:.*]]: tensor<2x4x5x3xf32>, %[[W:.*]]: tensor<4x3x3x2xf32>, %[[X:.*]]: tensor<2x6x11x9xf32>)
+func.func @conv_backward(%dy: tensor<2x4x5x3xf32>, %w: tensor<4x3x3x2xf32>,
+                         %x: tensor<2x6x11x9xf32>)
+    -> (tensor<2x6x11x9xf32>, tensor<4x3x3x2xf32>) {
+  // CHECK: nn.conv_backward_input %[[DY]], %[[W]] {dilations = array<i64: 2, 1>, group = 2 : i64, input_shape = array<i64: 2, 6, 11, 9>, pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 3>} : (tensor<2x4x5x3xf32>, tensor<4x3x3x2xf32>) -> tensor<2x6x11x9xf32>
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 2, 1>, group = 2 : i64,
+                                       input_shape = array<i64: 2, 6, 11, 9>,
+                                       pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 3>}
+      : (tensor<2x4x5x3xf32>, tensor<4x3x3x2xf32>) -> tensor<2x6x11x9xf32>
+  // CHECK: nn.conv_backward_weight %[[DY]], %[[X]] {dilations = array<i64: 2, 1>, group = 2 : i64, kernel_shape = array<i64: 3, 2>, pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 3>} : (tensor<2x4x5x3xf32>, tensor<2x6x11x9xf32>) -> tensor<4x3x3x2xf32>
+  %1 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 2, 1>, group = 2 : i64,
+                                        kernel_shape = array<i64: 3, 2>,
+                                        pads = array<i64: 1, 0, 2, 1>, strides = array<i64: 2, 3>}
+      : (tensor<2x4x5x3xf32>, tensor<2x6x11x9xf32>) -> tensor<4x3x3x2xf32>
+  return %0, %1 : tensor<2x6x11x9xf32>, tensor<4x3x3x2xf32>
+}
+
+// CHECK-LABEL: func.func @pool_grads
+// CHECK-SAME: (%[[DY:.*]]: tensor<1x4x4x4xf32>, %[[X:.*]]: tensor<1x4x7x7xf32>)
+func.func @pool_grads(%dy: tensor<1x4x4x4xf32>, %x: tensor<1x4x7x7xf32>)
+    -> (tensor<1x4x7x7xf32>, tensor<1x4x7x7xf32>) {
+  // CHECK: nn.max_pool_grad %[[DY]], %[[X]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x4x4xf32>, tensor<1x4x7x7xf32>) -> tensor<1x4x7x7xf32>
+  %0 = nn.max_pool_grad %dy, %x {ceil_mode = true, dilations = array<i64: 1, 1>,
+                                 kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>,
+                                 strides = array<i64: 2, 2>}
+      : (tensor<1x4x4x4xf32>, tensor<1x4x7x7xf32>) -> tensor<1x4x7x7xf32>
+  // CHECK: nn.average_pool_grad %[[DY]] {count_include_pad = true, input_shape = array<i64: 1, 4, 7, 7>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x4x4xf32>) -> tensor<1x4x7x7xf32>
+  %1 = nn.average_pool_grad %dy {count_include_pad = true, input_shape = array<i64: 1, 4, 7, 7>,
+                                 kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>,
+                                 strides = array<i64: 2, 2>}
+      : (tensor<1x4x4x4xf32>) -> tensor<1x4x7x7xf32>
+  return %0, %1 : tensor<1x4x7x7xf32>, tensor<1x4x7x7xf32>
+}
+
+// CHECK-LABEL: func.func @batch_norm_train
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8x8xf32>, %[[S:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>, %[[M:.*]]: tensor<4xf32>, %[[V:.*]]: tensor<4xf32>)
+func.func @batch_norm_train(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>,
+                            %m: tensor<4xf32>, %v: tensor<4xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>) {
+  // CHECK: = nn.batch_norm_train %[[X]], %[[S]], %[[B]], %[[M]], %[[V]] {momentum = 5.000000e-01 : f64} : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  %0:3 = nn.batch_norm_train %x, %s, %b, %m, %v {momentum = 0.5 : f64}
+      : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %0#0, %0#1, %0#2 : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
+}

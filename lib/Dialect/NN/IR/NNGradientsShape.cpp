@@ -4,18 +4,365 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// See NNGradients.h for the contract every rule follows.
+// Vector-Jacobian products of the data-movement ops (reshapes, transposes,
+// broadcasts, concat/split/slice, gather), the reductions, `where`, `cast`,
+// `dropout` and the ops without gradients (`constant`, `equal`). See
+// NNGradients.h for the contract every rule follows.
+//
+// Slices and gathers scatter their gradient back with the adjoint ops
+// `nn.slice_grad` and `nn.gather_grad`; everything else is a composition of
+// existing nn ops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NNGradients.h"
 
+#include "pipedream/Dialect/NN/IR/NNInterfaces.h"
+
 using namespace mlir;
 
 namespace pipedream::nn::detail {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(typeOf(v).getElementType());
+}
+
+Value reshape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+  if (typeOf(x).getShape() == shape)
+    return x;
+  return ReshapeOp::create(b, loc, x, shape);
+}
+
+/// `shape` with the dimensions in `axes` (sorted) set to 1: the keepdims
+/// form of a reduction's result.
+SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape,
+                               ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> kept(shape);
+  for (int64_t axis : axes)
+    kept[axis] = 1;
+  return kept;
+}
+
+template <typename OpTy>
+using RuleFn = LogicalResult (*)(OpTy, OpBuilder &, ValueRange,
+                                 SmallVectorImpl<Value> &);
+
+/// A rule written as a function of the concrete op; `Fn` appends one value
+/// per operand.
+template <typename OpTy, RuleFn<OpTy> Fn>
+struct Rule : GradientOpInterface::ExternalModel<Rule<OpTy, Fn>, OpTy> {
+  LogicalResult buildGradient(Operation *op, OpBuilder &b,
+                              ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) const {
+    return Fn(cast<OpTy>(op), b, resultGrads, operandGrads);
+  }
+};
+
+/// Same, for ops with no differentiable operand at all (`equal`, `cast`
+/// between floats and integers...): the default would call a float
+/// comparison differentiable.
+template <typename OpTy, RuleFn<OpTy> Fn, bool (*Differentiable)(OpTy,
+                                                                 unsigned)>
+struct RuleWithOperands
+    : GradientOpInterface::ExternalModel<
+          RuleWithOperands<OpTy, Fn, Differentiable>, OpTy> {
+  LogicalResult buildGradient(Operation *op, OpBuilder &b,
+                              ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) const {
+    return Fn(cast<OpTy>(op), b, resultGrads, operandGrads);
+  }
+  bool isDifferentiableOperand(Operation *op, unsigned index) const {
+    return Differentiable(cast<OpTy>(op), index);
+  }
+};
+
+template <typename OpTy, RuleFn<OpTy> Fn>
+void attach(MLIRContext *ctx) {
+  OpTy::template attachInterface<Rule<OpTy, Fn>>(*ctx);
+}
+
+/// The gradient of a result shaped like `operand` by a pure reshape, or
+/// null for integer operands.
+Value reshapeBack(OpBuilder &b, Location loc, Value grad, Value operand) {
+  if (!isFloatTensor(operand))
+    return Value();
+  return reshape(b, loc, grad, typeOf(operand).getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// Ops without gradients
+//===----------------------------------------------------------------------===//
+
+LogicalResult constantGrad(ConstantOp, OpBuilder &, ValueRange,
+                           SmallVectorImpl<Value> &) {
+  return success();
+}
+
+LogicalResult equalGrad(EqualOp, OpBuilder &, ValueRange,
+                        SmallVectorImpl<Value> &out) {
+  out.append({Value(), Value()});
+  return success();
+}
+
+bool never(EqualOp, unsigned) { return false; }
+
+//===----------------------------------------------------------------------===//
+// Elementwise data flow
+//===----------------------------------------------------------------------===//
+
+// The gradient goes to the selected side; each side sums over what it was
+// broadcast along.
+LogicalResult whereGrad(WhereOp op, OpBuilder &b, ValueRange grads,
+                        SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value g = grads[0], cond = op.getCondition();
+  out.push_back(Value());
+  if (!isFloatTensor(op.getLhs())) {
+    out.append({Value(), Value()});
+    return success();
+  }
+  Value zero = createScalar(b, loc, typeOf(g).getElementType(), 0.0);
+  Value toLhs = WhereOp::create(b, loc, cond, g, zero);
+  Value toRhs = WhereOp::create(b, loc, cond, zero, g);
+  out.push_back(sumToShape(b, loc, toLhs, typeOf(op.getLhs())));
+  out.push_back(sumToShape(b, loc, toRhs, typeOf(op.getRhs())));
+  return success();
+}
+
+bool castIsDifferentiable(CastOp op, unsigned) {
+  return isFloatTensor(op.getInput()) && isFloatTensor(op.getOutput());
+}
+
+// Between float types the gradient is cast back; through integers the
+// function is piecewise constant and has none.
+LogicalResult castGrad(CastOp op, OpBuilder &b, ValueRange grads,
+                       SmallVectorImpl<Value> &out) {
+  if (!castIsDifferentiable(op, 0)) {
+    out.push_back(Value());
+    return success();
+  }
+  Type from = typeOf(op.getInput()).getElementType();
+  Value g = grads[0];
+  out.push_back(typeOf(g).getElementType() == from
+                    ? g
+                    : Value(CastOp::create(b, op.getLoc(), g, from)));
+  return success();
+}
+
+// NOTE: nn.dropout is the identity (inference semantics); training-mode
+// dropout is built from nn.bernoulli and nn.mul, which have their own rules.
+LogicalResult dropoutGrad(DropoutOp, OpBuilder &, ValueRange grads,
+                          SmallVectorImpl<Value> &out) {
+  out.push_back(grads[0]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// The gradient of a reduction's result in keepdims form, broadcast back to
+/// the input shape by the consumer.
+template <typename OpTy>
+Value keptGrad(OpTy op, OpBuilder &b, Value g) {
+  return reshape(b, op.getLoc(), g,
+                 keptShape(typeOf(op.getInput()).getShape(), op.getAxes()));
+}
+
+LogicalResult reduceSumGrad(ReduceSumOp op, OpBuilder &b, ValueRange grads,
+                            SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getInput())) {
+    out.push_back(Value());
+    return success();
+  }
+  out.push_back(ExpandOp::create(b, op.getLoc(), keptGrad(op, b, grads[0]),
+                                 typeOf(op.getInput()).getShape()));
+  return success();
+}
+
+LogicalResult reduceMeanGrad(ReduceMeanOp op, OpBuilder &b, ValueRange grads,
+                             SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  RankedTensorType inputType = typeOf(op.getInput());
+  if (!isFloatTensor(op.getInput())) {
+    out.push_back(Value());
+    return success();
+  }
+  int64_t count = 1;
+  for (int64_t axis : op.getAxes())
+    count *= inputType.getDimSize(axis);
+  Value scaled = MulOp::create(
+      b, loc, keptGrad(op, b, grads[0]),
+      createScalar(b, loc, inputType.getElementType(),
+                   count ? 1.0 / double(count) : 0.0));
+  out.push_back(ExpandOp::create(b, loc, scaled, inputType.getShape()));
+  return success();
+}
+
+// The gradient goes to the positions equal to the maximum, split evenly
+// among ties (torch.amax's backward).
+LogicalResult reduceMaxGrad(ReduceMaxOp op, OpBuilder &b, ValueRange grads,
+                            SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  if (!isFloatTensor(x)) {
+    out.push_back(Value());
+    return success();
+  }
+  Type element = typeOf(x).getElementType();
+  Value max = keptGrad(op, b, op.getOutput());
+  Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, max), element);
+  Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
+                                   /*keepdims=*/true);
+  Value share = DivOp::create(b, loc, keptGrad(op, b, grads[0]), ties);
+  out.push_back(MulOp::create(b, loc, mask, share));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+LogicalResult reshapeGrad(OpTy op, OpBuilder &b, ValueRange grads,
+                          SmallVectorImpl<Value> &out) {
+  out.push_back(reshapeBack(b, op.getLoc(), grads[0], op.getInput()));
+  return success();
+}
+
+LogicalResult transposeGrad(TransposeOp op, OpBuilder &b, ValueRange grads,
+                            SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getInput())) {
+    out.push_back(Value());
+    return success();
+  }
+  ArrayRef<int64_t> perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  out.push_back(TransposeOp::create(b, op.getLoc(), grads[0], inverse));
+  return success();
+}
+
+LogicalResult expandGrad(ExpandOp op, OpBuilder &b, ValueRange grads,
+                         SmallVectorImpl<Value> &out) {
+  out.push_back(isFloatTensor(op.getInput())
+                    ? sumToShape(b, op.getLoc(), grads[0],
+                                 typeOf(op.getInput()))
+                    : Value());
+  return success();
+}
+
+// The gradient splits back into the pieces.
+LogicalResult concatGrad(ConcatOp op, OpBuilder &b, ValueRange grads,
+                         SmallVectorImpl<Value> &out) {
+  ValueRange inputs = op.getInputs();
+  if (!isFloatTensor(op.getOutput())) {
+    out.append(inputs.size(), Value());
+    return success();
+  }
+  int64_t axis = op.getAxis();
+  if (inputs.size() == 1) {
+    out.push_back(grads[0]);
+    return success();
+  }
+  SmallVector<int64_t> sizes;
+  for (Value input : inputs)
+    sizes.push_back(typeOf(input).getDimSize(axis));
+  auto split = SplitOp::create(b, op.getLoc(), grads[0], axis, sizes);
+  llvm::append_range(out, split.getOutputs());
+  return success();
+}
+
+// The pieces' gradients concatenate (zeros for pieces off the loss path).
+LogicalResult splitGrad(SplitOp op, OpBuilder &b, ValueRange grads,
+                        SmallVectorImpl<Value> &out) {
+  Location loc = op.getLoc();
+  if (!isFloatTensor(op.getInput())) {
+    out.push_back(Value());
+    return success();
+  }
+  SmallVector<Value> pieces;
+  for (auto [grad, result] : llvm::zip(grads, op.getOutputs()))
+    pieces.push_back(gradOrZeros(b, loc, grad, typeOf(result)));
+  if (pieces.size() == 1) {
+    out.push_back(pieces.front());
+    return success();
+  }
+  out.push_back(ConcatOp::create(b, loc, pieces, op.getAxis()));
+  return success();
+}
+
+LogicalResult sliceGrad(SliceOp op, OpBuilder &b, ValueRange grads,
+                        SmallVectorImpl<Value> &out) {
+  RankedTensorType inputType = typeOf(op.getInput());
+  if (!isFloatTensor(op.getInput())) {
+    out.push_back(Value());
+    return success();
+  }
+  // A slice reading everything in order is the identity.
+  bool identity = inputType.getShape() == op.getSizes() &&
+                  llvm::all_of(op.getStarts(), [](int64_t s) { return s == 0; }) &&
+                  llvm::all_of(op.getSteps(), [](int64_t s) { return s == 1; });
+  if (identity) {
+    out.push_back(grads[0]);
+    return success();
+  }
+  out.push_back(SliceGradOp::create(b, op.getLoc(), grads[0],
+                                    inputType.getShape(), op.getStarts(),
+                                    op.getSteps()));
+  return success();
+}
+
+// The data gradient scatter-adds the result gradient over the indices; the
+// indices have none.
+LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
+                         SmallVectorImpl<Value> &out) {
+  RankedTensorType dataType = typeOf(op.getData());
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value()});
+    return success();
+  }
+  int64_t axis = op.getAxis();
+  out.push_back(GatherGradOp::create(b, op.getLoc(), grads[0],
+                                     op.getIndices(), axis,
+                                     dataType.getDimSize(axis)));
+  out.push_back(Value());
+  return success();
+}
+
+} // namespace
 
 void attachShapeGradientModels(MLIRContext *context) {
-  (void)context;
+  attach<ConstantOp, constantGrad>(context);
+  EqualOp::attachInterface<RuleWithOperands<EqualOp, equalGrad, never>>(
+      *context);
+  attach<WhereOp, whereGrad>(context);
+  CastOp::attachInterface<
+      RuleWithOperands<CastOp, castGrad, castIsDifferentiable>>(*context);
+  attach<DropoutOp, dropoutGrad>(context);
+  attach<ReduceSumOp, reduceSumGrad>(context);
+  attach<ReduceMeanOp, reduceMeanGrad>(context);
+  attach<ReduceMaxOp, reduceMaxGrad>(context);
+  attach<ReshapeOp, reshapeGrad<ReshapeOp>>(context);
+  attach<FlattenOp, reshapeGrad<FlattenOp>>(context);
+  attach<SqueezeOp, reshapeGrad<SqueezeOp>>(context);
+  attach<UnsqueezeOp, reshapeGrad<UnsqueezeOp>>(context);
+  attach<TransposeOp, transposeGrad>(context);
+  attach<ExpandOp, expandGrad>(context);
+  attach<ConcatOp, concatGrad>(context);
+  attach<SplitOp, splitGrad>(context);
+  attach<SliceOp, sliceGrad>(context);
+  attach<GatherOp, gatherGrad>(context);
 }
 
 } // namespace pipedream::nn::detail

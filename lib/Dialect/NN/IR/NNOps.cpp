@@ -195,6 +195,31 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// OneHotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  int64_t depth = adaptor.getDepth();
+  if (depth <= 0)
+    return emitOptionalError(location, "'nn.one_hot' depth must be positive, got ",
+                             depth);
+  auto indices = tensorType(adaptor.getIndices().getType());
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(depth);
+  inferred.push_back(RankedTensorType::get(shape, adaptor.getDtype()));
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  if (getDepth() <= 0)
+    return emitOpError("depth must be positive, got ") << getDepth();
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
@@ -396,47 +421,62 @@ inferWindowOutput(std::optional<Location> loc, ArrayRef<int64_t> spatial,
   return out;
 }
 
+/// Checks a convolution of an input of shape `input` with a weight of shape
+/// `weight` (ranks, groups, window) and returns its output shape. Shared by
+/// nn.conv and its gradient ops, which state the same shapes differently.
+static FailureOr<SmallVector<int64_t>>
+inferConvShape(std::optional<Location> loc, ArrayRef<int64_t> input,
+               ArrayRef<int64_t> weight, int64_t group,
+               ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+               ArrayRef<int64_t> dilations) {
+  if (input.size() < 3)
+    return emitOptionalError(loc, "input must be N x C x spatial..., got rank ",
+                             input.size());
+  if (weight.size() != input.size())
+    return emitOptionalError(loc, "weight rank ", weight.size(),
+                             " differs from input rank ", input.size());
+  int64_t channels = input[1], filters = weight[0];
+  if (group <= 0 || channels % group != 0 || filters % group != 0)
+    return emitOptionalError(loc, "group ", group,
+                             " must divide input channels ", channels,
+                             " and filters ", filters);
+  std::optional<int64_t> groupChannels = llvm::checkedMul(weight[1], group);
+  if (!groupChannels || *groupChannels != channels)
+    return emitOptionalError(loc, "weight expects ", weight[1],
+                             " channels per group, input has ", channels,
+                             " channels in ", group, " groups");
+  Window w{weight.drop_front(2), strides, pads, dilations};
+  auto spatial = inferWindowOutput(loc, input.drop_front(2), w);
+  if (failed(spatial))
+    return failure();
+  SmallVector<int64_t> shape{input[0], filters};
+  llvm::append_range(shape, *spatial);
+  return shape;
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
   auto input = tensorType(adaptor.getInput().getType());
   auto weight = tensorType(adaptor.getWeight().getType());
-  if (input.getRank() < 3)
-    return emitOptionalError(loc, "input must be N x C x spatial..., got rank ",
-                             input.getRank());
-  if (weight.getRank() != input.getRank())
-    return emitOptionalError(loc, "weight rank ", weight.getRank(),
-                             " differs from input rank ", input.getRank());
-  if (input.getElementType() != weight.getElementType())
+  if (input.getRank() >= 3 && weight.getRank() == input.getRank() &&
+      input.getElementType() != weight.getElementType())
     return emitOptionalError(loc, "operand element types differ");
-  int64_t group = adaptor.getGroup();
-  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
-  if (group <= 0 || channels % group != 0 || filters % group != 0)
-    return emitOptionalError(loc, "group ", group,
-                             " must divide input channels ", channels,
-                             " and filters ", filters);
-  std::optional<int64_t> groupChannels =
-      llvm::checkedMul(weight.getDimSize(1), group);
-  if (!groupChannels || *groupChannels != channels)
-    return emitOptionalError(loc, "weight expects ", weight.getDimSize(1),
-                             " channels per group, input has ", channels,
-                             " channels in ", group, " groups");
+  auto shape = inferConvShape(loc, input.getShape(), weight.getShape(),
+                              adaptor.getGroup(), adaptor.getStrides(),
+                              adaptor.getPads(), adaptor.getDilations());
+  if (failed(shape))
+    return failure();
   if (Value bias = adaptor.getBias()) {
+    int64_t filters = weight.getDimSize(0);
     auto biasType = tensorType(bias.getType());
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
       return emitOptionalError(loc, "bias must have shape [", filters, "]");
     if (biasType.getElementType() != input.getElementType())
       return emitOptionalError(loc, "operand element types differ");
   }
-  Window w{weight.getShape().drop_front(2), adaptor.getStrides(),
-           adaptor.getPads(), adaptor.getDilations()};
-  auto spatial = inferWindowOutput(loc, input.getShape().drop_front(2), w);
-  if (failed(spatial))
-    return failure();
-  SmallVector<int64_t> shape{input.getDimSize(0), filters};
-  llvm::append_range(shape, *spatial);
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(RankedTensorType::get(*shape, input.getElementType()));
   return success();
 }
 
@@ -508,18 +548,156 @@ int64_t GlobalAveragePoolOp::getForwardFlops() {
 }
 
 //===----------------------------------------------------------------------===//
+// Gradients of the windowed ops
+//===----------------------------------------------------------------------===//
+
+/// The forward output shape a gradient op names (through its operands and
+/// attributes) must be the shape of its `output_grad`.
+static LogicalResult checkOutputGrad(std::optional<Location> loc,
+                                     RankedTensorType outputGrad,
+                                     ArrayRef<int64_t> forwardShape) {
+  if (outputGrad.getShape() != forwardShape)
+    return emitOptionalError(loc, "output_grad shape ",
+                             shapeStr(outputGrad.getShape()),
+                             " differs from the forward output shape ",
+                             shapeStr(forwardShape));
+  return success();
+}
+
+/// A shape attribute naming an input: N x C x spatial..., no negative sizes.
+static LogicalResult checkInputShape(std::optional<Location> loc,
+                                     ArrayRef<int64_t> shape) {
+  if (shape.size() < 3 || llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, "input_shape ", shapeStr(shape),
+                             " must be N x C x spatial... with non-negative "
+                             "sizes");
+  return success();
+}
+
+LogicalResult ConvBackwardInputOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto outputGrad = tensorType(adaptor.getOutputGrad().getType());
+  auto weight = tensorType(adaptor.getWeight().getType());
+  if (outputGrad.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "operand element types differ");
+  ArrayRef<int64_t> inputShape = adaptor.getInputShape();
+  if (failed(checkInputShape(loc, inputShape)))
+    return failure();
+  auto forward = inferConvShape(loc, inputShape, weight.getShape(),
+                                adaptor.getGroup(), adaptor.getStrides(),
+                                adaptor.getPads(), adaptor.getDilations());
+  if (failed(forward) || failed(checkOutputGrad(loc, outputGrad, *forward)))
+    return failure();
+  inferred.push_back(outputGrad.clone(inputShape));
+  return success();
+}
+
+// The forward convolution's multiply-adds, once more.
+int64_t ConvBackwardInputOp::getForwardFlops() {
+  int64_t perOutput = product(getWeight().getType().getShape().drop_front(1));
+  return 2 * getOutputGrad().getType().getNumElements() * perOutput;
+}
+
+LogicalResult ConvBackwardWeightOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto outputGrad = tensorType(adaptor.getOutputGrad().getType());
+  auto input = tensorType(adaptor.getInput().getType());
+  if (outputGrad.getElementType() != input.getElementType())
+    return emitOptionalError(loc, "operand element types differ");
+  if (input.getRank() < 3 || outputGrad.getRank() != input.getRank())
+    return emitOptionalError(loc, "input and output_grad must be N x C x "
+                                  "spatial... of the same rank");
+  int64_t group = adaptor.getGroup();
+  int64_t channels = input.getDimSize(1);
+  if (group <= 0 || channels % group != 0)
+    return emitOptionalError(loc, "group ", group,
+                             " must divide input channels ", channels);
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape();
+  SmallVector<int64_t> weightShape{outputGrad.getDimSize(1),
+                                   channels / group};
+  llvm::append_range(weightShape, kernel);
+  if (kernel.size() + 2 != size_t(input.getRank()))
+    return emitOptionalError(loc, "kernel_shape ", shapeStr(kernel),
+                             " needs one entry per spatial dimension (",
+                             input.getRank() - 2, ")");
+  auto forward = inferConvShape(loc, input.getShape(), weightShape, group,
+                                adaptor.getStrides(), adaptor.getPads(),
+                                adaptor.getDilations());
+  if (failed(forward) || failed(checkOutputGrad(loc, outputGrad, *forward)))
+    return failure();
+  inferred.push_back(outputGrad.clone(weightShape));
+  return success();
+}
+
+int64_t ConvBackwardWeightOp::getForwardFlops() {
+  int64_t perOutput = product(getWeightGrad().getType().getShape().drop_front(1));
+  return 2 * getOutputGrad().getType().getNumElements() * perOutput;
+}
+
+LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto outputGrad = tensorType(adaptor.getOutputGrad().getType());
+  auto input = tensorType(adaptor.getInput().getType());
+  if (outputGrad.getElementType() != input.getElementType())
+    return emitOptionalError(loc, "operand element types differ");
+  Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+           adaptor.getDilations(), adaptor.getCeilMode()};
+  SmallVector<Type> forward;
+  if (failed(inferPool(loc, input, w, forward)) ||
+      failed(checkOutputGrad(loc, outputGrad,
+                             tensorType(forward[0]).getShape())))
+    return failure();
+  inferred.push_back(input);
+  return success();
+}
+
+// Finding each window's maximum again, then routing the gradient.
+int64_t MaxPoolGradOp::getForwardFlops() {
+  return 2 * getOutputGrad().getType().getNumElements() *
+         product(getKernelShape());
+}
+
+LogicalResult AveragePoolGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto outputGrad = tensorType(adaptor.getOutputGrad().getType());
+  ArrayRef<int64_t> inputShape = adaptor.getInputShape();
+  if (failed(checkInputShape(loc, inputShape)))
+    return failure();
+  auto input = outputGrad.clone(inputShape);
+  SmallVector<int64_t> dilations(adaptor.getKernelShape().size(), 1);
+  Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+           dilations, adaptor.getCeilMode()};
+  SmallVector<Type> forward;
+  if (failed(inferPool(loc, input, w, forward)) ||
+      failed(checkOutputGrad(loc, outputGrad,
+                             tensorType(forward[0]).getShape())))
+    return failure();
+  inferred.push_back(input);
+  return success();
+}
+
+int64_t AveragePoolGradOp::getForwardFlops() {
+  return getOutputGrad().getType().getNumElements() * product(getKernelShape());
+}
+
+//===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
 
-LogicalResult BatchNormalizationOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  auto input = tensorType(adaptor.getInput().getType());
+/// Checks the operands of a batch normalization (per-channel vectors of
+/// the input's channel count and element type).
+static LogicalResult checkBatchNorm(std::optional<Location> loc,
+                                    RankedTensorType input,
+                                    ValueRange perChannel) {
   if (input.getRank() < 2)
     return emitOptionalError(loc, "input must have rank >= 2");
   int64_t channels = input.getDimSize(1);
-  for (Value v : {adaptor.getScale(), adaptor.getBias(), adaptor.getMean(),
-                  adaptor.getVar()}) {
+  for (Value v : perChannel) {
     auto t = tensorType(v.getType());
     if (t.getRank() != 1 || t.getDimSize(0) != channels)
       return emitOptionalError(loc, "scale, bias, mean and var must have "
@@ -528,12 +706,58 @@ LogicalResult BatchNormalizationOp::inferReturnTypes(
     if (t.getElementType() != input.getElementType())
       return emitOptionalError(loc, "operand element types differ");
   }
+  return success();
+}
+
+LogicalResult BatchNormalizationOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  if (failed(checkBatchNorm(loc, input,
+                            {adaptor.getScale(), adaptor.getBias(),
+                             adaptor.getMean(), adaptor.getVar()})))
+    return failure();
   inferred.push_back(input);
   return success();
 }
 
 int64_t BatchNormalizationOp::getForwardFlops() {
   return 2 * getInput().getType().getNumElements();
+}
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  if (failed(checkBatchNorm(loc, input,
+                            {adaptor.getScale(), adaptor.getBias(),
+                             adaptor.getRunningMean(),
+                             adaptor.getRunningVar()})))
+    return failure();
+  auto stats =
+      RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+  inferred.append({input, stats, stats});
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::verify() {
+  // The unbiased variance of the running update divides by count - 1
+  // (PyTorch refuses such batches too).
+  auto type = getInput().getType();
+  int64_t count = type.getNumElements() / std::max<int64_t>(type.getDimSize(1), 1);
+  if (count <= 1)
+    return emitOpError("needs more than one value per channel to compute "
+                       "batch statistics, got input shape ")
+           << shapeStr(type.getShape());
+  double momentum = getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOpError("momentum must be in [0, 1], got ") << momentum;
+  return success();
+}
+
+// Mean, variance (two passes), normalize, scale and shift.
+int64_t BatchNormTrainOp::getForwardFlops() {
+  return 8 * getInput().getType().getNumElements();
 }
 
 LogicalResult LayerNormalizationOp::inferReturnTypes(
@@ -861,6 +1085,86 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, data.getShape().drop_front(axis + 1));
   inferred.push_back(data.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training support
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = tensorType(adaptor.getInput().getType());
+  ArrayRef<int64_t> shape = adaptor.getShape(), starts = adaptor.getStarts(),
+                    steps = adaptor.getSteps();
+  int64_t rank = input.getRank();
+  if (int64_t(shape.size()) != rank || int64_t(starts.size()) != rank ||
+      int64_t(steps.size()) != rank)
+    return emitOptionalError(loc, "shape, starts and steps need one entry "
+                                  "per dimension (",
+                             rank, ")");
+  // The input must be a slice `nn.slice` could read from `shape`.
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t dim = shape[d], size = input.getDimSize(d);
+    if (dim < 0)
+      return emitOptionalError(loc, "shape ", shapeStr(shape),
+                               " must be fully resolved (no negative entries)");
+    if (steps[d] == 0)
+      return emitOptionalError(loc, "step of dimension ", d, " is zero");
+    if (size == 0)
+      continue;
+    std::optional<int64_t> last = llvm::checkedMul(size - 1, steps[d]);
+    if (last)
+      last = llvm::checkedAdd(starts[d], *last);
+    if (starts[d] < 0 || starts[d] >= dim || !last || *last < 0 ||
+        *last >= dim)
+      return emitOptionalError(loc, "slice of dimension ", d, " (start ",
+                               starts[d], ", size ", size, ", step ",
+                               steps[d], ") leaves [0, ", dim, ")");
+  }
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
+LogicalResult GatherGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  auto grad = tensorType(adaptor.getGrad().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  int64_t axis = adaptor.getAxis(), axisSize = adaptor.getAxisSize();
+  int64_t indexRank = indices.getRank();
+  if (axis < 0 || axis + indexRank > grad.getRank())
+    return emitOptionalError(loc, "axis ", axis, " and ", indexRank,
+                             " index dimensions do not fit grad of rank ",
+                             grad.getRank());
+  if (axisSize < 0)
+    return emitOptionalError(loc, "axis_size must be non-negative, got ",
+                             axisSize);
+  ArrayRef<int64_t> walked = grad.getShape().slice(axis, indexRank);
+  if (walked != indices.getShape())
+    return emitOptionalError(loc, "grad dimensions ", shapeStr(walked),
+                             " at axis ", axis,
+                             " differ from the indices' shape ",
+                             shapeStr(indices.getShape()));
+  SmallVector<int64_t> shape(grad.getShape().take_front(axis));
+  shape.push_back(axisSize);
+  llvm::append_range(shape, grad.getShape().drop_front(axis + indexRank));
+  inferred.push_back(grad.clone(shape));
+  return success();
+}
+
+// One add per gradient element.
+int64_t GatherGradOp::getForwardFlops() {
+  return getGrad().getType().getNumElements();
+}
+
+LogicalResult BernoulliOp::verify() {
+  double p = getProbability().convertToDouble();
+  if (!(p >= 0.0 && p <= 1.0))
+    return emitOpError("probability must be in [0, 1], got ") << p;
   return success();
 }
 

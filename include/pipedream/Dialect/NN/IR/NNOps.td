@@ -104,6 +104,30 @@ def NN_ConstantOp : NN_Op<"constant", [ConstantLike]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Training helpers
+//===----------------------------------------------------------------------===//
+
+def NN_OneHotOp : NN_GenericFormatOp<"one_hot"> {
+  let summary = "one-hot encoding of class indices along a new last axis";
+  let description = [{
+    `output[..., c] = (indices[...] == c) ? 1 : 0` for `c` in `[0, depth)`,
+    of element type `dtype`. Indices outside `[0, depth)` give an all-zero
+    row (the runtime rejects such labels before a training step). The
+    cross-entropy loss is built from it:
+    `mean(-sum(one_hot(labels) * log_softmax(logits), -1))`.
+
+    ```mlir
+    %0 = nn.one_hot %labels {depth = 10 : i64, dtype = f32}
+        : (tensor<8xi64>) -> tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$indices, I64Attr:$depth,
+                       TypeAttrOf<AnyFloat>:$dtype);
+  let results = (outs NN_FloatTensor:$output);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise binary (broadcasting)
 //===----------------------------------------------------------------------===//
 
@@ -445,6 +469,59 @@ def NN_ConvOp : NN_GenericFormatOp<"conv", [], NN_OverrideCost> {
   let results = (outs NN_FloatTensor:$output);
 }
 
+def NN_ConvBackwardInputOp
+    : NN_GenericFormatOp<"conv_backward_input", [], NN_OverrideCost> {
+  let summary = "gradient of nn.conv with respect to its input";
+  let description = [{
+    The vector-Jacobian product of `nn.conv` for its input: given the
+    gradient `output_grad` (`N x M x O1 x ... x On`) of a convolution of an
+    input of shape `input_shape` with `weight`, the gradient of that input
+    (a transposed convolution). `strides`, `pads`, `dilations` and `group`
+    are the forward convolution's; input positions no window reads (the
+    rows a floor division drops) get zero.
+
+    ```mlir
+    %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, group = 1 : i64,
+                                         input_shape = array<i64: 1, 3, 8, 8>,
+                                         pads = array<i64: 1, 1, 1, 1>,
+                                         strides = array<i64: 1, 1>}
+        : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$output_grad, NN_FloatTensor:$weight,
+                       DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs NN_FloatTensor:$input_grad);
+}
+
+def NN_ConvBackwardWeightOp
+    : NN_GenericFormatOp<"conv_backward_weight", [], NN_OverrideCost> {
+  let summary = "gradient of nn.conv with respect to its weight";
+  let description = [{
+    The vector-Jacobian product of `nn.conv` for its weight: given the
+    gradient `output_grad` of a convolution of `input`, the gradient of a
+    weight of shape `M x C/group x kernel_shape` (the correlation of the
+    padded input with the output gradient). `strides`, `pads`, `dilations`
+    and `group` are the forward convolution's.
+
+    ```mlir
+    %0 = nn.conv_backward_weight %dy, %x {dilations = array<i64: 1, 1>, group = 1 : i64,
+                                          kernel_shape = array<i64: 3, 3>,
+                                          pads = array<i64: 1, 1, 1, 1>,
+                                          strides = array<i64: 1, 1>}
+        : (tensor<1x4x8x8xf32>, tensor<1x3x8x8xf32>) -> tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$output_grad, NN_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs NN_FloatTensor:$weight_grad);
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
@@ -472,6 +549,41 @@ def NN_BatchNormalizationOp
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F64Attr, "0.9">:$momentum);
   let results = (outs NN_FloatTensor:$output);
+}
+
+def NN_BatchNormTrainOp
+    : NN_GenericFormatOp<"batch_norm_train", [], NN_OverrideCost> {
+  let summary = "batch normalization with batch statistics (training mode)";
+  let description = [{
+    Training-mode batch normalization over the channel axis 1 (ONNX
+    `BatchNormalization` with `training_mode = 1`, PyTorch
+    `BatchNorm*d.train()`): normalizes with the mean and the biased variance
+    of the batch, over every axis but 1,
+    `output = scale * (input - mean) / sqrt(var + epsilon) + bias`,
+    and returns the updated running statistics
+    `running_mean * momentum + mean * (1 - momentum)` and
+    `running_var * momentum + var_unbiased * (1 - momentum)`.
+
+    NOTE: the running variance is updated with the unbiased batch variance
+    (`var * count / (count - 1)`), as PyTorch does (its momentum is
+    `1 - momentum`); the ONNX reference implementation uses the biased one.
+    Every channel needs more than one value (`count > 1`).
+
+    ```mlir
+    %y, %mean, %var = nn.batch_norm_train %x, %s, %b, %rm, %rv
+                          {epsilon = 1.0e-05 : f64, momentum = 0.9 : f64}
+        : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+           tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias, NN_FloatTensor:$running_mean,
+                       NN_FloatTensor:$running_var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.9">:$momentum);
+  let results = (outs NN_FloatTensor:$output, NN_FloatTensor:$new_running_mean,
+                      NN_FloatTensor:$new_running_var);
+  let hasVerifier = 1;
 }
 
 def NN_LayerNormalizationOp
@@ -550,6 +662,55 @@ def NN_GlobalAveragePoolOp
   }];
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$output);
+}
+
+def NN_MaxPoolGradOp : NN_GenericFormatOp<"max_pool_grad", [], NN_OverrideCost> {
+  let summary = "gradient of nn.max_pool with respect to its input";
+  let description = [{
+    The vector-Jacobian product of `nn.max_pool`: every element of
+    `output_grad` goes to the position of its window's maximum in `input`
+    (the first one in row-major window order on ties, as PyTorch), summed
+    where windows overlap. The attributes are the forward pooling's.
+
+    ```mlir
+    %0 = nn.max_pool_grad %dy, %x {ceil_mode = false, dilations = array<i64: 1, 1>,
+                                   kernel_shape = array<i64: 2, 2>,
+                                   pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+        : (tensor<1x4x4x4xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$output_grad, NN_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs NN_FloatTensor:$input_grad);
+}
+
+def NN_AveragePoolGradOp
+    : NN_GenericFormatOp<"average_pool_grad", [], NN_OverrideCost> {
+  let summary = "gradient of nn.average_pool with respect to its input";
+  let description = [{
+    The vector-Jacobian product of `nn.average_pool` for an input of shape
+    `input_shape`: every element of `output_grad`, divided by its window's
+    divisor, is added to every input position of the window. The attributes
+    are the forward pooling's.
+
+    ```mlir
+    %0 = nn.average_pool_grad %dy {ceil_mode = false, count_include_pad = false,
+                                   input_shape = array<i64: 1, 4, 8, 8>,
+                                   kernel_shape = array<i64: 2, 2>,
+                                   pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+        : (tensor<1x4x4x4xf32>) -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$output_grad,
+                       DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs NN_FloatTensor:$input_grad);
 }
 
 //===----------------------------------------------------------------------===//
@@ -743,6 +904,67 @@ def NN_GatherOp : NN_GenericFormatOp<"gather"> {
   }];
   let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs NN_Tensor:$output);
+}
+
+//===----------------------------------------------------------------------===//
+// Training support: adjoints of data-movement ops, random masks
+//===----------------------------------------------------------------------===//
+
+def NN_SliceGradOp : NN_GenericFormatOp<"slice_grad"> {
+  let summary = "scatter a slice back into zeros (the adjoint of slice)";
+  let description = [{
+    The gradient of `nn.slice`: a tensor of `shape` that is zero except at
+    the positions `nn.slice` with the same `starts` and `steps` (and the
+    input's shape as `sizes`) reads, which hold the input's elements.
+
+    ```mlir
+    %0 = nn.slice_grad %g {shape = array<i64: 2, 6>, starts = array<i64: 0, 1>,
+                           steps = array<i64: 1, 2>}
+        : (tensor<2x2xf32>) -> tensor<2x6xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$shape,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps);
+  let results = (outs NN_Tensor:$output);
+}
+
+def NN_GatherGradOp : NN_GenericFormatOp<"gather_grad", [], NN_OverrideCost> {
+  let summary = "scatter-add along an axis (the adjoint of gather)";
+  let description = [{
+    The gradient of `nn.gather` with respect to its data: `grad` has the
+    gather's result shape `data[:axis] ++ indices ++ data[axis+1:]`; the
+    result has the data shape, with `axis_size` at `axis`, and sums every
+    slice of `grad` into the row its index names (negative indices count
+    from the end, as in `nn.gather`). Rows no index names are zero.
+
+    ```mlir
+    %0 = nn.gather_grad %g, %ids {axis = 0 : i64, axis_size = 100 : i64}
+        : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_IndexTensor:$indices,
+                       I64Attr:$axis, I64Attr:$axis_size);
+  let results = (outs NN_FloatTensor:$output);
+}
+
+def NN_BernoulliOp : NN_Op<"bernoulli", [], NN_CostOpInterface, []> {
+  let summary = "seeded Bernoulli mask (training-mode dropout)";
+  let description = [{
+    Each element is `1.0` with probability `probability` and `0.0`
+    otherwise. Element `i` (row-major linear index) is a counter-based hash
+    (splitmix64) of `seed` and `i`: the same seed gives the same mask, and
+    elements are independent. The result type is not implied by the operands
+    and is written out.
+
+    ```mlir
+    %m = nn.bernoulli %seed {probability = 0.9 : f64} : (tensor<i64>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$seed, F64Attr:$probability);
+  let results = (outs NN_FloatTensor:$output);
+  let assemblyFormat =
+      "$seed attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 #endif // PIPEDREAM_DIALECT_NN_IR_NNOPS_TD

@@ -631,6 +631,330 @@ def shape_cases():
     return c
 
 
+def slice_grad_ref(g, shape, starts, steps):
+    out = np.zeros(shape, dtype=g.dtype)
+    # Same positions nn.slice reads (onnx_slice), written instead of read.
+    index = onnx_slice(np.arange(int(np.prod(shape))).reshape(shape),
+                       starts, g.shape, steps)
+    out.reshape(-1)[index.reshape(-1)] = g.reshape(-1)
+    return out
+
+
+def gather_grad_ref(g, indices, axis, axis_size):
+    shape = g.shape[:axis] + (axis_size,) + g.shape[axis + indices.ndim:]
+    out = np.zeros(shape, dtype=g.dtype)
+    wrapped = np.where(indices < 0, indices + axis_size, indices)
+    for pos in np.ndindex(*indices.shape):
+        src = (slice(None),) * axis + pos
+        dst = (slice(None),) * axis + (int(wrapped[pos]),)
+        out[dst] += g[src]
+    return out
+
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix64(z):
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def bernoulli_ref(seed, p, shape, dtype):
+    """nn.bernoulli's definition, written independently of the lowering:
+    element i is 1 when the top 53 bits of splitmix64 output i + 1 of
+    state key = splitmix64(seed), as a uniform in [0, 1), are below p."""
+    with np.errstate(over="ignore"):
+        key = mix64(np.array(seed, dtype=np.int64).astype(np.uint64) + GOLDEN)
+        i = np.arange(int(np.prod(shape)), dtype=np.uint64)
+        bits = mix64(key + (i + np.uint64(1)) * GOLDEN)
+    uniform = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return (uniform < p).astype(dtype).reshape(shape)
+
+
+class BodyCase(Case):
+    """A case whose function body is several ops: `body` uses %a0, %a1...
+    and defines %r."""
+
+    def __init__(self, name, body, inputs, ref):
+        super().__init__(name, "", inputs, ref)
+        self.body = body
+
+    def function(self):
+        args = ", ".join(f"%a{i}: {tensor_type(a)}"
+                         for i, a in enumerate(self.inputs))
+        rty = tensor_type(self.expected)
+        return (f"func.func @case_{self.name}({args}) -> {rty} {{\n"
+                f"{self.body}\n  return %r : {rty}\n}}\n")
+
+
+def training_cases():
+    c = []
+    for name, g, shape, starts, steps in [
+            ("slice_grad_strided", randf(2, 2, dtype=np.float64), [2, 6],
+             [0, 1], [1, 2]),
+            ("slice_grad_negative", randf(4, 3), [4, 10], [3, 8], [-1, -3]),
+            ("slice_grad_one_reversed", randf(1, 3), [3, 5], [2, 4], [-1, -2]),
+            ("slice_grad_empty", randf(0, 6), [2, 6], [0, 0], [1, 1])]:
+        attrs = (f"{{shape = {arr(shape)}, starts = {arr(starts)}, "
+                 f"steps = {arr(steps)}}}")
+        c.append(Case(name, generic("slice_grad", 1, attrs), [g],
+                      lambda v, s=shape, st=starts, sp=steps:
+                      slice_grad_ref(v, s, st, sp)))
+    # Repeated and negative indices accumulate into the same rows.
+    ids = np.array([[0, 3, -1], [3, -5, 4]], dtype=np.int64)
+    for name, g, indices, axis, size in [
+            ("gather_grad_embedding", randf(2, 3, 4, dtype=np.float64), ids,
+             0, 5),
+            ("gather_grad_axis1", randf(3, 2, 3, 2), ids, 1, 5),
+            ("gather_grad_i32_last", randf(2, 4),
+             np.array([1, -1, 1, 0], dtype=np.int32), 1, 3),
+            ("gather_grad_scalar_index", randf(3, 2),
+             np.array(-2, dtype=np.int64), 1, 4)]:
+        attrs = f"{{axis = {axis} : i64, axis_size = {size} : i64}}"
+        c.append(Case(name, generic("gather_grad", 2, attrs), [g, indices],
+                      lambda v, i, a=axis, n=size: gather_grad_ref(v, i, a, n)))
+    seed = np.array(7, dtype=np.int64)
+    c.append(Case("bernoulli_exact",
+                  "nn.bernoulli {a0} {probability = 0.7 : f64} : ({T0}) -> "
+                  "tensor<4x8xf32>", [seed],
+                  lambda s: bernoulli_ref(s, 0.7, (4, 8), np.float32)))
+    # On a million elements the fraction of ones is within 5 standard
+    # deviations of p, and two seeds disagree on 2 p (1 - p) of them.
+    n, p = 1000, 0.9
+    big = f"tensor<{n}x{n}xf64>"
+    mask = (f"  %m = nn.bernoulli %a0 {{probability = {p} : f64}} : "
+            f"(tensor<i64>) -> {big}\n")
+    mean = (f"nn.reduce_mean %{{}} {{{{axes = array<i64: 0, 1>, keepdims = "
+            f"false}}}} : ({big}) -> tensor<f64>")
+    fraction = bernoulli_ref(seed, p, (n, n), np.float64).mean()
+    sigma = math.sqrt(p * (1 - p) / n**2)
+    assert abs(fraction - p) < 5 * sigma, fraction
+    c.append(BodyCase("bernoulli_fraction",
+                      mask + "  %r = " + mean.format("m"), [seed],
+                      lambda s: bernoulli_ref(s, p, (n, n),
+                                              np.float64).mean()))
+    other = np.array(8, dtype=np.int64)
+    differ = np.abs(bernoulli_ref(seed, p, (n, n), np.float64) -
+                    bernoulli_ref(other, p, (n, n), np.float64)).mean()
+    assert abs(differ - 2 * p * (1 - p)) < 5 * math.sqrt(
+        2 * p * (1 - p) / n**2), differ
+    c.append(BodyCase(
+        "bernoulli_seeds_differ",
+        mask +
+        f"  %m2 = nn.bernoulli %a1 {{probability = {p} : f64}} : "
+        f"(tensor<i64>) -> {big}\n"
+        f"  %d = nn.sub %m, %m2 : ({big}, {big}) -> {big}\n"
+        f"  %d2 = nn.mul %d, %d : ({big}, {big}) -> {big}\n"
+        "  %r = " + mean.format("d2"), [seed, other],
+        lambda s, t: np.abs(bernoulli_ref(s, p, (n, n), np.float64) -
+                            bernoulli_ref(t, p, (n, n), np.float64)).mean()))
+    c.append(Case("bernoulli_never",
+                  "nn.bernoulli {a0} {probability = 0.0 : f64} : ({T0}) -> "
+                  "tensor<3x5xf64>", [seed], lambda s: np.zeros((3, 5))))
+    c.append(Case("bernoulli_always",
+                  "nn.bernoulli {a0} {probability = 1.0 : f64} : ({T0}) -> "
+                  "tensor<3x5xf64>", [seed], lambda s: np.ones((3, 5))))
+    return c
+
+
+class MultiResultCase(Case):
+    """A case whose op has several results (`result_types`); the function
+    returns result `index` (the reference returns all of them)."""
+
+    def __init__(self, name, op, inputs, ref, result_types, index):
+        self.result_types, self.index = result_types, index
+        super().__init__(name, op, inputs, lambda *a: ref(*a)[index])
+
+    def function(self):
+        args = ", ".join(f"%a{i}: {tensor_type(a)}"
+                         for i, a in enumerate(self.inputs))
+        names = {f"a{i}": f"%a{i}" for i in range(len(self.inputs))}
+        names.update({f"T{i}": tensor_type(a)
+                      for i, a in enumerate(self.inputs)})
+        names["R"] = "(" + ", ".join(self.result_types) + ")"
+        rty = self.result_types[self.index]
+        return (f"func.func @case_{self.name}({args}) -> {rty} {{\n"
+                f"  %r:{len(self.result_types)} = {substitute(self.op, names)}\n"
+                f"  return %r#{self.index} : {rty}\n}}\n")
+
+
+def conv_vjp(x, w, dy, strides, pads, dilations, group):
+    """(dx, dw) of conv() by torch.autograd."""
+    import torch
+    import torch.nn.functional as F
+    n = x.ndim - 2
+    torch_pads = []
+    for i in reversed(range(n)):
+        torch_pads += [pads[i], pads[n + i]]
+    tx = torch.from_numpy(x).requires_grad_()
+    tw = torch.from_numpy(w).requires_grad_()
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
+    y = fn(F.pad(tx, torch_pads), tw, stride=strides, dilation=dilations,
+           groups=group)
+    y.backward(torch.from_numpy(dy))
+    return tx.grad.numpy(), tw.grad.numpy()
+
+
+def max_pool_vjp(x, dy, kernel, strides, pads, dilations, ceil):
+    """Every output gradient goes to the first maximum (row-major window
+    order) of its window, padding excluded."""
+    n = x.ndim - 2
+    dx = np.zeros_like(x)
+    for o in np.ndindex(*dy.shape[2:]):
+        for b, ch in np.ndindex(*x.shape[:2]):
+            best, where = None, None
+            for k in np.ndindex(*kernel):
+                pos = tuple(o[i] * strides[i] - pads[i] + k[i] * dilations[i]
+                            for i in range(n))
+                if any(p < 0 or p >= x.shape[2 + i]
+                       for i, p in enumerate(pos)):
+                    continue
+                v = x[(b, ch) + pos]
+                if best is None or v > best:
+                    best, where = v, pos
+            dx[(b, ch) + where] += dy[(b, ch) + o]
+    return dx
+
+
+def linear_vjp(f, x_shape, dy, dtype):
+    """J^T dy of a linear function f by its columns."""
+    dx = np.zeros(int(np.prod(x_shape)), dtype=np.float64)
+    for j in range(dx.size):
+        e = np.zeros(dx.size, dtype=dtype)
+        e[j] = 1
+        dx[j] = np.sum(f(e.reshape(x_shape)).astype(np.float64) * dy)
+    return dx.reshape(x_shape).astype(dtype)
+
+
+def batch_norm_train_ref(x, s, b, rm, rv, eps, momentum):
+    """PyTorch training-mode batch norm (torch momentum = 1 - ONNX momentum):
+    output with the biased batch variance, running variance updated with the
+    unbiased one; checked against the formula written out."""
+    import torch
+    import torch.nn.functional as F
+    trm, trv = torch.from_numpy(rm.copy()), torch.from_numpy(rv.copy())
+    y = F.batch_norm(torch.from_numpy(x), trm, trv, torch.from_numpy(s),
+                     torch.from_numpy(b), training=True,
+                     momentum=1 - momentum, eps=eps).numpy()
+    axes = (0,) + tuple(range(2, x.ndim))
+    count = x.size // x.shape[1]
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean = x.astype(np.float64).mean(axis=axes)
+    var = x.astype(np.float64).var(axis=axes)
+    y_np = ((x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+            * s.reshape(shape) + b.reshape(shape))
+    rm_np = rm * momentum + mean * (1 - momentum)
+    rv_np = rv * momentum + var * count / (count - 1) * (1 - momentum)
+    for got, want in [(y, y_np), (trm.numpy(), rm_np), (trv.numpy(), rv_np)]:
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (got, want)
+    return y, trm.numpy(), trv.numpy()
+
+
+def neural_grad_cases():
+    c = []
+
+    def conv_grads(name, x_shape, w_shape, strides, pads, dilations, group,
+                   dtype=np.float32):
+        x, w = randf(*x_shape, dtype=dtype), randf(*w_shape, dtype=dtype)
+        y_shape = conv(x, w, None, strides, pads, dilations, group).shape
+        dy = randf(*y_shape, dtype=dtype)
+        dx, dw = conv_vjp(x, w, dy, strides, pads, dilations, group)
+        common = (f"dilations = {arr(dilations)}, group = {group} : i64, "
+                  f"pads = {arr(pads)}, strides = {arr(strides)}")
+        c.append(Case(f"{name}_input", generic(
+            "conv_backward_input", 2,
+            f"{{{common}, input_shape = {arr(x_shape)}}}"), [dy, w],
+            lambda *_, r=dx: r))
+        c.append(Case(f"{name}_weight", generic(
+            "conv_backward_weight", 2,
+            f"{{{common}, kernel_shape = {arr(w_shape[2:])}}}"), [dy, x],
+            lambda *_, r=dw: r))
+
+    conv_grads("conv2d", (2, 3, 7, 6), (4, 3, 3, 3), [1, 1], [1, 1, 1, 1],
+               [1, 1], 1)
+    # Rows and columns no window reads (9 + 1 - 3 is odd): zero gradient.
+    conv_grads("conv2d_strided_asym", (1, 3, 9, 8), (5, 3, 3, 2), [2, 3],
+               [0, 1, 2, 0], [1, 1], 1)
+    conv_grads("conv2d_dilated", (1, 2, 9, 9), (3, 2, 3, 3), [1, 2],
+               [2, 1, 2, 1], [2, 3], 1)
+    conv_grads("conv2d_grouped", (2, 4, 6, 6), (6, 2, 3, 3), [2, 1],
+               [1, 0, 1, 1], [1, 1], 2)
+    conv_grads("conv2d_depthwise", (2, 3, 6, 5), (3, 1, 3, 3), [2, 1],
+               [1, 1, 1, 1], [1, 2], 3)
+    conv_grads("conv1d", (2, 3, 10), (4, 3, 3), [2], [1, 2], [1], 1)
+    conv_grads("conv3d_grouped", (1, 4, 4, 5, 4), (2, 2, 2, 3, 2),
+               [1, 2, 1], [0, 1, 0, 1, 1, 1], [1, 1, 2], 2)
+    conv_grads("conv2d_f64", (2, 2, 5, 5), (3, 2, 3, 3), [2, 2], [1, 1, 1, 1],
+               [1, 1], 1, dtype=np.float64)
+
+    def max_grad(name, x, kernel, strides, pads, dilations, ceil):
+        y = pool(x, "max", kernel, strides, pads, dilations, ceil)
+        dy = randf(*y.shape, dtype=x.dtype)
+        attrs = (f"{{ceil_mode = {str(ceil).lower()}, "
+                 f"dilations = {arr(dilations)}, kernel_shape = {arr(kernel)}, "
+                 f"pads = {arr(pads)}, strides = {arr(strides)}}}")
+        c.append(Case(name, generic("max_pool_grad", 2, attrs), [dy, x],
+                      lambda dy, x: max_pool_vjp(x, dy, kernel, strides, pads,
+                                                 dilations, ceil)))
+
+    # All negative: a zero pad would win; overlapping windows accumulate.
+    max_grad("max2d_pads", randf(1, 2, 5, 5, lo=-5, hi=-1), [3, 3], [2, 2],
+             [1, 1, 1, 1], [1, 1], False)
+    max_grad("max2d_ceil", randf(1, 2, 6, 7), [3, 2], [2, 2], [1, 0, 0, 1],
+             [1, 1], True)
+    max_grad("max2d_dilated", randf(2, 1, 7, 7), [2, 2], [1, 2],
+             [1, 1, 0, 1], [2, 3], False)
+    # Few distinct values: ties go to the first maximum of each window.
+    max_grad("max2d_ties", rng.integers(0, 3, size=(2, 2, 6, 6))
+             .astype(np.float32), [3, 3], [1, 2], [1, 1, 1, 1], [1, 1], False)
+    max_grad("max1d_ceil", randf(1, 3, 8), [3], [3], [1, 1], [1], True)
+    max_grad("max3d_f64", randf(1, 2, 5, 4, 5, dtype=np.float64), [2, 2, 3],
+             [2, 1, 2], [1, 0, 1, 0, 1, 1], [1, 1, 1], True)
+
+    def avg_grad(name, x_shape, kernel, strides, pads, ceil, cip,
+                 dtype=np.float32):
+        f = lambda v: pool(v, "avg", kernel, strides, pads, None, ceil, cip)
+        dy = randf(*f(np.zeros(x_shape, dtype)).shape, dtype=dtype)
+        attrs = (f"{{ceil_mode = {str(ceil).lower()}, "
+                 f"count_include_pad = {str(cip).lower()}, "
+                 f"input_shape = {arr(x_shape)}, kernel_shape = {arr(kernel)}, "
+                 f"pads = {arr(pads)}, strides = {arr(strides)}}}")
+        c.append(Case(name, generic("average_pool_grad", 1, attrs), [dy],
+                      lambda dy: linear_vjp(f, x_shape, dy, dtype)))
+
+    avg_grad("avg2d_exclude_pad", (1, 2, 5, 5), [3, 3], [2, 2], [1, 1, 1, 1],
+             False, False)
+    avg_grad("avg2d_include_pad", (1, 2, 5, 5), [3, 3], [2, 2], [1, 1, 1, 1],
+             False, True)
+    avg_grad("avg2d_asym_overlap", (2, 1, 6, 5), [2, 3], [1, 2],
+             [0, 2, 1, 0], False, False)
+    avg_grad("avg2d_ceil_include_pad", (1, 2, 6, 7), [3, 3], [2, 2],
+             [1, 1, 1, 1], True, True)
+    avg_grad("avg1d_ceil", (1, 2, 8), [3], [3], [1, 0], True, False)
+    avg_grad("avg3d_f64", (1, 1, 4, 5, 4), [2, 3, 2], [2, 1, 2],
+             [1, 1, 0, 0, 1, 1], True, False, dtype=np.float64)
+
+    for name, shape, dtype in [("bn_train_4d", (4, 3, 5, 6), np.float32),
+                               ("bn_train_2d", (5, 4), np.float32),
+                               ("bn_train_3d_f64", (2, 3, 7), np.float64)]:
+        ch = shape[1]
+        ins = [randf(*shape, dtype=dtype) * 2 + 1, randf(ch, dtype=dtype),
+               randf(ch, dtype=dtype), randf(ch, dtype=dtype),
+               randf(ch, lo=0.1, hi=2, dtype=dtype)]
+        stats = tensor_type(ins[1])
+        types = [tensor_type(ins[0]), stats, stats]
+        for index in range(3):
+            c.append(MultiResultCase(
+                f"{name}_{index}",
+                generic("batch_norm_train", 5,
+                        "{epsilon = 1.0e-03 : f64, momentum = 0.8 : f64}"),
+                ins, lambda *a: batch_norm_train_ref(*a, 1e-3, 0.8), types,
+                index))
+    return c
+
+
 FAMILIES = {
     "elementwise": elementwise_cases,
     "matmul": matmul_cases,
@@ -639,6 +963,8 @@ FAMILIES = {
     "normalization": normalization_cases,
     "reduction": reduction_cases,
     "shape": shape_cases,
+    "training": training_cases,
+    "neural_grad": neural_grad_cases,
 }
 
 
