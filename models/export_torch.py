@@ -3,7 +3,7 @@
 
     /usr/bin/python3 models/export_torch.py MODEL OUT.onnx [--opset N]
         [--batch B] [--dynamic-batch] [--hidden H] [--dim D] [--heads N]
-        [--seq T]
+        [--seq T] [--layers L]
 
 MODEL is one of:
   mlp  Linear-ReLU-Linear-ReLU-Linear over x[B, 16] -> y[B, 10]
@@ -22,6 +22,11 @@ for testing pipedream-translate's --input-shape.
 --hidden (mlp: width of the two hidden layers, default 64) and --dim,
 --heads, --seq (gpt: d_model 32, 2 heads, 8 tokens by default) scale the
 models up for benchmarks (bench/); the defaults are the test models.
+--layers deepens them (the partitioner's tests and bench/partition.py): gpt
+gets L blocks (default 1), cnn L Conv-BatchNorm-ReLU layers (default 2; the
+extra ones, 16 channels at 8x8, sit between the second layer and its
+AvgPool). The default models are unchanged: the extra modules are created
+last, so the seeded weights of the first ones stay the same.
 
 Uses Debian's /usr/bin/python3 with python3-torch 1.13 and python3-onnx.
 """
@@ -84,24 +89,27 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab=64, dim=32, heads=2, max_len=16):
+    def __init__(self, vocab=64, dim=32, heads=2, max_len=16, layers=1):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(max_len, dim)
         self.block = Block(dim, heads)
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
+        self.more = nn.ModuleList(Block(dim, heads) for _ in range(layers - 1))
 
     def forward(self, idx):
         _, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long)
         x = self.tok(idx) + self.pos(pos).unsqueeze(0)
         x = self.block(x)
+        for block in self.more:
+            x = block(x)
         return self.head(self.ln_f(x))
 
 
 class CNN(nn.Module):
-    def __init__(self):
+    def __init__(self, layers=2):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
         self.bn1 = nn.BatchNorm2d(8)
@@ -111,19 +119,27 @@ class CNN(nn.Module):
         self.pool2 = nn.AvgPool2d(2)
         self.gap = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(16, 10)
+        self.more = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.BatchNorm2d(16),
+                          nn.ReLU())
+            for _ in range(layers - 2))
 
     def forward(self, x):
         x = self.pool1(torch.relu(self.bn1(self.conv1(x))))
-        x = self.pool2(torch.relu(self.bn2(self.conv2(x))))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        for layer in self.more:
+            x = layer(x)
+        x = self.pool2(x)
         x = torch.flatten(self.gap(x), 1)
         return self.fc(x)
 
 
-def build(name, batch, hidden=64, dim=32, heads=2, seq=8):
+def build(name, batch, hidden=64, dim=32, heads=2, seq=8, layers=None):
     if name == "mlp":
         return MLP(hidden), torch.randn(batch, 16), "x", "y"
     if name == "gpt":
-        model = GPT(dim=dim, heads=heads, max_len=max(16, seq))
+        model = GPT(dim=dim, heads=heads, max_len=max(16, seq),
+                    layers=layers or 1)
         # Distinct LayerNorm parameters: torch.onnx deduplicates equal
         # initializers (all-ones weights would become one tensor).
         for module in model.modules():
@@ -132,9 +148,10 @@ def build(name, batch, hidden=64, dim=32, heads=2, seq=8):
                 module.bias.data.uniform_(-0.1, 0.1)
         return model, torch.randint(0, 64, (batch, seq)), "idx", "logits"
     if name == "cnn":
-        model = CNN()
+        model = CNN(layers or 2)
         # Non-trivial running statistics, so BatchNormalization matters.
-        for bn in (model.bn1, model.bn2):
+        for bn in [m for m in model.modules()
+                   if isinstance(m, nn.BatchNorm2d)]:
             bn.running_mean.uniform_(-0.5, 0.5)
             bn.running_var.uniform_(0.5, 1.5)
         return model, torch.randn(batch, 3, 16, 16), "x", "y"
@@ -152,11 +169,13 @@ def main():
     parser.add_argument("--dim", type=int, default=32)
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--seq", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=None)
     args = parser.parse_args()
 
     torch.manual_seed(0)
     model, example, input_name, output_name = build(
-        args.model, args.batch, args.hidden, args.dim, args.heads, args.seq)
+        args.model, args.batch, args.hidden, args.dim, args.heads, args.seq,
+        args.layers)
     model.eval()
     dynamic = None
     if args.dynamic_batch:

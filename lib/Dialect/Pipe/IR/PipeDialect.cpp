@@ -47,6 +47,30 @@ static LogicalResult verifyDiscardableAttr(Operation *op, const Twine &where,
     return op->emitOpError()
            << where << "attribute '" << name
            << "' must be a #pipe.schedule attribute, got " << attr.getValue();
+  // pipe-annotate-costs: times (f64 seconds) and byte counts (integers).
+  if (name == "pipe.cost") {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!dict)
+      return op->emitOpError() << where << "attribute 'pipe.cost' must be a "
+                                           "dictionary, got "
+                               << attr.getValue();
+    for (NamedAttribute entry : dict) {
+      StringRef key = entry.getName().getValue();
+      bool isTime = key == "forward" || key == "backward_input" ||
+                    key == "backward_weight";
+      bool isBytes = key.ends_with("_bytes");
+      if ((isTime && (!isa<FloatAttr>(entry.getValue()) ||
+                      cast<FloatAttr>(entry.getValue()).getValueAsDouble() <
+                          0)) ||
+          (isBytes && (!isa<IntegerAttr>(entry.getValue()) ||
+                       cast<IntegerAttr>(entry.getValue()).getInt() < 0)))
+        return op->emitOpError()
+               << where << "pipe.cost entry '" << key << "' must be a "
+               << (isTime ? "non-negative float (seconds)"
+                          : "non-negative integer (bytes)")
+               << ", got " << entry.getValue();
+    }
+  }
   return success();
 }
 

@@ -61,4 +61,100 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
   }];
 }
 
+def AnnotateCostsPass : Pass<"pipe-annotate-costs", "::mlir::ModuleOp"> {
+  let summary = "Attach forward/backward time and memory to every op";
+  let description = [{
+    Gives every op of every function body (constants and terminators
+    excepted) a `pipe.cost` dictionary, and the module a `pipe.device`
+    dictionary describing the device (docs/Pipe.md, "Costs"):
+
+    ```mlir
+    %0 = nn.matmul %x, %w {pipe.cost = {activation_bytes = 256 : i64,
+        backward_input = 0.0 : f64, backward_weight = 2.1e-06 : f64,
+        forward = 2.1e-06 : f64, frozen_bytes = 0 : i64,
+        output_bytes = 96 : i64, parameter_bytes = 48 : i64,
+        source = "analytical"}} : ...
+    ```
+
+    Times are seconds. The analytical model is a roofline on
+    `nn::CostOpInterface`: `overhead + max(flops / peak, bytes /
+    bandwidth)` with the peak of contractions (matmul, gemm, conv) or of
+    other ops, for `device` = `cpu` or `h200`. The input gradient costs one
+    forward when a gradient reaches an operand, the weight gradient one
+    forward when the op reads a trainable weight (`nn.param` without
+    `nn.frozen`). With `profile=FILE` measured times (the JSON of
+    `pipedream-profile`) replace the analytical ones op by op.
+  }];
+  let options = [
+    Option<"device", "device", "std::string", "\"cpu\"",
+           "device of the analytical model: cpu or h200">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "JSON profile whose measured times override the model">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect"];
+}
+
+def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
+  let summary = "Assign every op a pipeline stage (PipeDream's partitioner)";
+  let description = [{
+    Cuts each public function with a body into `stages` x `virtual`
+    pieces and marks every op, argument and result with `pipe.stage`
+    (piece p is `#pipe.stage<p % stages, chunk = p / stages>`). Functions
+    record the choice as `pipe.partition`.
+
+    - `method=auto`: PipeDream's dynamic program over cut points of the
+      body's (topological) op order: minimises the slowest stage's time
+      (forward + backward + sending the cut tensors and their gradients at
+      the link bandwidth of `pipe.device`) under `memory-limit` per rank,
+      counting the schedule's in-flight micro-batches and weight versions.
+      Needs `pipe-annotate-costs` first.
+    - `method=uniform`: equal op counts (the baseline).
+    - `split-after=NODE,...`: manual, stage boundaries after the named ops
+      (ONNX node names: the ops' `NameLoc` locations).
+
+    Errors: more stages than ops, no partition within the memory limit,
+    an unknown node name.
+  }];
+  let options = [
+    Option<"numStages", "stages", "int64_t", "1", "pipeline stages (ranks)">,
+    Option<"numChunks", "virtual", "int64_t", "1",
+           "virtual chunks per stage (interleaved schedules)">,
+    Option<"method", "method", "std::string", "\"auto\"",
+           "auto (dynamic program) or uniform (equal op counts)">,
+    ListOption<"splitAfter", "split-after", "std::string",
+               "ONNX node names to end a stage after (manual partition)">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "bytes per rank (suffixes K, M, G, KiB, MiB, GiB); empty: none">,
+    Option<"scheduleKind", "schedule", "std::string", "\"1f1b\"",
+           "schedule whose in-flight micro-batches and weight versions the "
+           "memory limit counts (1f1b becomes interleaved-1f1b for virtual > 1)">,
+    Option<"numMicrobatches", "microbatches", "int64_t", "0",
+           "micro-batches per step (0: stages)">,
+    Option<"optimizerStates", "optimizer-states", "int64_t", "0",
+           "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect"];
+}
+
+def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
+  let summary = "Outline one function per pipeline stage";
+  let description = [{
+    For each function whose ops carry `pipe.stage` (after `pipe-partition`),
+    moves the ops of stage i (chunk c) into `func.func private
+    @<name>_stage<i>` (`@<name>_stage<i>_chunk<c>`) marked with that
+    `pipe.stage`, and rewrites the function into the global view: one
+    `func.call` per stage in pipeline order and one `pipe.transfer` per
+    value and consuming stage. A stage function's arguments are the
+    weights and graph inputs it reads (with their `nn.*` attributes), then
+    the values it receives, in definition order; its results are the values
+    later stages or the return read. Constants are cloned into every stage
+    that uses them.
+
+    Checks first: every op (but constants) is in exactly one stage, no value
+    flows from a later stage to an earlier one, no stage is empty.
+  }];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,96 @@
+//===- Partition.h - partitioning driver and report -------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What `pipedream-compile` does for `--stages`, `--partition`,
+// `--cost-model`, `--emit partitioned` and `--report` / `--report-json`
+// (CLI.md): runs pipe-annotate-costs, pipe-partition and
+// pipe-outline-stages on an imported module and describes the partition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_COMPILER_PARTITION_H
+#define PIPEDREAM_COMPILER_PARTITION_H
+
+#include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace pipedream {
+
+/// The partitioning flags of pipedream-compile.
+struct PartitionConfig {
+  int64_t stages = 1;        ///< --stages
+  int64_t virtualStages = 1; ///< --virtual-stages
+  std::string method = "auto"; ///< --partition auto|uniform
+  std::vector<std::string> splitAfter; ///< --split-after (manual)
+  std::string device = "cpu"; ///< --device cpu|h200
+  /// --cost-model: "analytical" or a profile JSON file.
+  std::string costModel = "analytical";
+  std::string schedule = "1f1b"; ///< --schedule
+  int64_t microbatches = 0;      ///< --microbatches (0: stages)
+  std::string memoryLimit;       ///< --memory-limit (bytes, suffixes)
+  int64_t optimizerStates = 0;   ///< from --optimizer (adam: 2)
+};
+
+/// Runs pipe-annotate-costs and pipe-partition on `module`. On failure sets
+/// `error` to a one-line message (the first diagnostic).
+mlir::LogicalResult partitionModule(mlir::ModuleOp module,
+                                    const PartitionConfig &config,
+                                    std::string &error);
+
+/// Runs pipe-outline-stages on a partitioned module.
+mlir::LogicalResult outlineStages(mlir::ModuleOp module, std::string &error);
+
+/// One stage (piece) of the report.
+struct StageReport {
+  int64_t index = 0, chunk = 0; ///< `#pipe.stage<index, chunk>`
+  int64_t rank = 0;
+  int64_t numOps = 0;
+  std::string firstOp, lastOp; ///< ONNX node names
+  pipe::partition::Piece cost;
+};
+
+/// The partition of one function and how it compares.
+struct PartitionReport {
+  std::string function;
+  std::string method;
+  int64_t stages = 1, virtualStages = 1, microbatches = 1;
+  std::string schedule, device, costSource;
+  int64_t memoryLimit = 0;
+  std::vector<StageReport> stageReports;
+  double slowest = 0, ideal = 0;
+  int64_t slowestStage = 0;
+  /// The same model under the other methods (negative when impossible).
+  double uniformSlowest = -1, autoSlowest = -1;
+  /// Wall-clock seconds of the dynamic program on this function.
+  double solveSeconds = 0;
+  int64_t numOps = 0;
+  bool fitsMemory = true;
+};
+
+/// Describes the partition `partitionModule` left in `module` (before
+/// outlining).
+mlir::FailureOr<PartitionReport> collectPartitionReport(mlir::ModuleOp module,
+                                                        std::string &error);
+
+/// The `--report` text: a table of stages, the slowest stage against the
+/// ideal (total / stages) and against uniform.
+void printPartitionReport(const PartitionReport &report,
+                          llvm::raw_ostream &os);
+
+/// The `--report-json` sections: `stages` (list: index, chunk, ranks,
+/// op_count, forward/backward times, parameter, activation and cut bytes,
+/// memory...) and `partition` (method, slowest, ideal, ratios).
+llvm::json::Object partitionReportJSON(const PartitionReport &report);
+
+} // namespace pipedream
+
+#endif // PIPEDREAM_COMPILER_PARTITION_H

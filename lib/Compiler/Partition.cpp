@@ -1,0 +1,332 @@
+//===- Partition.cpp - partitioning driver and report ---------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Compiler/Partition.h"
+
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+#include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace pipedream;
+namespace pp = pipedream::pipe;
+namespace partition = pipedream::pipe::partition;
+
+/// Runs `populate`'s passes on `module`; the first error becomes `error`.
+static LogicalResult runPasses(ModuleOp module,
+                               llvm::function_ref<void(PassManager &)> populate,
+                               std::string &error) {
+  std::string firstError;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = diag.str();
+    return success();
+  });
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  populate(pm);
+  if (succeeded(pm.run(module)))
+    return success();
+  error = firstError.empty() ? "partitioning failed" : firstError;
+  return failure();
+}
+
+LogicalResult pipedream::partitionModule(ModuleOp module,
+                                         const PartitionConfig &config,
+                                         std::string &error) {
+  pp::AnnotateCostsPassOptions costs;
+  costs.device = config.device;
+  if (config.costModel != "analytical")
+    costs.profile = config.costModel;
+  pp::PartitionPassOptions options;
+  options.numStages = config.stages;
+  options.numChunks = config.virtualStages;
+  options.method = config.method;
+  options.splitAfter.assign(config.splitAfter.begin(), config.splitAfter.end());
+  options.memoryLimit = config.memoryLimit;
+  options.scheduleKind = config.schedule;
+  options.numMicrobatches = config.microbatches;
+  options.optimizerStates = config.optimizerStates;
+  return runPasses(
+      module,
+      [&](PassManager &pm) {
+        pm.addPass(pp::createAnnotateCostsPass(costs));
+        pm.addPass(pp::createPartitionPass(options));
+      },
+      error);
+}
+
+LogicalResult pipedream::outlineStages(ModuleOp module, std::string &error) {
+  return runPasses(
+      module,
+      [](PassManager &pm) { pm.addPass(pp::createOutlineStagesPass()); },
+      error);
+}
+
+FailureOr<PartitionReport>
+pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
+  func::FuncOp func;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("pipe.partition")) {
+      func = f;
+      break;
+    }
+  if (!func) {
+    error = "no partitioned function (run pipe-partition first)";
+    return failure();
+  }
+  auto summary = func->getAttrOfType<DictionaryAttr>("pipe.partition");
+  auto getInt = [&](StringRef key, int64_t fallback) {
+    auto attr = summary.getAs<IntegerAttr>(key);
+    return attr ? attr.getInt() : fallback;
+  };
+  auto getString = [&](StringRef key) {
+    auto attr = summary.getAs<StringAttr>(key);
+    return attr ? attr.str() : std::string();
+  };
+  PartitionReport report;
+  report.function = func.getSymName().str();
+  report.method = getString("method");
+  report.stages = getInt("stages", 1);
+  report.virtualStages = getInt("virtual", 1);
+  report.microbatches = getInt("microbatches", report.stages);
+  report.schedule = getString("schedule");
+  report.memoryLimit = getInt("memory_limit", 0);
+
+  partition::Options options;
+  options.numStages = report.stages;
+  options.numChunks = report.virtualStages;
+  options.kind = pp::schedule::parseKind(report.schedule)
+                     .value_or(pp::schedule::Kind::OneFOneB);
+  options.numMicrobatches = report.microbatches;
+  options.memoryLimit = report.memoryLimit;
+  options.optimizerStates = getInt("optimizer_states", 0);
+  if (auto device =
+          pp::DeviceModel::fromAttr(module->getAttr(pp::kDeviceAttrName))) {
+    report.device = device->name;
+    options.linkBandwidth = device->linkBandwidth;
+    options.linkLatency = device->linkLatency;
+  }
+
+  SmallVector<Operation *> nodes;
+  int64_t missing = 0;
+  partition::Graph graph = pp::buildPartitionGraph(func, nodes, missing);
+  report.numOps = nodes.size();
+  bool profiled = false, analytical = false;
+  for (Operation *op : nodes)
+    if (auto cost = pp::OpCost::fromAttr(op->getAttr(pp::kCostAttrName)))
+      (cost->source == "profile" ? profiled : analytical) = true;
+  report.costSource = missing == static_cast<int64_t>(nodes.size())
+                          ? "none"
+                      : profiled && analytical ? "profile + analytical"
+                      : profiled               ? "profile"
+                                               : "analytical";
+
+  // Cut points from the stage attributes (pieces are contiguous in body
+  // order after pipe-partition).
+  int64_t pieces = options.numPieces();
+  std::vector<int64_t> cuts(pieces + 1, 0);
+  std::vector<int64_t> count(pieces, 0);
+  int64_t previous = 0;
+  for (auto [i, op] : llvm::enumerate(nodes)) {
+    auto stage = op->getAttrOfType<pp::StageAttr>(pp::PipeDialect::kStageAttrName);
+    if (!stage) {
+      error = "an op has no pipe.stage";
+      return failure();
+    }
+    int64_t piece = stage.getVirtualIndex(report.stages);
+    if (piece < previous || piece >= pieces) {
+      error = "the stages are not contiguous in op order";
+      return failure();
+    }
+    previous = piece;
+    ++count[piece];
+  }
+  for (int64_t p = 0; p < pieces; ++p)
+    cuts[p + 1] = cuts[p] + count[p];
+  partition::Result result = partition::evaluateCuts(graph, options, cuts);
+  if (!result.ok()) {
+    error = result.error;
+    return failure();
+  }
+  report.slowest = result.slowest;
+  report.slowestStage = result.slowestPiece;
+  report.ideal = result.ideal;
+  report.fitsMemory = result.fitsMemory;
+  for (int64_t p = 0; p < pieces; ++p) {
+    StageReport stage;
+    stage.index = p % report.stages;
+    stage.chunk = p / report.stages;
+    stage.rank = stage.index;
+    stage.numOps = count[p];
+    stage.cost = result.pieces[p];
+    if (count[p] > 0) {
+      stage.firstOp = pp::getOpName(nodes[cuts[p]]);
+      stage.lastOp = pp::getOpName(nodes[cuts[p + 1] - 1]);
+    }
+    report.stageReports.push_back(stage);
+  }
+  partition::Result uniform = partition::uniform(graph, options);
+  if (uniform.ok())
+    report.uniformSlowest = uniform.slowest;
+  if (missing == 0) {
+    auto start = std::chrono::steady_clock::now();
+    partition::Result best = partition::solve(graph, options);
+    report.solveSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+    if (best.ok())
+      report.autoSlowest = best.slowest;
+  }
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+static std::string formatTime(double seconds) {
+  if (seconds == 0)
+    return "0";
+  if (seconds < 1e-3)
+    return llvm::formatv("{0:F2} us", seconds * 1e6).str();
+  if (seconds < 1)
+    return llvm::formatv("{0:F2} ms", seconds * 1e3).str();
+  return llvm::formatv("{0:F2} s", seconds).str();
+}
+
+static std::string formatBytes(int64_t bytes) {
+  if (bytes < 1024)
+    return llvm::formatv("{0} B", bytes).str();
+  if (bytes < 1024 * 1024)
+    return llvm::formatv("{0:F1} KiB", bytes / 1024.0).str();
+  if (bytes < (int64_t(1) << 30))
+    return llvm::formatv("{0:F1} MiB", bytes / (1024.0 * 1024)).str();
+  return llvm::formatv("{0:F2} GiB", bytes / double(int64_t(1) << 30)).str();
+}
+
+void pipedream::printPartitionReport(const PartitionReport &r,
+                                     llvm::raw_ostream &os) {
+  int64_t pieces = r.stageReports.size();
+  os << "partition of @" << r.function << ": " << r.method << ", "
+     << r.stages << " stage" << (r.stages == 1 ? "" : "s");
+  if (r.virtualStages > 1)
+    os << " x " << r.virtualStages << " chunks";
+  os << ", schedule " << r.schedule << ", " << r.microbatches
+     << " micro-batch" << (r.microbatches == 1 ? "" : "es") << "\n";
+  os << "cost model: " << r.costSource << ", device " << r.device;
+  if (r.memoryLimit > 0)
+    os << ", memory limit " << formatBytes(r.memoryLimit) << " per rank";
+  os << "\n";
+  os << llvm::formatv("{0,5} {1,5} {2,4} {3,5} {4,10} {5,10} {6,10} {7,10} "
+                      "{8,10} {9,11} {10,10} {11,10}  {12}\n",
+                      "stage", "chunk", "rank", "ops", "forward", "backward",
+                      "comm", "time", "params", "activations", "cut-out",
+                      "memory", "ops (first .. last)");
+  for (const StageReport &s : r.stageReports) {
+    const partition::Piece &c = s.cost;
+    os << llvm::formatv(
+        "{0,5} {1,5} {2,4} {3,5} {4,10} {5,10} {6,10} {7,10} {8,10} {9,11} "
+        "{10,10} {11,10}  {12} .. {13}\n",
+        s.index, s.chunk, s.rank, s.numOps, formatTime(c.forward),
+        formatTime(c.backwardInput + c.backwardWeight), formatTime(c.comm),
+        formatTime(c.time), formatBytes(c.parameterBytes + c.frozenBytes),
+        formatBytes(c.activationBytes), formatBytes(c.sendBytes),
+        formatBytes(c.memory), s.firstOp.empty() ? "?" : s.firstOp,
+        s.lastOp.empty() ? "?" : s.lastOp);
+  }
+  const StageReport &slow = r.stageReports[r.slowestStage];
+  os << "slowest: stage " << slow.index;
+  if (r.virtualStages > 1)
+    os << " chunk " << slow.chunk;
+  os << ", " << formatTime(r.slowest) << "; ideal (total compute / " << pieces
+     << "): " << formatTime(r.ideal);
+  if (r.ideal > 0)
+    os << llvm::formatv("; slowest/ideal {0:F3}", r.slowest / r.ideal);
+  os << "\n";
+  if (r.method != "uniform" && r.uniformSlowest > 0) {
+    os << "uniform (equal op counts): slowest " << formatTime(r.uniformSlowest);
+    if (r.ideal > 0)
+      os << llvm::formatv(", slowest/ideal {0:F3}", r.uniformSlowest / r.ideal);
+    os << llvm::formatv("; this partition is {0:F2}x faster\n",
+                        r.uniformSlowest / r.slowest);
+  }
+  if (r.method != "auto" && r.autoSlowest > 0) {
+    os << "auto (dynamic program): slowest " << formatTime(r.autoSlowest);
+    if (r.ideal > 0)
+      os << llvm::formatv(", slowest/ideal {0:F3}", r.autoSlowest / r.ideal);
+    os << "\n";
+  }
+  if (!r.fitsMemory)
+    os << "warning: some stage exceeds the memory limit\n";
+}
+
+llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
+  llvm::json::Array stages;
+  for (const StageReport &s : r.stageReports) {
+    const partition::Piece &c = s.cost;
+    stages.push_back(llvm::json::Object{
+        {"index", s.index},
+        {"chunk", s.chunk},
+        {"ranks", llvm::json::Array{s.rank}},
+        {"op_count", s.numOps},
+        {"first_op", s.firstOp},
+        {"last_op", s.lastOp},
+        {"forward_time", c.forward},
+        {"backward_time", c.backwardInput + c.backwardWeight},
+        {"backward_input_time", c.backwardInput},
+        {"backward_weight_time", c.backwardWeight},
+        {"comm_time", c.comm},
+        {"time", c.time},
+        {"parameter_bytes", c.parameterBytes},
+        {"frozen_bytes", c.frozenBytes},
+        {"activation_bytes", c.activationBytes},
+        {"cut_bytes", c.sendBytes},
+        {"gradient_bytes", c.gradientBytes},
+        {"in_flight_microbatches", c.inFlight},
+        {"weight_versions", c.weightVersions},
+        {"memory_bytes", c.memory},
+    });
+  }
+  llvm::json::Object partitionSection{
+      {"function", r.function},
+      {"method", r.method},
+      {"stages", r.stages},
+      {"virtual_stages", r.virtualStages},
+      {"schedule", r.schedule},
+      {"microbatches", r.microbatches},
+      {"device", r.device},
+      {"cost_model", r.costSource},
+      {"memory_limit_bytes", r.memoryLimit},
+      {"fits_memory", r.fitsMemory},
+      {"slowest_stage", r.slowestStage},
+      {"slowest_time", r.slowest},
+      {"ideal_time", r.ideal},
+      {"slowest_over_ideal", r.ideal > 0 ? r.slowest / r.ideal : 0.0},
+  };
+  if (r.uniformSlowest > 0) {
+    partitionSection["uniform_slowest_time"] = r.uniformSlowest;
+    partitionSection["uniform_over_ideal"] =
+        r.ideal > 0 ? r.uniformSlowest / r.ideal : 0.0;
+  }
+  partitionSection["num_ops"] = r.numOps;
+  if (r.autoSlowest > 0) {
+    partitionSection["dp_seconds"] = r.solveSeconds;
+    partitionSection["auto_slowest_time"] = r.autoSlowest;
+    partitionSection["auto_over_ideal"] =
+        r.ideal > 0 ? r.autoSlowest / r.ideal : 0.0;
+  }
+  return llvm::json::Object{{"stages", std::move(stages)},
+                            {"partition", std::move(partitionSection)}};
+}

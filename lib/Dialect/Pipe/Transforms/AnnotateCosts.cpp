@@ -1,0 +1,55 @@
+//===- AnnotateCosts.cpp - pipe-annotate-costs -----------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace pipedream {
+namespace pipe {
+#define GEN_PASS_DEF_ANNOTATECOSTSPASS
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream::pipe;
+
+namespace {
+
+struct AnnotateCostsPass
+    : public pipedream::pipe::impl::AnnotateCostsPassBase<AnnotateCostsPass> {
+  using AnnotateCostsPassBase::AnnotateCostsPassBase;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void AnnotateCostsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::optional<DeviceModel> model = DeviceModel::lookup(device);
+  if (!model) {
+    module.emitError() << "pipe-annotate-costs: unknown device '" << device
+                       << "' (cpu or h200)";
+    return signalPassFailure();
+  }
+  std::optional<Profile> loaded;
+  if (!profile.empty()) {
+    std::string error;
+    loaded = Profile::read(profile, error);
+    if (!loaded) {
+      module.emitError() << "pipe-annotate-costs: " << error;
+      return signalPassFailure();
+    }
+  }
+  module->setAttr(kDeviceAttrName, model->toAttr(&getContext()));
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto costs = computeCosts(func, *model, loaded ? &*loaded : nullptr);
+    for (auto &[op, cost] : costs)
+      op->setAttr(kCostAttrName, cost.toAttr(&getContext()));
+  }
+}

@@ -1,0 +1,596 @@
+//===- CostModel.cpp - per-op costs for the partitioner -------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+
+#include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace pipedream;
+using namespace pipedream::pipe;
+
+//===----------------------------------------------------------------------===//
+// Devices
+//===----------------------------------------------------------------------===//
+
+std::optional<DeviceModel> DeviceModel::lookup(StringRef name) {
+  DeviceModel d;
+  d.name = name.str();
+  if (name == "cpu") {
+    // One core of an AVX-512 x86 server (the build machine: AMD EPYC, two
+    // 512-bit FMA pipes at ~2.6 GHz = 166 GFLOP/s f32 nominal). Attainable
+    // figures for the generated code, not peaks: the profile calibrates.
+    d.matrixFlops16 = 100e9;
+    d.matrixFlops32 = 100e9;
+    d.matrixFlops64 = 50e9;
+    d.vectorFlops = 20e9;
+    d.memoryBandwidth = 20e9;
+    // Ranks are processes on one host (MPI over shared memory).
+    d.linkBandwidth = 5e9;
+    d.linkLatency = 5e-6;
+    d.opOverhead = 0.5e-6;
+    return d;
+  }
+  if (name == "h200") {
+    // NVIDIA H200 SXM, dense: BF16 989 TFLOP/s, TF32 494 (f32 contractions
+    // on tensor cores), FP64 67; FP32 CUDA cores 67 TFLOP/s; HBM3e
+    // 4.8 TB/s; NVLink 900 GB/s both ways (450 GB/s per direction).
+    d.matrixFlops16 = 989e12;
+    d.matrixFlops32 = 494e12;
+    d.matrixFlops64 = 67e12;
+    d.vectorFlops = 67e12;
+    d.memoryBandwidth = 4.8e12;
+    d.linkBandwidth = 450e9;
+    d.linkLatency = 10e-6; // NCCL send/recv
+    d.opOverhead = 3e-6;   // kernel launch
+    return d;
+  }
+  return std::nullopt;
+}
+
+DictionaryAttr DeviceModel::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("name", b.getStringAttr(name)),
+      b.getNamedAttr("matrix_flops_16", b.getF64FloatAttr(matrixFlops16)),
+      b.getNamedAttr("matrix_flops_32", b.getF64FloatAttr(matrixFlops32)),
+      b.getNamedAttr("matrix_flops_64", b.getF64FloatAttr(matrixFlops64)),
+      b.getNamedAttr("vector_flops", b.getF64FloatAttr(vectorFlops)),
+      b.getNamedAttr("memory_bandwidth", b.getF64FloatAttr(memoryBandwidth)),
+      b.getNamedAttr("link_bandwidth", b.getF64FloatAttr(linkBandwidth)),
+      b.getNamedAttr("link_latency", b.getF64FloatAttr(linkLatency)),
+      b.getNamedAttr("op_overhead", b.getF64FloatAttr(opOverhead)),
+  });
+}
+
+static std::optional<double> getF64(DictionaryAttr dict, StringRef key) {
+  if (auto f = dict.getAs<FloatAttr>(key))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
+
+std::optional<DeviceModel> DeviceModel::fromAttr(Attribute attr) {
+  auto dict = dyn_cast_or_null<DictionaryAttr>(attr);
+  if (!dict)
+    return std::nullopt;
+  DeviceModel d;
+  if (auto name = dict.getAs<StringAttr>("name"))
+    d.name = name.str();
+  d.matrixFlops16 = getF64(dict, "matrix_flops_16").value_or(0);
+  d.matrixFlops32 = getF64(dict, "matrix_flops_32").value_or(0);
+  d.matrixFlops64 = getF64(dict, "matrix_flops_64").value_or(0);
+  d.vectorFlops = getF64(dict, "vector_flops").value_or(0);
+  d.memoryBandwidth = getF64(dict, "memory_bandwidth").value_or(0);
+  d.linkBandwidth = getF64(dict, "link_bandwidth").value_or(0);
+  d.linkLatency = getF64(dict, "link_latency").value_or(0);
+  d.opOverhead = getF64(dict, "op_overhead").value_or(0);
+  return d;
+}
+
+//===----------------------------------------------------------------------===//
+// The cost attribute
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr OpCost::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("forward", b.getF64FloatAttr(forward)),
+      b.getNamedAttr("backward_input", b.getF64FloatAttr(backwardInput)),
+      b.getNamedAttr("backward_weight", b.getF64FloatAttr(backwardWeight)),
+      b.getNamedAttr("parameter_bytes", b.getI64IntegerAttr(parameterBytes)),
+      b.getNamedAttr("frozen_bytes", b.getI64IntegerAttr(frozenBytes)),
+      b.getNamedAttr("activation_bytes", b.getI64IntegerAttr(activationBytes)),
+      b.getNamedAttr("output_bytes", b.getI64IntegerAttr(outputBytes)),
+      b.getNamedAttr("source", b.getStringAttr(source)),
+  });
+}
+
+std::optional<OpCost> OpCost::fromAttr(Attribute attr) {
+  auto dict = dyn_cast_or_null<DictionaryAttr>(attr);
+  if (!dict)
+    return std::nullopt;
+  OpCost c;
+  auto f = [&](StringRef key, double &out) {
+    if (auto v = getF64(dict, key))
+      out = *v;
+  };
+  auto i = [&](StringRef key, int64_t &out) {
+    if (auto v = dict.getAs<IntegerAttr>(key))
+      out = v.getInt();
+  };
+  f("forward", c.forward);
+  f("backward_input", c.backwardInput);
+  f("backward_weight", c.backwardWeight);
+  i("parameter_bytes", c.parameterBytes);
+  i("frozen_bytes", c.frozenBytes);
+  i("activation_bytes", c.activationBytes);
+  i("output_bytes", c.outputBytes);
+  if (auto s = dict.getAs<StringAttr>("source"))
+    c.source = s.str();
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Op names and signatures
+//===----------------------------------------------------------------------===//
+
+std::string pipe::getOpName(Operation *op) {
+  std::string name;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto named = dyn_cast<NameLoc>(loc)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+static void printType(llvm::raw_ostream &os, Type type) {
+  if (auto ranked = dyn_cast<RankedTensorType>(type)) {
+    for (int64_t d : ranked.getShape())
+      os << d << "x";
+    os << ranked.getElementType();
+    return;
+  }
+  os << type;
+}
+
+std::string pipe::getOpSignature(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      op->getOperandTypes(), os, [&](Type t) { printType(os, t); }, ",");
+  os << "->";
+  llvm::interleave(
+      op->getResultTypes(), os, [&](Type t) { printType(os, t); }, ",");
+  return text;
+}
+
+bool pipe::isPlacedOp(Operation *op) {
+  return !op->hasTrait<OpTrait::IsTerminator>() &&
+         !op->hasTrait<OpTrait::ConstantLike>();
+}
+
+//===----------------------------------------------------------------------===//
+// Profiles
+//===----------------------------------------------------------------------===//
+
+static std::string key(StringRef a, StringRef b, StringRef c = "") {
+  return (a + "\x1f" + b + "\x1f" + c).str();
+}
+
+void Profile::index() {
+  byNameKey_.clear();
+  byOpKey_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ProfileEntry &e = entries[i];
+    if (!e.name.empty())
+      byNameKey_.try_emplace(key(e.name, e.op, e.signature), i);
+    byOpKey_.try_emplace(key(e.op, e.signature), i);
+  }
+}
+
+const ProfileEntry *Profile::lookup(Operation *op) const {
+  std::string opName = op->getName().getStringRef().str();
+  std::string signature = getOpSignature(op);
+  std::string name = getOpName(op);
+  if (!name.empty()) {
+    auto it = byNameKey_.find(key(name, opName, signature));
+    if (it != byNameKey_.end())
+      return &entries[it->second];
+  }
+  auto it = byOpKey_.find(key(opName, signature));
+  return it == byOpKey_.end() ? nullptr : &entries[it->second];
+}
+
+std::optional<Profile> Profile::read(StringRef path, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = (path + ": " + buffer.getError().message()).str();
+    return std::nullopt;
+  }
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    error = (path + ": invalid JSON: " + llvm::toString(json.takeError())).str();
+    return std::nullopt;
+  }
+  auto *root = json->getAsObject();
+  if (!root || !root->getArray("ops")) {
+    error = (path + ": not a pipedream profile (expected an object with an "
+                    "\"ops\" array)")
+                .str();
+    return std::nullopt;
+  }
+  Profile profile;
+  if (auto device = root->getString("device"))
+    profile.device = device->str();
+  size_t index = 0;
+  for (const llvm::json::Value &value : *root->getArray("ops")) {
+    auto *obj = value.getAsObject();
+    auto fail = [&](const Twine &why) {
+      error = (path + ": ops[" + Twine(index) + "]: " + why).str();
+      return std::nullopt;
+    };
+    if (!obj)
+      return fail("expected an object");
+    ProfileEntry e;
+    if (auto s = obj->getString("name"))
+      e.name = s->str();
+    auto op = obj->getString("op");
+    auto signature = obj->getString("signature");
+    auto forward = obj->getNumber("forward");
+    if (!op || !signature || !forward)
+      return fail("needs \"op\", \"signature\" and \"forward\" (seconds)");
+    if (*forward < 0)
+      return fail("negative time");
+    e.op = op->str();
+    e.signature = signature->str();
+    e.forward = *forward;
+    if (auto v = obj->getNumber("backward_input"))
+      e.backwardInput = *v;
+    if (auto v = obj->getNumber("backward_weight"))
+      e.backwardWeight = *v;
+    profile.entries.push_back(std::move(e));
+    ++index;
+  }
+  profile.index();
+  return profile;
+}
+
+std::string Profile::toJSON() const {
+  llvm::json::Array ops;
+  for (const ProfileEntry &e : entries) {
+    llvm::json::Object obj;
+    if (!e.name.empty())
+      obj["name"] = e.name;
+    obj["op"] = e.op;
+    obj["signature"] = e.signature;
+    obj["forward"] = e.forward;
+    if (e.backwardInput)
+      obj["backward_input"] = *e.backwardInput;
+    if (e.backwardWeight)
+      obj["backward_weight"] = *e.backwardWeight;
+    ops.push_back(std::move(obj));
+  }
+  llvm::json::Object root{{"format", "pipedream-profile"},
+                          {"version", 1},
+                          {"device", device},
+                          {"ops", std::move(ops)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// The analytical model
+//===----------------------------------------------------------------------===//
+
+static int64_t byteSize(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  Type element = shaped.getElementType();
+  if (!element.isIntOrFloat())
+    return 0;
+  return shaped.getNumElements() * ((element.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+static bool isFloat(Value value) {
+  return isa<FloatType>(getElementTypeOrSelf(value.getType()));
+}
+
+namespace {
+/// How an op's backward uses its forward values (see docs/Pipe.md).
+enum class Saves {
+  /// Linear in every operand and shape-only: the backward needs no forward
+  /// value (add, transpose, reshape, sums...).
+  Nothing,
+  /// Bilinear (matmul, gemm, conv, mul): operand i's gradient needs the
+  /// other operands.
+  Others,
+  /// Nonlinear: the backward needs the float operands.
+  Inputs,
+};
+} // namespace
+
+static Saves classify(StringRef name) {
+  static const llvm::StringSet<> nothing = {
+      "nn.add",       "nn.sub",        "nn.neg",
+      "nn.reshape",   "nn.flatten",    "nn.transpose",
+      "nn.squeeze",   "nn.unsqueeze",  "nn.expand",
+      "nn.concat",    "nn.split",      "nn.slice",
+      "nn.cast",      "nn.reduce_sum", "nn.reduce_mean",
+      "nn.gather",    "nn.where",      "nn.average_pool",
+      "nn.global_average_pool"};
+  static const llvm::StringSet<> bilinear = {"nn.matmul", "nn.gemm",
+                                             "nn.conv", "nn.mul"};
+  if (nothing.contains(name))
+    return Saves::Nothing;
+  if (bilinear.contains(name))
+    return Saves::Others;
+  return Saves::Inputs;
+}
+
+/// Ops that only reinterpret a buffer: no work, no launch.
+static bool isView(StringRef name) {
+  return name == "nn.reshape" || name == "nn.flatten" ||
+         name == "nn.squeeze" || name == "nn.unsqueeze";
+}
+
+static bool isContraction(StringRef name) {
+  return name == "nn.matmul" || name == "nn.gemm" || name == "nn.conv";
+}
+
+/// Forward time of `op` on `device`: max(flops / peak, bytes / bandwidth)
+/// plus the per-op overhead.
+static double analyticalForward(Operation *op, const DeviceModel &device) {
+  StringRef name = op->getName().getStringRef();
+  if (isView(name))
+    return 0;
+  int64_t flops = 0, bytes = 0;
+  if (auto cost = dyn_cast<nn::CostOpInterface>(op)) {
+    flops = cost.getForwardFlops();
+    bytes = cost.getForwardBytes();
+  } else {
+    for (Type t : op->getOperandTypes())
+      bytes += byteSize(t);
+    for (Type t : op->getResultTypes())
+      bytes += byteSize(t);
+  }
+  if (name == "nn.gather" && op->getNumOperands() == 2 &&
+      op->getNumResults() == 1) {
+    // A gather reads the rows it returns, not the whole table.
+    bytes = 2 * byteSize(op->getResult(0).getType()) +
+            byteSize(op->getOperand(1).getType());
+  }
+  double peak = device.vectorFlops;
+  if (isContraction(name)) {
+    unsigned width = 32;
+    if (op->getNumResults() > 0)
+      if (auto f = dyn_cast<FloatType>(
+              getElementTypeOrSelf(op->getResult(0).getType())))
+        width = f.getWidth();
+    peak = width <= 16   ? device.matrixFlops16
+           : width <= 32 ? device.matrixFlops32
+                         : device.matrixFlops64;
+  }
+  double compute = peak > 0 ? flops / peak : 0;
+  double memory =
+      device.memoryBandwidth > 0 ? bytes / device.memoryBandwidth : 0;
+  return device.opOverhead + std::max(compute, memory);
+}
+
+llvm::DenseMap<Operation *, OpCost>
+pipe::computeCosts(func::FuncOp func, const DeviceModel &device,
+                   const Profile *profile) {
+  llvm::DenseMap<Operation *, OpCost> costs;
+  if (func.isExternal())
+    return costs;
+  // Weights: trainable unless nn.frozen.
+  llvm::DenseSet<Value> trainable, frozen;
+  for (BlockArgument arg : func.getArguments()) {
+    if (!func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kParamAttrName))
+      continue;
+    if (func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kFrozenAttrName))
+      frozen.insert(arg);
+    else
+      trainable.insert(arg);
+  }
+  // Values a gradient reaches: those that depend on a trainable weight.
+  llvm::DenseSet<Value> needsGrad(trainable.begin(), trainable.end());
+  llvm::DenseSet<Value> countedWeights, kept;
+
+  for (Operation &op : func.getBody().front()) {
+    if (!isPlacedOp(&op))
+      continue;
+    OpCost cost;
+    StringRef name = op.getName().getStringRef();
+    cost.forward = analyticalForward(&op, device);
+    for (Type t : op.getResultTypes())
+      cost.outputBytes += byteSize(t);
+
+    bool readsTrainable = false, gradientIn = false;
+    SmallVector<bool> operandGrad;
+    for (Value operand : op.getOperands()) {
+      bool grad = isFloat(operand) && needsGrad.contains(operand);
+      operandGrad.push_back(grad);
+      if (trainable.contains(operand)) {
+        readsTrainable = true;
+        if (countedWeights.insert(operand).second)
+          cost.parameterBytes += byteSize(operand.getType());
+      } else if (frozen.contains(operand)) {
+        if (countedWeights.insert(operand).second)
+          cost.frozenBytes += byteSize(operand.getType());
+      } else if (grad) {
+        gradientIn = true;
+      }
+    }
+    bool anyGrad = readsTrainable || gradientIn;
+    if (anyGrad) {
+      for (Value result : op.getResults())
+        if (isFloat(result))
+          needsGrad.insert(result);
+    }
+    // Backward: the input gradient costs about one forward (the transposed
+    // contraction, the elementwise derivative), the weight gradient another
+    // forward for ops that read a trainable weight. Views cost nothing.
+    if (!isView(name)) {
+      if (gradientIn)
+        cost.backwardInput = cost.forward;
+      if (readsTrainable)
+        cost.backwardWeight = cost.forward;
+    }
+
+    // Activations the backward keeps (weights are not activations).
+    if (anyGrad) {
+      Saves saves = classify(name);
+      for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+        if (trainable.contains(operand) || frozen.contains(operand) ||
+            matchPattern(operand, m_Constant()))
+          continue;
+        bool keep = false;
+        if (!isFloat(operand)) {
+          keep = true; // indices, masks: route the gradient
+        } else if (saves == Saves::Inputs) {
+          keep = true;
+        } else if (saves == Saves::Others) {
+          for (auto [j, other] : llvm::enumerate(op.getOperands()))
+            if (j != i && (operandGrad[j] || trainable.contains(other)))
+              keep = true;
+        }
+        if (keep && kept.insert(operand).second)
+          cost.activationBytes += byteSize(operand.getType());
+      }
+    }
+
+    if (profile) {
+      if (const ProfileEntry *e = profile->lookup(&op)) {
+        // Measured backward times apply where a backward runs at all (a
+        // gradient reaches an operand, the op reads a trainable weight);
+        // without them the analytical rule applies to the measured forward.
+        double f = e->forward;
+        bool view = isView(name);
+        cost.backwardInput =
+            gradientIn ? e->backwardInput.value_or(view ? 0 : f) : 0;
+        cost.backwardWeight =
+            readsTrainable ? e->backwardWeight.value_or(view ? 0 : f) : 0;
+        cost.forward = f;
+        cost.source = "profile";
+      }
+    }
+    costs[&op] = cost;
+  }
+  return costs;
+}
+
+//===----------------------------------------------------------------------===//
+// The partition problem of a function
+//===----------------------------------------------------------------------===//
+
+partition::Graph
+pipe::buildPartitionGraph(func::FuncOp func,
+                          SmallVectorImpl<Operation *> &nodes,
+                          int64_t &missingCosts) {
+  partition::Graph graph;
+  missingCosts = 0;
+  nodes.clear();
+  if (func.isExternal())
+    return graph;
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (Operation &op : func.getBody().front())
+    if (isPlacedOp(&op)) {
+      index[&op] = nodes.size();
+      nodes.push_back(&op);
+    }
+  int64_t n = nodes.size();
+  for (Operation *op : nodes) {
+    partition::Node node;
+    if (auto cost = OpCost::fromAttr(op->getAttr(kCostAttrName))) {
+      node.forward = cost->forward;
+      node.backwardInput = cost->backwardInput;
+      node.backwardWeight = cost->backwardWeight;
+      node.parameterBytes = cost->parameterBytes;
+      node.frozenBytes = cost->frozenBytes;
+      node.activationBytes = cost->activationBytes;
+    } else {
+      ++missingCosts;
+    }
+    graph.nodes.push_back(node);
+  }
+  for (Operation *op : nodes) {
+    int64_t producer = index[op];
+    for (Value result : op->getResults()) {
+      partition::Value value;
+      value.producer = producer;
+      value.bytes = byteSize(result.getType());
+      value.hasGradient = isFloat(result);
+      for (Operation *user : result.getUsers()) {
+        // Users in nested regions count as their ancestor in the body.
+        Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+        if (!top)
+          continue;
+        int64_t at = index.lookup(top);
+        if (top->hasTrait<OpTrait::IsTerminator>())
+          at = n - 1;
+        else if (!index.count(top))
+          continue;
+        if (at > producer)
+          value.users.push_back(at);
+      }
+      llvm::sort(value.users);
+      value.users.erase(std::unique(value.users.begin(), value.users.end()),
+                        value.users.end());
+      if (!value.users.empty())
+        graph.values.push_back(std::move(value));
+    }
+  }
+  return graph;
+}
+
+std::optional<int64_t> pipe::parseByteSize(StringRef text) {
+  text = text.trim();
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (isdigit(text[digits]) || text[digits] == '.'))
+    ++digits;
+  if (digits == 0)
+    return std::nullopt;
+  double number;
+  if (text.take_front(digits).getAsDouble(number))
+    return std::nullopt;
+  StringRef suffix = text.drop_front(digits).trim();
+  double scale = llvm::StringSwitch<double>(suffix.lower())
+                     .Cases({"", "b"}, 1)
+                     .Cases({"k", "kb"}, 1e3)
+                     .Cases({"m", "mb"}, 1e6)
+                     .Cases({"g", "gb"}, 1e9)
+                     .Cases({"t", "tb"}, 1e12)
+                     .Case("kib", 1024.0)
+                     .Case("mib", 1024.0 * 1024)
+                     .Case("gib", 1024.0 * 1024 * 1024)
+                     .Case("tib", 1024.0 * 1024 * 1024 * 1024)
+                     .Default(-1);
+  if (scale < 0)
+    return std::nullopt;
+  return static_cast<int64_t>(number * scale);
+}

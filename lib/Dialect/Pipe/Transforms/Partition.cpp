@@ -1,0 +1,237 @@
+//===- Partition.cpp - pipe-partition --------------------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// MLIR side of the partitioner: extracts the partition problem of each
+// public function (CostModel.h), solves it (PartitionSolver.h) and writes
+// the result back as `pipe.stage` attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+#include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace pipedream {
+namespace pipe {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream::pipe;
+
+namespace {
+
+struct PartitionPass
+    : public pipedream::pipe::impl::PartitionPassBase<PartitionPass> {
+  using PartitionPassBase::PartitionPassBase;
+  void runOnOperation() override;
+  LogicalResult partitionFunction(func::FuncOp func,
+                                  const partition::Options &options,
+                                  int64_t memoryBytes);
+};
+
+} // namespace
+
+/// Cut points for `split-after`: after the last op named by each node.
+static FailureOr<std::vector<int64_t>>
+manualCuts(func::FuncOp func, ArrayRef<Operation *> nodes,
+           ArrayRef<std::string> names, int64_t pieces) {
+  llvm::StringMap<int64_t> lastByName;
+  for (auto [i, op] : llvm::enumerate(nodes)) {
+    std::string name = getOpName(op);
+    if (!name.empty())
+      lastByName[name] = i;
+  }
+  std::vector<int64_t> cuts{0};
+  llvm::StringSet<> seen;
+  for (const std::string &name : names) {
+    auto it = lastByName.find(name);
+    if (it == lastByName.end())
+      return func.emitError()
+             << "pipe-partition: split-after: no op is named '" << name
+             << "' (names are the ONNX node names the importer gives each "
+                "op as its location, e.g. '/block/attn/MatMul')";
+    if (!seen.insert(name).second)
+      return func.emitError()
+             << "pipe-partition: split-after: '" << name << "' given twice";
+    cuts.push_back(it->second + 1);
+  }
+  if (static_cast<int64_t>(names.size()) != pieces - 1)
+    return func.emitError() << "pipe-partition: split-after names "
+                            << names.size() << " nodes but " << pieces
+                            << " stages need " << pieces - 1;
+  std::sort(cuts.begin() + 1, cuts.end());
+  if (cuts.back() >= static_cast<int64_t>(nodes.size()))
+    return func.emitError() << "pipe-partition: split-after: '"
+                            << getOpName(nodes.back())
+                            << "' is the last op; the last stage would be "
+                               "empty";
+  cuts.push_back(nodes.size());
+  return cuts;
+}
+
+LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
+                                               const partition::Options &options,
+                                               int64_t memoryBytes) {
+  SmallVector<Operation *> nodes;
+  int64_t missing = 0;
+  partition::Graph graph = buildPartitionGraph(func, nodes, missing);
+  std::string how = splitAfter.empty() ? method.getValue() : "manual";
+  if (how == "auto" && missing > 0)
+    return func.emitError()
+           << "pipe-partition: " << missing << " of " << nodes.size()
+           << " ops have no pipe.cost; run pipe-annotate-costs first (or "
+              "use method=uniform)";
+
+  partition::Result result;
+  if (how == "auto") {
+    result = partition::solve(graph, options);
+  } else if (how == "uniform") {
+    result = partition::uniform(graph, options);
+  } else {
+    auto cuts = manualCuts(func, nodes, splitAfter, options.numPieces());
+    if (failed(cuts))
+      return failure();
+    result = partition::evaluateCuts(graph, options, *cuts);
+  }
+  if (!result.ok())
+    return func.emitError() << "pipe-partition: @" << func.getSymName()
+                            << ": " << result.error;
+
+  MLIRContext *context = &getContext();
+  int64_t k = options.numStages;
+  auto stageOf = [&](int64_t piece) {
+    return StageAttr::get(context, piece % k, piece / k);
+  };
+  llvm::DenseMap<Operation *, int64_t> pieceOf;
+  for (int64_t p = 0; p < options.numPieces(); ++p)
+    for (int64_t i = result.cuts[p]; i < result.cuts[p + 1]; ++i)
+      pieceOf[nodes[i]] = p;
+  int64_t lastPiece = options.numPieces() - 1;
+  // The piece of the first placed user of a value (constants, arguments).
+  auto firstUserPiece = [&](Value value, int64_t fallback) {
+    int64_t best = -1;
+    for (Operation *user : value.getUsers()) {
+      Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+      auto it = top ? pieceOf.find(top) : pieceOf.end();
+      int64_t p = it != pieceOf.end() ? it->second : lastPiece;
+      if (best < 0 || p < best)
+        best = p;
+    }
+    return best < 0 ? fallback : best;
+  };
+  for (Operation &op : func.getBody().front()) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    auto it = pieceOf.find(&op);
+    int64_t p = it != pieceOf.end()
+                    ? it->second
+                    : (op.getNumResults() ? firstUserPiece(op.getResult(0), 0)
+                                          : 0);
+    op.setAttr(PipeDialect::kStageAttrName, stageOf(p));
+  }
+  for (BlockArgument arg : func.getArguments())
+    func.setArgAttr(arg.getArgNumber(), PipeDialect::kStageAttrName,
+                    stageOf(firstUserPiece(arg, 0)));
+  Operation *terminator = func.getBody().front().getTerminator();
+  for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
+    int64_t p = 0;
+    if (Operation *def = value.getDefiningOp())
+      p = pieceOf.count(def) ? pieceOf[def] : lastPiece;
+    else
+      p = firstUserPiece(value, 0);
+    func.setResultAttr(i, PipeDialect::kStageAttrName, stageOf(p));
+  }
+
+  Builder b(context);
+  SmallVector<NamedAttribute> summary = {
+      b.getNamedAttr("method", b.getStringAttr(how)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(options.numStages)),
+      b.getNamedAttr("virtual", b.getI64IntegerAttr(options.numChunks)),
+      b.getNamedAttr("schedule",
+                     b.getStringAttr(schedule::kindName(options.kind))),
+      b.getNamedAttr("microbatches",
+                     b.getI64IntegerAttr(options.numMicrobatches)),
+      b.getNamedAttr("optimizer_states",
+                     b.getI64IntegerAttr(options.optimizerStates)),
+      b.getNamedAttr("slowest", b.getF64FloatAttr(result.slowest)),
+      b.getNamedAttr("ideal", b.getF64FloatAttr(result.ideal)),
+  };
+  if (memoryBytes > 0)
+    summary.push_back(
+        b.getNamedAttr("memory_limit", b.getI64IntegerAttr(memoryBytes)));
+  func->setAttr("pipe.partition", b.getDictionaryAttr(summary));
+  if (!result.fitsMemory)
+    func.emitWarning() << "pipe-partition: the " << how
+                       << " partition exceeds memory-limit on some stage";
+  return success();
+}
+
+void PartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  partition::Options options;
+  options.numStages = numStages;
+  options.numChunks = numChunks;
+  if (numStages < 1 || numChunks < 1) {
+    module.emitError() << "pipe-partition: stages and virtual must be at "
+                          "least 1";
+    return signalPassFailure();
+  }
+  if (method != "auto" && method != "uniform") {
+    module.emitError() << "pipe-partition: unknown method '" << method
+                       << "' (auto or uniform; split-after=... for manual)";
+    return signalPassFailure();
+  }
+  std::optional<schedule::Kind> kind = schedule::parseKind(scheduleKind);
+  if (!kind) {
+    module.emitError() << "pipe-partition: unknown schedule '" << scheduleKind
+                       << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, "
+                          "zb-h1)";
+    return signalPassFailure();
+  }
+  // Virtual chunks imply Megatron's interleaved schedule.
+  if (numChunks > 1 && *kind == schedule::Kind::OneFOneB)
+    kind = schedule::Kind::Interleaved1F1B;
+  options.kind = *kind;
+  options.numMicrobatches = numMicrobatches > 0 ? numMicrobatches : numStages;
+  options.optimizerStates = optimizerStates;
+  int64_t memoryBytes = 0;
+  if (!memoryLimit.empty()) {
+    std::optional<int64_t> bytes = parseByteSize(memoryLimit);
+    if (!bytes || *bytes <= 0) {
+      module.emitError() << "pipe-partition: memory-limit='" << memoryLimit
+                         << "' is not a positive byte count (e.g. 80GiB)";
+      return signalPassFailure();
+    }
+    memoryBytes = *bytes;
+  }
+  options.memoryLimit = memoryBytes;
+  if (auto device = DeviceModel::fromAttr(module->getAttr(kDeviceAttrName))) {
+    options.linkBandwidth = device->linkBandwidth;
+    options.linkLatency = device->linkLatency;
+  }
+  bool any = false;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.isPublic() ||
+        func->hasAttr(PipeDialect::kStageAttrName))
+      continue;
+    any = true;
+    if (failed(partitionFunction(func, options, memoryBytes)))
+      return signalPassFailure();
+  }
+  if (!any) {
+    module.emitError() << "pipe-partition: no public function with a body to "
+                          "partition";
+    return signalPassFailure();
+  }
+}
