@@ -18,6 +18,8 @@ config.test_exec_root = os.path.join(config.pipedream_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python3))
 config.substitutions.append(("%src_root", config.pipedream_src_root))
+# Directory of the built tools, for scripts that drive several of them.
+config.substitutions.append(("%pipedream_bin", config.pipedream_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -8,6 +8,7 @@
 #define PIPEDREAM_INITALLPASSES_H
 
 #include "pipedream/Conversion/Passes.h"
+#include "pipedream/Dialect/NN/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 
@@ -17,6 +18,7 @@ namespace pipedream {
 /// `pipedream-opt` and textual pipelines).
 inline void registerAllPasses() {
   registerConversionPasses();
+  nn::registerNNTransformsPasses();
   pipe::registerPipeTransformsPasses();
   cpu::registerCPUCodegenPasses();
 }

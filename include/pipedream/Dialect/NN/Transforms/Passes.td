@@ -1,0 +1,101 @@
+//===- Passes.td - nn dialect transformations --------------*- tablegen -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_NN_TRANSFORMS_PASSES_TD
+#define PIPEDREAM_DIALECT_NN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"nn-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of nn functions";
+  let description = [{
+    For every public `func.func @f(args) -> results` with a body (or those
+    named by `functions`), adds the forward and backward of reverse-mode
+    automatic differentiation built from each op's `GradientOpInterface`
+    rule, and keeps `@f`:
+
+    - `@f_forward(args) -> (results..., residuals...)`: `@f` plus the values
+      the backward needs (marked `nn.residual = i`). Non-weight arguments
+      the backward reads are residuals too (a pipeline stage stashes its
+      input); weights are not, the backward takes them as arguments.
+      Operand-free ops (constants) are rematerialized, never saved.
+    - `@f_backward(params..., residuals..., d_results...) -> (grads...)`:
+      the weights (`nn.param` arguments) the backward reads, the residuals,
+      one gradient per float result (`nn.grad_of_result = j`); one result
+      per differentiable argument (`nn.grad_of = k`, the index of the
+      argument of `@f`). An argument is differentiable when it is a float
+      tensor, not marked `nn.no_grad` or `nn.frozen`, and (with
+      `input-gradients=false`) a weight.
+    - with `split-backward`: `@f_backward_input(params..., residuals...,
+      d_results...) -> (input grads..., carries...)` and
+      `@f_backward_weight(params..., residuals..., carries...) -> (weight
+      grads...)`, where the carries (`nn.carry = i`) are the values the
+      weight gradients need from the input-gradient pass. This is the B/W
+      split of zero-bubble schedules: B computes only what the previous
+      stage waits for.
+
+    Gradients of values used several times are summed. A result that does
+    not depend on any differentiable argument gets a zero gradient.
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "Functions to differentiate (default: every public one)">,
+    Option<"inputGradients", "input-gradients", "bool", "true",
+           "Also differentiate with respect to non-weight arguments">,
+    Option<"splitBackward", "split-backward", "bool", "false",
+           "Split the backward into input-gradient and weight-gradient "
+           "functions">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::pipedream::nn::NNDialect"];
+}
+
+def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
+  let summary = "Build the training step and optimizer update of a model";
+  let description = [{
+    Replaces the inference function `function` (`@main(inputs...,
+    weights...) -> (prediction, ...)`) by the two functions of a training
+    bundle (docs/Bundle.md, "Training bundles"):
+
+    - `@train_microbatch(inputs..., labels, weights..., [rng_seed],
+      grads...) -> (loss, grads'..., running stats'..., [rng_seed'])`: the
+      forward in training mode (BatchNormalization with batch statistics,
+      Dropout with a seeded mask), the loss (`cross-entropy` over class
+      indices on the last axis, or `mse`; mean reduction, as
+      torch.nn.functional), its gradient with respect to every trainable
+      weight scaled by `1/microbatches` and added to the accumulators;
+    - `@update(weights..., grads..., state...) -> (weights'..., state'...)`:
+      one torch.optim step (`sgd`, `momentum`, `adam`, `adamw`).
+
+    Results that replace a persistent buffer carry `nn.updates = "<name>"`.
+    Weights used only as BatchNormalization running statistics are not
+    trained (they are updated by the step).
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"main\"",
+           "The inference function to train">,
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "cross-entropy or mse">,
+    Option<"labelsName", "labels-name", "std::string", "\"labels\"",
+           "Name of the labels input">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "Micro-batches per optimizer step">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, momentum, adam or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.9",
+           "Momentum of the momentum optimizer">,
+    Option<"weightDecay", "weight-decay", "double", "0.0", "Weight decay">,
+    Option<"nesterov", "nesterov", "bool", "false", "Nesterov momentum">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::pipedream::nn::NNDialect"];
+}
+
+#endif // PIPEDREAM_DIALECT_NN_TRANSFORMS_PASSES_TD

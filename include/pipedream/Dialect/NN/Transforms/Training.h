@@ -1,0 +1,93 @@
+//===- Training.h - loss, gradient accumulation, optimizer ------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Turns an inference function `@main(inputs..., weights...) -> (prediction,
+// ...)` into the two functions of a training bundle (docs/Bundle.md,
+// "Training bundles"):
+//
+//   @train_microbatch(inputs..., labels, weights..., [rng_seed], grads...)
+//       -> (loss, grads'..., running statistics'..., [rng_seed'])
+//   @update(trainable weights..., grads..., optimizer state...)
+//       -> (weights'..., state'...)
+//
+// The forward runs in training mode (BatchNormalization with batch
+// statistics and running-stat updates, Dropout with a seeded mask), the
+// loss joins the prediction, `nn-autodiff`'s joint function gives the
+// gradients of the step loss (scaled by 1/M), added to the accumulators.
+// `@update` is one torch.optim step. Results that replace a persistent
+// buffer carry `nn.updates`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_NN_TRANSFORMS_TRAINING_H
+#define PIPEDREAM_DIALECT_NN_TRANSFORMS_TRAINING_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace pipedream::nn {
+
+enum class LossKind { CrossEntropy, MSE };
+enum class OptimizerKind { SGD, Momentum, Adam, AdamW };
+
+std::optional<LossKind> parseLossKind(llvm::StringRef text);
+llvm::StringRef stringifyLossKind(LossKind kind);
+std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef text);
+llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
+
+/// torch.optim hyper-parameters. `momentum` applies to `Momentum` (SGD with
+/// momentum; 0.9 when not given); Adam/AdamW use beta1/beta2/eps.
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.01;
+  double momentum = 0.9;
+  double weightDecay = 0.0;
+  bool nesterov = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+struct TrainingOptions {
+  /// The inference function to train.
+  std::string function = "main";
+  LossKind loss = LossKind::CrossEntropy;
+  /// Name of the labels input (`nn.name`).
+  std::string labelsName = "labels";
+  /// Micro-batches per step (the gradient of each is scaled by 1/M).
+  int64_t microbatches = 1;
+  OptimizerOptions optimizer;
+};
+
+/// What the training functions expect, for the bundle manifest.
+struct TrainingInfo {
+  /// Names of the data inputs, in argument order (labels excluded).
+  llvm::SmallVector<std::string> inputNames;
+  /// Cross-entropy: the number of classes (last axis of the prediction).
+  int64_t numClasses = 0;
+  /// First axis of the first input (samples per micro-batch), 0 if rank 0.
+  int64_t microbatchSize = 0;
+  /// Trainable weights and weights that are only updated (running stats).
+  llvm::SmallVector<std::string> trainableWeights, frozenWeights;
+  /// Whether the step function uses a random seed state (Dropout).
+  bool usesRandomSeed = false;
+};
+
+/// Replaces `options.function` in `module` by `@train_microbatch` and
+/// `@update`. Fails with a diagnostic (the op or the function) on models it
+/// cannot train: a loss that does not fit the prediction, an op without a
+/// derivative rule on the path to the loss, a labels name already taken.
+mlir::FailureOr<TrainingInfo>
+buildTrainingFunctions(mlir::ModuleOp module, const TrainingOptions &options);
+
+} // namespace pipedream::nn
+
+#endif // PIPEDREAM_DIALECT_NN_TRANSFORMS_TRAINING_H
