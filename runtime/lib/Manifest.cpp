@@ -203,6 +203,10 @@ bool parseRole(const std::string &name, pd_role &out) {
     out = PD_ROLE_OUTPUT;
   else if (name == "weight")
     out = PD_ROLE_WEIGHT;
+  else if (name == "grad")
+    out = PD_ROLE_GRAD;
+  else if (name == "state")
+    out = PD_ROLE_STATE;
   else
     return false;
   return true;
@@ -250,6 +254,214 @@ std::string describeType(pd_dtype dtype, const int64_t *shape, size_t rank) {
   }
   return text + "]";
 }
+
+namespace {
+
+/// Registers a grad/state buffer of a function, or checks it against the
+/// buffer of the same name another function declared; returns its index in
+/// Manifest::persistent.
+size_t persistentBuffer(Validator &v, Manifest &manifest,
+                        const std::map<std::string, size_t> &weightIndex,
+                        std::map<std::string, size_t> &persistentIndex,
+                        const BufferSpec &buffer,
+                        const std::string &functionName,
+                        const std::string &path) {
+  const char *role = pd_role_name(buffer.role);
+  if (weightIndex.count(buffer.name))
+    v.fail(Validator::join(path, "name"), std::string(role) + " buffer '" +
+                                              buffer.name +
+                                              "' has the name of a weight");
+  auto it = persistentIndex.find(buffer.name);
+  if (it == persistentIndex.end()) {
+    persistentIndex.emplace(buffer.name, manifest.persistent.size());
+    manifest.persistent.push_back({buffer.name, buffer.role, buffer.type});
+    return manifest.persistent.size() - 1;
+  }
+  const PersistentSpec &first = manifest.persistent[it->second];
+  // Find the function that declared it first, for the message.
+  std::string where;
+  for (const FunctionSpec &f : manifest.functions)
+    for (const BufferSpec &b : f.buffers)
+      if (where.empty() && b.name == buffer.name && b.role == first.role)
+        where = f.name;
+  if (where.empty())
+    where = functionName;
+  if (first.role != buffer.role)
+    v.fail(Validator::join(path, "role"),
+           "buffer '" + buffer.name + "' is " + role + " here but " +
+               pd_role_name(first.role) + " in function '" + where + "'");
+  if (first.type.dtype != buffer.type.dtype ||
+      first.type.shape != buffer.type.shape)
+    v.fail(path, std::string(role) + " buffer '" + buffer.name + "' is " +
+                     describeType(buffer.type.dtype, buffer.type.shape.data(),
+                                  buffer.type.shape.size()) +
+                     " here but " +
+                     describeType(first.type.dtype, first.type.shape.data(),
+                                  first.type.shape.size()) +
+                     " in function '" + where + "'");
+  return it->second;
+}
+
+bool isFloat(pd_dtype dtype) {
+  return dtype == PD_DTYPE_F32 || dtype == PD_DTYPE_F64 ||
+         dtype == PD_DTYPE_F16 || dtype == PD_DTYPE_BF16;
+}
+
+std::string describe(const TensorType &type) {
+  return describeType(type.dtype, type.shape.data(), type.shape.size());
+}
+
+/// A positive integer field of `training`.
+size_t positive(Validator &v, const json &object, const char *key) {
+  std::string path = Validator::join("training", key);
+  uint64_t value = v.unsignedInt(v.member(object, "training", key), path);
+  if (value == 0)
+    v.fail(path, "must be at least 1");
+  if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    v.fail(path, std::to_string(value) + " is too large");
+  return static_cast<size_t>(value);
+}
+
+/// Validates bundle.json `training` against the functions already read.
+void parseTraining(Validator &v, const json &value, Manifest &manifest) {
+  const std::string path = "training";
+  const json &object = v.object(value, path);
+  TrainingSpec &t = manifest.training;
+
+  t.loss = v.string(v.member(object, path, "loss"), "training.loss");
+  if (t.loss != "cross-entropy" && t.loss != "mse")
+    v.fail("training.loss",
+           "unknown loss '" + t.loss + "' (expected cross-entropy or mse)");
+
+  std::string functionNames;
+  for (const FunctionSpec &f : manifest.functions)
+    functionNames += (functionNames.empty() ? "" : ", ") + f.name;
+  auto function = [&](const char *key, std::string &name) -> size_t {
+    std::string fpath = Validator::join(path, key);
+    name = v.string(v.member(object, path, key), fpath);
+    for (size_t i = 0; i < manifest.functions.size(); ++i)
+      if (manifest.functions[i].name == name)
+        return i;
+    v.fail(fpath,
+           "no function '" + name + "' (functions: " + functionNames + ")");
+  };
+  t.stepFunctionIndex = function("step_function", t.stepFunction);
+  t.updateFunctionIndex = function("update_function", t.updateFunction);
+  if (t.stepFunctionIndex == t.updateFunctionIndex)
+    v.fail("training.update_function",
+           "the step and the update function must differ (both are '" +
+               t.stepFunction + "')");
+  const FunctionSpec &step = manifest.functions[t.stepFunctionIndex];
+  const FunctionSpec &update = manifest.functions[t.updateFunctionIndex];
+
+  t.microbatches = positive(v, object, "microbatches");
+  t.microbatchSize = positive(v, object, "microbatch_size");
+  t.batchSize = positive(v, object, "batch_size");
+  if (t.microbatchSize >
+          static_cast<size_t>(std::numeric_limits<int64_t>::max()) /
+              t.microbatches ||
+      t.batchSize != t.microbatches * t.microbatchSize)
+    v.fail("training.batch_size", std::to_string(t.batchSize) +
+                                      " is not microbatches x "
+                                      "microbatch_size = " +
+                                      std::to_string(t.microbatches) + " x " +
+                                      std::to_string(t.microbatchSize));
+
+  // The data the step reads: `inputs` and `labels`, exactly the step
+  // function's input buffers, each with microbatch_size samples.
+  auto stepInput = [&](const std::string &name,
+                       const std::string &where) -> const BufferSpec & {
+    for (const BufferSpec &b : step.buffers)
+      if (b.name == name) {
+        if (b.role != PD_ROLE_INPUT)
+          v.fail(where, "'" + name + "' has role " + pd_role_name(b.role) +
+                            " in step function '" + step.name +
+                            "'; data must be an input");
+        if (b.type.shape.empty() ||
+            static_cast<size_t>(b.type.shape[0]) != t.microbatchSize)
+          v.fail(where, "input '" + name + "' of step function '" + step.name +
+                            "' is " + describe(b.type) +
+                            ": its first axis must be microbatch_size " +
+                            std::to_string(t.microbatchSize));
+        return b;
+      }
+    v.fail(where,
+           "step function '" + step.name + "' has no input '" + name + "'");
+  };
+  t.labels = v.string(v.member(object, path, "labels"), "training.labels");
+  const BufferSpec &labels = stepInput(t.labels, "training.labels");
+  std::set<std::string> data = {t.labels};
+  const json &inputs =
+      v.array(v.member(object, path, "inputs"), "training.inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string ipath = Validator::index("training.inputs", i);
+    std::string name = v.string(inputs[i], ipath);
+    if (name == t.labels)
+      v.fail(ipath, "'" + name + "' is the labels, not an input");
+    if (!data.insert(name).second)
+      v.fail(ipath, "input '" + name + "' is listed twice");
+    stepInput(name, ipath);
+    t.inputs.push_back(name);
+  }
+  for (const BufferSpec &b : step.buffers)
+    if (b.role == PD_ROLE_INPUT && !data.count(b.name))
+      v.fail("training.inputs",
+             "input '" + b.name + "' of step function '" + step.name +
+                 "' is neither in training.inputs nor training.labels");
+
+  if (t.loss == "cross-entropy") {
+    std::string npath = "training.num_classes";
+    uint64_t classes =
+        v.unsignedInt(v.member(object, path, "num_classes"), npath);
+    if (classes == 0 ||
+        classes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      v.fail(npath, "must be a positive number of classes, got " +
+                        std::to_string(classes));
+    t.numClasses = static_cast<int64_t>(classes);
+    if (labels.type.dtype != PD_DTYPE_I64 && labels.type.dtype != PD_DTYPE_I32)
+      v.fail("training.labels",
+             "cross-entropy takes class indices (i64), but labels '" +
+                 t.labels + "' are " + describe(labels.type));
+  } else if (!isFloat(labels.type.dtype)) {
+    v.fail("training.labels", "mse takes a float target, but labels '" +
+                                  t.labels + "' are " + describe(labels.type));
+  }
+
+  // The loss: the step function's only output that updates nothing.
+  for (const BufferSpec &b : step.buffers) {
+    if (b.role != PD_ROLE_OUTPUT || !b.updates.empty())
+      continue;
+    if (!t.lossOutput.empty())
+      v.fail("training.step_function",
+             "step function '" + step.name +
+                 "' has two outputs without "
+                 "'updates' ('" +
+                 t.lossOutput + "' and '" + b.name +
+                 "'); exactly one, the loss, is expected");
+    if ((b.type.dtype != PD_DTYPE_F32 && b.type.dtype != PD_DTYPE_F64) ||
+        b.type.numElements != 1)
+      v.fail("training.step_function", "the loss output '" + b.name +
+                                           "' of step function '" + step.name +
+                                           "' is " + describe(b.type) +
+                                           "; expected one f32 or f64 element");
+    t.lossOutput = b.name;
+  }
+  if (t.lossOutput.empty())
+    v.fail("training.step_function",
+           "step function '" + step.name +
+               "' has no loss output (an output without 'updates')");
+
+  for (const BufferSpec &b : update.buffers)
+    if (b.role == PD_ROLE_INPUT)
+      v.fail("training.update_function",
+             "update function '" + update.name + "' has an input '" + b.name +
+                 "'; it may read only weight, grad and state buffers");
+
+  if (object.contains("optimizer"))
+    t.optimizer = v.object(object["optimizer"], "training.optimizer").dump();
+}
+
+} // namespace
 
 Manifest parseManifest(const std::string &text, const std::string &source) {
   Validator v(source);
@@ -331,6 +543,7 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   if (functions.empty())
     v.fail("functions", "the bundle has no functions");
   std::set<std::string> functionNames, symbols;
+  std::map<std::string, size_t> persistentIndex;
   for (size_t f = 0; f < functions.size(); ++f) {
     std::string path = Validator::index("functions", f);
     const json &entry = v.object(functions[f], path);
@@ -368,9 +581,10 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
       std::string role = v.string(v.member(bentry, bpath, "role"),
                                   Validator::join(bpath, "role"), true);
       if (!parseRole(role, buffer.role))
-        v.fail(Validator::join(bpath, "role"),
-               "unsupported role '" + role +
-                   "' (this runtime supports input, output, weight)");
+        v.fail(
+            Validator::join(bpath, "role"),
+            "unsupported role '" + role +
+                "' (this runtime supports input, output, weight, grad, state)");
       buffer.type = v.tensorType(bentry, bpath);
       if (buffer.role == PD_ROLE_WEIGHT) {
         auto it = weightIndex.find(buffer.name);
@@ -390,9 +604,69 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
                             describeType(expected.dtype, expected.shape.data(),
                                          expected.shape.size()));
       }
+      if (buffer.role == PD_ROLE_GRAD || buffer.role == PD_ROLE_STATE)
+        buffer.persistentIndex =
+            persistentBuffer(v, manifest, weightIndex, persistentIndex, buffer,
+                             function.name, bpath);
+      if (bentry.contains("updates")) {
+        std::string upath = Validator::join(bpath, "updates");
+        buffer.updates = v.string(bentry["updates"], upath);
+        if (buffer.role != PD_ROLE_OUTPUT)
+          v.fail(upath, "only output buffers may update a persistent "
+                        "buffer; '" +
+                            buffer.name + "' has role " +
+                            pd_role_name(buffer.role));
+      }
       function.buffers.push_back(std::move(buffer));
     }
     manifest.functions.push_back(std::move(function));
+  }
+
+  // `updates` may name a grad or state buffer that a later function
+  // introduces, so they are checked once every function is read.
+  for (size_t f = 0; f < manifest.functions.size(); ++f) {
+    const FunctionSpec &function = manifest.functions[f];
+    std::map<std::string, std::string> updatedBy;
+    for (size_t b = 0; b < function.buffers.size(); ++b) {
+      const BufferSpec &buffer = function.buffers[b];
+      if (buffer.updates.empty())
+        continue;
+      std::string upath = Validator::index(
+          Validator::join(Validator::index("functions", f), "buffers"), b);
+      upath = Validator::join(upath, "updates");
+      const TensorType *target = nullptr;
+      auto w = weightIndex.find(buffer.updates);
+      if (w != weightIndex.end())
+        target = &manifest.weights[w->second].type;
+      auto p = persistentIndex.find(buffer.updates);
+      if (p != persistentIndex.end())
+        target = &manifest.persistent[p->second].type;
+      if (!target)
+        v.fail(upath, "output '" + buffer.name + "' updates '" +
+                          buffer.updates +
+                          "', which is no persistent buffer (weight, grad or "
+                          "state) of the bundle");
+      if (target->dtype != buffer.type.dtype ||
+          target->shape != buffer.type.shape)
+        v.fail(upath,
+               "output '" + buffer.name + "' is " +
+                   describeType(buffer.type.dtype, buffer.type.shape.data(),
+                                buffer.type.shape.size()) +
+                   " but the persistent buffer '" + buffer.updates +
+                   "' it updates is " +
+                   describeType(target->dtype, target->shape.data(),
+                                target->shape.size()));
+      auto [it, inserted] = updatedBy.emplace(buffer.updates, buffer.name);
+      if (!inserted)
+        v.fail(upath, "outputs '" + it->second + "' and '" + buffer.name +
+                          "' of function '" + function.name +
+                          "' both update '" + buffer.updates + "'");
+    }
+  }
+
+  if (root.contains("training")) {
+    manifest.hasTraining = true;
+    parseTraining(v, root["training"], manifest);
   }
   return manifest;
 }

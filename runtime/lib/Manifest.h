@@ -56,13 +56,25 @@ struct WeightSpec {
   uint64_t bytes = 0;
 };
 
+/// A `grad` or `state` buffer: one per name in the whole bundle.
+struct PersistentSpec {
+  std::string name;
+  pd_role role = PD_ROLE_GRAD;
+  TensorType type;
+};
+
 /// One entry of a function's `buffers`.
 struct BufferSpec {
   std::string name;
   pd_role role = PD_ROLE_INPUT;
   TensorType type;
-  /// Index into Manifest::weights when role is PD_ROLE_WEIGHT.
+  /// Index into Manifest::weights when role is PD_ROLE_WEIGHT, into
+  /// Manifest::persistent when it is PD_ROLE_GRAD or PD_ROLE_STATE.
   size_t weightIndex = 0;
+  size_t persistentIndex = 0;
+  /// `updates` of an output: the persistent buffer (weight, grad or state)
+  /// whose memory is swapped with this output's after each run; "" if none.
+  std::string updates;
 };
 
 /// One entry of bundle.json `functions`.
@@ -71,6 +83,32 @@ struct FunctionSpec {
   std::string symbol;
   std::string kind;
   std::vector<BufferSpec> buffers;
+};
+
+/// The `training` section of a training bundle.
+struct TrainingSpec {
+  /// "cross-entropy" or "mse".
+  std::string loss;
+  /// The step function's label input.
+  std::string labels;
+  /// Cross-entropy: labels lie in [0, numClasses); 0 for mse.
+  int64_t numClasses = 0;
+  size_t microbatches = 1;
+  size_t microbatchSize = 1;
+  size_t batchSize = 1;
+  /// The step function's data inputs besides the labels.
+  std::vector<std::string> inputs;
+  std::string stepFunction;
+  std::string updateFunction;
+  /// Indices into Manifest::functions.
+  size_t stepFunctionIndex = 0;
+  size_t updateFunctionIndex = 0;
+  /// The step function's only output without `updates`: the micro-batch's
+  /// mean loss (one f32 or f64 element).
+  std::string lossOutput;
+  /// `optimizer` as compact JSON ("" if absent); the runtime does not
+  /// interpret it (the update function implements it).
+  std::string optimizer;
 };
 
 /// A validated bundle.json.
@@ -82,6 +120,10 @@ struct Manifest {
   std::string weightsFile;
   std::vector<WeightSpec> weights;
   std::vector<FunctionSpec> functions;
+  /// `grad` and `state` buffers, in order of first appearance.
+  std::vector<PersistentSpec> persistent;
+  bool hasTraining = false;
+  TrainingSpec training;
 };
 
 /// Parses and validates bundle.json text. Throws Error (PD_ERROR_FORMAT)

@@ -14,11 +14,13 @@
 
 #include "Manifest.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -34,7 +36,9 @@ using pipedream::runtime::Error;
 using pipedream::runtime::FunctionSpec;
 using pipedream::runtime::kAlignment;
 using pipedream::runtime::Manifest;
+using pipedream::runtime::PersistentSpec;
 using pipedream::runtime::TensorType;
+using pipedream::runtime::TrainingSpec;
 using pipedream::runtime::WeightSpec;
 
 namespace {
@@ -84,8 +88,11 @@ struct pd_buffer {
   pd_role role = PD_ROLE_INPUT;
   TensorType type;
   std::unique_ptr<unsigned char, FreeDeleter> memory;
-  /// Set by pd_buffer_write / pd_buffer_data; weights start written.
+  /// Set by pd_buffer_write / pd_buffer_data; persistent buffers start
+  /// written.
   bool written = false;
+  /// `updates` of an output ("" if none).
+  std::string updates;
 };
 
 struct pd_function {
@@ -93,8 +100,10 @@ struct pd_function {
   EntryPoint entry = nullptr;
   /// Manifest order; weight entries point at the bundle's weights.
   std::vector<pd_buffer *> buffers;
-  /// Owned input/output buffers (weights are owned by the bundle).
+  /// Owned input/output buffers (persistent ones are the bundle's).
   std::vector<std::unique_ptr<pd_buffer>> owned;
+  /// (output, persistent buffer it updates): memory swapped after a run.
+  std::vector<std::pair<pd_buffer *, pd_buffer *>> updates;
   /// The pointer array handed to `entry`, rebuilt for each call so the
   /// callee cannot corrupt ours.
   std::vector<void *> arguments;
@@ -105,18 +114,38 @@ struct pd_bundle {
   Manifest manifest;
   void *library = nullptr;
   std::vector<std::unique_ptr<pd_buffer>> weights;
+  /// `grad` and `state` buffers, Manifest::persistent order.
+  std::vector<std::unique_ptr<pd_buffer>> persistent;
   std::vector<std::unique_ptr<pd_function>> functions;
+  /// Trainers not destroyed yet (freed with the bundle).
+  std::vector<std::unique_ptr<pd_trainer>> trainers;
 
   pd_bundle() = default;
   pd_bundle(const pd_bundle &) = delete;
   pd_bundle &operator=(const pd_bundle &) = delete;
-  ~pd_bundle() {
-    functions.clear();
-    weights.clear();
-    if (library)
-      dlclose(library);
-  }
+  ~pd_bundle();
 };
+
+struct pd_trainer {
+  pd_bundle *bundle = nullptr;
+  pd_function *step = nullptr;
+  pd_function *update = nullptr;
+  /// The step function's data inputs: training.inputs, then the labels.
+  std::vector<pd_buffer *> data;
+  pd_buffer *labels = nullptr;
+  pd_buffer *loss = nullptr;
+  /// Every `grad` buffer of the bundle, zeroed before each step.
+  std::vector<pd_buffer *> grads;
+};
+
+pd_bundle::~pd_bundle() {
+  trainers.clear();
+  functions.clear();
+  persistent.clear();
+  weights.clear();
+  if (library)
+    dlclose(library);
+}
 
 namespace {
 
@@ -254,10 +283,25 @@ void loadLibrary(pd_bundle &bundle) {
 }
 
 void allocateBuffers(pd_bundle &bundle) {
+  std::map<std::string, pd_buffer *> byName;
+  for (auto &weight : bundle.weights)
+    byName[weight->name] = weight.get();
+  for (const PersistentSpec &spec : bundle.manifest.persistent) {
+    bundle.persistent.push_back(makeBuffer(
+        spec.name, spec.role, spec.type,
+        std::string(pd_role_name(spec.role)) + " '" + spec.name + "'"));
+    bundle.persistent.back()->written = true;
+    byName[spec.name] = bundle.persistent.back().get();
+  }
   for (auto &function : bundle.functions) {
     for (const BufferSpec &spec : function->spec.buffers) {
       if (spec.role == PD_ROLE_WEIGHT) {
         function->buffers.push_back(bundle.weights[spec.weightIndex].get());
+        continue;
+      }
+      if (spec.role == PD_ROLE_GRAD || spec.role == PD_ROLE_STATE) {
+        function->buffers.push_back(
+            bundle.persistent[spec.persistentIndex].get());
         continue;
       }
       std::string what = std::string(pd_role_name(spec.role)) + " '" +
@@ -265,10 +309,37 @@ void allocateBuffers(pd_bundle &bundle) {
                          "'";
       function->owned.push_back(
           makeBuffer(spec.name, spec.role, spec.type, std::move(what)));
-      function->buffers.push_back(function->owned.back().get());
+      pd_buffer *buffer = function->owned.back().get();
+      function->buffers.push_back(buffer);
+      if (!spec.updates.empty()) {
+        // NOTE: parseManifest checked that the target exists with the
+        // same type, so the swapped allocations have the same size.
+        buffer->updates = spec.updates;
+        function->updates.emplace_back(buffer, byName.at(spec.updates));
+      }
     }
     function->arguments.resize(function->buffers.size());
   }
+}
+
+/// Calls `function` on its buffers, then applies its `updates`.
+void runFunction(pd_function &function) {
+  for (size_t i = 0; i < function.buffers.size(); ++i) {
+    pd_buffer *buffer = function.buffers[i];
+    if (buffer->role == PD_ROLE_INPUT && !buffer->written)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  "function '" + function.spec.name + "': input '" +
+                      buffer->name +
+                      "' was never written (pd_buffer_write or "
+                      "pd_buffer_data)");
+    function.arguments[i] = buffer->memory.get();
+  }
+  function.entry(function.arguments.data());
+  // NOTE: the new values become the persistent ones without a copy; every
+  // function sees them on its next run because `arguments` is rebuilt from
+  // `memory` for each call (never cache a buffer's memory pointer).
+  for (auto &[output, target] : function.updates)
+    std::swap(output->memory, target->memory);
 }
 
 /// Checks dtype, shape and byte count given by a caller against `buffer`.
@@ -408,6 +479,10 @@ const char *pd_role_name(pd_role role) {
     return "output";
   case PD_ROLE_WEIGHT:
     return "weight";
+  case PD_ROLE_GRAD:
+    return "grad";
+  case PD_ROLE_STATE:
+    return "state";
   case PD_ROLE_MAX_ENUM_:
     break;
   }
@@ -579,17 +654,7 @@ pd_status pd_function_run(pd_function *function) {
   if (!function)
     return nullArgument("pd_function_run", "function");
   return guarded([&] {
-    for (size_t i = 0; i < function->buffers.size(); ++i) {
-      pd_buffer *buffer = function->buffers[i];
-      if (buffer->role == PD_ROLE_INPUT && !buffer->written)
-        return fail(PD_ERROR_INVALID_ARGUMENT,
-                    "function '" + function->spec.name + "': input '" +
-                        buffer->name +
-                        "' was never written (pd_buffer_write or "
-                        "pd_buffer_data)");
-      function->arguments[i] = buffer->memory.get();
-    }
-    function->entry(function->arguments.data());
+    runFunction(*function);
     return PD_OK;
   });
 }
@@ -624,6 +689,10 @@ size_t pd_buffer_num_elements(const pd_buffer *buffer) {
 
 size_t pd_buffer_num_bytes(const pd_buffer *buffer) {
   return buffer ? buffer->type.numBytes : 0;
+}
+
+const char *pd_buffer_updates(const pd_buffer *buffer) {
+  return buffer ? buffer->updates.c_str() : "";
 }
 
 void *pd_buffer_data(pd_buffer *buffer) {
@@ -665,6 +734,411 @@ pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
       return nullArgument("pd_buffer_read", "data");
     if (num_bytes != 0)
       std::memcpy(data, buffer->memory.get(), num_bytes);
+    return PD_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Persistent buffers and training information
+//===----------------------------------------------------------------------===//
+
+size_t pd_bundle_persistent_count(const pd_bundle *bundle) {
+  return bundle ? bundle->weights.size() + bundle->persistent.size() : 0;
+}
+
+pd_buffer *pd_bundle_persistent_at(pd_bundle *bundle, size_t index) {
+  if (!bundle)
+    return nullptr;
+  if (index < bundle->weights.size())
+    return bundle->weights[index].get();
+  index -= bundle->weights.size();
+  if (index < bundle->persistent.size())
+    return bundle->persistent[index].get();
+  return nullptr;
+}
+
+pd_status pd_bundle_find_persistent(pd_bundle *bundle, const char *name,
+                                    pd_buffer **out) {
+  if (!out)
+    return nullArgument("pd_bundle_find_persistent", "out");
+  *out = nullptr;
+  if (!bundle)
+    return nullArgument("pd_bundle_find_persistent", "bundle");
+  if (!name)
+    return nullArgument("pd_bundle_find_persistent", "name");
+  return guarded([&] {
+    for (size_t i = 0; i < pd_bundle_persistent_count(bundle); ++i) {
+      pd_buffer *buffer = pd_bundle_persistent_at(bundle, i);
+      if (buffer->name == name) {
+        *out = buffer;
+        return PD_OK;
+      }
+    }
+    return fail(PD_ERROR_NOT_FOUND, bundle->dir +
+                                        ": no weight, grad or state buffer '" +
+                                        name + "'");
+  });
+}
+
+namespace {
+const TrainingSpec *training(const pd_bundle *bundle) {
+  return bundle && bundle->manifest.hasTraining ? &bundle->manifest.training
+                                                : nullptr;
+}
+} // namespace
+
+int pd_bundle_is_training(const pd_bundle *bundle) {
+  return training(bundle) ? 1 : 0;
+}
+
+const char *pd_bundle_training_loss(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->loss.c_str() : "";
+}
+
+const char *pd_bundle_training_labels(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->labels.c_str() : "";
+}
+
+int64_t pd_bundle_training_num_classes(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->numClasses : 0;
+}
+
+size_t pd_bundle_training_microbatches(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->microbatches : 0;
+}
+
+size_t pd_bundle_training_microbatch_size(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->microbatchSize : 0;
+}
+
+size_t pd_bundle_training_batch_size(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->batchSize : 0;
+}
+
+size_t pd_bundle_training_input_count(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->inputs.size() : 0;
+}
+
+const char *pd_bundle_training_input_at(const pd_bundle *bundle, size_t index) {
+  const TrainingSpec *t = training(bundle);
+  if (!t || index >= t->inputs.size())
+    return nullptr;
+  return t->inputs[index].c_str();
+}
+
+const char *pd_bundle_training_optimizer(const pd_bundle *bundle) {
+  return training(bundle) ? training(bundle)->optimizer.c_str() : "";
+}
+
+pd_function *pd_bundle_training_step_function(pd_bundle *bundle) {
+  const TrainingSpec *t = training(bundle);
+  return t ? bundle->functions[t->stepFunctionIndex].get() : nullptr;
+}
+
+pd_function *pd_bundle_training_update_function(pd_bundle *bundle) {
+  const TrainingSpec *t = training(bundle);
+  return t ? bundle->functions[t->updateFunctionIndex].get() : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// "f32[Nx4]": a data array's type, N samples.
+std::string dataType(const pd_buffer &buffer) {
+  std::string text = pd_dtype_name(buffer.type.dtype);
+  text += "[N";
+  for (size_t i = 1; i < buffer.type.shape.size(); ++i)
+    text += "x" + std::to_string(buffer.type.shape[i]);
+  return text + "]";
+}
+
+/// Bytes of one sample of a step function data buffer.
+size_t rowBytes(const pd_trainer &trainer, const pd_buffer &buffer) {
+  return buffer.type.numBytes /
+         trainer.bundle->manifest.training.microbatchSize;
+}
+
+/// Finds and checks the array of every data buffer of the trainer (in
+/// trainer.data order); sets numSamples. Throws Error.
+std::vector<const pd_named_array *> matchData(const pd_trainer &trainer,
+                                              const pd_named_array *arrays,
+                                              size_t count,
+                                              size_t &numSamples) {
+  const std::string prefix = "training data: ";
+  if (count != 0 && !arrays)
+    throw Error(PD_ERROR_INVALID_ARGUMENT, prefix + "'arrays' is NULL");
+  std::map<std::string, const pd_named_array *> byName;
+  std::string given;
+  for (size_t i = 0; i < count; ++i) {
+    if (!arrays[i].name)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array " + std::to_string(i) + " has no name");
+    if (!byName.emplace(arrays[i].name, &arrays[i]).second)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "two arrays named '" + arrays[i].name + "'");
+    given += (given.empty() ? "" : ", ") + std::string(arrays[i].name);
+  }
+
+  std::vector<const pd_named_array *> matched;
+  std::string missing;
+  size_t missingCount = 0;
+  for (pd_buffer *buffer : trainer.data) {
+    auto it = byName.find(buffer->name);
+    if (it == byName.end()) {
+      missing += (missing.empty() ? "'" : ", '") + buffer->name + "' " +
+                 dataType(*buffer) +
+                 (buffer == trainer.labels ? " (the labels)" : "");
+      ++missingCount;
+      continue;
+    }
+    matched.push_back(it->second);
+  }
+  if (missingCount)
+    throw Error(PD_ERROR_NOT_FOUND,
+                prefix + "missing " +
+                    (missingCount == 1 ? "array " : "arrays ") + missing +
+                    " (arrays given: " + (given.empty() ? "none" : given) +
+                    ")");
+
+  const std::string &stepName = trainer.step->spec.name;
+  numSamples = 0;
+  const pd_named_array *first = nullptr;
+  for (size_t i = 0; i < matched.size(); ++i) {
+    const pd_buffer &buffer = *trainer.data[i];
+    const pd_named_array &array = *matched[i];
+    if (array.rank != 0 && !array.shape)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array '" + buffer.name + "' has a NULL shape");
+    const TensorType &type = buffer.type;
+    bool same = array.dtype == type.dtype && array.rank == type.shape.size() &&
+                array.rank >= 1 && array.shape[0] >= 0;
+    for (size_t d = 1; same && d < array.rank; ++d)
+      same = array.shape[d] == type.shape[d];
+    if (!same)
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix + "array '" + buffer.name + "' is " +
+                      describeType(array.dtype, array.shape, array.rank) +
+                      ", but step function '" + stepName + "' takes " +
+                      (&buffer == trainer.labels ? "labels" : "input") + " '" +
+                      buffer.name + "' as " + dataType(buffer) +
+                      " (N samples)");
+    size_t rows = static_cast<size_t>(array.shape[0]);
+    size_t bytes = rowBytes(trainer, buffer);
+    if ((bytes != 0 && array.num_bytes / bytes != rows) ||
+        (bytes != 0 && array.num_bytes % bytes != 0) ||
+        (bytes == 0 && array.num_bytes != 0))
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix + "array '" + buffer.name + "' is " +
+                      describeType(array.dtype, array.shape, array.rank) +
+                      " but has " + std::to_string(array.num_bytes) +
+                      " bytes of data");
+    if (array.num_bytes != 0 && !array.data)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array '" + buffer.name + "' has NULL data");
+    if (!first) {
+      first = &array;
+      numSamples = rows;
+    } else if (rows != numSamples) {
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix +
+                      "arrays have different numbers of samples (first "
+                      "axis): '" +
+                      first->name + "' has " + std::to_string(numSamples) +
+                      ", '" + array.name + "' has " + std::to_string(rows));
+    }
+  }
+  if (first && numSamples == 0)
+    throw Error(PD_ERROR_INVALID_ARGUMENT,
+                prefix + "array '" + first->name +
+                    "' has no samples (its first axis is 0)");
+  return matched;
+}
+
+/// Cross-entropy: checks that the labels of `rows` rows starting at
+/// `firstRow` (modulo numSamples) are class indices in [0, num_classes).
+void checkLabels(const pd_trainer &trainer, const pd_named_array &labels,
+                 size_t numSamples, size_t firstRow, size_t rows) {
+  const TrainingSpec &spec = trainer.bundle->manifest.training;
+  if (spec.loss != "cross-entropy")
+    return;
+  const pd_buffer &buffer = *trainer.labels;
+  size_t elementSize = pd_dtype_size(buffer.type.dtype);
+  size_t perRow = rowBytes(trainer, buffer) / elementSize;
+  const unsigned char *data = static_cast<const unsigned char *>(labels.data);
+  rows = std::min(rows, numSamples);
+  for (size_t r = 0; r < rows; ++r) {
+    size_t row = (firstRow + r) % numSamples;
+    for (size_t e = 0; e < perRow; ++e) {
+      const unsigned char *at = data + (row * perRow + e) * elementSize;
+      int64_t value;
+      if (buffer.type.dtype == PD_DTYPE_I64) {
+        std::memcpy(&value, at, sizeof(value));
+      } else {
+        int32_t narrow;
+        std::memcpy(&narrow, at, sizeof(narrow));
+        value = narrow;
+      }
+      if (value >= 0 && value < spec.numClasses)
+        continue;
+      std::string where;
+      if (labels.rank > 1) {
+        // The element's index, e.g. [17, 3].
+        where = " at [" + std::to_string(row);
+        size_t rest = e;
+        std::vector<int64_t> index(labels.rank - 1);
+        for (size_t d = labels.rank; d-- > 1;) {
+          int64_t extent = labels.shape[d];
+          index[d - 1] = extent ? static_cast<int64_t>(rest % extent) : 0;
+          rest = extent ? rest / extent : 0;
+        }
+        for (int64_t i : index)
+          where += ", " + std::to_string(i);
+        where += "]";
+      }
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  "training data: array '" + buffer.name + "': row " +
+                      std::to_string(row) + " holds " + std::to_string(value) +
+                      where + ", outside [0, " +
+                      std::to_string(spec.numClasses) +
+                      ") (cross-entropy over " +
+                      std::to_string(spec.numClasses) + " classes)");
+    }
+  }
+}
+
+/// Reads the step function's loss output (one f32 or f64 element).
+double readLoss(const pd_buffer &loss) {
+  if (loss.type.dtype == PD_DTYPE_F64) {
+    double value;
+    std::memcpy(&value, loss.memory.get(), sizeof(value));
+    return value;
+  }
+  float value;
+  std::memcpy(&value, loss.memory.get(), sizeof(value));
+  return value;
+}
+
+pd_buffer *functionBuffer(pd_function &function, const std::string &name) {
+  for (pd_buffer *buffer : function.buffers)
+    if (buffer->name == name)
+      return buffer;
+  throw Error(PD_ERROR_INTERNAL, "internal error: function '" +
+                                     function.spec.name + "' has no buffer '" +
+                                     name + "'");
+}
+
+} // namespace
+
+pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
+  if (!out)
+    return nullArgument("pd_trainer_create", "out");
+  *out = nullptr;
+  if (!bundle)
+    return nullArgument("pd_trainer_create", "bundle");
+  return guarded([&] {
+    const TrainingSpec *spec = training(bundle);
+    if (!spec)
+      return fail(PD_ERROR_UNSUPPORTED,
+                  bundle->dir +
+                      ": not a training bundle (bundle.json has no "
+                      "'training' section; pipedream-compile writes one "
+                      "unless --inference is given)");
+    auto trainer = std::make_unique<pd_trainer>();
+    trainer->bundle = bundle;
+    trainer->step = bundle->functions[spec->stepFunctionIndex].get();
+    trainer->update = bundle->functions[spec->updateFunctionIndex].get();
+    for (const std::string &name : spec->inputs)
+      trainer->data.push_back(functionBuffer(*trainer->step, name));
+    trainer->labels = functionBuffer(*trainer->step, spec->labels);
+    trainer->data.push_back(trainer->labels);
+    trainer->loss = functionBuffer(*trainer->step, spec->lossOutput);
+    for (auto &buffer : bundle->persistent)
+      if (buffer->role == PD_ROLE_GRAD)
+        trainer->grads.push_back(buffer.get());
+    bundle->trainers.push_back(std::move(trainer));
+    *out = bundle->trainers.back().get();
+    return PD_OK;
+  });
+}
+
+void pd_trainer_destroy(pd_trainer *trainer) {
+  if (!trainer)
+    return;
+  auto &trainers = trainer->bundle->trainers;
+  for (auto it = trainers.begin(); it != trainers.end(); ++it)
+    if (it->get() == trainer) {
+      trainers.erase(it);
+      return;
+    }
+}
+
+size_t pd_trainer_batch_size(const pd_trainer *trainer) {
+  return trainer ? trainer->bundle->manifest.training.batchSize : 0;
+}
+
+pd_status pd_trainer_check_data(pd_trainer *trainer,
+                                const pd_named_array *arrays, size_t count,
+                                size_t *num_samples) {
+  if (num_samples)
+    *num_samples = 0;
+  if (!trainer)
+    return nullArgument("pd_trainer_check_data", "trainer");
+  return guarded([&] {
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchData(*trainer, arrays, count, samples);
+    checkLabels(*trainer, *matched.back(), samples, 0, samples);
+    if (num_samples)
+      *num_samples = samples;
+    return PD_OK;
+  });
+}
+
+pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
+                          size_t count, uint64_t first_sample, double *loss) {
+  if (loss)
+    *loss = 0;
+  if (!trainer)
+    return nullArgument("pd_trainer_step", "trainer");
+  return guarded([&] {
+    const TrainingSpec &spec = trainer->bundle->manifest.training;
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchData(*trainer, arrays, count, samples);
+    size_t first = static_cast<size_t>(first_sample % samples);
+    // The labels are the last data buffer.
+    checkLabels(*trainer, *matched.back(), samples, first, spec.batchSize);
+
+    for (pd_buffer *grad : trainer->grads)
+      std::memset(grad->memory.get(), 0, grad->type.numBytes);
+    double total = 0;
+    size_t b = spec.microbatchSize;
+    for (size_t i = 0; i < spec.microbatches; ++i) {
+      size_t start = (first + i * b) % samples;
+      for (size_t k = 0; k < trainer->data.size(); ++k) {
+        pd_buffer &buffer = *trainer->data[k];
+        size_t bytes = rowBytes(*trainer, buffer);
+        const unsigned char *source =
+            static_cast<const unsigned char *>(matched[k]->data);
+        unsigned char *target = buffer.memory.get();
+        // Contiguous runs of rows, wrapping around the end of the data.
+        for (size_t done = 0; done < b && bytes != 0;) {
+          size_t row = (start + done) % samples;
+          size_t run = std::min(b - done, samples - row);
+          std::memcpy(target + done * bytes, source + row * bytes, run * bytes);
+          done += run;
+        }
+        buffer.written = true;
+      }
+      runFunction(*trainer->step);
+      total += readLoss(*trainer->loss);
+    }
+    runFunction(*trainer->update);
+    if (loss)
+      *loss = total / static_cast<double>(spec.microbatches);
     return PD_OK;
   });
 }

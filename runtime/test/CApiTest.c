@@ -94,6 +94,14 @@ int main(int argc, char **argv) {
           PD_OK);
     for (int i = 0; i < 6; ++i)
       CHECK(out[i] == in[i] * w[i] + 1.0f);
+    /* The training API from C: an inference bundle has no trainer. */
+    pd_trainer *trainer = NULL;
+    CHECK(pd_bundle_is_training(bundle) == 0);
+    CHECK(pd_trainer_create(bundle, &trainer) == PD_ERROR_UNSUPPORTED);
+    CHECK(trainer == NULL);
+    pd_named_array array = {"x", PD_DTYPE_F32, 2, shape, in, sizeof(in)};
+    CHECK(pd_trainer_step(trainer, &array, 1, 0, NULL) ==
+          PD_ERROR_INVALID_ARGUMENT);
     pd_bundle_close(bundle);
   }
 

@@ -209,9 +209,9 @@ const BadCase kBadCases[] = {
     {"MissingBuffers", [](json &m) { m["functions"][0].erase("buffers"); },
      "functions[0]: missing required field 'buffers'"},
     {"UnknownRole",
-     [](json &m) { m["functions"][0]["buffers"][0]["role"] = "grad"; },
-     "functions[0].buffers[0].role: unsupported role 'grad' (this runtime "
-     "supports input, output, weight)"},
+     [](json &m) { m["functions"][0]["buffers"][0]["role"] = "stash"; },
+     "functions[0].buffers[0].role: unsupported role 'stash' (this runtime "
+     "supports input, output, weight, grad, state)"},
     {"DuplicateBuffer",
      [](json &m) { m["functions"][0]["buffers"][2]["name"] = "x"; },
      "functions[0].buffers[2].name: duplicate buffer 'x' in function 'main'"},

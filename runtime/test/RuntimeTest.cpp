@@ -435,6 +435,10 @@ TEST(Runtime, Enums) {
   EXPECT_STREQ(pd_dtype_name(static_cast<pd_dtype>(42)), "?");
   EXPECT_EQ(pd_dtype_size(static_cast<pd_dtype>(42)), 0u);
   EXPECT_STREQ(pd_role_name(PD_ROLE_WEIGHT), "weight");
+  EXPECT_STREQ(pd_role_name(PD_ROLE_GRAD), "grad");
+  EXPECT_STREQ(pd_role_name(PD_ROLE_STATE), "state");
+  EXPECT_EQ(pd_runtime_api_version(), PD_RUNTIME_API_VERSION);
+  EXPECT_GE(PD_RUNTIME_API_VERSION, 2);
   EXPECT_STREQ(pd_status_string(PD_ERROR_MISMATCH), "type mismatch");
   EXPECT_STREQ(pd_status_string(static_cast<pd_status>(77)), "unknown status");
 }

@@ -101,6 +101,104 @@ inline std::string testWeights() {
   return bytes;
 }
 
+/// Initial weight of the training bundle (TestProgram.c's train_linear).
+inline std::vector<float> linearW() { return {0.5f, -1.f, 2.f}; }
+
+/// bundle.json of a training bundle on TestProgram.c's linear model:
+/// mse, M = 2 micro-batches of 2 samples, SGD with momentum 0.9, lr 0.1.
+inline std::string linearManifest() {
+  return R"({
+  "format": "pipedream-bundle",
+  "version": 1,
+  "model": "model.onnx",
+  "library": "program.so",
+  "weights_file": "weights.bin",
+  "weights": [
+    {"name": "w", "dtype": "f32", "shape": [3], "offset": 0, "bytes": 12}
+  ],
+  "functions": [
+    {"name": "train_microbatch", "symbol": "pipedream_train_linear",
+     "kind": "train_microbatch",
+     "buffers": [
+       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
+       {"name": "y", "role": "input", "dtype": "f32", "shape": [2]},
+       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
+       {"name": "grad:w", "role": "grad", "dtype": "f32", "shape": [3]},
+       {"name": "loss", "role": "output", "dtype": "f32", "shape": []},
+       {"name": "grad:w'", "role": "output", "dtype": "f32", "shape": [3],
+        "updates": "grad:w"}]},
+    {"name": "update", "symbol": "pipedream_update_linear", "kind": "update",
+     "buffers": [
+       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
+       {"name": "grad:w", "role": "grad", "dtype": "f32", "shape": [3]},
+       {"name": "momentum_buffer:w", "role": "state", "dtype": "f32",
+        "shape": [3]},
+       {"name": "step", "role": "state", "dtype": "f32", "shape": []},
+       {"name": "w'", "role": "output", "dtype": "f32", "shape": [3],
+        "updates": "w"},
+       {"name": "momentum_buffer:w'", "role": "output", "dtype": "f32",
+        "shape": [3], "updates": "momentum_buffer:w"},
+       {"name": "step'", "role": "output", "dtype": "f32", "shape": [],
+        "updates": "step"}]},
+    {"name": "predict", "symbol": "pipedream_predict_linear",
+     "kind": "inference",
+     "buffers": [
+       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
+       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
+       {"name": "p", "role": "output", "dtype": "f32", "shape": [2]}]}
+  ],
+  "training": {
+    "loss": "mse", "labels": "y", "microbatches": 2, "microbatch_size": 2,
+    "batch_size": 4, "inputs": ["x"], "step_function": "train_microbatch",
+    "update_function": "update",
+    "optimizer": {"kind": "momentum", "lr": 0.1, "momentum": 0.9}
+  }
+})";
+}
+
+/// weights.bin of the training bundle.
+inline std::string linearWeights() {
+  std::vector<float> w = linearW();
+  std::string bytes(w.size() * sizeof(float), '\0');
+  std::memcpy(&bytes[0], w.data(), bytes.size());
+  return bytes;
+}
+
+/// bundle.json of a training bundle on TestProgram.c's train_probe: records
+/// the rows of each micro-batch; cross-entropy over 5 classes, M = 2, b = 2.
+inline std::string probeManifest() {
+  return R"({
+  "format": "pipedream-bundle",
+  "version": 1,
+  "library": "program.so",
+  "functions": [
+    {"name": "train_probe", "symbol": "pipedream_train_probe",
+     "kind": "train_microbatch",
+     "buffers": [
+       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
+       {"name": "labels", "role": "input", "dtype": "i64", "shape": [2]},
+       {"name": "seen", "role": "state", "dtype": "f32", "shape": [4, 3]},
+       {"name": "calls", "role": "state", "dtype": "f32", "shape": []},
+       {"name": "loss", "role": "output", "dtype": "f32", "shape": []},
+       {"name": "seen'", "role": "output", "dtype": "f32", "shape": [4, 3],
+        "updates": "seen"},
+       {"name": "calls'", "role": "output", "dtype": "f32", "shape": [],
+        "updates": "calls"}]},
+    {"name": "update_probe", "symbol": "pipedream_update_probe",
+     "kind": "update",
+     "buffers": [
+       {"name": "calls", "role": "state", "dtype": "f32", "shape": []},
+       {"name": "calls_seen", "role": "output", "dtype": "f64", "shape": []}]}
+  ],
+  "training": {
+    "loss": "cross-entropy", "labels": "labels", "num_classes": 5,
+    "microbatches": 2, "microbatch_size": 2, "batch_size": 4,
+    "inputs": ["x"], "step_function": "train_probe",
+    "update_function": "update_probe"
+  }
+})";
+}
+
 /// Writes a bundle into `dir`: the manifest, the weights and a copy of the
 /// test program (built from TestProgram.c) as program.so.
 inline void makeBundle(const std::string &dir,

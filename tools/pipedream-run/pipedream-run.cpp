@@ -5,28 +5,51 @@
 //===----------------------------------------------------------------------===//
 //
 // `pipedream-run OUT_DIR --inputs IN.npz [--outputs OUT.npz]`
+// `pipedream-run OUT_DIR --data DATA.npz [--steps N] [--save-onnx T.onnx]
+//                [--loss-log LOSS.csv]`
 //
-// Runs the inference function of a bundle written by pipedream-compile
-// (docs/Bundle.md): the function called `main`, or the bundle's only
-// function of kind `inference`. Inputs are matched by name with the arrays
-// of IN.npz (dtype and shape checked); every output is written to OUT.npz
-// (uncompressed, as np.savez does), or summarized on stdout without
-// --outputs. Any error is one line `error: ...` on stderr and exit status 1.
+// Inference: runs the inference function of a bundle written by
+// pipedream-compile (docs/Bundle.md): the function called `main`, or the
+// bundle's only function of kind `inference`. Inputs are matched by name
+// with the arrays of IN.npz (dtype and shape checked); every output is
+// written to OUT.npz (uncompressed, as np.savez does), or summarized on
+// stdout without --outputs.
 //
-// Uses only the runtime library (no MLIR/LLVM). Training flags of the CLI
-// contract (--data, --steps, --ranks...) arrive with later issues and are
-// rejected here rather than ignored.
+// Training: runs N optimizer steps of a training bundle (pd_trainer) on the
+// arrays of DATA.npz, step s on samples [s*B, (s+1)*B) modulo the data's
+// length; shows progress, optionally logs the losses and writes the model
+// back to ONNX with the trained weights.
+//
+// Any error is one line `error: ...` on stderr and exit status 1.
+// Uses the runtime library and, for --save-onnx, the ONNX protobuf classes
+// (no MLIR/LLVM). Flags of the CLI contract that later issues implement
+// (--ranks, --trace, checkpoints) are rejected rather than ignored.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/npy.h"
 #include "pipedream/runtime.h"
 
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -35,29 +58,65 @@ using pipedream::npy::NamedArrays;
 
 const char kUsage[] =
     "usage: pipedream-run OUT_DIR --inputs IN.npz [--outputs OUT.npz]\n"
+    "       pipedream-run OUT_DIR --data DATA.npz [--steps N]\n"
+    "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
     "\n"
-    "Runs the inference function of the bundle in OUT_DIR (written by\n"
-    "pipedream-compile): arrays of IN.npz are matched by name with the\n"
+    "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
+    "\n"
+    "Inference bundles: arrays of IN.npz are matched by name with the\n"
     "function's inputs (dtype and shape must match); its outputs are written\n"
     "to OUT.npz, or listed on stdout without --outputs.\n"
     "\n"
+    "Training bundles: N optimizer steps on DATA.npz, whose arrays are named\n"
+    "after the model's inputs and the labels, the first axis the samples;\n"
+    "step s uses samples [s*B, (s+1)*B) modulo the number of samples (B the\n"
+    "batch size), micro-batch i its i-th contiguous slice.\n"
+    "\n"
     "options:\n"
-    "  --inputs IN.npz     input arrays, named after the model's inputs\n"
-    "  --outputs OUT.npz   where to write the outputs (replaced if present)\n"
-    "  -h, --help          this text\n";
+    "  --inputs IN.npz          input arrays, named after the model's inputs\n"
+    "  --outputs OUT.npz        where to write the outputs (replaced)\n"
+    "  --data DATA.npz          training data: the inputs and the labels\n"
+    "  --steps N                optimizer steps (default 1)\n"
+    "  --save-onnx TRAINED.onnx the bundle's model.onnx with the trained\n"
+    "                           weights\n"
+    "  --loss-log LOSS.csv      `step,loss` per step (step from 1)\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "Training progress goes to stderr as one updating line on a terminal,\n"
+    "else to stdout as one line per step and a summary.\n";
 
 /// Flags of the CLI contract (../shared/CLI.md) that later issues implement.
 const char *const kLaterFlags[] = {
-    "--data",     "--steps",          "--ranks",        "--save-onnx",
-    "--loss-log", "--trace",          "--checkpoint-dir", "--checkpoint-every",
-    "--resume",
+    "--ranks", "--trace", "--checkpoint-dir", "--checkpoint-every", "--resume",
 };
 
+/// Flags taking a value, and where it goes.
 struct Options {
   std::string bundleDir;
   std::string inputs;
   std::string outputs;
+  std::string data;
+  std::string saveOnnx;
+  std::string lossLog;
+  std::string steps;
+  uint64_t numSteps = 1;
 };
+
+std::string *valueOf(Options &options, const std::string &flag) {
+  if (flag == "--inputs")
+    return &options.inputs;
+  if (flag == "--outputs")
+    return &options.outputs;
+  if (flag == "--data")
+    return &options.data;
+  if (flag == "--save-onnx")
+    return &options.saveOnnx;
+  if (flag == "--loss-log")
+    return &options.lossLog;
+  if (flag == "--steps")
+    return &options.steps;
+  return nullptr;
+}
 
 int error(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
@@ -69,7 +128,7 @@ int error(const std::string &message) {
 bool parseArguments(int argc, char **argv, Options &options, bool &help,
                     std::string &message) {
   help = false;
-  bool sawInputs = false, sawOutputs = false;
+  std::set<std::string> seen;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -87,34 +146,34 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
       }
       for (const char *later : kLaterFlags)
         if (flag == later) {
-          message = flag +
-                    " is not supported yet: this pipedream-run runs inference "
-                    "bundles only (--inputs/--outputs); training arrives with "
-                    "a later version";
+          message = flag + " is not supported yet: this pipedream-run runs "
+                           "one process (inference, or single-rank "
+                           "training with --data); it arrives with a later "
+                           "version";
           return false;
         }
-      if (flag != "--inputs" && flag != "--outputs") {
+      std::string *target = valueOf(options, flag);
+      if (!target) {
         message = "unknown option '" + flag + "' (see pipedream-run --help)";
         return false;
       }
+      const char *what = flag == "--steps" ? "a number" : "a file name";
       if (!hasValue) {
         if (i + 1 >= argc) {
-          message = flag + " needs a file name";
+          message = flag + " needs " + what;
           return false;
         }
         value = argv[++i];
       }
       if (value.empty()) {
-        message = flag + " needs a file name";
+        message = flag + " needs " + what;
         return false;
       }
-      bool &seen = flag == "--inputs" ? sawInputs : sawOutputs;
-      if (seen) {
+      if (!seen.insert(flag).second) {
         message = flag + " given twice";
         return false;
       }
-      seen = true;
-      (flag == "--inputs" ? options.inputs : options.outputs) = value;
+      *target = value;
       continue;
     }
     if (!options.bundleDir.empty()) {
@@ -127,7 +186,33 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
   }
   if (options.bundleDir.empty()) {
     message = "no bundle directory given (usage: pipedream-run OUT_DIR "
-              "--inputs IN.npz [--outputs OUT.npz])";
+              "--inputs IN.npz [--outputs OUT.npz], or OUT_DIR --data "
+              "DATA.npz [--steps N])";
+    return false;
+  }
+  if (!options.steps.empty()) {
+    const std::string &text = options.steps;
+    bool digits = std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    unsigned long long steps =
+        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE || steps == 0) {
+      message = "--steps: expected a positive integer, got '" + text + "'";
+      return false;
+    }
+    options.numSteps = steps;
+  }
+  if (options.data.empty()) {
+    for (const char *flag : {"--steps", "--save-onnx", "--loss-log"})
+      if (seen.count(flag)) {
+        message = std::string(flag) +
+                  " needs --data DATA.npz (it applies to training)";
+        return false;
+      }
+  } else if (!options.inputs.empty() || !options.outputs.empty()) {
+    message = "--data trains, --inputs/--outputs run inference: give one or "
+              "the other";
     return false;
   }
   return true;
@@ -153,8 +238,10 @@ pd_function *selectFunction(pd_bundle *bundle, std::string &message) {
     return inference.front();
   message = std::string(pd_bundle_dir(bundle)) +
             (inference.empty()
-                 ? ": the bundle has no inference function (training "
-                   "bundles need --data, which is not supported yet)"
+                 ? (pd_bundle_is_training(bundle)
+                        ? ": the bundle has no inference function (it is a "
+                          "training bundle: train it with --data DATA.npz)"
+                        : ": the bundle has no inference function")
                  : ": the bundle has several inference functions and none "
                    "is called 'main'") +
             "; functions: " + names;
@@ -168,6 +255,354 @@ std::string describeBuffer(const pd_buffer *buffer) {
                            pd_buffer_shape(buffer) + pd_buffer_rank(buffer)));
 }
 
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+std::string errnoText() { return std::strerror(errno); }
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory, renamed over `path` once complete.
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &message) {
+  std::string pattern = path + ".tmp-XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  int fd = mkstemp(name.data());
+  if (fd < 0) {
+    message = path + ": cannot write: " + errnoText();
+    return false;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      message = path + ": cannot write: " + errnoText();
+      ::close(fd);
+      ::unlink(name.data());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  // mkstemp creates 0600; give the file the usual permissions.
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  if (::close(fd) != 0 || std::rename(name.data(), path.c_str()) != 0) {
+    message = path + ": cannot write: " + errnoText();
+    ::unlink(name.data());
+    return false;
+  }
+  return true;
+}
+
+/// The ONNX TensorProto data type of a pipedream dtype.
+int onnxDataType(pd_dtype dtype) {
+  switch (dtype) {
+  case PD_DTYPE_F32:
+    return onnx::TensorProto::FLOAT;
+  case PD_DTYPE_F64:
+    return onnx::TensorProto::DOUBLE;
+  case PD_DTYPE_F16:
+    return onnx::TensorProto::FLOAT16;
+  case PD_DTYPE_BF16:
+    return onnx::TensorProto::BFLOAT16;
+  case PD_DTYPE_I64:
+    return onnx::TensorProto::INT64;
+  case PD_DTYPE_I32:
+    return onnx::TensorProto::INT32;
+  case PD_DTYPE_I8:
+    return onnx::TensorProto::INT8;
+  case PD_DTYPE_I1:
+    return onnx::TensorProto::BOOL;
+  case PD_DTYPE_U8:
+    return onnx::TensorProto::UINT8;
+  default:
+    return onnx::TensorProto::UNDEFINED;
+  }
+}
+
+std::string describeInitializer(const onnx::TensorProto &tensor) {
+  std::string text =
+      onnx::TensorProto::DataType_Name(
+          static_cast<onnx::TensorProto::DataType>(tensor.data_type())) +
+      "[";
+  for (int i = 0; i < tensor.dims_size(); ++i)
+    text += (i ? "x" : "") + std::to_string(tensor.dims(i));
+  return text + "]";
+}
+
+/// OUT_DIR/model.onnx, read before training so that a missing or mismatched
+/// model fails before any step runs; the weights go in after training.
+class OnnxWriter {
+public:
+  bool load(pd_bundle *bundle, std::string &message) {
+    modelPath = std::string(pd_bundle_dir(bundle)) + "/model.onnx";
+    std::ifstream in(modelPath, std::ios::binary);
+    struct stat st;
+    if (!in || stat(modelPath.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      message = modelPath +
+                ": cannot open the model for --save-onnx (pipedream-compile "
+                "copies the model into training bundles)";
+      return false;
+    }
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    std::string text = bytes.str();
+    if (in.bad() || !model.ParseFromString(text)) {
+      message = modelPath + ": not a readable ONNX model";
+      return false;
+    }
+    onnx::GraphProto *graph = model.mutable_graph();
+    std::map<std::string, onnx::TensorProto *> initializers;
+    for (int i = 0; i < graph->initializer_size(); ++i)
+      initializers[graph->initializer(i).name()] =
+          graph->mutable_initializer(i);
+    std::string unmatched;
+    for (size_t i = 0; i < pd_bundle_weight_count(bundle); ++i) {
+      pd_buffer *weight = pd_bundle_weight_at(bundle, i);
+      auto it = initializers.find(pd_buffer_name(weight));
+      if (it == initializers.end()) {
+        unmatched += (unmatched.empty() ? "'" : ", '") +
+                     std::string(pd_buffer_name(weight)) + "'";
+        continue;
+      }
+      onnx::TensorProto &tensor = *it->second;
+      bool same =
+          tensor.data_type() == onnxDataType(pd_buffer_dtype(weight)) &&
+          static_cast<size_t>(tensor.dims_size()) == pd_buffer_rank(weight);
+      for (int d = 0; same && d < tensor.dims_size(); ++d)
+        same = tensor.dims(d) == pd_buffer_shape(weight)[d];
+      if (!same) {
+        message = modelPath + ": initializer '" + tensor.name() + "' is " +
+                  describeInitializer(tensor) +
+                  " but the bundle's weight of that name is " +
+                  describeBuffer(weight);
+        return false;
+      }
+      replaced.emplace_back(&tensor, weight);
+      initializers.erase(it);
+    }
+    if (!unmatched.empty())
+      std::fprintf(stderr,
+                   "warning: %s: no initializer for weights %s of the "
+                   "bundle; --save-onnx leaves them out\n",
+                   modelPath.c_str(), unmatched.c_str());
+    // Initializers kept as they are must not point at files next to the
+    // bundle's copy: their data goes into the saved model.
+    for (auto &[name, tensor] : initializers)
+      if (tensor->data_location() == onnx::TensorProto::EXTERNAL &&
+          !inlineExternal(*tensor, message))
+        return false;
+    return true;
+  }
+
+  /// Writes the model with every matched initializer replaced by the
+  /// weight's current value (raw little-endian data).
+  bool save(const std::string &path, std::string &message) {
+    // NOTE: raw_data is little-endian; so is every host pipedream runs on.
+    for (auto &[tensor, weight] : replaced) {
+      tensor->clear_float_data();
+      tensor->clear_int32_data();
+      tensor->clear_string_data();
+      tensor->clear_int64_data();
+      tensor->clear_double_data();
+      tensor->clear_uint64_data();
+      tensor->clear_external_data();
+      tensor->clear_data_location();
+      tensor->set_raw_data(pd_buffer_const_data(weight),
+                           pd_buffer_num_bytes(weight));
+    }
+    std::string bytes;
+    if (!model.SerializeToString(&bytes)) {
+      message = path + ": cannot serialize the model (over 2 GiB?)";
+      return false;
+    }
+    return writeFileAtomically(path, bytes, message);
+  }
+
+private:
+  bool inlineExternal(onnx::TensorProto &tensor, std::string &message) {
+    std::string location;
+    uint64_t offset = 0;
+    int64_t length = -1;
+    for (const auto &entry : tensor.external_data()) {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::strtoull(entry.value().c_str(), nullptr, 10);
+      else if (entry.key() == "length")
+        length = std::strtoll(entry.value().c_str(), nullptr, 10);
+    }
+    std::string dir = modelPath.substr(0, modelPath.rfind('/'));
+    std::string file = dir + "/" + location;
+    std::ifstream in(file, std::ios::binary);
+    std::string data;
+    if (in && in.seekg(static_cast<std::streamoff>(offset))) {
+      std::ostringstream bytes;
+      if (length >= 0) {
+        data.resize(static_cast<size_t>(length));
+        in.read(&data[0], length);
+        if (in.gcount() != length)
+          in.setstate(std::ios::failbit);
+      } else {
+        bytes << in.rdbuf();
+        data = bytes.str();
+      }
+    }
+    if (location.empty() || !in) {
+      message = modelPath + ": initializer '" + tensor.name() +
+                "' keeps its data in external file '" + location +
+                "', which cannot be read; --save-onnx needs it to write a "
+                "self-contained model";
+      return false;
+    }
+    tensor.clear_external_data();
+    tensor.clear_data_location();
+    tensor.set_raw_data(data);
+    return true;
+  }
+
+  std::string modelPath;
+  onnx::ModelProto model;
+  std::vector<std::pair<onnx::TensorProto *, pd_buffer *>> replaced;
+};
+
+/// Shows training progress: an updating bar on a terminal (stderr), else
+/// one line per step on stdout.
+class Progress {
+public:
+  Progress(uint64_t steps, size_t batchSize)
+      : steps(steps), batchSize(batchSize), bar(isatty(STDERR_FILENO)) {}
+
+  void step(uint64_t index, double loss, double seconds) {
+    total += seconds;
+    if (index == 1)
+      firstLoss = loss;
+    lastLoss = loss;
+    double rate = seconds > 0 ? batchSize / seconds : 0;
+    if (!bar) {
+      std::printf("step %llu/%llu loss %.6f samples/s %.1f\n",
+                  static_cast<unsigned long long>(index),
+                  static_cast<unsigned long long>(steps), loss, rate);
+      std::fflush(stdout);
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (index != steps && now - lastDraw < std::chrono::milliseconds(50))
+      return;
+    lastDraw = now;
+    const int width = 30;
+    int filled = static_cast<int>(width * index / steps);
+    std::string line(filled, '#');
+    line.append(width - filled, '.');
+    double meanRate = total > 0 ? batchSize * index / total : 0;
+    std::fprintf(stderr, "\r\033[Kstep %llu/%llu [%s] loss %.6f %.1f samples/s",
+                 static_cast<unsigned long long>(index),
+                 static_cast<unsigned long long>(steps), line.c_str(), loss,
+                 meanRate);
+    if (index == steps)
+      std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+  /// The last line: losses and the mean step time.
+  void finish() {
+    double mean = total / steps;
+    std::printf("trained %llu steps: loss %.6f -> %.6f, mean step time %.3f "
+                "ms, %.1f samples/s\n",
+                static_cast<unsigned long long>(steps), firstLoss, lastLoss,
+                mean * 1e3, mean > 0 ? batchSize / mean : 0.0);
+    std::fflush(stdout);
+  }
+
+private:
+  uint64_t steps;
+  size_t batchSize;
+  bool bar;
+  double total = 0, firstLoss = 0, lastLoss = 0;
+  std::chrono::steady_clock::time_point lastDraw;
+};
+
+/// `--data`: trains a training bundle for --steps steps.
+int train(const Options &options, pd_bundle *bundle) {
+  if (!pd_bundle_is_training(bundle))
+    return error(std::string(pd_bundle_dir(bundle)) +
+                 ": not a training bundle (bundle.json has no 'training' "
+                 "section), so --data does not apply; run it with --inputs "
+                 "IN.npz, or compile the model without --inference");
+  pd_trainer *trainer = nullptr;
+  if (pd_trainer_create(bundle, &trainer) != PD_OK)
+    return error(pd_last_error());
+
+  std::string message;
+  NamedArrays arrays;
+  if (!pipedream::npy::readNpz(options.data, arrays, message))
+    return error(message);
+  std::set<std::string> used = {pd_bundle_training_labels(bundle)};
+  for (size_t i = 0; i < pd_bundle_training_input_count(bundle); ++i)
+    used.insert(pd_bundle_training_input_at(bundle, i));
+  std::vector<pd_named_array> views;
+  for (const auto &[name, array] : arrays) {
+    if (!used.count(name)) {
+      std::fprintf(stderr,
+                   "warning: %s: array '%s' is neither a training input nor "
+                   "the labels; ignored\n",
+                   options.data.c_str(), name.c_str());
+      continue;
+    }
+    views.push_back({name.c_str(), array.dtype, array.shape.size(),
+                     array.shape.data(), array.data.data(), array.data.size()});
+  }
+  // The runtime's messages start with "training data: "; name the file.
+  auto dataError = [&]() {
+    std::string text = pd_last_error();
+    const std::string prefix = "training data: ";
+    if (text.rfind(prefix, 0) == 0)
+      text = text.substr(prefix.size());
+    return error(options.data + ": " + text);
+  };
+  size_t samples = 0;
+  if (pd_trainer_check_data(trainer, views.data(), views.size(), &samples) !=
+      PD_OK)
+    return dataError();
+
+  OnnxWriter onnx;
+  if (!options.saveOnnx.empty() && !onnx.load(bundle, message))
+    return error(message);
+
+  size_t batch = pd_trainer_batch_size(trainer);
+  Progress progress(options.numSteps, batch);
+  std::string log = "step,loss\n";
+  for (uint64_t s = 0; s < options.numSteps; ++s) {
+    // Samples [s*B, (s+1)*B) modulo the data's length.
+    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
+                                           batch % samples);
+    double loss = 0;
+    auto start = std::chrono::steady_clock::now();
+    if (pd_trainer_step(trainer, views.data(), views.size(), first, &loss) !=
+        PD_OK)
+      return dataError();
+    std::chrono::duration<double> seconds =
+        std::chrono::steady_clock::now() - start;
+    progress.step(s + 1, loss, seconds.count());
+    char line[64];
+    std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+                  static_cast<unsigned long long>(s + 1), loss);
+    log += line;
+  }
+  progress.finish();
+
+  if (!options.lossLog.empty() &&
+      !writeFileAtomically(options.lossLog, log, message))
+    return error(message);
+  if (!options.saveOnnx.empty() && !onnx.save(options.saveOnnx, message))
+    return error(message);
+  return 0;
+}
+
 int run(const Options &options) {
   pd_bundle *bundle = nullptr;
   if (pd_bundle_open(options.bundleDir.c_str(), &bundle) != PD_OK)
@@ -176,6 +611,8 @@ int run(const Options &options) {
     pd_bundle *bundle;
     ~Closer() { pd_bundle_close(bundle); }
   } closer{bundle};
+  if (!options.data.empty())
+    return train(options, bundle);
 
   std::string message;
   pd_function *function = selectFunction(bundle, message);

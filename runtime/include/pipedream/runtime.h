@@ -42,8 +42,9 @@
 extern "C" {
 #endif
 
-/** Version of this header's API; bumped when functions are added. */
-#define PD_RUNTIME_API_VERSION 1
+/** Version of this header's API; bumped when functions are added.
+ *  2: roles grad/state, `updates`, training accessors, pd_trainer. */
+#define PD_RUNTIME_API_VERSION 2
 
 /** Result of every fallible call. Values are stable; more may be added. */
 typedef enum pd_status {
@@ -89,6 +90,10 @@ typedef enum pd_role {
   PD_ROLE_INPUT = 0,  /**< "input": set by the caller, read by the function */
   PD_ROLE_OUTPUT = 1, /**< "output": fully written by the function */
   PD_ROLE_WEIGHT = 2, /**< "weight": loaded from weights.bin, shared */
+  PD_ROLE_GRAD = 3,   /**< "grad": gradient accumulator, shared by name,
+                           zero at open and before every training step */
+  PD_ROLE_STATE = 4,  /**< "state": optimizer state, shared by name, zero at
+                           open */
   PD_ROLE_MAX_ENUM_ = 0x7fffffff /* not a role; keeps the enum int-sized */
 } pd_role;
 
@@ -96,8 +101,22 @@ typedef enum pd_role {
 typedef struct pd_bundle pd_bundle;
 /** One function of a bundle (a `pipedream_<name>` symbol). */
 typedef struct pd_function pd_function;
-/** One runtime-owned tensor: a function's input/output or a weight. */
+/** One runtime-owned tensor: a function's input/output or a persistent
+ *  (weight, grad, state) buffer. */
 typedef struct pd_buffer pd_buffer;
+/** Runs training steps of a training bundle (see pd_trainer_create). */
+typedef struct pd_trainer pd_trainer;
+
+/** A caller-owned array handed to the trainer: dense, row-major, the first
+ *  axis is the sample axis. Nothing is kept after the call returns. */
+typedef struct pd_named_array {
+  const char *name; /**< a training input or the labels */
+  pd_dtype dtype;
+  size_t rank;          /**< at least 1 */
+  const int64_t *shape; /**< `rank` extents; shape[0] = number of samples */
+  const void *data;
+  size_t num_bytes; /**< product of the extents x pd_dtype_size(dtype) */
+} pd_named_array;
 
 /*===-- Errors and enums -------------------------------------------------===*/
 
@@ -149,6 +168,40 @@ PD_API pd_buffer *pd_bundle_weight_at(pd_bundle *bundle, size_t index);
 PD_API pd_status pd_bundle_find_weight(pd_bundle *bundle, const char *name,
                                        pd_buffer **out);
 
+/** Number of persistent buffers: the weights (manifest order), then the
+ *  `grad` and `state` buffers in order of first appearance. */
+PD_API size_t pd_bundle_persistent_count(const pd_bundle *bundle);
+/** The index-th persistent buffer, or NULL when out of range. */
+PD_API pd_buffer *pd_bundle_persistent_at(pd_bundle *bundle, size_t index);
+/** The persistent (weight, grad or state) buffer called `name`. */
+PD_API pd_status pd_bundle_find_persistent(pd_bundle *bundle, const char *name,
+                                           pd_buffer **out);
+
+/*===-- Training information (bundle.json `training`) ----------------------===*/
+
+/** 1 when bundle.json has a `training` section, else 0. The accessors below
+ *  return "", 0 or NULL for a bundle without one. */
+PD_API int pd_bundle_is_training(const pd_bundle *bundle);
+/** `loss`: "cross-entropy" or "mse". */
+PD_API const char *pd_bundle_training_loss(const pd_bundle *bundle);
+/** `labels`: the name of the step function's label input. */
+PD_API const char *pd_bundle_training_labels(const pd_bundle *bundle);
+/** `num_classes` (cross-entropy; 0 for mse). */
+PD_API int64_t pd_bundle_training_num_classes(const pd_bundle *bundle);
+/** `microbatches` (M), `microbatch_size`, `batch_size` (M x micro-batch). */
+PD_API size_t pd_bundle_training_microbatches(const pd_bundle *bundle);
+PD_API size_t pd_bundle_training_microbatch_size(const pd_bundle *bundle);
+PD_API size_t pd_bundle_training_batch_size(const pd_bundle *bundle);
+/** `inputs`: the data arrays the step reads besides the labels. */
+PD_API size_t pd_bundle_training_input_count(const pd_bundle *bundle);
+PD_API const char *pd_bundle_training_input_at(const pd_bundle *bundle,
+                                               size_t index);
+/** `optimizer` as compact JSON text, as bundle.json has it ("" if absent). */
+PD_API const char *pd_bundle_training_optimizer(const pd_bundle *bundle);
+/** `step_function` and `update_function`. */
+PD_API pd_function *pd_bundle_training_step_function(pd_bundle *bundle);
+PD_API pd_function *pd_bundle_training_update_function(pd_bundle *bundle);
+
 /*===-- Functions ----------------------------------------------------------===*/
 
 /** bundle.json `name`, `symbol` and `kind` ("inference", "forward"...). */
@@ -165,7 +218,11 @@ PD_API pd_status pd_function_find_buffer(pd_function *function,
                                          const char *name, pd_buffer **out);
 /** Calls the function on its buffers. Fails with PD_ERROR_INVALID_ARGUMENT,
  *  without calling, while an input buffer has never been written
- *  (pd_buffer_write or pd_buffer_data). */
+ *  (pd_buffer_write or pd_buffer_data). After the call, each output with an
+ *  `updates` swaps its memory with the persistent buffer it updates (no
+ *  copy): the persistent buffer holds the new value, the output the old
+ *  one. Pointers from pd_buffer_data / pd_buffer_const_data of either
+ *  buffer taken before the run are stale afterwards. */
 PD_API pd_status pd_function_run(pd_function *function);
 
 /*===-- Buffers ------------------------------------------------------------===*/
@@ -179,6 +236,9 @@ PD_API size_t pd_buffer_rank(const pd_buffer *buffer);
 PD_API const int64_t *pd_buffer_shape(const pd_buffer *buffer);
 PD_API size_t pd_buffer_num_elements(const pd_buffer *buffer);
 PD_API size_t pd_buffer_num_bytes(const pd_buffer *buffer);
+/** bundle.json `updates` of an output: the persistent buffer it replaces
+ *  after each run ("" if none). */
+PD_API const char *pd_buffer_updates(const pd_buffer *buffer);
 
 /** The buffer's memory (64-byte aligned, pd_buffer_num_bytes() long) for
  *  the caller to read or fill in place; counts as a write for
@@ -197,6 +257,41 @@ PD_API pd_status pd_buffer_write(pd_buffer *buffer, pd_dtype dtype,
 PD_API pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype,
                                 size_t rank, const int64_t *shape, void *data,
                                 size_t num_bytes);
+
+/*===-- Training -----------------------------------------------------------===*/
+
+/** Creates a trainer for a training bundle (one with a `training` section):
+ *  PD_ERROR_UNSUPPORTED for any other. The trainer uses the bundle's
+ *  buffers; destroy it before pd_bundle_close (which also frees trainers
+ *  left over). *out is NULL on failure. */
+PD_API pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out);
+/** Frees the trainer. NULL is a no-op. */
+PD_API void pd_trainer_destroy(pd_trainer *trainer);
+/** Samples per step (`batch_size`, M x micro-batch size). */
+PD_API size_t pd_trainer_batch_size(const pd_trainer *trainer);
+/** Checks data arrays before training: every training input and the labels
+ *  are present (extra arrays are ignored), with the step function's dtype
+ *  and the shape of its buffer after the first axis, all with the same
+ *  number of samples (at least 1), which goes to *num_samples; for
+ *  cross-entropy, every label is in [0, num_classes). Messages name the
+ *  array (and for labels the row and the value). */
+PD_API pd_status pd_trainer_check_data(pd_trainer *trainer,
+                                       const pd_named_array *arrays,
+                                       size_t count, size_t *num_samples);
+/** One optimizer step on the batch made of rows first_sample,
+ *  first_sample + 1, ..., first_sample + batch_size - 1 of `arrays`, each
+ *  taken modulo the arrays' number of samples (arrays of exactly batch_size
+ *  rows with first_sample 0 are one batch; a whole data set with
+ *  first_sample = s x batch_size is step s, wrapping around). The arrays are
+ *  checked as by pd_trainer_check_data (labels only on the rows used).
+ *  Then: every `grad` buffer is zeroed; micro-batch i (its rows i x b to
+ *  (i+1) x b - 1 of the batch) is copied into the step function's inputs,
+ *  the step function runs and its `updates` apply; then the update function
+ *  runs and its `updates` apply. *loss (may be NULL) is the mean of the M
+ *  micro-batch losses. Nothing runs when a check fails. */
+PD_API pd_status pd_trainer_step(pd_trainer *trainer,
+                                 const pd_named_array *arrays, size_t count,
+                                 uint64_t first_sample, double *loss);
 
 #ifdef __cplusplus
 } /* extern "C" */
