@@ -160,7 +160,7 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
     BundleFunction function;
     function.name = func.getSymName().str();
     function.symbol = (symbolPrefix + func.getSymName()).str();
-    function.kind = kind.str();
+    function.kind = kind.empty() ? func.getSymName().str() : kind.str();
 
     llvm::StringMap<unsigned> seenNames;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
@@ -170,6 +170,22 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
       buffer.name = name ? name.getValue().str() : "arg" + std::to_string(i);
       Attribute param = func.getArgAttr(i, nn::NNDialect::kParamAttrName);
       buffer.role = param ? "weight" : "input";
+      if (auto role = func.getArgAttrOfType<StringAttr>(
+              i, nn::NNDialect::kRoleAttrName)) {
+        StringRef r = role.getValue();
+        if (r != "input" && r != "weight" && r != "grad" && r != "state") {
+          error = "function '" + function.name + "': argument '" +
+                  buffer.name + "' has unknown role '" + r.str() + "'";
+          return failure();
+        }
+        if ((r == "weight") != static_cast<bool>(param)) {
+          error = "function '" + function.name + "': argument '" +
+                  buffer.name + "' has role '" + r.str() + "' but " +
+                  (param ? "an" : "no") + " initial value (nn.param)";
+          return failure();
+        }
+        buffer.role = r.str();
+      }
       if (failed(describe(func, func.getArgument(i).getType(), buffer.role,
                           buffer)))
         return failure();
@@ -224,6 +240,9 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
       buffer.name =
           name ? name.getValue().str() : "output" + std::to_string(i);
       buffer.role = "output";
+      if (auto updates = func.getResultAttrOfType<StringAttr>(
+              i, nn::NNDialect::kUpdatesAttrName))
+        buffer.updates = updates.getValue().str();
       if (failed(describe(func, func.getResultTypes()[i], "output", buffer)))
         return failure();
       if (!seenNames.insert({buffer.name, i}).second) {
@@ -291,12 +310,16 @@ std::string renderBundleManifest(const Bundle &bundle) {
       os << (j ? "," : "") << "\n        {\"name\": " << quote(b.name)
          << ", \"role\": " << quote(b.role)
          << ", \"dtype\": " << quote(b.dtype)
-         << ", \"shape\": " << shapeToJSON(b.shape) << "}";
+         << ", \"shape\": " << shapeToJSON(b.shape)
+         << (b.updates.empty() ? "" : ", \"updates\": " + quote(b.updates))
+         << "}";
     os << (f.buffers.empty() ? "]\n" : "\n      ]\n");
     os << "    }";
   }
-  os << (bundle.functions.empty() ? "]\n" : "\n  ]\n");
-  os << "}\n";
+  os << (bundle.functions.empty() ? "]" : "\n  ]");
+  if (!bundle.trainingJSON.empty())
+    os << ",\n  \"training\": " << bundle.trainingJSON;
+  os << "\n}\n";
   return text;
 }
 
@@ -375,6 +398,12 @@ LogicalResult writeBundle(
                                  bundle.weightData.size()),
                        error)))
     return failure();
+  for (const auto &[name, source] : bundle.copiedFiles) {
+    if (std::error_code ec = llvm::sys::fs::copy_file(source, inTemp(name))) {
+      error = source + ": cannot copy into the bundle: " + ec.message();
+      return failure();
+    }
+  }
   if (failed(writeFile(inTemp("bundle.json"), renderBundleManifest(bundle),
                        error)))
     return failure();
@@ -389,8 +418,12 @@ LogicalResult writeBundle(
   }
   // Existing directory: the manifest goes last, so a reader never sees a
   // new bundle.json next to an old library.
-  for (StringRef name : {StringRef(bundle.library),
-                         StringRef(bundle.weightsFile), StringRef("bundle.json")}) {
+  SmallVector<StringRef> names = {StringRef(bundle.library),
+                                  StringRef(bundle.weightsFile)};
+  for (const auto &file : bundle.copiedFiles)
+    names.push_back(file.first);
+  names.push_back("bundle.json");
+  for (StringRef name : names) {
     llvm::SmallString<256> to(target);
     llvm::sys::path::append(to, name);
     if (std::error_code ec = llvm::sys::fs::rename(inTemp(name), to)) {

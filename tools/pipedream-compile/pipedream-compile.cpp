@@ -29,7 +29,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Compiler/Bundle.h"
+#include "pipedream/Compiler/Partition.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/Transforms/Training.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
@@ -52,7 +54,9 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -107,6 +111,52 @@ static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
                                cl::cat(category));
 
+// Training (CLI.md; docs/Bundle.md "Training bundles").
+static cl::opt<std::string>
+    lossOption("loss", cl::desc("Training loss: cross-entropy or mse"),
+               cl::value_desc("KIND"), cl::cat(category));
+static cl::opt<std::string>
+    labelsName("labels-name",
+               cl::desc("Name of the labels input (default: labels)"),
+               cl::init("labels"), cl::cat(category));
+static cl::opt<int64_t>
+    microbatches("microbatches",
+                 cl::desc("Micro-batches per optimizer step (default: the "
+                          "number of stages, at least 1)"),
+                 cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Samples per optimizer step = microbatches x "
+                       "micro-batch (default: microbatches x the model's "
+                       "batch dimension)"),
+              cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    optimizerOption("optimizer",
+                    cl::desc("sgd (default), momentum, adam or adamw"),
+                    cl::init("sgd"), cl::cat(category));
+static cl::opt<double> lrOption("lr",
+                                cl::desc("Learning rate (default 0.01 for "
+                                         "sgd/momentum, 0.001 for adam/adamw)"),
+                                cl::cat(category));
+static cl::opt<double>
+    momentumOption("momentum",
+                   cl::desc("Momentum (default 0.9 with --optimizer "
+                            "momentum; with sgd, a positive value means "
+                            "SGD with momentum)"),
+                   cl::cat(category));
+static cl::opt<bool> nesterovOption("nesterov",
+                                    cl::desc("Nesterov momentum"),
+                                    cl::cat(category));
+static cl::opt<double> weightDecayOption("weight-decay",
+                                         cl::desc("Weight decay (default 0)"),
+                                         cl::init(0.0), cl::cat(category));
+static cl::opt<double> beta1Option("beta1", cl::desc("Adam beta1 (0.9)"),
+                                   cl::init(0.9), cl::cat(category));
+static cl::opt<double> beta2Option("beta2", cl::desc("Adam beta2 (0.999)"),
+                                   cl::init(0.999), cl::cat(category));
+static cl::opt<double> epsOption("eps", cl::desc("Adam epsilon (1e-8)"),
+                                 cl::init(1e-8), cl::cat(category));
+
 // Flags of docs (CLI.md) that later issues implement: parsed so that using
 // one is a clear error rather than an unknown-option message.
 namespace {
@@ -116,27 +166,10 @@ struct PendingFlag {
 };
 } // namespace
 static const PendingFlag kPendingFlags[] = {
-    {"stages", "pipeline stages"},
-    {"virtual-stages", "interleaved pipeline stages"},
     {"schedule", "pipeline schedules"},
-    {"microbatches", "micro-batching"},
-    {"batch-size", "training batches"},
-    {"loss", "training losses"},
-    {"labels-name", "training labels"},
-    {"optimizer", "optimizers"},
-    {"lr", "optimizers"},
-    {"momentum", "optimizers"},
-    {"weight-decay", "optimizers"},
-    {"partition", "stage partitioning"},
-    {"split-after", "stage partitioning"},
-    {"cost-model", "the stage cost model"},
-    {"device", "the stage cost model"},
-    {"report-json", "compile reports"},
     {"trace", "schedule traces"},
 };
 static std::vector<std::unique_ptr<cl::opt<std::string>>> pendingOptions;
-static cl::opt<bool> report("report", cl::desc("Not implemented yet"),
-                            cl::Hidden, cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   std::string text = message.str();
@@ -228,6 +261,148 @@ static int writeText(llvm::function_ref<void(llvm::raw_ostream &)> print) {
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Pipeline partitioning (issue 5; lib/Compiler/Partition.cpp does the work)
+//===----------------------------------------------------------------------===//
+
+static cl::opt<int64_t> stagesOption("stages",
+                                     cl::desc("Pipeline stages K (default 1)"),
+                                     cl::init(1), cl::cat(category));
+static cl::opt<int64_t>
+    virtualStagesOption("virtual-stages",
+                        cl::desc("Virtual chunks per stage V (default 1)"),
+                        cl::init(1), cl::cat(category));
+static cl::opt<std::string>
+    partitionOption("partition",
+                    cl::desc("Stage partitioning: auto (PipeDream's dynamic "
+                             "program, default) or uniform (equal op counts)"),
+                    cl::init("auto"), cl::cat(category));
+static cl::list<std::string>
+    splitAfterOption("split-after",
+                     cl::desc("Manual partition: end a stage after these ONNX "
+                              "nodes"),
+                     cl::value_desc("NODE,..."), cl::CommaSeparated,
+                     cl::cat(category));
+static cl::opt<std::string>
+    costModelOption("cost-model",
+                    cl::desc("analytical (default) or a profile PROFILE.json"),
+                    cl::init("analytical"), cl::cat(category));
+static cl::opt<std::string>
+    deviceOption("device",
+                 cl::desc("Device of the analytical cost model: cpu "
+                          "(default) or h200"),
+                 cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    memoryLimitOption("memory-limit",
+                      cl::desc("Memory per rank for the partitioner (bytes; "
+                               "K/M/G or KiB/MiB/GiB suffixes)"),
+                      cl::cat(category));
+static cl::opt<bool> reportOption("report",
+                                  cl::desc("Print the partition report"),
+                                  cl::cat(category));
+static cl::opt<std::string>
+    reportJSONOption("report-json", cl::desc("Write the report as JSON"),
+                     cl::value_desc("FILE"), cl::cat(category));
+
+/// Handles `--emit partitioned` (and refuses pipeline flags elsewhere until
+/// pipeline bundles exist). Returns true when the program should exit with
+/// `code`.
+static bool runPartitioning(int &code) {
+  bool pipelineFlags = stagesOption > 1 || virtualStagesOption > 1 ||
+                       !splitAfterOption.empty();
+  bool reportFlags = reportOption || !reportJSONOption.empty();
+  if (emit != "partitioned") {
+    if (pipelineFlags || reportFlags) {
+      code = fail(llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
+                                              "--split-after"
+                                            : "--report/--report-json") +
+                  " only work with --emit partitioned so far (pipeline "
+                  "bundles are not implemented yet)");
+      return true;
+    }
+    return false;
+  }
+  code = 1;
+  if (inputFilename.empty())
+    return code = fail("no input model"), true;
+  pipedream::PartitionConfig config;
+  config.stages = stagesOption;
+  config.virtualStages = virtualStagesOption;
+  config.method = partitionOption;
+  config.splitAfter.assign(splitAfterOption.begin(), splitAfterOption.end());
+  if (!splitAfterOption.empty() && !stagesOption.getNumOccurrences())
+    config.stages = (splitAfterOption.size() + 1) / config.virtualStages;
+  config.device = deviceOption;
+  config.costModel = costModelOption;
+  config.microbatches = microbatches;
+  config.memoryLimit = memoryLimitOption;
+  if (optimizerOption == "adam" || optimizerOption == "adamw")
+    config.optimizerStates = 2;
+  else if (optimizerOption == "momentum" || momentumOption > 0)
+    config.optimizerStates = 1;
+  if (config.method != "auto" && config.method != "uniform")
+    return code = fail("--partition " + config.method +
+                       ": expected auto or uniform"), true;
+  if (config.device != "cpu" && config.device != "h200")
+    return code = fail("--device " + config.device + ": expected cpu or h200"),
+           true;
+
+  pipedream::ImportOptions importOptions;
+  importOptions.runChecker = !noChecker;
+  for (const std::string &shape : inputShapes) {
+    std::string error;
+    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
+      return code = fail(error), true;
+  }
+  DialectRegistry registry;
+  pipedream::registerAllDialects(registry);
+  pipedream::registerONNXImportDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module;
+  std::string error;
+  if (StringRef(inputFilename).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(inputFilename, &context);
+    if (!module)
+      return code = fail(inputFilename + ": cannot parse"), true;
+  } else {
+    auto imported = pipedream::importONNXFile(inputFilename, context,
+                                              importOptions, error);
+    if (failed(imported))
+      return code = fail(error), true;
+    module = std::move(*imported);
+  }
+  std::string modelName = llvm::sys::path::filename(inputFilename).str();
+  if (failed(pipedream::partitionModule(*module, config, error)))
+    return code = fail(modelName + ": " + error), true;
+  auto report = pipedream::collectPartitionReport(*module, error);
+  if (failed(report))
+    return code = fail(modelName + ": " + error), true;
+  if (failed(pipedream::outlineStages(*module, error)))
+    return code = fail(modelName + ": " + error), true;
+  if (!reportJSONOption.empty()) {
+    std::string openError;
+    auto file = openOutputFile(reportJSONOption, &openError);
+    if (!file)
+      return code = fail(reportJSONOption + ": " + openError), true;
+    file->os() << llvm::formatv(
+                      "{0:2}", llvm::json::Value(
+                                   pipedream::partitionReportJSON(*report)))
+               << "\n";
+    file->keep();
+  }
+  // The report goes to stderr when the IR goes to stdout.
+  if (reportOption) {
+    bool irToStdout = outputPath.empty() || outputPath == "-";
+    pipedream::printPartitionReport(*report,
+                                    irToStdout ? llvm::errs() : llvm::outs());
+  }
+  if (outputPath.empty())
+    outputPath = "-";
+  code = writeText([&](llvm::raw_ostream &os) { (*module)->print(os); });
+  return true;
+}
+
 /// Parses the command line; unknown options and bad values are one-line
 /// errors. Returns false when the program should exit with `exitCode`.
 static bool parseCommandLine(int argc, char **argv, int &exitCode) {
@@ -272,15 +447,76 @@ int main(int argc, char **argv) {
                   flag.what +
                   " arrive with training); only --inference bundles can be "
                   "compiled");
-  if (report.getNumOccurrences())
-    return fail("--report is not implemented yet");
+  // Pipeline partitioning (issue 5): --emit partitioned, --report.
+  if (int code = 0; runPartitioning(code))
+    return code;
 
   if (inputFilename.empty())
     return fail("no input model (pipedream-compile MODEL.onnx -o OUT_DIR "
                 "--inference)");
-  if (!inference)
-    return fail("training bundles are not implemented yet: pass --inference "
-                "for a forward-only, single-rank bundle");
+  // Training configuration.
+  bool training = !inference;
+  pipedream::nn::TrainingOptions trainingOptions;
+  if (inference) {
+    for (cl::Option *option :
+         std::initializer_list<cl::Option *>{
+             &lossOption, &labelsName, &microbatches, &batchSize,
+             &optimizerOption, &lrOption, &momentumOption, &nesterovOption,
+             &weightDecayOption, &beta1Option, &beta2Option, &epsOption})
+      if (option->getNumOccurrences())
+        return fail("--" + option->ArgStr + " is a training flag; it does not "
+                    "apply to --inference");
+  } else {
+    if (lossOption.empty())
+      return fail("training needs a loss: pass --loss cross-entropy|mse (or "
+                  "--inference for a forward-only bundle)");
+    std::optional<pipedream::nn::LossKind> loss =
+        pipedream::nn::parseLossKind(lossOption);
+    if (!loss)
+      return fail("--loss " + lossOption + ": expected cross-entropy or mse");
+    trainingOptions.loss = *loss;
+    trainingOptions.labelsName = labelsName;
+    int64_t m = microbatches.getNumOccurrences() ? microbatches.getValue() : 1;
+    if (m < 1)
+      return fail("--microbatches " + llvm::Twine(m) + ": at least 1");
+    trainingOptions.microbatches = m;
+    if (batchSize.getNumOccurrences() &&
+        (batchSize <= 0 || batchSize % m != 0))
+      return fail("--batch-size " + llvm::Twine(batchSize.getValue()) +
+                  ": must be a positive multiple of --microbatches (" +
+                  llvm::Twine(m) + ")");
+    std::optional<pipedream::nn::OptimizerKind> kind =
+        pipedream::nn::parseOptimizerKind(optimizerOption);
+    if (!kind)
+      return fail("--optimizer " + optimizerOption +
+                  ": expected sgd, momentum, adam or adamw");
+    pipedream::nn::OptimizerOptions &opt = trainingOptions.optimizer;
+    opt.kind = *kind;
+    bool adam = *kind == pipedream::nn::OptimizerKind::Adam ||
+                *kind == pipedream::nn::OptimizerKind::AdamW;
+    opt.lr = lrOption.getNumOccurrences() ? lrOption.getValue()
+                                          : (adam ? 0.001 : 0.01);
+    if (momentumOption.getNumOccurrences()) {
+      if (adam)
+        return fail("--momentum applies to sgd and momentum; adam uses "
+                    "--beta1/--beta2");
+      opt.momentum = momentumOption;
+      if (*kind == pipedream::nn::OptimizerKind::SGD && opt.momentum > 0)
+        opt.kind = pipedream::nn::OptimizerKind::Momentum;
+    }
+    opt.nesterov = nesterovOption;
+    if (opt.nesterov && opt.kind != pipedream::nn::OptimizerKind::Momentum)
+      return fail("--nesterov needs momentum (--optimizer momentum)");
+    opt.weightDecay = weightDecayOption;
+    opt.beta1 = beta1Option;
+    opt.beta2 = beta2Option;
+    opt.eps = epsOption;
+    if (!(opt.lr > 0) || opt.momentum < 0 || opt.weightDecay < 0 ||
+        !(opt.beta1 >= 0 && opt.beta1 < 1) ||
+        !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
+      return fail("optimizer hyper-parameters out of range (lr > 0, "
+                  "momentum >= 0, weight decay >= 0, 0 <= beta < 1, eps > 0)");
+  }
   if (target != "cpu")
     return fail("--target " + target +
                 ": only the cpu code generator is implemented");
@@ -293,8 +529,15 @@ int main(int argc, char **argv) {
           .Case("llvm", Phase::LLVM)
           .Case("bundle", Phase::Bundle)
           .Default(std::nullopt);
+  bool emitTrain = emit == "train";
+  if (emitTrain) {
+    if (!training)
+      return fail("--emit train: there is no training program with "
+                  "--inference");
+    phase = Phase::NN;
+  }
   if (!phase) {
-    if (emit == "train" || emit == "partitioned" || emit == "scheduled")
+    if (emit == "partitioned" || emit == "scheduled")
       return fail("--emit " + emit +
                   " is not implemented yet (training arrives in a later "
                   "issue)");
@@ -336,6 +579,8 @@ int main(int argc, char **argv) {
 
   pipedream::ImportOptions importOptions;
   importOptions.runChecker = !noChecker;
+  if (training && batchSize.getNumOccurrences())
+    importOptions.batchSize = batchSize / trainingOptions.microbatches;
   for (const std::string &shape : inputShapes) {
     std::string error;
     if (!pipedream::parseInputShapeOption(shape, importOptions, error))
@@ -382,16 +627,71 @@ int main(int argc, char **argv) {
       return fail(error);
     module = std::move(*imported);
   }
-  if (*phase == Phase::NN)
+  if (*phase == Phase::NN && !emitTrain)
+    return writeText([&](llvm::raw_ostream &os) { (*module)->print(os); });
+
+  std::optional<pipedream::nn::TrainingInfo> trainingInfo;
+  if (training) {
+    std::string firstError;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error &&
+          firstError.empty()) {
+        llvm::raw_string_ostream os(firstError);
+        os << diag.getLocation() << ": " << diag.str();
+      }
+      return success();
+    });
+    auto info = pipedream::nn::buildTrainingFunctions(*module, trainingOptions);
+    if (failed(info))
+      return fail(modelName + ": " +
+                  (firstError.empty() ? "cannot build the training program"
+                                      : firstError));
+    trainingInfo = std::move(*info);
+  }
+  if (emitTrain)
     return writeText([&](llvm::raw_ostream &os) { (*module)->print(os); });
 
   // The manifest comes from the model-level signatures.
   pipedream::Bundle bundle;
   {
     std::string error;
-    if (failed(pipedream::collectBundle(*module, modelName, "inference",
+    if (failed(pipedream::collectBundle(*module, modelName,
+                                        training ? "" : "inference",
                                         codegen.symbolPrefix, bundle, error)))
       return fail(modelName + ": " + error);
+  }
+  if (trainingInfo) {
+    const pipedream::nn::TrainingOptions &t = trainingOptions;
+    const pipedream::nn::OptimizerOptions &o = t.optimizer;
+    llvm::json::Array inputs;
+    for (const std::string &name : trainingInfo->inputNames)
+      inputs.push_back(name);
+    llvm::json::Object optimizer{
+        {"kind", pipedream::nn::stringifyOptimizerKind(o.kind)},
+        {"lr", o.lr},
+        {"momentum",
+         o.kind == pipedream::nn::OptimizerKind::Momentum ? o.momentum : 0.0},
+        {"weight_decay", o.weightDecay},
+        {"nesterov", o.nesterov},
+        {"beta1", o.beta1},
+        {"beta2", o.beta2},
+        {"eps", o.eps}};
+    llvm::json::Object section{
+        {"loss", pipedream::nn::stringifyLossKind(t.loss)},
+        {"labels", t.labelsName},
+        {"microbatches", t.microbatches},
+        {"microbatch_size", trainingInfo->microbatchSize},
+        {"batch_size", t.microbatches * trainingInfo->microbatchSize},
+        {"inputs", std::move(inputs)},
+        {"step_function", "train_microbatch"},
+        {"update_function", "update"},
+        {"optimizer", std::move(optimizer)}};
+    if (t.loss == pipedream::nn::LossKind::CrossEntropy)
+      section["num_classes"] = trainingInfo->numClasses;
+    llvm::raw_string_ostream os(bundle.trainingJSON);
+    os << llvm::json::Value(std::move(section));
+    if (!StringRef(inputFilename).ends_with(".mlir"))
+      bundle.copiedFiles.push_back({"model.onnx", inputFilename});
   }
 
   if (hasNNOps(*module)) {

@@ -36,8 +36,10 @@ inline constexpr uint64_t kBundleWeightAlignment = 64;
 /// One buffer of a function's ABI.
 struct BundleBuffer {
   std::string name;
-  /// "input", "weight" or "output" (training adds more roles).
+  /// "input", "weight", "output", "grad" or "state" (docs/Bundle.md).
   std::string role;
+  /// For an output: the persistent buffer it replaces after each call.
+  std::string updates;
   /// f32 f64 f16 bf16 i64 i32 i8 i1 u8.
   std::string dtype;
   llvm::SmallVector<int64_t> shape;
@@ -70,6 +72,10 @@ struct Bundle {
   std::vector<BundleFunction> functions;
   /// The contents of weights.bin.
   std::vector<char> weightData;
+  /// The `training` object of bundle.json (rendered JSON), empty if none.
+  std::string trainingJSON;
+  /// Files copied into the bundle: (name in the bundle, source path).
+  std::vector<std::pair<std::string, std::string>> copiedFiles;
 };
 
 /// The manifest dtype of `type` ("f32", ...), or "" when the bundle format
@@ -77,8 +83,11 @@ struct Bundle {
 std::string getBundleDType(mlir::Type type);
 
 /// Builds the bundle description of `module` (before lowering): one
-/// function of `kind` per public `func.func`, in module order, named after
-/// it, exported as `symbolPrefix + name`. Weights (arguments with `nn.param`)
+/// function of `kind` (empty: the function's own name) per public
+/// `func.func`, in module order, named after it, exported as
+/// `symbolPrefix + name`. Argument roles come from `nn.role` when present
+/// (else `weight` for `nn.param` arguments, `input` otherwise); outputs take
+/// `updates` from `nn.updates`. Weights (arguments with `nn.param`)
 /// are deduplicated by name across functions. Fails with a one-line `error`
 /// on types the bundle cannot hold or unreadable weight values.
 mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,

@@ -673,6 +673,16 @@ bool GraphImporter::importInputs(const onnx::GraphProto &graph,
       return false;
     } else {
       dims = *modelDims;
+      if (options.batchSize > 0 && !dims.empty()) {
+        if (dims[0] >= 0 && dims[0] != options.batchSize) {
+          fail(quoted + " has a static batch dimension of " + Twine(dims[0]) +
+               ", but the micro-batch is " + Twine(options.batchSize) +
+               " samples (--batch-size / --microbatches); export the model "
+               "with a dynamic batch axis or match its batch size");
+          return false;
+        }
+        dims[0] = options.batchSize;
+      }
       for (auto [d, size] : llvm::enumerate(dims)) {
         if (size >= 0)
           continue;

@@ -42,6 +42,10 @@ struct ImportOptions {
   /// They fix dynamic (`dim_param` / unknown) dimensions; a static dimension
   /// of the model must agree with the given one.
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// When positive, the size of the first (batch) dimension of every graph
+  /// input not in `inputShapes` (pipedream-compile --batch-size / M): it
+  /// fixes a dynamic first dimension; a static one must agree.
+  int64_t batchSize = 0;
   /// Run the ONNX checker on the model (only for the IR versions and opsets
   /// the linked ONNX library knows; see docs/Importer.md).
   bool runChecker = true;

@@ -1,0 +1,316 @@
+#!/usr/bin/python3
+"""Trains a torch-exported model with pipedream and with PyTorch; compares.
+
+    torch_compare.py --bin BUILD/bin --model mlp|gpt|cnn
+        --optimizer sgd|momentum|adam|adamw [--microbatches M] [--steps N]
+        [--microbatch-size B] [--lr F] [--runner run|python] [--work DIR]
+
+The model comes from models/export_torch.py (same seed, so the ONNX file and
+the torch module start from the same weights; exported with a dynamic batch
+axis). Both sides train N steps on the same seeded data, each step one
+batch of M x B samples in M micro-batches with gradient accumulation (the
+step loss is the mean of the micro-batch losses), with torch.optim's
+optimizer. pipedream's side is `pipedream-compile` + `pipedream-run --data
+--steps --loss-log --save-onnx` (`--runner run`, the default) or a direct
+ctypes driver of the bundle's functions that follows docs/Bundle.md
+(`--runner python`, a cross-check of the runtime's training loop).
+
+Compared, with tolerance 1e-4 relative: every step's loss, and every
+trained weight (read back from the --save-onnx model; an initializer is
+matched to its torch parameter by name, or by its initial value when the
+exporter renamed it, e.g. a Linear weight folded into a transposed MatMul
+initializer) plus BatchNorm running statistics. Prints `OK ...` or
+`MISMATCH ...` lines and exits non-zero on any mismatch.
+"""
+
+import argparse
+import csv
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+import export_torch  # noqa: E402
+
+RTOL = 1e-4
+
+
+def make_data(name, model_example, rows, rng):
+    if name == "gpt":
+        seq = model_example.shape[1]
+        x = rng.integers(0, 64, size=(rows, seq)).astype(np.int64)
+        labels = rng.integers(0, 64, size=(rows, seq)).astype(np.int64)
+    else:
+        shape = (rows,) + tuple(model_example.shape[1:])
+        x = rng.standard_normal(shape).astype(np.float32)
+        labels = rng.integers(0, 10, size=(rows,)).astype(np.int64)
+    return x, labels
+
+
+def torch_optimizer(kind, params, lr, momentum, weight_decay, eps):
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
+    if kind == "momentum":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum,
+                               weight_decay=weight_decay)
+    if kind == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay,
+                                eps=eps)
+    if kind == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay,
+                                 eps=eps)
+    raise SystemExit(f"unknown optimizer {kind}")
+
+
+def torch_train(model, x, labels, args):
+    model.train()
+    opt = torch_optimizer(args.optimizer, model.parameters(), args.lr,
+                          args.momentum, args.weight_decay, args.eps)
+    n = args.microbatches * args.microbatch_size
+    rows = x.shape[0]
+    losses = []
+    for step in range(args.steps):
+        idx = [(step * n + i) % rows for i in range(n)]
+        xb_all = torch.from_numpy(x[idx])
+        yb_all = torch.from_numpy(labels[idx])
+        opt.zero_grad()
+        total = 0.0
+        for m in range(args.microbatches):
+            sl = slice(m * args.microbatch_size, (m + 1) * args.microbatch_size)
+            out = model(xb_all[sl])
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                   yb_all[sl].reshape(-1))
+            (loss / args.microbatches).backward()
+            total += loss.item()
+        opt.step()
+        losses.append(total / args.microbatches)
+    return losses
+
+
+def aligned_empty(shape, dtype, align=64):
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape)) if shape else 1
+    raw = np.empty(count * dtype.itemsize + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
+          "i32": np.int32, "i1": np.bool_, "u8": np.uint8, "i8": np.int8}
+
+
+def python_runner(bundle, x_name, x, labels, steps):
+    """Runs the training bundle's functions as docs/Bundle.md describes."""
+    with open(os.path.join(bundle, "bundle.json")) as f:
+        manifest = json.load(f)
+    lib = ctypes.CDLL(os.path.join(bundle, manifest["library"]))
+    raw = np.fromfile(os.path.join(bundle, manifest["weights_file"]),
+                      dtype=np.uint8)
+    persistent = {}
+    for w in manifest["weights"]:
+        arr = aligned_empty(tuple(w["shape"]), DTYPES[w["dtype"]])
+        arr.reshape(-1).view(np.uint8)[:] = raw[w["offset"]:w["offset"] + w["bytes"]]
+        persistent[w["name"]] = arr
+    functions = {f["name"]: f for f in manifest["functions"]}
+    for f in functions.values():
+        for b in f["buffers"]:
+            if b["role"] in ("grad", "state") and b["name"] not in persistent:
+                persistent[b["name"]] = np.zeros(tuple(b["shape"]),
+                                                 DTYPES[b["dtype"]])
+    training = manifest["training"]
+
+    def run(name, inputs):
+        fn = functions[name]
+        arrays, outputs = [], []
+        for b in fn["buffers"]:
+            if b["role"] == "output":
+                arr = aligned_empty(tuple(b["shape"]), DTYPES[b["dtype"]])
+                outputs.append((b, arr))
+            elif b["role"] == "input":
+                arr = aligned_empty(tuple(b["shape"]), DTYPES[b["dtype"]])
+                arr[...] = inputs[b["name"]]
+            else:
+                arr = persistent[b["name"]]
+            arrays.append(arr)
+        arrays += [a for _, a in outputs]
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        getattr(lib, fn["symbol"])(ptrs)
+        result = {}
+        for b, arr in outputs:
+            if b.get("updates"):
+                persistent[b["updates"]] = arr
+            result[b["name"]] = arr
+        return result
+
+    m, b = training["microbatches"], training["microbatch_size"]
+    n = m * b
+    rows = x.shape[0]
+    losses = []
+    for step in range(steps):
+        idx = [(step * n + i) % rows for i in range(n)]
+        for name, arr in persistent.items():
+            if name.startswith("grad:"):
+                arr[...] = 0
+        total = 0.0
+        for i in range(m):
+            sl = idx[i * b:(i + 1) * b]
+            out = run(training["step_function"],
+                      {x_name: x[sl], training["labels"]: labels[sl]})
+            total += float(out["loss"])
+        run(training["update_function"], {})
+        losses.append(total / m)
+    weights = {w["name"]: persistent[w["name"]] for w in manifest["weights"]}
+    return losses, weights
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--model", required=True, choices=["mlp", "gpt", "cnn"])
+    p.add_argument("--optimizer", required=True,
+                   choices=["sgd", "momentum", "adam", "adamw"])
+    p.add_argument("--microbatches", type=int, default=1)
+    p.add_argument("--microbatch-size", type=int, default=4)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--eps", type=float, default=1e-8,
+                   help="Adam epsilon. Parameters whose gradient is zero "
+                        "in exact arithmetic (a bias before BatchNorm, the "
+                        "key bias of attention) get rounding noise as "
+                        "gradient, which Adam normalizes to steps of about "
+                        "lr with the default 1e-8: compare such models "
+                        "with a larger eps")
+    p.add_argument("--runner", choices=["run", "python"], default="run")
+    p.add_argument("--work")
+    args = p.parse_args()
+    if args.lr is None:
+        args.lr = 0.001 if args.optimizer in ("adam", "adamw") else 0.05
+
+    work = args.work or tempfile.mkdtemp(prefix="torch-compare-")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    model, example, in_name, out_name = export_torch.build(
+        args.model, args.microbatch_size)
+    model.eval()
+    onnx_path = os.path.join(work, "model.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), onnx_path,
+                          input_names=[in_name], output_names=[out_name],
+                          opset_version=17,
+                          dynamic_axes={in_name: {0: "batch"},
+                                        out_name: {0: "batch"}},
+                          training=torch.onnx.TrainingMode.PRESERVE,
+                          do_constant_folding=True)
+    # Initializer -> (torch tensor getter, transposed?) by name or value.
+    initial = {i.name: numpy_helper.to_array(i)
+               for i in onnx.load(onnx_path).graph.initializer}
+    state = dict(model.state_dict())
+    mapping = {}
+    for name, value in initial.items():
+        if name in state:
+            mapping[name] = (name, False)
+            continue
+        hits = [(k, t) for k, v in state.items() for t in (False, True)
+                if v.dim() == 2 and tuple((v.T if t else v).shape) == value.shape
+                and np.array_equal((v.T if t else v).numpy(), value)]
+        if len(hits) != 1:
+            print(f"MISMATCH cannot map initializer {name} to a torch tensor")
+            return 1
+        mapping[name] = hits[0]
+
+    rng = np.random.default_rng(7)
+    rows = args.microbatches * args.microbatch_size * args.steps + 3
+    x, labels = make_data(args.model, example, rows, rng)
+    torch_losses = torch_train(model, x, labels, args)
+    final = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+    bundle = os.path.join(work, "bundle")
+    cmd = [os.path.join(args.bin, "pipedream-compile"), onnx_path, "-o", bundle,
+           "--loss", "cross-entropy", "--optimizer", args.optimizer,
+           "--lr", repr(args.lr), "--microbatches", str(args.microbatches),
+           "--batch-size", str(args.microbatches * args.microbatch_size)]
+    if args.optimizer == "momentum":
+        cmd += ["--momentum", repr(args.momentum)]
+    if args.weight_decay:
+        cmd += ["--weight-decay", repr(args.weight_decay)]
+    if args.optimizer in ("adam", "adamw"):
+        cmd += ["--eps", repr(args.eps)]
+    subprocess.run(cmd, check=True)
+
+    if args.runner == "python":
+        ours, weights = python_runner(bundle, in_name, x, labels, args.steps)
+    else:
+        data = os.path.join(work, "data.npz")
+        np.savez(data, **{in_name: x, "labels": labels})
+        log = os.path.join(work, "loss.csv")
+        trained = os.path.join(work, "trained.onnx")
+        subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle,
+                        "--data", data, "--steps", str(args.steps),
+                        "--loss-log", log, "--save-onnx", trained],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(log) as f:
+            rows_ = list(csv.DictReader(f))
+        ours = [float(r["loss"]) for r in rows_]
+        trained_model = onnx.load(trained)
+        onnx.checker.check_model(trained_model, full_check=True)
+        weights = {i.name: numpy_helper.to_array(i)
+                   for i in trained_model.graph.initializer}
+
+    bad = 0
+    tag = f"{args.model} {args.optimizer} M={args.microbatches}"
+    if len(ours) != len(torch_losses):
+        print(f"MISMATCH {tag}: {len(ours)} losses, torch has {len(torch_losses)}")
+        return 1
+    worst_loss = 0.0
+    for s, (a, b) in enumerate(zip(ours, torch_losses)):
+        rel = abs(a - b) / max(abs(b), 1e-12)
+        worst_loss = max(worst_loss, rel)
+        if rel > RTOL:
+            print(f"MISMATCH {tag}: step {s + 1} loss {a!r} vs torch {b!r}")
+            bad += 1
+    worst_weight, worst_name = 0.0, ""
+    for name, (key, transposed) in mapping.items():
+        if name not in weights:
+            print(f"MISMATCH {tag}: trained model lacks {name}")
+            bad += 1
+            continue
+        ref = final[key].T if transposed else final[key]
+        got = weights[name]
+        scale = max(float(np.max(np.abs(ref))), 1e-12)
+        rel = float(np.max(np.abs(got.astype(np.float64) - ref))) / scale
+        if rel > worst_weight:
+            worst_weight, worst_name = rel, name
+        if rel > RTOL:
+            print(f"MISMATCH {tag}: weight {name} differs by {rel:.3g} "
+                  f"(relative to its largest entry)")
+            bad += 1
+    changed = sum(not np.array_equal(initial[n], weights.get(n, initial[n]))
+                  for n in mapping)
+    if changed == 0:
+        print(f"MISMATCH {tag}: no weight changed during training")
+        bad += 1
+    if not bad:
+        print(f"OK {tag}: losses {' '.join(f'{v:.6f}' for v in ours)}; "
+              f"worst relative error loss {worst_loss:.2g}, weights "
+              f"{worst_weight:.2g} ({worst_name}); {changed}/{len(mapping)} "
+              f"tensors changed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
