@@ -122,6 +122,265 @@ bool isRunningStatistic(BlockArgument arg) {
 
 } // namespace
 
+void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
+                         Value seed,
+                         SmallVectorImpl<std::pair<Value, Value>> &statUpdates) {
+  int64_t dropoutIndex = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
+      auto train = BatchNormTrainOp::create(
+          b, bn.getLoc(), mapping.lookup(bn.getInput()),
+          mapping.lookup(bn.getScale()), mapping.lookup(bn.getBias()),
+          mapping.lookup(bn.getMean()), mapping.lookup(bn.getVar()),
+          bn.getEpsilonAttr(), bn.getMomentumAttr());
+      mapping.map(bn.getResult(), train.getResult(0));
+      statUpdates.push_back({bn.getMean(), train.getResult(1)});
+      statUpdates.push_back({bn.getVar(), train.getResult(2)});
+      continue;
+    }
+    if (auto dropout = dyn_cast<DropoutOp>(op);
+        dropout && dropout.getRatio().convertToDouble() > 0 && seed) {
+      double ratio = dropout.getRatio().convertToDouble();
+      Location l = dropout.getLoc();
+      auto type = cast<RankedTensorType>(dropout.getType());
+      Type seedElement = getElementTypeOrSelf(seed.getType());
+      // Each dropout op draws from its own stream of the seed.
+      Value opSeed = AddOp::create(
+          b, l, seed,
+          scalarConstant(b, l, seedElement,
+                         static_cast<double>(++dropoutIndex * 1000003)));
+      Value mask = BernoulliOp::create(b, l, type, opSeed,
+                                       b.getF64FloatAttr(1.0 - ratio));
+      Value kept = MulOp::create(b, l, mapping.lookup(dropout.getInput()),
+                                 mask);
+      Value scaled = MulOp::create(
+          b, l, kept,
+          scalarConstant(b, l, type.getElementType(), 1.0 / (1.0 - ratio)));
+      mapping.map(dropout.getResult(), scaled);
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+}
+
+bool needsRandomSeed(Block &body) {
+  bool found = false;
+  body.walk([&](DropoutOp op) {
+    if (op.getRatio().convertToDouble() > 0)
+      found = true;
+  });
+  return found;
+}
+
+FailureOr<RankedTensorType> getLabelsType(LossKind kind,
+                                          RankedTensorType prediction) {
+  if (kind == LossKind::MSE)
+    return prediction;
+  if (prediction.getRank() < 1)
+    return failure();
+  return RankedTensorType::get(prediction.getShape().drop_back(),
+                               IntegerType::get(prediction.getContext(), 64));
+}
+
+Value buildLoss(OpBuilder &b, Location loc, LossKind kind, Value prediction,
+                Value labels) {
+  auto predType = cast<RankedTensorType>(prediction.getType());
+  Type elementType = predType.getElementType();
+  Location lossLoc = NameLoc::get(b.getStringAttr(stringifyLossKind(kind)), loc);
+  if (kind == LossKind::CrossEntropy) {
+    int64_t rank = predType.getRank();
+    Value logProbs = LogSoftmaxOp::create(b, lossLoc, prediction, rank - 1);
+    Value oneHot = OneHotOp::create(
+        b, lossLoc, labels, b.getI64IntegerAttr(predType.getShape().back()),
+        TypeAttr::get(elementType));
+    Value picked = MulOp::create(b, lossLoc, oneHot, logProbs);
+    Value perPosition = ReduceSumOp::create(
+        b, lossLoc, picked, SmallVector<int64_t>{rank - 1},
+        /*keepdims=*/false);
+    Value mean = perPosition;
+    if (rank > 1)
+      mean = ReduceMeanOp::create(
+          b, lossLoc, perPosition,
+          llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)),
+          /*keepdims=*/false);
+    return NegOp::create(b, lossLoc, mean);
+  }
+  Value diff = SubOp::create(b, lossLoc, prediction, labels);
+  Value squared = MulOp::create(b, lossLoc, diff, diff);
+  if (predType.getRank() == 0)
+    return squared;
+  return ReduceMeanOp::create(
+      b, lossLoc, squared,
+      llvm::to_vector(llvm::seq<int64_t>(0, predType.getRank())),
+      /*keepdims=*/false);
+}
+
+func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
+                                  ArrayRef<UpdateWeight> weights,
+                                  const OptimizerOptions &opt,
+                                  StringRef stepName) {
+  Type elementType =
+      weights.empty() ? b.getF32Type() : getElementTypeOrSelf(weights[0].type);
+  SmallVector<Type> updateArgTypes;
+  struct ArgInfo {
+    std::string name, role;
+    DictionaryAttr weightAttrs;
+  };
+  SmallVector<ArgInfo> updateArgs;
+  for (const UpdateWeight &w : weights) {
+    updateArgTypes.push_back(w.type);
+    updateArgs.push_back({w.name, "weight", w.attrs});
+  }
+  for (const UpdateWeight &w : weights) {
+    updateArgTypes.push_back(w.type);
+    updateArgs.push_back({"grad:" + w.name, "grad", {}});
+  }
+  SmallVector<StringRef> statePrefixes;
+  if (opt.kind == OptimizerKind::Momentum)
+    statePrefixes.push_back("momentum_buffer:");
+  if (opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW) {
+    statePrefixes.push_back("exp_avg:");
+    statePrefixes.push_back("exp_avg_sq:");
+  }
+  for (StringRef prefix : statePrefixes)
+    for (const UpdateWeight &w : weights) {
+      updateArgTypes.push_back(w.type);
+      updateArgs.push_back({(prefix + w.name).str(), "state", {}});
+    }
+  bool usesStep =
+      opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW;
+  if (usesStep) {
+    updateArgTypes.push_back(RankedTensorType::get({}, elementType));
+    updateArgs.push_back({stepName.str(), "state", {}});
+  }
+  auto update = func::FuncOp::create(b, loc, name,
+                                     b.getFunctionType(updateArgTypes, {}));
+  for (auto [i, arg] : llvm::enumerate(updateArgs)) {
+    if (arg.weightAttrs)
+      update.setArgAttrs(i, arg.weightAttrs);
+    update.setArgAttr(i, Names::kNameAttrName, b.getStringAttr(arg.name));
+    update.setArgAttr(i, Names::kRoleAttrName, b.getStringAttr(arg.role));
+  }
+  Block *updateEntry = update.addEntryBlock();
+  b.setInsertionPointToStart(updateEntry);
+  Location optLoc =
+      NameLoc::get(b.getStringAttr(stringifyOptimizerKind(opt.kind)), loc);
+  auto constant = [&](double value) {
+    return scalarConstant(b, optLoc, elementType, value);
+  };
+  unsigned numWeights = weights.size();
+  auto weightArg = [&](unsigned n) { return updateEntry->getArgument(n); };
+  auto gradArg = [&](unsigned n) {
+    return updateEntry->getArgument(numWeights + n);
+  };
+  auto stateArg = [&](unsigned which, unsigned n) {
+    return updateEntry->getArgument(numWeights * (2 + which) + n);
+  };
+  SmallVector<Value> newWeights, newStates;
+  SmallVector<std::string> newStateNames;
+  Value stepCount, biasCorrection1, biasCorrection2Sqrt;
+  if (usesStep) {
+    Value stepArg = updateEntry->getArguments().back();
+    stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
+    biasCorrection1 = SubOp::create(
+        b, optLoc, constant(1.0),
+        PowOp::create(b, optLoc, constant(opt.beta1), stepCount));
+    biasCorrection2Sqrt = SqrtOp::create(
+        b, optLoc,
+        SubOp::create(b, optLoc, constant(1.0),
+                      PowOp::create(b, optLoc, constant(opt.beta2),
+                                    stepCount)));
+  }
+  SmallVector<SmallVector<Value>> statesByKind(statePrefixes.size());
+  for (unsigned n = 0; n < numWeights; ++n) {
+    Value w = weightArg(n), g = gradArg(n);
+    switch (opt.kind) {
+    case OptimizerKind::SGD:
+    case OptimizerKind::Momentum: {
+      if (opt.weightDecay != 0)
+        g = AddOp::create(b, optLoc, g,
+                          MulOp::create(b, optLoc, constant(opt.weightDecay),
+                                        w));
+      Value direction = g;
+      if (opt.kind == OptimizerKind::Momentum) {
+        Value buf = AddOp::create(
+            b, optLoc, MulOp::create(b, optLoc, constant(opt.momentum),
+                                     stateArg(0, n)),
+            g);
+        statesByKind[0].push_back(buf);
+        direction =
+            opt.nesterov
+                ? Value(AddOp::create(
+                      b, optLoc, g,
+                      MulOp::create(b, optLoc, constant(opt.momentum), buf)))
+                : buf;
+      }
+      newWeights.push_back(SubOp::create(
+          b, optLoc, w, MulOp::create(b, optLoc, constant(opt.lr), direction)));
+      break;
+    }
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: {
+      if (opt.kind == OptimizerKind::AdamW && opt.weightDecay != 0)
+        w = MulOp::create(b, optLoc, w,
+                          constant(1.0 - opt.lr * opt.weightDecay));
+      if (opt.kind == OptimizerKind::Adam && opt.weightDecay != 0)
+        g = AddOp::create(b, optLoc, g,
+                          MulOp::create(b, optLoc, constant(opt.weightDecay),
+                                        w));
+      Value m = AddOp::create(
+          b, optLoc,
+          MulOp::create(b, optLoc, constant(opt.beta1), stateArg(0, n)),
+          MulOp::create(b, optLoc, constant(1.0 - opt.beta1), g));
+      Value v = AddOp::create(
+          b, optLoc,
+          MulOp::create(b, optLoc, constant(opt.beta2), stateArg(1, n)),
+          MulOp::create(b, optLoc, constant(1.0 - opt.beta2),
+                        MulOp::create(b, optLoc, g, g)));
+      statesByKind[0].push_back(m);
+      statesByKind[1].push_back(v);
+      Value denom = AddOp::create(
+          b, optLoc,
+          DivOp::create(b, optLoc, SqrtOp::create(b, optLoc, v),
+                        biasCorrection2Sqrt),
+          constant(opt.eps));
+      Value stepSize = DivOp::create(b, optLoc, constant(opt.lr),
+                                     biasCorrection1);
+      newWeights.push_back(SubOp::create(
+          b, optLoc, w,
+          MulOp::create(b, optLoc, stepSize,
+                        DivOp::create(b, optLoc, m, denom))));
+      break;
+    }
+    }
+  }
+  SmallVector<Value> updateResults(newWeights);
+  SmallVector<std::pair<std::string, std::string>> updateNames;
+  for (const UpdateWeight &w : weights)
+    updateNames.push_back({w.name + ".next", w.name});
+  for (auto [which, prefix] : llvm::enumerate(statePrefixes))
+    for (auto [n, w] : llvm::enumerate(weights)) {
+      updateResults.push_back(statesByKind[which][n]);
+      std::string stateName = (prefix + w.name).str();
+      updateNames.push_back({stateName + ".next", stateName});
+    }
+  if (usesStep) {
+    updateResults.push_back(stepCount);
+    updateNames.push_back({(stepName + ".next").str(), stepName.str()});
+  }
+  func::ReturnOp::create(b, optLoc, updateResults);
+  update.setType(b.getFunctionType(updateArgTypes,
+                                   ValueRange(updateResults).getTypes()));
+  for (auto [j, names] : llvm::enumerate(updateNames)) {
+    update.setResultAttr(j, Names::kNameAttrName,
+                         b.getStringAttr(names.first));
+    update.setResultAttr(j, Names::kUpdatesAttrName,
+                         b.getStringAttr(names.second));
+  }
+
+  return update;
+}
+
 FailureOr<TrainingInfo>
 buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   auto main = module.lookupSymbol<func::FuncOp>(options.function);
@@ -189,24 +448,17 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   }
 
   // The labels' type.
-  RankedTensorType labelsType;
-  if (options.loss == LossKind::CrossEntropy) {
-    if (predType.getRank() < 1)
-      return main.emitError("training: cross-entropy needs a prediction with "
-                            "a class axis, got ")
-             << predType;
+  FailureOr<RankedTensorType> labelsTypeOr =
+      getLabelsType(options.loss, predType);
+  if (failed(labelsTypeOr))
+    return main.emitError("training: cross-entropy needs a prediction with "
+                          "a class axis, got ")
+           << predType;
+  RankedTensorType labelsType = *labelsTypeOr;
+  if (options.loss == LossKind::CrossEntropy)
     info.numClasses = predType.getShape().back();
-    labelsType = RankedTensorType::get(predType.getShape().drop_back(),
-                                       IntegerType::get(ctx, 64));
-  } else {
-    labelsType = predType;
-  }
 
-  bool hasDropout = false;
-  body.walk([&](DropoutOp op) {
-    if (op.getRatio().convertToDouble() > 0)
-      hasDropout = true;
-  });
+  bool hasDropout = needsRandomSeed(body);
   info.usesRandomSeed = hasDropout;
   auto seedType = RankedTensorType::get({}, IntegerType::get(ctx, 64));
 
@@ -232,81 +484,19 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
 
   // Running-statistic updates: weight argument -> new value.
   SmallVector<std::pair<unsigned, Value>> statUpdates;
-  int64_t dropoutIndex = 0;
-  for (Operation &op : body.without_terminator()) {
-    if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
-      auto train = BatchNormTrainOp::create(
-          b, bn.getLoc(), mapping.lookup(bn.getInput()),
-          mapping.lookup(bn.getScale()), mapping.lookup(bn.getBias()),
-          mapping.lookup(bn.getMean()), mapping.lookup(bn.getVar()),
-          bn.getEpsilonAttr(), bn.getMomentumAttr());
-      mapping.map(bn.getResult(), train.getResult(0));
-      for (auto [operand, updated] :
-           {std::pair{bn.getMean(), train.getResult(1)},
-            std::pair{bn.getVar(), train.getResult(2)}}) {
-        auto arg = dyn_cast<BlockArgument>(operand);
-        if (arg && isWeight[arg.getArgNumber()] &&
-            !isTrainable[arg.getArgNumber()])
-          statUpdates.push_back({arg.getArgNumber(), updated});
-      }
-      continue;
+  {
+    SmallVector<std::pair<Value, Value>> updates;
+    cloneInTrainingMode(b, body, mapping, seed, updates);
+    for (auto [operand, updated] : updates) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (arg && arg.getOwner() == &body && isWeight[arg.getArgNumber()] &&
+          !isTrainable[arg.getArgNumber()])
+        statUpdates.push_back({arg.getArgNumber(), updated});
     }
-    if (auto dropout = dyn_cast<DropoutOp>(op);
-        dropout && dropout.getRatio().convertToDouble() > 0) {
-      double ratio = dropout.getRatio().convertToDouble();
-      Location l = dropout.getLoc();
-      auto type = cast<RankedTensorType>(dropout.getType());
-      // Each dropout op draws from its own stream of the seed.
-      Value opSeed = AddOp::create(
-          b, l, seed,
-          scalarConstant(b, l, seedType.getElementType(),
-                         static_cast<double>(++dropoutIndex * 1000003)));
-      Value mask = BernoulliOp::create(b, l, type, opSeed,
-                                       b.getF64FloatAttr(1.0 - ratio));
-      Value kept = MulOp::create(b, l, mapping.lookup(dropout.getInput()),
-                                 mask);
-      Value scaled = MulOp::create(
-          b, l, kept,
-          scalarConstant(b, l, type.getElementType(), 1.0 / (1.0 - ratio)));
-      mapping.map(dropout.getResult(), scaled);
-      continue;
-    }
-    b.clone(op, mapping);
   }
   auto mainReturn = cast<func::ReturnOp>(body.getTerminator());
   Value prediction = mapping.lookup(mainReturn.getOperand(0));
-  Location lossLoc = NameLoc::get(
-      b.getStringAttr(stringifyLossKind(options.loss)), loc);
-  Value loss;
-  if (options.loss == LossKind::CrossEntropy) {
-    int64_t rank = predType.getRank();
-    Value logProbs =
-        LogSoftmaxOp::create(b, lossLoc, prediction, rank - 1);
-    Value oneHot = OneHotOp::create(b, lossLoc, labels,
-                                    b.getI64IntegerAttr(info.numClasses),
-                                    TypeAttr::get(elementType));
-    Value picked = MulOp::create(b, lossLoc, oneHot, logProbs);
-    Value perPosition =
-        ReduceSumOp::create(b, lossLoc, picked,
-                            SmallVector<int64_t>{rank - 1},
-                            /*keepdims=*/false);
-    Value mean = perPosition;
-    if (rank > 1)
-      mean = ReduceMeanOp::create(
-          b, lossLoc, perPosition,
-          llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)),
-          /*keepdims=*/false);
-    loss = NegOp::create(b, lossLoc, mean);
-  } else {
-    Value diff = SubOp::create(b, lossLoc, prediction, labels);
-    Value squared = MulOp::create(b, lossLoc, diff, diff);
-    loss = squared;
-    if (predType.getRank() > 0)
-      loss = ReduceMeanOp::create(
-          b, lossLoc, squared,
-          llvm::to_vector(llvm::seq<int64_t>(0, predType.getRank())),
-          /*keepdims=*/false);
-  }
+  Value loss = buildLoss(b, loc, options.loss, prediction, labels);
   SmallVector<Value> lossResults{loss};
   for (auto &[argIndex, value] : statUpdates)
     lossResults.push_back(value);
@@ -409,164 +599,13 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   }
 
   //===--- 3b. The optimizer update ---------------------------------------===//
-  const OptimizerOptions &opt = options.optimizer;
-  SmallVector<Type> updateArgTypes;
-  struct ArgInfo {
-    std::string name, role;
-    DictionaryAttr weightAttrs;
-  };
-  SmallVector<ArgInfo> updateArgs;
-  for (unsigned k : wrt) {
-    updateArgTypes.push_back(main.getArgument(k).getType());
-    updateArgs.push_back({argName(main, k), "weight", main.getArgAttrDict(k)});
-  }
-  for (unsigned k : wrt) {
-    updateArgTypes.push_back(main.getArgument(k).getType());
-    updateArgs.push_back({"grad:" + argName(main, k), "grad", {}});
-  }
-  SmallVector<StringRef> statePrefixes;
-  if (opt.kind == OptimizerKind::Momentum)
-    statePrefixes.push_back("momentum_buffer:");
-  if (opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW) {
-    statePrefixes.push_back("exp_avg:");
-    statePrefixes.push_back("exp_avg_sq:");
-  }
-  for (StringRef prefix : statePrefixes)
-    for (unsigned k : wrt) {
-      updateArgTypes.push_back(main.getArgument(k).getType());
-      updateArgs.push_back({(prefix + argName(main, k)).str(), "state", {}});
-    }
-  bool usesStep =
-      opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW;
-  if (usesStep) {
-    updateArgTypes.push_back(RankedTensorType::get({}, elementType));
-    updateArgs.push_back({"step", "state", {}});
-  }
-  b.setInsertionPointAfter(step);
-  auto update = func::FuncOp::create(b, loc, kUpdateFunction,
-                                     b.getFunctionType(updateArgTypes, {}));
-  for (auto [i, arg] : llvm::enumerate(updateArgs)) {
-    if (arg.weightAttrs)
-      update.setArgAttrs(i, arg.weightAttrs);
-    update.setArgAttr(i, Names::kNameAttrName, b.getStringAttr(arg.name));
-    update.setArgAttr(i, Names::kRoleAttrName, b.getStringAttr(arg.role));
-  }
-  Block *updateEntry = update.addEntryBlock();
-  b.setInsertionPointToStart(updateEntry);
-  Location optLoc =
-      NameLoc::get(b.getStringAttr(stringifyOptimizerKind(opt.kind)), loc);
-  auto constant = [&](double value) {
-    return scalarConstant(b, optLoc, elementType, value);
-  };
-  unsigned numWeights = wrt.size();
-  auto weightArg = [&](unsigned n) { return updateEntry->getArgument(n); };
-  auto gradArg = [&](unsigned n) {
-    return updateEntry->getArgument(numWeights + n);
-  };
-  auto stateArg = [&](unsigned which, unsigned n) {
-    return updateEntry->getArgument(numWeights * (2 + which) + n);
-  };
-  SmallVector<Value> newWeights, newStates;
-  SmallVector<std::string> newStateNames;
-  Value stepCount, biasCorrection1, biasCorrection2Sqrt;
-  if (usesStep) {
-    Value stepArg = updateEntry->getArguments().back();
-    stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
-    biasCorrection1 = SubOp::create(
-        b, optLoc, constant(1.0),
-        PowOp::create(b, optLoc, constant(opt.beta1), stepCount));
-    biasCorrection2Sqrt = SqrtOp::create(
-        b, optLoc,
-        SubOp::create(b, optLoc, constant(1.0),
-                      PowOp::create(b, optLoc, constant(opt.beta2),
-                                    stepCount)));
-  }
-  SmallVector<SmallVector<Value>> statesByKind(statePrefixes.size());
-  for (unsigned n = 0; n < numWeights; ++n) {
-    Value w = weightArg(n), g = gradArg(n);
-    switch (opt.kind) {
-    case OptimizerKind::SGD:
-    case OptimizerKind::Momentum: {
-      if (opt.weightDecay != 0)
-        g = AddOp::create(b, optLoc, g,
-                          MulOp::create(b, optLoc, constant(opt.weightDecay),
-                                        w));
-      Value direction = g;
-      if (opt.kind == OptimizerKind::Momentum) {
-        Value buf = AddOp::create(
-            b, optLoc, MulOp::create(b, optLoc, constant(opt.momentum),
-                                     stateArg(0, n)),
-            g);
-        statesByKind[0].push_back(buf);
-        direction =
-            opt.nesterov
-                ? Value(AddOp::create(
-                      b, optLoc, g,
-                      MulOp::create(b, optLoc, constant(opt.momentum), buf)))
-                : buf;
-      }
-      newWeights.push_back(SubOp::create(
-          b, optLoc, w, MulOp::create(b, optLoc, constant(opt.lr), direction)));
-      break;
-    }
-    case OptimizerKind::Adam:
-    case OptimizerKind::AdamW: {
-      if (opt.kind == OptimizerKind::AdamW && opt.weightDecay != 0)
-        w = MulOp::create(b, optLoc, w,
-                          constant(1.0 - opt.lr * opt.weightDecay));
-      if (opt.kind == OptimizerKind::Adam && opt.weightDecay != 0)
-        g = AddOp::create(b, optLoc, g,
-                          MulOp::create(b, optLoc, constant(opt.weightDecay),
-                                        w));
-      Value m = AddOp::create(
-          b, optLoc,
-          MulOp::create(b, optLoc, constant(opt.beta1), stateArg(0, n)),
-          MulOp::create(b, optLoc, constant(1.0 - opt.beta1), g));
-      Value v = AddOp::create(
-          b, optLoc,
-          MulOp::create(b, optLoc, constant(opt.beta2), stateArg(1, n)),
-          MulOp::create(b, optLoc, constant(1.0 - opt.beta2),
-                        MulOp::create(b, optLoc, g, g)));
-      statesByKind[0].push_back(m);
-      statesByKind[1].push_back(v);
-      Value denom = AddOp::create(
-          b, optLoc,
-          DivOp::create(b, optLoc, SqrtOp::create(b, optLoc, v),
-                        biasCorrection2Sqrt),
-          constant(opt.eps));
-      Value stepSize = DivOp::create(b, optLoc, constant(opt.lr),
-                                     biasCorrection1);
-      newWeights.push_back(SubOp::create(
-          b, optLoc, w,
-          MulOp::create(b, optLoc, stepSize,
-                        DivOp::create(b, optLoc, m, denom))));
-      break;
-    }
-    }
-  }
-  SmallVector<Value> updateResults(newWeights);
-  SmallVector<std::pair<std::string, std::string>> updateNames;
+  SmallVector<UpdateWeight> updateWeights;
   for (unsigned k : wrt)
-    updateNames.push_back({argName(main, k) + ".next", argName(main, k)});
-  for (auto [which, prefix] : llvm::enumerate(statePrefixes))
-    for (auto [n, k] : llvm::enumerate(wrt)) {
-      updateResults.push_back(statesByKind[which][n]);
-      std::string name = (prefix + argName(main, k)).str();
-      updateNames.push_back({name + ".next", name});
-    }
-  if (usesStep) {
-    updateResults.push_back(stepCount);
-    updateNames.push_back({"step.next", "step"});
-  }
-  func::ReturnOp::create(b, optLoc, updateResults);
-  update.setType(b.getFunctionType(updateArgTypes,
-                                   ValueRange(updateResults).getTypes()));
-  for (auto [j, names] : llvm::enumerate(updateNames)) {
-    update.setResultAttr(j, Names::kNameAttrName,
-                         b.getStringAttr(names.first));
-    update.setResultAttr(j, Names::kUpdatesAttrName,
-                         b.getStringAttr(names.second));
-  }
+    updateWeights.push_back(
+        {argName(main, k), main.getArgument(k).getType(), main.getArgAttrDict(k)});
+  b.setInsertionPointAfter(step);
+  buildOptimizerUpdate(b, loc, kUpdateFunction, updateWeights,
+                       options.optimizer, "step");
 
   jointFn.erase();
   lossFn.erase();

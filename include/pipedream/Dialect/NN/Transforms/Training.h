@@ -25,7 +25,10 @@
 #ifndef PIPEDREAM_DIALECT_NN_TRANSFORMS_TRAINING_H
 #define PIPEDREAM_DIALECT_NN_TRANSFORMS_TRAINING_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -80,6 +83,46 @@ struct TrainingInfo {
   /// Whether the step function uses a random seed state (Dropout).
   bool usesRandomSeed = false;
 };
+
+/// Clones the ops of `body` (not its terminator) at `b` in training mode:
+/// BatchNormalization with batch statistics (`nn.batch_norm_train`; each
+/// (running-statistic operand, updated value) pair is appended to
+/// `statUpdates`) and, when `seed` (rank-0 i64) is given, Dropout as
+/// `x * bernoulli(seed + k) / (1 - ratio)`.
+void cloneInTrainingMode(
+    mlir::OpBuilder &b, mlir::Block &body, mlir::IRMapping &mapping,
+    mlir::Value seed,
+    llvm::SmallVectorImpl<std::pair<mlir::Value, mlir::Value>> &statUpdates);
+
+/// Whether `body` has a Dropout that needs a random seed in training.
+bool needsRandomSeed(mlir::Block &body);
+
+/// The labels of `kind` for `prediction`: class indices (i64, the
+/// prediction's shape without its last axis) or a float target of the
+/// prediction's type. Fails for cross-entropy on a rank-0 prediction.
+mlir::FailureOr<mlir::RankedTensorType>
+getLabelsType(LossKind kind, mlir::RankedTensorType prediction);
+
+/// The mean loss (rank 0) of `prediction` against `labels`.
+mlir::Value buildLoss(mlir::OpBuilder &b, mlir::Location loc, LossKind kind,
+                      mlir::Value prediction, mlir::Value labels);
+
+/// One weight the optimizer updates: its name, type and argument attributes
+/// (`nn.param`...).
+struct UpdateWeight {
+  std::string name;
+  mlir::Type type;
+  mlir::DictionaryAttr attrs;
+};
+
+/// Builds `@name(weights..., grad:<w>..., state...) -> (weights'...,
+/// state'...)`, one torch.optim step, at `b`. The step counter of Adam is
+/// the state buffer `stepName`.
+mlir::func::FuncOp buildOptimizerUpdate(mlir::OpBuilder &b, mlir::Location loc,
+                                        llvm::StringRef name,
+                                        llvm::ArrayRef<UpdateWeight> weights,
+                                        const OptimizerOptions &opt,
+                                        llvm::StringRef stepName);
 
 /// Replaces `options.function` in `module` by `@train_microbatch` and
 /// `@update`. Fails with a diagnostic (the op or the function) on models it
