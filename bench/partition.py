@@ -10,6 +10,12 @@ devices, and prints per configuration the slowest stage of the auto
 (dynamic program) and uniform (equal op counts) partitions against the
 ideal (total compute / stages), and the dynamic program's wall time.
 
+--profile also measures the GPTs with pipedream-profile (per-op compiled
+forward/backward times on this machine, one thread) and prints, per stage
+count, the slowest stage of the analytical partition as the analytical
+model predicts it and as the measured costs say it runs, next to the
+partition chosen from the profile (`--cost-model PROFILE.json`).
+
 --check turns the issue's quality bar into assertions (the CI test
 test/Tools/pipedream-compile/partition-quality.test runs it with --small):
   - auto's slowest stage is never worse than uniform's;
@@ -36,15 +42,42 @@ def export(kind, path, **opts):
     subprocess.run(cmd, check=True)
 
 
-def partition(bindir, model, stages, device, method="auto"):
+def partition(bindir, model, stages, device, method="auto", extra=(),
+              full=False):
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         subprocess.run(
             [os.path.join(bindir, "pipedream-compile"), model, "--stages",
              str(stages), "--device", device, "--partition", method,
              "--emit", "partitioned", "-o", os.devnull, "--report-json",
-             report.name], check=True)
+             report.name, *extra], check=True)
         with open(report.name) as f:
-            return json.load(f)["partition"]
+            r = json.load(f)
+            return r if full else r["partition"]
+
+
+def compare_profile(bindir, model, name, tmp):
+    """Analytical vs measured (pipedream-profile) costs on one model."""
+    profile = os.path.join(tmp, name + ".profile.json")
+    subprocess.run([os.path.join(bindir, "pipedream-profile"), model, "-o",
+                    profile, "--repeats", "5"], check=True)
+    print(f"\n{name}: slowest stage, us (analytical partition under the "
+          f"analytical model / under the profile; profile partition)")
+    print(f"{'K':>3} {'analytical':>10} {'measured':>9} {'profiled':>9} "
+          f"{'gain':>6}  cuts (analytical | profiled)")
+    for stages in (2, 4, 8):
+        a = partition(bindir, model, stages, "cpu", full=True)
+        cuts = [s["last_op"] for s in a["stages"][:-1]]
+        a_meas = partition(bindir, model, stages, "cpu", extra=(
+            "--split-after", ",".join(cuts), "--cost-model", profile))
+        p = partition(bindir, model, stages, "cpu", full=True,
+                      extra=("--cost-model", profile))
+        p_cuts = [s["last_op"] for s in p["stages"][:-1]]
+        slow_a = a["partition"]["slowest_time"]
+        slow_am = a_meas["slowest_time"]
+        slow_p = p["partition"]["slowest_time"]
+        print(f"{stages:>3} {slow_a * 1e6:>10.1f} {slow_am * 1e6:>9.1f} "
+              f"{slow_p * 1e6:>9.1f} {slow_am / slow_p:>6.3f}  "
+              f"{','.join(cuts)} | {','.join(p_cuts)}")
 
 
 def main():
@@ -53,6 +86,9 @@ def main():
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--small", action="store_true",
                         help="CI sizes (8-block GPT, 8-layer CNN)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also compare against pipedream-profile's "
+                             "measured costs (the GPTs)")
     args = parser.parse_args()
 
     failures = []
@@ -93,6 +129,10 @@ def main():
                     if r["dp_seconds"] > 1.0:
                         failures.append(f"{name} K={stages}: the dynamic "
                                         f"program took {r['dp_seconds']:.2f} s")
+        if args.profile:
+            for kind, size, path in models:
+                if kind == "gpt":
+                    compare_profile(args.bin, path, f"{kind}-{size}", tmp)
     if failures:
         for failure in failures:
             print("FAIL:", failure)

@@ -35,5 +35,6 @@ tools = [
     ToolSubst("pipedream-translate", unresolved="ignore"),
     ToolSubst("pipedream-compile", unresolved="ignore"),
     ToolSubst("pipedream-run", unresolved="ignore"),
+    ToolSubst("pipedream-profile", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
