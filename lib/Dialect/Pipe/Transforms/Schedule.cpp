@@ -274,6 +274,23 @@ double Costs::of(Op op) const {
   return 0;
 }
 
+double Costs::of(const Action &a) const {
+  if (a.stage < 0 || a.stage >= (int64_t)perStage.size())
+    return of(a.op);
+  const Stage &s = perStage[a.stage];
+  switch (a.op) {
+  case Op::F:
+    return s.forward;
+  case Op::B:
+    return s.backward;
+  case Op::W:
+    return s.weightGrad;
+  case Op::U:
+    return s.update;
+  }
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Slot assignment
 //===----------------------------------------------------------------------===//
@@ -634,7 +651,7 @@ bool Runner::communicate(const Costs &costs) {
         if (it->isComm)
           break;
         const Action &a = s.ranks[r][it->action];
-        double d = costs.of(a.op);
+        double d = costs.of(a);
         result.timeline[r][it->action] = {time[r], time[r] + d};
         time[r] += d;
         ++pc[r];

@@ -6,6 +6,7 @@
 
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 
 #include <map>
@@ -139,6 +140,9 @@ void VerifySchedulePass::runOnOperation() {
     if (program.isGlobalView() && mlir::failed(verifyProgram(program)))
       failed = true;
   });
+  // Per-rank programs (pipe-project-ranks' output) are checked as sets.
+  if (mlir::failed(verifyRankPrograms(getOperation())))
+    failed = true;
   if (failed)
     signalPassFailure();
 }

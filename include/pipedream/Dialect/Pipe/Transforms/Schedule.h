@@ -119,9 +119,19 @@ Schedule buildSchedule(const Config &config);
 /// Durations of actions and of communication.
 struct Costs {
   double forward = 1, backward = 2, weightGrad = 0, update = 0, comm = 0;
+  /// Durations of one virtual stage's actions.
+  struct Stage {
+    double forward = 1, backward = 2, weightGrad = 0, update = 0;
+  };
+  /// Per virtual stage durations (index = virtual stage); when non-empty
+  /// they replace the uniform ones above for the stages they cover (from a
+  /// cost model or a profile: stages rarely cost the same).
+  std::vector<Stage> perStage;
   /// F=1, B=2, U=0, comm=0; with a split backward B=1, W=1.
   static Costs unit(const Config &config);
   double of(Op op) const;
+  /// Duration of `action`, per stage when `perStage` covers its stage.
+  double of(const Action &action) const;
 };
 
 /// One executed action.

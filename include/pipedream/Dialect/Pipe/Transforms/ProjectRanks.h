@@ -1,0 +1,43 @@
+//===- ProjectRanks.h - per-rank programs -----------------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Checks on the per-rank view that `pipe-project-ranks` produces and
+// `pipe-verify-schedule` re-runs (see Messages.h for the message rules),
+// and the schedule a program's stage calls form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PROJECTRANKS_H
+#define PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PROJECTRANKS_H
+
+#include "pipedream/Dialect/Pipe/IR/PipeOps.h"
+#include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace pipedream {
+namespace pipe {
+
+/// Verifies every set of per-rank `pipe.program`s in `module` (programs
+/// named `<stem>_rank<r>` with one stem form a set; a program with another
+/// name is a set of its own): one program per rank with equal schedules,
+/// sends and receives matched in order per pair with equal tags and types,
+/// no deadlock under blocking send/recv, stash/restore slots, and, with
+/// `checkSchedule`, the schedule of their `pipe.call_stage` ops
+/// (`schedule::verify`). Emits an error at the offending op and fails on the
+/// first problem of each set.
+mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
+                                       bool checkSchedule = true);
+
+/// The schedule a global program's `pipe.call_stage` ops form: each rank's
+/// actions in body order, the configuration from its `#pipe.schedule`.
+schedule::Schedule scheduleOfProgram(ProgramOp program);
+
+} // namespace pipe
+} // namespace pipedream
+
+#endif // PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PROJECTRANKS_H

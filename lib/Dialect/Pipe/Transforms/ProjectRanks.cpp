@@ -1,0 +1,482 @@
+//===- ProjectRanks.cpp - pipe-project-ranks -------------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Global view -> per-rank view. Both sides of every message come from one
+// pipe.transfer in one global order, so they cannot disagree (Shardy MPMD's
+// argument); the per-rank programs are nevertheless verified after the
+// split, by the same checks pipe-verify-schedule runs on per-rank input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
+
+#include "pipedream/Dialect/Pipe/IR/PipeOps.h"
+#include "pipedream/Dialect/Pipe/Transforms/Messages.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <map>
+#include <tuple>
+
+namespace pipedream {
+namespace pipe {
+#define GEN_PASS_DEF_PROJECTRANKSPASS
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream::pipe;
+namespace sched = pipedream::pipe::schedule;
+
+//===----------------------------------------------------------------------===//
+// Verification of per-rank programs
+//===----------------------------------------------------------------------===//
+
+static sched::Kind toSchedKind(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return sched::Kind::GPipe;
+  case ScheduleKind::OneFOneB:
+    return sched::Kind::OneFOneB;
+  case ScheduleKind::Interleaved1F1B:
+    return sched::Kind::Interleaved1F1B;
+  case ScheduleKind::PipeDream:
+    return sched::Kind::PipeDream;
+  case ScheduleKind::TwoBW:
+    return sched::Kind::TwoBW;
+  case ScheduleKind::ZeroBubbleH1:
+    return sched::Kind::ZBH1;
+  }
+  return sched::Kind::OneFOneB;
+}
+
+static sched::Op toSchedOp(ActionKind action) {
+  switch (action) {
+  case ActionKind::Forward:
+    return sched::Op::F;
+  case ActionKind::Backward:
+    return sched::Op::B;
+  case ActionKind::WeightGrad:
+    return sched::Op::W;
+  case ActionKind::Update:
+    return sched::Op::U;
+  }
+  return sched::Op::F;
+}
+
+/// `train_rank3` -> `train`; other names are their own stem.
+static std::string stemOf(StringRef name) {
+  size_t pos = name.rfind("_rank");
+  if (pos == StringRef::npos)
+    return name.str();
+  StringRef digits = name.drop_front(pos + 5);
+  if (digits.empty() ||
+      !llvm::all_of(digits, [](char c) { return c >= '0' && c <= '9'; }))
+    return name.str();
+  return name.take_front(pos).str();
+}
+
+static std::string typeString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+/// Stash/restore slots of one per-rank program.
+static LogicalResult verifySlots(ProgramOp program, int64_t k) {
+  std::map<std::pair<int, int64_t>, std::pair<int64_t, int64_t>> live;
+  int64_t rank = *program.getRank();
+  for (Operation &op : program.getBody().front()) {
+    if (auto st = dyn_cast<StashOp>(op)) {
+      int64_t v = st.getStage().getVirtualIndex(k);
+      auto key = std::make_pair((int)st.getKind(), (int64_t)st.getSlot());
+      auto it = live.find(key);
+      if (it != live.end())
+        return op.emitError()
+               << "rank " << rank << ": stash of stage " << v
+               << " micro-batch " << st.getMicrobatch() << " reuses slot "
+               << st.getSlot() << " while micro-batch " << it->second.second
+               << " of stage " << it->second.first << " is still live in it";
+      live[key] = {v, (int64_t)st.getMicrobatch()};
+    } else if (auto rs = dyn_cast<RestoreOp>(op)) {
+      int64_t v = rs.getStage().getVirtualIndex(k);
+      auto key = std::make_pair((int)rs.getKind(), (int64_t)rs.getSlot());
+      auto it = live.find(key);
+      if (it == live.end() ||
+          it->second != std::make_pair(v, (int64_t)rs.getMicrobatch()))
+        return op.emitError()
+               << "rank " << rank << ": restore of stage " << v
+               << " micro-batch " << rs.getMicrobatch() << " from slot "
+               << rs.getSlot() << " has no live matching stash before it";
+      live.erase(it);
+    }
+  }
+  return success();
+}
+
+static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
+                               bool checkSchedule) {
+  ProgramOp first = programs.front();
+  ScheduleAttr attr = first.getSchedule();
+  int64_t k = attr.getNumStages();
+  std::vector<ProgramOp> byRank(k);
+  for (ProgramOp p : programs) {
+    if (p.getSchedule() != attr)
+      return p.emitError() << "per-rank program @" << p.getSymName()
+                           << " has schedule " << p.getSchedule()
+                           << ", but @" << first.getSymName() << " of the "
+                           << "same set has " << attr;
+    int64_t r = *p.getRank();
+    if (byRank[r])
+      return p.emitError() << "a second program for rank " << r << " (@"
+                           << byRank[r].getSymName() << " is one)";
+    byRank[r] = p;
+  }
+  for (int64_t r = 0; r < k; ++r)
+    if (!byRank[r])
+      return first.emitError()
+             << "the per-rank programs @" << stem << "_rank* have no program "
+             << "for rank " << r << " of " << k;
+
+  // Messages.
+  sched::RankEvents events(k);
+  std::vector<std::vector<Operation *>> ops(k);
+  for (int64_t r = 0; r < k; ++r) {
+    for (Operation &op : byRank[r].getBody().front().without_terminator()) {
+      sched::Event e;
+      if (auto send = dyn_cast<SendOp>(op)) {
+        e = {sched::Event::Send, (int64_t)send.getPeer(),
+             (int64_t)send.getTag(), typeString(send.getInput().getType()),
+             ""};
+      } else if (auto recv = dyn_cast<RecvOp>(op)) {
+        e = {sched::Event::Recv, (int64_t)recv.getPeer(),
+             (int64_t)recv.getTag(), typeString(recv.getType()), ""};
+      } else {
+        e.what = op.getName().getStringRef().str();
+      }
+      events[r].push_back(e);
+      ops[r].push_back(&op);
+    }
+  }
+  sched::Diagnostic diag = sched::verifyMessages(events);
+  if (!diag.message.empty()) {
+    Operation *at = first;
+    if (diag.rank >= 0 && diag.index >= 0)
+      at = ops[diag.rank][diag.index];
+    return at->emitError() << diag.message;
+  }
+
+  // Stash/restore and the schedule the stage calls form.
+  sched::Schedule schedule;
+  schedule.config = {toSchedKind(attr.getKind()), k, attr.getNumMicrobatches(),
+                     attr.getNumChunks()};
+  schedule.ranks.resize(k);
+  std::vector<std::vector<Operation *>> calls(k);
+  for (int64_t r = 0; r < k; ++r) {
+    if (failed(verifySlots(byRank[r], k)))
+      return failure();
+    for (auto call : byRank[r].getBody().getOps<CallStageOp>()) {
+      schedule.ranks[r].push_back({toSchedOp(call.getAction()),
+                                   call.getStage().getVirtualIndex(k),
+                                   (int64_t)call.getMicrobatch()});
+      calls[r].push_back(call);
+    }
+  }
+  if (!checkSchedule)
+    return success();
+  diag = sched::verifyWithLocation(schedule);
+  if (diag.message.empty())
+    return success();
+  Operation *at = byRank[diag.rank >= 0 && diag.rank < k ? diag.rank : 0];
+  if (diag.rank >= 0 && diag.rank < k && diag.index >= 0 &&
+      diag.index < (int64_t)calls[diag.rank].size())
+    at = calls[diag.rank][diag.index];
+  return at->emitError() << diag.message;
+}
+
+sched::Schedule pipedream::pipe::scheduleOfProgram(ProgramOp program) {
+  ScheduleAttr attr = program.getSchedule();
+  int64_t k = attr.getNumStages();
+  sched::Schedule schedule;
+  schedule.config = {toSchedKind(attr.getKind()), k, attr.getNumMicrobatches(),
+                     attr.getNumChunks()};
+  schedule.ranks.resize(k);
+  for (auto call : program.getBody().getOps<CallStageOp>())
+    schedule.ranks[call.getStage().getRank() % k].push_back(
+        {toSchedOp(call.getAction()), call.getStage().getVirtualIndex(k),
+         (int64_t)call.getMicrobatch()});
+  return schedule;
+}
+
+LogicalResult pipedream::pipe::verifyRankPrograms(ModuleOp module,
+                                                 bool checkSchedule) {
+  std::vector<std::pair<std::string, SmallVector<ProgramOp>>> sets;
+  for (ProgramOp p : module.getOps<ProgramOp>()) {
+    if (p.isGlobalView())
+      continue;
+    std::string stem = stemOf(p.getSymName());
+    auto it = llvm::find_if(sets, [&](auto &s) { return s.first == stem; });
+    if (it == sets.end())
+      sets.push_back({stem, {p}});
+    else
+      it->second.push_back(p);
+  }
+  bool ok = true;
+  for (auto &[stem, programs] : sets)
+    ok &= succeeded(verifySet(stem, programs, checkSchedule));
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// Projection
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct ProjectRanksPass
+    : public pipedream::pipe::impl::ProjectRanksPassBase<ProjectRanksPass> {
+  using ProjectRanksPassBase::ProjectRanksPassBase;
+  void runOnOperation() override;
+};
+
+/// Owner rank of a value; kEverywhere for copies of operand-free pure ops.
+constexpr int64_t kEverywhere = -1;
+
+/// The rank an op names itself: its inherent stage, or `pipe.stage`.
+std::optional<int64_t> explicitRank(Operation *op) {
+  if (auto call = dyn_cast<CallStageOp>(op))
+    return call.getStage().getRank();
+  if (auto st = dyn_cast<StashOp>(op))
+    return st.getStage().getRank();
+  if (auto rs = dyn_cast<RestoreOp>(op))
+    return rs.getStage().getRank();
+  if (auto stage = op->getAttrOfType<StageAttr>("pipe.stage"))
+    return stage.getRank();
+  return std::nullopt;
+}
+
+/// Moves `recv` down past local work: not past a message, the terminator,
+/// or an op that reads its result.
+void sinkRecv(RecvOp recv) {
+  Value result = recv.getResult();
+  while (Operation *next = recv->getNextNode()) {
+    if (next->hasTrait<OpTrait::IsTerminator>() ||
+        isa<SendOp, RecvOp>(next) ||
+        llvm::any_of(result.getUsers(),
+                     [&](Operation *user) { return next->isAncestor(user); }))
+      break;
+    recv->moveAfter(next);
+  }
+}
+
+} // namespace
+
+static LogicalResult projectProgram(ModuleOp module, ProgramOp global) {
+  ScheduleAttr attr = global.getSchedule();
+  int64_t k = attr.getNumStages();
+  Location loc = global.getLoc();
+
+  SmallVector<int64_t> argRank, resRank;
+  for (unsigned i = 0; i < global.getNumArguments(); ++i) {
+    auto st = global.getArgAttrOfType<StageAttr>(i, "pipe.stage");
+    if (!st)
+      return global.emitError()
+             << "argument " << i << " has no pipe.stage: pipe-project-ranks "
+             << "cannot tell which rank owns it";
+    argRank.push_back(st.getRank());
+  }
+  for (unsigned i = 0; i < global.getNumResults(); ++i) {
+    auto st = global.getResultAttrOfType<StageAttr>(i, "pipe.stage");
+    if (!st)
+      return global.emitError()
+             << "result " << i << " has no pipe.stage: pipe-project-ranks "
+             << "cannot tell which rank returns it";
+    resRank.push_back(st.getRank());
+  }
+
+  OpBuilder mb(global);
+  mb.setInsertionPointAfter(global);
+  SmallVector<ProgramOp> programs;
+  SmallVector<OpBuilder> builders;
+  SmallVector<IRMapping> maps(k);
+  llvm::DenseMap<Value, int64_t> owner;
+  Block &body = global.getBody().front();
+  for (int64_t r = 0; r < k; ++r) {
+    std::string name = (global.getSymName() + "_rank" + Twine(r)).str();
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return global.emitError() << "cannot project: symbol @" << name
+                                << " already exists";
+    SmallVector<Type> argTypes, resTypes;
+    SmallVector<Attribute> argAttrs, resAttrs;
+    for (unsigned i = 0; i < argRank.size(); ++i)
+      if (argRank[i] == r) {
+        argTypes.push_back(global.getArgumentTypes()[i]);
+        argAttrs.push_back(global.getArgAttrDict(i));
+      }
+    for (unsigned i = 0; i < resRank.size(); ++i)
+      if (resRank[i] == r) {
+        resTypes.push_back(global.getResultTypes()[i]);
+        resAttrs.push_back(global.getResultAttrDict(i));
+      }
+    auto program = ProgramOp::create(
+        mb, loc, name, mb.getFunctionType(argTypes, resTypes), attr, r);
+    mb.setInsertionPointAfter(program);
+    if (!argAttrs.empty())
+      program.setArgAttrsAttr(mb.getArrayAttr(argAttrs));
+    if (!resAttrs.empty())
+      program.setResAttrsAttr(mb.getArrayAttr(resAttrs));
+    OpBuilder b(module.getContext());
+    Block *block = b.createBlock(&program.getBody(), {}, argTypes,
+                                 SmallVector<Location>(argTypes.size(), loc));
+    unsigned j = 0;
+    for (unsigned i = 0; i < argRank.size(); ++i)
+      if (argRank[i] == r)
+        maps[r].map(body.getArgument(i), block->getArgument(j++));
+    b.setInsertionPointToEnd(block);
+    programs.push_back(program);
+    builders.push_back(b);
+  }
+  for (unsigned i = 0; i < argRank.size(); ++i)
+    owner[body.getArgument(i)] = argRank[i];
+
+  // Drops the half-built per-rank programs (the error is already out).
+  auto fail = [&](LogicalResult) -> LogicalResult {
+    for (ProgramOp p : programs)
+      p.erase();
+    return failure();
+  };
+  // Checks that `op`'s operands are available on `rank`.
+  auto checkOperands = [&](Operation &op, int64_t rank) -> LogicalResult {
+    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+      auto it = owner.find(v);
+      if (it == owner.end() || it->second == kEverywhere ||
+          it->second == rank)
+        continue;
+      return failure();
+    }
+    return success();
+  };
+  auto wrongRank = [&](Operation &op, int64_t rank) -> LogicalResult {
+    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+      auto it = owner.find(v);
+      if (it != owner.end() && it->second != kEverywhere &&
+          it->second != rank)
+        return op.emitError()
+               << "runs on rank " << rank << " but operand " << i
+               << " is a value of rank " << it->second
+               << ": values cross ranks only through pipe.transfer";
+    }
+    return op.emitError() << "internal error";
+  };
+
+  std::map<std::pair<int64_t, int64_t>, int64_t> nextTag;
+  SmallVector<Operation *> copies; // operand-free ops copied everywhere
+  for (Operation &op : body.without_terminator()) {
+    if (auto t = dyn_cast<TransferOp>(op)) {
+      int64_t src = t.getSrc().getRank(), dst = t.getDst().getRank();
+      if (failed(checkOperands(op, src)))
+        return fail(wrongRank(op, src));
+      Value in = maps[src].lookup(t.getInput());
+      if (src == dst) {
+        maps[src].map(t.getResult(), in);
+      } else {
+        int64_t tag = nextTag[{src, dst}]++;
+        SendOp::create(builders[src], t.getLoc(), in, dst, tag);
+        auto recv = RecvOp::create(builders[dst], t.getLoc(), t.getType(),
+                                   src, tag);
+        maps[dst].map(t.getResult(), recv.getResult());
+      }
+      owner[t.getResult()] = dst;
+      continue;
+    }
+    if (isa<SendOp, RecvOp>(op))
+      return fail(op.emitError()
+                  << "pipe.send / pipe.recv in a global program");
+    std::optional<int64_t> rank = explicitRank(&op);
+    if (!rank) {
+      for (Value v : op.getOperands()) {
+        auto it = owner.find(v);
+        if (it == owner.end() || it->second == kEverywhere)
+          continue;
+        if (rank && *rank != it->second)
+          return fail(op.emitError()
+                      << "has no pipe.stage and reads values of ranks "
+                      << *rank << " and " << it->second
+                      << ": pipe-project-ranks cannot place it");
+        rank = it->second;
+      }
+    }
+    if (!rank) {
+      if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+        return fail(op.emitError()
+                    << "has no pipe.stage and no operand that says which "
+                    << "rank runs it");
+      for (int64_t r = 0; r < k; ++r)
+        copies.push_back(builders[r].clone(op, maps[r]));
+      for (Value v : op.getResults())
+        owner[v] = kEverywhere;
+      continue;
+    }
+    if (*rank < 0 || *rank >= k)
+      return fail(op.emitError() << "runs on rank " << *rank
+                                 << ", outside the schedule's " << k);
+    if (failed(checkOperands(op, *rank)))
+      return fail(wrongRank(op, *rank));
+    builders[*rank].clone(op, maps[*rank]);
+    for (Value v : op.getResults())
+      owner[v] = *rank;
+  }
+
+  // Returns.
+  auto ret = cast<ReturnOp>(body.getTerminator());
+  SmallVector<SmallVector<Value>> results(k);
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    int64_t r = resRank[i];
+    auto it = owner.find(v);
+    if (it != owner.end() && it->second != kEverywhere && it->second != r)
+      return fail(ret.emitError()
+                  << "result " << i << " belongs to rank " << r
+                  << " but is a value of rank " << it->second);
+    results[r].push_back(maps[r].lookup(v));
+  }
+  for (int64_t r = 0; r < k; ++r)
+    ReturnOp::create(builders[r], ret.getLoc(), results[r]);
+
+  for (Operation *copy : copies)
+    if (copy->use_empty())
+      copy->erase();
+  for (ProgramOp p : programs) {
+    SmallVector<RecvOp> recvs(p.getBody().getOps<RecvOp>());
+    for (RecvOp recv : llvm::reverse(recvs))
+      sinkRecv(recv);
+  }
+  return success();
+}
+
+void ProjectRanksPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<ProgramOp> globals;
+  for (ProgramOp p : module.getOps<ProgramOp>())
+    if (p.isGlobalView())
+      globals.push_back(p);
+  for (ProgramOp global : globals) {
+    if (failed(projectProgram(module, global)))
+      return signalPassFailure();
+    if (!keepGlobal)
+      global.erase();
+  }
+  // The messages and slots are this pass's proof obligation; the schedule
+  // itself is pipe-verify-schedule's (a test may project a partial one).
+  if (failed(verifyRankPrograms(module, /*checkSchedule=*/false)))
+    return signalPassFailure();
+}

@@ -1,0 +1,116 @@
+//===- ReportSchedule.cpp - pipe-report-schedule ---------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/Pipe/IR/PipeOps.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace pipedream {
+namespace pipe {
+#define GEN_PASS_DEF_REPORTSCHEDULEPASS
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream::pipe;
+namespace sched = pipedream::pipe::schedule;
+
+namespace {
+struct ReportSchedulePass
+    : public pipedream::pipe::impl::ReportSchedulePassBase<ReportSchedulePass> {
+  using ReportSchedulePassBase::ReportSchedulePassBase;
+  void runOnOperation() override;
+};
+} // namespace
+
+void ReportSchedulePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  sched::Schedule schedule;
+  ProgramOp program;
+  for (ProgramOp p : module.getOps<ProgramOp>())
+    if (p.isGlobalView()) {
+      program = p;
+      break;
+    }
+  if (kind.empty() && scheduleCsv.empty()) {
+    if (!program) {
+      module.emitError() << "pipe-report-schedule: no global pipe.program "
+                            "in the module; give kind=... (and stages, "
+                            "microbatches, virtual) or schedule-csv=FILE";
+      return signalPassFailure();
+    }
+    schedule = scheduleOfProgram(program);
+  } else {
+    std::optional<sched::Kind> k =
+        kind.empty() ? std::nullopt : sched::parseKind(kind);
+    if (!kind.empty() && !k) {
+      module.emitError() << "pipe-report-schedule: unknown schedule kind '"
+                         << kind
+                         << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, "
+                            "2bw, zb-h1)";
+      return signalPassFailure();
+    }
+    sched::Config config{k.value_or(sched::Kind::OneFOneB), numStages,
+                         numMicrobatches, numChunks};
+    if (!scheduleCsv.empty()) {
+      std::string text;
+      auto buf = llvm::MemoryBuffer::getFile(scheduleCsv);
+      if (!buf) {
+        module.emitError() << "pipe-report-schedule: cannot read "
+                           << scheduleCsv;
+        return signalPassFailure();
+      }
+      sched::CSVImportOptions opts;
+      opts.kind = k;
+      if (std::string err =
+              sched::parseScheduleCSV((*buf)->getBuffer().str(), opts,
+                                      schedule);
+          !err.empty()) {
+        module.emitError() << "pipe-report-schedule: " << scheduleCsv << ": "
+                           << err;
+        return signalPassFailure();
+      }
+    } else {
+      if (std::string err = sched::validate(config); !err.empty()) {
+        module.emitError() << "pipe-report-schedule: " << err;
+        return signalPassFailure();
+      }
+      schedule = sched::buildSchedule(config);
+    }
+  }
+
+  sched::ReportOptions options;
+  options.microsPerUnit = 1000; // one unit cost = 1 ms in the trace
+  sched::Report report = sched::buildReport(schedule, options);
+  auto write = [&](const std::string &path, const std::string &text) {
+    if (path.empty())
+      return true;
+    if (std::string err = sched::writeTextFile(path, text); !err.empty()) {
+      module.emitError() << "pipe-report-schedule: " << err;
+      return false;
+    }
+    return true;
+  };
+  std::string json;
+  {
+    llvm::raw_string_ostream os(json);
+    os << llvm::formatv("{0:2}",
+                        llvm::json::Value(sched::reportToJSON(report)))
+       << "\n";
+  }
+  if (!write(jsonFile, json) ||
+      !write(traceFile, sched::traceJSON(schedule, report, options)) ||
+      !write(svgFile, sched::timelineSVG(schedule, report)) ||
+      !write(csvFile, sched::exportScheduleCSV(schedule)))
+    return signalPassFailure();
+  markAllAnalysesPreserved();
+}
