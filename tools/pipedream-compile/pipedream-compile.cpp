@@ -32,6 +32,10 @@
 #include "pipedream/Compiler/Partition.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
@@ -55,6 +59,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -157,19 +162,6 @@ static cl::opt<double> beta2Option("beta2", cl::desc("Adam beta2 (0.999)"),
 static cl::opt<double> epsOption("eps", cl::desc("Adam epsilon (1e-8)"),
                                  cl::init(1e-8), cl::cat(category));
 
-// Flags of docs (CLI.md) that later issues implement: parsed so that using
-// one is a clear error rather than an unknown-option message.
-namespace {
-struct PendingFlag {
-  const char *name;
-  const char *what;
-};
-} // namespace
-static const PendingFlag kPendingFlags[] = {
-    {"schedule", "pipeline schedules"},
-    {"trace", "schedule traces"},
-};
-static std::vector<std::unique_ptr<cl::opt<std::string>>> pendingOptions;
 
 static int fail(const llvm::Twine &message) {
   std::string text = message.str();
@@ -304,23 +296,176 @@ static cl::opt<std::string>
     reportJSONOption("report-json", cl::desc("Write the report as JSON"),
                      cl::value_desc("FILE"), cl::cat(category));
 
-/// Handles `--emit partitioned` (and refuses pipeline flags elsewhere until
-/// pipeline bundles exist). Returns true when the program should exit with
-/// `code`.
+static cl::opt<std::string>
+    scheduleOption("schedule",
+                   cl::desc("Pipeline schedule: gpipe, 1f1b (default), "
+                            "interleaved-1f1b, pipedream, 2bw or zb-h1"),
+                   cl::init("1f1b"), cl::cat(category));
+static cl::opt<std::string>
+    traceOption("trace",
+                cl::desc("With --emit scheduled: write the simulated "
+                         "schedule as a Chrome trace (Perfetto)"),
+                cl::value_desc("FILE.json"), cl::cat(category));
+static cl::opt<std::string>
+    timelineOption("timeline",
+                   cl::desc("With --emit scheduled: write the simulated "
+                            "schedule as an SVG picture"),
+                   cl::value_desc("FILE.svg"), cl::cat(category));
+
+/// `--emit scheduled`: per-stage training functions, the unrolled global
+/// program, its verification and the schedule report.
+static LogicalResult
+scheduleModule(ModuleOp module, const pipedream::PartitionReport &partition,
+               llvm::json::Object &json, std::string &reportText,
+               std::string &error) {
+  namespace sched = pipedream::pipe::schedule;
+  std::optional<sched::Kind> kind = sched::parseKind(scheduleOption);
+  if (!kind) {
+    error = "--schedule " + scheduleOption +
+            ": expected gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw or zb-h1";
+    return failure();
+  }
+  if (lossOption.empty()) {
+    error = "--emit scheduled builds the training program: pass --loss "
+            "cross-entropy|mse";
+    return failure();
+  }
+  int64_t m = microbatches.getNumOccurrences()
+                  ? microbatches.getValue()
+                  : std::max<int64_t>(1, stagesOption);
+  sched::Config config{*kind, stagesOption, m, virtualStagesOption};
+  if (std::string err = sched::validate(config); !err.empty()) {
+    error = err;
+    return failure();
+  }
+  bool split = config.splitsBackward();
+  std::string firstError;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      llvm::raw_string_ostream os(firstError);
+      os << diag.getLocation() << ": " << diag.str();
+    }
+    return success();
+  });
+  // Doubles with full precision (formatv would round them).
+  auto number = [](double value) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::format("%.17g", value);
+    return text;
+  };
+  double lr = lrOption.getNumOccurrences()
+                  ? lrOption.getValue()
+                  : (optimizerOption == "adam" || optimizerOption == "adamw"
+                         ? 0.001
+                         : 0.01);
+  std::string pipeline =
+      "pipe-build-stage-training{loss=" + lossOption.getValue() +
+      " labels-name=" + labelsName.getValue() +
+      " microbatches=" + std::to_string(m) +
+      " split-backward=" + (split ? "true" : "false") +
+      " optimizer=" + optimizerOption.getValue() + " lr=" + number(lr) +
+      " momentum=" +
+      number(momentumOption.getNumOccurrences() ? momentumOption.getValue()
+                                                : 0.9) +
+      " weight-decay=" + number(weightDecayOption) +
+      " nesterov=" + (nesterovOption ? "true" : "false") +
+      " beta1=" + number(beta1Option) + " beta2=" + number(beta2Option) +
+      " eps=" + number(epsOption) + "},pipe-unroll-schedule{kind=" +
+      scheduleOption.getValue() + " microbatches=" + std::to_string(m) +
+      " virtual=" + std::to_string(virtualStagesOption) +
+      "},pipe-verify-schedule";
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
+    error = firstError.empty() ? "scheduling failed" : firstError;
+    return failure();
+  }
+
+  // The report: simulated with the partition's per-stage costs.
+  sched::Schedule schedule = sched::buildSchedule(config);
+  sched::ReportOptions options;
+  sched::Costs costs;
+  for (const pipedream::StageReport &stage : partition.stageReports) {
+    sched::Costs::Stage c;
+    c.forward = stage.cost.forward + stage.cost.comm / 2;
+    c.backward = split ? stage.cost.backwardInput + stage.cost.comm / 2
+                       : stage.cost.backwardInput + stage.cost.backwardWeight +
+                             stage.cost.comm / 2;
+    c.weightGrad = split ? stage.cost.backwardWeight : 0;
+    costs.perStage.push_back(c);
+    options.memory.push_back(
+        {stage.cost.parameterBytes, stage.cost.activationBytes,
+         stage.cost.frozenBytes});
+  }
+  options.costs = costs;
+  options.optimizerStates =
+      optimizerOption == "adam" || optimizerOption == "adamw" ? 2
+      : optimizerOption == "momentum" ? 1
+                                      : 0;
+  sched::Report report = sched::buildReport(schedule, options);
+  sched::Report unitReport = sched::buildReport(schedule, {});
+  llvm::json::Object scheduleJSON = sched::reportToJSON(report);
+  for (auto &entry : scheduleJSON)
+    json[entry.first] = std::move(entry.second);
+  json["bubble_fraction_unit_costs"] = unitReport.bubbleFraction;
+  llvm::raw_string_ostream os(reportText);
+  os << llvm::formatv("schedule {0}: K = {1}, V = {2}, M = {3}; verified: {4}\n",
+                      scheduleOption, stagesOption, virtualStagesOption, m,
+                      report.verified ? "yes" : "no");
+  os << llvm::formatv("bubble fraction: {0:f3} simulated with the stage "
+                      "costs, {1:f3} with unit costs (theory for "
+                      "synchronous schedules (K-1)/(V*M+K-1) = {2:f3})\n",
+                      report.bubbleFraction, unitReport.bubbleFraction,
+                      double(stagesOption - 1) /
+                          double(virtualStagesOption * m + stagesOption - 1));
+  for (size_t r = 0; r < report.activationSlots.size(); ++r)
+    os << llvm::formatv("rank {0}: peak stash {1} micro-batches, {2} weight "
+                        "versions, peak memory {3} bytes\n",
+                        r, report.activationSlots[r],
+                        report.weightVersions[r],
+                        report.peakMemoryBytes[r]);
+  if (!traceOption.empty())
+    if (std::string err = sched::writeTextFile(
+            traceOption, sched::traceJSON(schedule, report, options));
+        !err.empty()) {
+      error = err;
+      return failure();
+    }
+  if (!timelineOption.empty())
+    if (std::string err = sched::writeTextFile(
+            timelineOption, sched::timelineSVG(schedule, report));
+        !err.empty()) {
+      error = err;
+      return failure();
+    }
+  json["verified"] = report.verified;
+  return success();
+}
+
+/// Handles `--emit partitioned` and `--emit scheduled` (and refuses
+/// pipeline flags elsewhere until pipeline bundles exist). Returns true when
+/// the program should exit with `code`.
 static bool runPartitioning(int &code) {
   bool pipelineFlags = stagesOption > 1 || virtualStagesOption > 1 ||
                        !splitAfterOption.empty();
   bool reportFlags = reportOption || !reportJSONOption.empty();
-  if (emit != "partitioned") {
-    if (pipelineFlags || reportFlags) {
+  bool scheduled = emit == "scheduled";
+  if (emit != "partitioned" && !scheduled) {
+    if (pipelineFlags || reportFlags || scheduleOption.getNumOccurrences() ||
+        !traceOption.empty()) {
       code = fail(llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
                                               "--split-after"
-                                            : "--report/--report-json") +
-                  " only work with --emit partitioned so far (pipeline "
-                  "bundles are not implemented yet)");
+                                            : "--report/--report-json/"
+                                              "--schedule/--trace") +
+                  " only work with --emit partitioned or scheduled so far "
+                  "(pipeline bundles are not implemented yet)");
       return true;
     }
     return false;
+  }
+  if (!scheduled && (!traceOption.empty() || !timelineOption.empty())) {
+    code = fail("--trace/--timeline need --emit scheduled");
+    return true;
   }
   code = 1;
   if (inputFilename.empty())
@@ -380,22 +525,26 @@ static bool runPartitioning(int &code) {
     return code = fail(modelName + ": " + error), true;
   if (failed(pipedream::outlineStages(*module, error)))
     return code = fail(modelName + ": " + error), true;
+  llvm::json::Object json = pipedream::partitionReportJSON(*report);
+  std::string scheduleText;
+  if (scheduled &&
+      failed(scheduleModule(*module, *report, json, scheduleText, error)))
+    return code = fail(modelName + ": " + error), true;
   if (!reportJSONOption.empty()) {
     std::string openError;
     auto file = openOutputFile(reportJSONOption, &openError);
     if (!file)
       return code = fail(reportJSONOption + ": " + openError), true;
-    file->os() << llvm::formatv(
-                      "{0:2}", llvm::json::Value(
-                                   pipedream::partitionReportJSON(*report)))
+    file->os() << llvm::formatv("{0:2}", llvm::json::Value(std::move(json)))
                << "\n";
     file->keep();
   }
   // The report goes to stderr when the IR goes to stdout.
   if (reportOption) {
     bool irToStdout = outputPath.empty() || outputPath == "-";
-    pipedream::printPartitionReport(*report,
-                                    irToStdout ? llvm::errs() : llvm::outs());
+    llvm::raw_ostream &os = irToStdout ? llvm::errs() : llvm::outs();
+    pipedream::printPartitionReport(*report, os);
+    os << scheduleText;
   }
   if (outputPath.empty())
     outputPath = "-";
@@ -406,13 +555,10 @@ static bool runPartitioning(int &code) {
 /// Parses the command line; unknown options and bad values are one-line
 /// errors. Returns false when the program should exit with `exitCode`.
 static bool parseCommandLine(int argc, char **argv, int &exitCode) {
-  for (const PendingFlag &flag : kPendingFlags)
-    pendingOptions.push_back(std::make_unique<cl::opt<std::string>>(
-        StringRef(flag.name), cl::desc("Not implemented yet"), cl::Hidden,
-        cl::cat(category)));
   // Pass names for --mlir-print-ir-after=PASS and friends (before the
   // pass manager options, whose parser lists the registered passes).
   pipedream::cpu::registerCPUCodegenPasses();
+  pipedream::pipe::registerPipeTransformsPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -441,13 +587,7 @@ int main(int argc, char **argv) {
   if (!parseCommandLine(argc, argv, exitCode))
     return exitCode;
 
-  for (auto [flag, option] : llvm::zip(kPendingFlags, pendingOptions))
-    if (option->getNumOccurrences())
-      return fail(llvm::Twine("--") + flag.name + " is not implemented yet (" +
-                  flag.what +
-                  " arrive with training); only --inference bundles can be "
-                  "compiled");
-  // Pipeline partitioning (issue 5): --emit partitioned, --report.
+  // Pipelines (issues 5 and 6): --emit partitioned / scheduled, --report.
   if (int code = 0; runPartitioning(code))
     return code;
 

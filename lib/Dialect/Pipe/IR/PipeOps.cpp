@@ -224,6 +224,36 @@ LogicalResult ReturnOp::verify() {
 // CallStageOp
 //===----------------------------------------------------------------------===//
 
+bool pipedream::pipe::isBoundArgument(FunctionOpInterface func,
+                                      unsigned index) {
+  if (func.getArgAttr(index, "nn.param"))
+    return true;
+  auto role = func.getArgAttrOfType<StringAttr>(index, "nn.role");
+  return role && (role.getValue() == "grad" || role.getValue() == "state");
+}
+
+bool pipedream::pipe::isBoundResult(FunctionOpInterface func, unsigned index) {
+  return static_cast<bool>(func.getResultAttr(index, "nn.updates"));
+}
+
+SmallVector<Type>
+pipedream::pipe::getValueArgumentTypes(FunctionOpInterface func) {
+  SmallVector<Type> types;
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (!isBoundArgument(func, i))
+      types.push_back(type);
+  return types;
+}
+
+SmallVector<Type>
+pipedream::pipe::getValueResultTypes(FunctionOpInterface func) {
+  SmallVector<Type> types;
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (!isBoundResult(func, i))
+      types.push_back(type);
+  return types;
+}
+
 LogicalResult CallStageOp::verify() {
   if (failed(verifyNonNegative(*this, "microbatch", getMicrobatchAttr())) ||
       failed(verifyStageInProgram(*this, getStage(),
@@ -249,7 +279,7 @@ CallStageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << getCalleeAttr()
                          << " does not reference a stage function";
 
-  ArrayRef<Type> inputs = callee.getArgumentTypes();
+  SmallVector<Type> inputs = getValueArgumentTypes(callee);
   if (getArgs().size() != inputs.size())
     return emitOpError() << "passes " << getArgs().size() << " operands, but "
                          << getCalleeAttr() << " takes " << inputs.size();
@@ -260,7 +290,7 @@ CallStageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                            << type;
   }
 
-  ArrayRef<Type> results = callee.getResultTypes();
+  SmallVector<Type> results = getValueResultTypes(callee);
   if (getNumResults() != results.size())
     return emitOpError() << "has " << getNumResults() << " results, but "
                          << getCalleeAttr() << " returns " << results.size();

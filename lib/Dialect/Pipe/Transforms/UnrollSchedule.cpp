@@ -7,12 +7,14 @@
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace pipedream {
 namespace pipe {
@@ -127,6 +129,15 @@ void UnrollSchedulePass::runOnOperation() {
       }
 
   sched::Schedule schedule = sched::buildSchedule(config);
+  if (!scheduleCsv.empty()) {
+    // A user's schedule (torch CSV) replaces the generated one, verified.
+    if (std::string err =
+            sched::loadScheduleCSVFile(scheduleCsv, config, schedule);
+        !err.empty()) {
+      module.emitError() << "pipe-unroll-schedule: " << err;
+      return signalPassFailure();
+    }
+  }
   sched::SlotAssignment slots = sched::assignSlots(schedule);
   sched::SimResult sim =
       sched::simulate(schedule, sched::Costs::unit(config));
@@ -135,14 +146,140 @@ void UnrollSchedulePass::runOnOperation() {
                        << sim.error;
     return signalPassFailure();
   }
-  // Residual values per micro-batch slot, per rank.
-  std::vector<int64_t> perSlot(k, 1);
+  // The value arguments and results of the stage functions, by their
+  // attributes (docs/Pipe.md, "Stage functions").
+  struct ValueRole {
+    enum Kind { Input, Recv, Send, Residual, Grad, Carry, Loss } kind;
+    int64_t index = 0;   // edge, residual or carry number
+    std::string name;    // Input
+  };
+  auto roleOf = [](func::FuncOp fn, bool isResult,
+                   unsigned i) -> std::optional<ValueRole> {
+    auto attr = [&](StringRef name) {
+      return isResult ? fn.getResultAttr(i, name) : fn.getArgAttr(i, name);
+    };
+    auto index = [&](StringRef name) {
+      return cast<IntegerAttr>(attr(name)).getInt();
+    };
+    if (auto input = dyn_cast_or_null<StringAttr>(attr("pipe.input")))
+      return ValueRole{ValueRole::Input, 0, input.getValue().str()};
+    if (isa_and_nonnull<IntegerAttr>(attr("pipe.recv")))
+      return ValueRole{ValueRole::Recv, index("pipe.recv"), ""};
+    if (isa_and_nonnull<IntegerAttr>(attr("pipe.send")))
+      return ValueRole{ValueRole::Send, index("pipe.send"), ""};
+    if (isa_and_nonnull<IntegerAttr>(attr("nn.residual")))
+      return ValueRole{ValueRole::Residual, index("nn.residual"), ""};
+    if (isa_and_nonnull<IntegerAttr>(attr("pipe.grad")))
+      return ValueRole{ValueRole::Grad, index("pipe.grad"), ""};
+    if (isa_and_nonnull<IntegerAttr>(attr("nn.carry")))
+      return ValueRole{ValueRole::Carry, index("nn.carry"), ""};
+    auto role = dyn_cast_or_null<StringAttr>(attr("nn.role"));
+    if (isResult && role && role.getValue() == "loss")
+      return ValueRole{ValueRole::Loss, 0, ""};
+    return std::nullopt;
+  };
+  auto fail = [&](func::FuncOp fn, const Twine &message) {
+    fn.emitError() << "pipe-unroll-schedule: " << message
+                   << " (see the calling convention in the pass description)";
+    signalPassFailure();
+  };
+
+  // Edges: producer and consumer virtual stage; program inputs; slot sizes.
+  std::map<int64_t, int64_t> producerOf, consumerOf;
+  SmallVector<std::pair<std::string, Type>> inputs;
+  std::map<std::string, int64_t> inputStage;
+  std::vector<int64_t> residualsPerRank(k, 0), carriesPerRank(k, 0);
+  Type lossType;
   for (int64_t v = 0; v < numStages; ++v) {
-    int64_t &n = perSlot[v % k];
-    n = std::max<int64_t>(n, fnOf(v, 'F').getNumResults() - 1);
-    if (config.splitsBackward())
-      n = std::max<int64_t>(n, fnOf(v, 'B').getNumResults() - (v > 0));
+    for (char letter : std::string(config.splitsBackward() ? "FBWU" : "FBU")) {
+      func::FuncOp fn = fnOf(v, letter);
+      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+        if (isBoundArgument(fn, i))
+          continue;
+        std::optional<ValueRole> role = roleOf(fn, false, i);
+        bool allowed =
+            role && ((letter == 'F' && (role->kind == ValueRole::Input ||
+                                        role->kind == ValueRole::Recv)) ||
+                     (letter == 'B' && (role->kind == ValueRole::Residual ||
+                                        role->kind == ValueRole::Grad)) ||
+                     (letter == 'W' && (role->kind == ValueRole::Residual ||
+                                        role->kind == ValueRole::Carry)));
+        if (!allowed)
+          return fail(fn, llvm::Twine(letter) + " argument " + Twine(i) +
+                              " is neither bound (nn.param, nn.role grad/"
+                              "state) nor a value this action receives");
+        if (role->kind == ValueRole::Input) {
+          if (!inputStage.count(role->name)) {
+            inputStage[role->name] = v;
+            inputs.push_back({role->name, fn.getArgumentTypes()[i]});
+          }
+        } else if (role->kind == ValueRole::Recv) {
+          if (consumerOf.count(role->index))
+            return fail(fn, "edge " + Twine(role->index) +
+                                " is received by two stages");
+          consumerOf[role->index] = v;
+        } else if (role->kind == ValueRole::Residual) {
+          int64_t &n = residualsPerRank[v % k];
+          n = std::max(n, role->index + 1);
+        } else if (role->kind == ValueRole::Carry) {
+          int64_t &n = carriesPerRank[v % k];
+          n = std::max(n, role->index + 1);
+        }
+      }
+      for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
+        if (isBoundResult(fn, i))
+          continue;
+        std::optional<ValueRole> role = roleOf(fn, true, i);
+        bool allowed =
+            role && ((letter == 'F' && (role->kind == ValueRole::Send ||
+                                        role->kind == ValueRole::Residual ||
+                                        role->kind == ValueRole::Loss)) ||
+                     (letter == 'B' && (role->kind == ValueRole::Grad ||
+                                        role->kind == ValueRole::Carry)));
+        if (!allowed)
+          return fail(fn, llvm::Twine(letter) + " result " + Twine(i) +
+                              " is neither bound (nn.updates) nor a value "
+                              "this action produces");
+        if (role->kind == ValueRole::Send) {
+          if (producerOf.count(role->index))
+            return fail(fn, "edge " + Twine(role->index) +
+                                " is sent by two stages");
+          producerOf[role->index] = v;
+        } else if (role->kind == ValueRole::Loss) {
+          if (v != numStages - 1)
+            return fail(fn, "only the last stage returns the loss");
+          lossType = fn.getResultTypes()[i];
+        }
+      }
+    }
   }
+  for (auto [edge, producer] : producerOf) {
+    auto it = consumerOf.find(edge);
+    if (it == consumerOf.end() || it->second <= producer)
+      return fail(fnOf(producer, 'F'),
+                  "edge " + Twine(edge) +
+                      " must be received by exactly one later stage");
+  }
+  for (auto [edge, consumer] : consumerOf)
+    if (!producerOf.count(edge))
+      return fail(fnOf(consumer, 'F'),
+                  "edge " + Twine(edge) + " is received but never sent");
+  // Residuals W also reads: B restores them (a restore frees the slot), so
+  // they are stashed again right after B.
+  std::map<int64_t, std::set<int64_t>> weightResiduals;
+  if (config.splitsBackward())
+    for (int64_t v = 0; v < numStages; ++v) {
+      func::FuncOp w = fnOf(v, 'W');
+      for (unsigned i = 0, e = w.getNumArguments(); i < e; ++i)
+        if (!isBoundArgument(w, i))
+          if (std::optional<ValueRole> role = roleOf(w, false, i);
+              role && role->kind == ValueRole::Residual)
+            weightResiduals[v].insert(role->index);
+    }
+  // Slot layout per (stage, micro-batch): residuals, then carries.
+  std::vector<int64_t> perSlot(k);
+  for (int64_t r = 0; r < k; ++r)
+    perSlot[r] = std::max<int64_t>(1, residualsPerRank[r] + carriesPerRank[r]);
 
   // Global order: by start time, then rank, then position in the rank.
   std::vector<std::tuple<double, int64_t, int64_t>> order;
@@ -151,13 +288,13 @@ void UnrollSchedulePass::runOnOperation() {
       order.push_back({sim.timeline[r][i].start, r, (int64_t)i});
   std::sort(order.begin(), order.end());
 
-  // Program signature: micro-batch inputs of stage 0, losses of the last.
-  func::FuncOp first = fnOf(0, 'F'), last = fnOf(numStages - 1, 'F');
+  // Program signature: every input per micro-batch (input-major), the loss
+  // per micro-batch.
   SmallVector<Type> argTypes, resultTypes;
-  if (first.getNumArguments() > 0)
-    argTypes.assign(numMicrobatches, first.getArgumentTypes()[0]);
-  if (last.getNumResults() > 0)
-    resultTypes.assign(numMicrobatches, last.getResultTypes()[0]);
+  for (auto &[name, type] : inputs)
+    argTypes.append(numMicrobatches, type);
+  if (lossType)
+    resultTypes.assign(numMicrobatches, lossType);
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   Location loc = module.getLoc();
@@ -165,9 +302,13 @@ void UnrollSchedulePass::runOnOperation() {
                                         k, numMicrobatches, numChunks);
   auto program = ProgramOp::create(
       b, loc, "train", b.getFunctionType(argTypes, resultTypes), scheduleAttr);
-  SmallVector<Attribute> argAttrs(
-      argTypes.size(),
-      b.getDictionaryAttr(b.getNamedAttr("pipe.stage", stageAttrOf(0))));
+  SmallVector<Attribute> argAttrs;
+  for (auto &[name, type] : inputs)
+    for (int64_t m = 0; m < numMicrobatches; ++m)
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("pipe.stage", stageAttrOf(inputStage[name])),
+           b.getNamedAttr("pipe.input", b.getStringAttr(name)),
+           b.getNamedAttr("pipe.microbatch", b.getI64IntegerAttr(m))}));
   SmallVector<Attribute> resAttrs(
       resultTypes.size(),
       b.getDictionaryAttr(
@@ -179,27 +320,22 @@ void UnrollSchedulePass::runOnOperation() {
   Block *body = b.createBlock(&program.getBody(), {}, argTypes,
                               SmallVector<Location>(argTypes.size(), loc));
   b.setInsertionPointToEnd(body);
+  auto inputArg = [&](StringRef name, int64_t m) -> Value {
+    for (auto [n, entry] : llvm::enumerate(inputs))
+      if (entry.first == name)
+        return body->getArgument(n * numMicrobatches + m);
+    return Value();
+  };
 
-  using Key = std::pair<int64_t, int64_t>;
+  using Key = std::pair<int64_t, int64_t>; // (edge, micro-batch)
   std::map<Key, Value> activation, gradient; // arrived at the consumer
-  std::map<Key, SmallVector<Value>> lastGrads; // (v, -) -> weight grads
-  std::map<Key, int64_t> slotBase;
-  std::map<Key, int64_t> numStashed;
+  std::map<Key, int64_t> slotBase;            // (stage, micro-batch)
   SmallVector<Value> losses(resultTypes.size());
 
-  auto stash = [&](ValueRange values, int64_t v, int64_t m) {
-    int64_t base = slotBase[{v, m}] * perSlot[v % k];
-    for (auto [j, value] : llvm::enumerate(values))
-      StashOp::create(b, loc, value, StashKind::Activation, base + j,
-                      stageAttrOf(v), m);
-    numStashed[{v, m}] = values.size();
-  };
-  auto restore = [&](int64_t v, int64_t m, SmallVector<Value> &out,
-                     TypeRange types) {
-    int64_t base = slotBase[{v, m}] * perSlot[v % k];
-    for (auto [j, type] : llvm::enumerate(types))
-      out.push_back(RestoreOp::create(b, loc, type, StashKind::Activation,
-                                      base + j, stageAttrOf(v), m));
+  auto slotOf = [&](int64_t v, int64_t m, bool carry, int64_t index) {
+    int64_t r = v % k;
+    return slotBase[{v, m}] * perSlot[r] +
+           (carry ? residualsPerRank[r] : 0) + index;
   };
 
   for (auto [start, r, i] : order) {
@@ -207,74 +343,86 @@ void UnrollSchedulePass::runOnOperation() {
     int64_t v = a.stage, m = a.microbatch;
     char letter = sched::opLetter(a.op);
     func::FuncOp fn = fnOf(v, letter);
-    SmallVector<Value> args;
-    if (a.op == sched::Op::F) {
-      if (v == 0) {
-        if (fn.getNumArguments() > 0)
-          args.push_back(body->getArgument(m));
-      } else {
-        args.push_back(activation[{v - 1, m}]);
-      }
+    if (a.op == sched::Op::F)
       slotBase[{v, m}] = slots[r][i];
-    } else if (a.op == sched::Op::B) {
-      auto f = fnOf(v, 'F');
-      restore(v, m, args, f.getResultTypes().drop_front());
-      if (v + 1 < numStages)
-        args.push_back(gradient[{v + 1, m}]);
-    } else if (a.op == sched::Op::W) {
-      auto bw = fnOf(v, 'B');
-      restore(v, m, args, bw.getResultTypes().drop_front(v > 0 ? 1 : 0));
-    } else {
-      args.append(lastGrads[{v, 0}]);
-    }
-    if (args.size() != fn.getNumArguments() ||
-        llvm::any_of(llvm::zip(args, fn.getArgumentTypes()), [](auto p) {
-          return !std::get<0>(p) ||
-                 std::get<0>(p).getType() != std::get<1>(p);
-        })) {
-      fn.emitError() << "pipe-unroll-schedule: " << letter << " of stage "
-                     << v % k << " chunk " << v / k
-                     << " does not follow the calling convention: expected "
-                     << args.size()
-                     << " arguments of the types the schedule supplies "
-                        "(see the pass description)";
-      return signalPassFailure();
+    SmallVector<Value> args;
+    for (unsigned j = 0, e = fn.getNumArguments(); j < e; ++j) {
+      if (isBoundArgument(fn, j))
+        continue;
+      ValueRole role = *roleOf(fn, false, j);
+      Type type = fn.getArgumentTypes()[j];
+      Value value;
+      switch (role.kind) {
+      case ValueRole::Input:
+        value = inputArg(role.name, m);
+        break;
+      case ValueRole::Recv:
+        value = activation[{role.index, m}];
+        break;
+      case ValueRole::Grad:
+        value = gradient[{role.index, m}];
+        break;
+      case ValueRole::Residual:
+      case ValueRole::Carry:
+        value = RestoreOp::create(
+            b, loc, type, StashKind::Activation,
+            slotOf(v, m, role.kind == ValueRole::Carry, role.index),
+            stageAttrOf(v), m);
+        break;
+      default:
+        break;
+      }
+      if (!value || value.getType() != type)
+        return fail(fn, llvm::Twine(letter) + " argument " + Twine(j) +
+                            " gets no value of its type from the schedule");
+      args.push_back(value);
     }
     auto call = CallStageOp::create(
         b, loc, cast<FunctionOpInterface>(fn.getOperation()),
         toAttrAction(a.op), args, stageAttrOf(v), m);
-    ValueRange results = call.getResults();
-    switch (a.op) {
-    case sched::Op::F:
-      if (results.empty())
-        break;
-      if (v + 1 < numStages)
-        activation[{v, m}] = TransferOp::create(b, loc, results[0],
-                                                stageAttrOf(v),
-                                                stageAttrOf(v + 1));
-      else if (!losses.empty())
-        losses[m] = results[0];
-      stash(results.drop_front(), v, m);
-      break;
-    case sched::Op::B: {
-      ValueRange rest = results;
-      if (v > 0 && !results.empty()) {
-        gradient[{v, m}] = TransferOp::create(b, loc, results[0],
-                                              stageAttrOf(v),
-                                              stageAttrOf(v - 1));
-        rest = results.drop_front();
+    if (a.op == sched::Op::B) {
+      unsigned argIndex = 0;
+      for (unsigned j = 0, e = fn.getNumArguments(); j < e; ++j) {
+        if (isBoundArgument(fn, j))
+          continue;
+        ValueRole role = *roleOf(fn, false, j);
+        if (role.kind == ValueRole::Residual &&
+            weightResiduals[v].count(role.index))
+          StashOp::create(b, loc, args[argIndex], StashKind::Activation,
+                          slotOf(v, m, false, role.index), stageAttrOf(v), m);
+        ++argIndex;
       }
-      if (config.splitsBackward())
-        stash(rest, v, m);
-      else
-        lastGrads[{v, 0}] = SmallVector<Value>(rest);
-      break;
     }
-    case sched::Op::W:
-      lastGrads[{v, 0}] = SmallVector<Value>(results);
-      break;
-    case sched::Op::U:
-      break;
+    unsigned next = 0;
+    for (unsigned j = 0, e = fn.getNumResults(); j < e; ++j) {
+      if (isBoundResult(fn, j))
+        continue;
+      Value result = call.getResult(next++);
+      ValueRole role = *roleOf(fn, true, j);
+      switch (role.kind) {
+      case ValueRole::Send:
+        activation[{role.index, m}] = TransferOp::create(
+            b, loc, result, stageAttrOf(v),
+            stageAttrOf(consumerOf[role.index]));
+        break;
+      case ValueRole::Grad:
+        gradient[{role.index, m}] = TransferOp::create(
+            b, loc, result, stageAttrOf(v),
+            stageAttrOf(producerOf[role.index]));
+        break;
+      case ValueRole::Residual:
+      case ValueRole::Carry:
+        StashOp::create(b, loc, result, StashKind::Activation,
+                        slotOf(v, m, role.kind == ValueRole::Carry,
+                               role.index),
+                        stageAttrOf(v), m);
+        break;
+      case ValueRole::Loss:
+        losses[m] = result;
+        break;
+      default:
+        break;
+      }
     }
   }
   ReturnOp::create(b, loc, losses);

@@ -34,6 +34,21 @@ struct StashResource : public mlir::SideEffects::Resource::Base<StashResource> {
   llvm::StringRef getName() final { return "pipe::Stash"; }
 };
 
+/// Whether argument `index` of a stage function is bound by the runtime
+/// rather than passed by `pipe.call_stage`: a persistent buffer of the rank
+/// (a weight, `nn.param`; a gradient accumulator or optimizer state,
+/// `nn.role` = "grad" / "state"). docs/Pipe.md, "Stage functions".
+bool isBoundArgument(mlir::FunctionOpInterface func, unsigned index);
+
+/// Whether result `index` of a stage function updates a persistent buffer
+/// (`nn.updates`) instead of being returned to the program.
+bool isBoundResult(mlir::FunctionOpInterface func, unsigned index);
+
+/// The types of the arguments / results a `pipe.call_stage` of `func`
+/// passes / returns: the non-bound ones, in order.
+llvm::SmallVector<mlir::Type> getValueArgumentTypes(mlir::FunctionOpInterface func);
+llvm::SmallVector<mlir::Type> getValueResultTypes(mlir::FunctionOpInterface func);
+
 } // namespace pipedream::pipe
 
 #define GET_OP_CLASSES

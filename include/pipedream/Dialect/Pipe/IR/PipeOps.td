@@ -210,7 +210,7 @@ def Pipe_CallStageOp : Pipe_Op<"call_stage", [
     OpBuilder<(ins "::mlir::FunctionOpInterface":$callee,
                    "ActionKind":$action, "::mlir::ValueRange":$args,
                    "StageAttr":$stage, "int64_t":$microbatch), [{
-      build($_builder, $_state, callee.getResultTypes(), action,
+      build($_builder, $_state, ::pipedream::pipe::getValueResultTypes(callee), action,
             ::mlir::SymbolRefAttr::get(callee), args, stage,
             $_builder.getI64IntegerAttr(microbatch),
             /*arg_attrs=*/::mlir::ArrayAttr(),

@@ -42,9 +42,57 @@ def UnrollSchedulePass : Pass<"pipe-unroll-schedule", "::mlir::ModuleOp"> {
     Option<"numMicrobatches", "microbatches", "int64_t", "8",
            "micro-batches per training step">,
     Option<"numChunks", "virtual", "int64_t", "1",
-           "virtual chunks per stage (interleaved-1f1b)">
+           "virtual chunks per stage (interleaved-1f1b)">,
+    Option<"scheduleCsv", "schedule-csv", "std::string", "\"\"",
+           "custom schedule in torch.distributed.pipelining's CSV format "
+           "(one row per rank, actions like 0F1; see ScheduleCSV.h), "
+           "verified and unrolled instead of the kind's generated one">
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect"];
+}
+
+def BuildStageTrainingPass
+    : Pass<"pipe-build-stage-training", "::mlir::ModuleOp"> {
+  let summary = "Forward, backward and update functions of every stage";
+  let description = [{
+    Turns the outlined view of `pipe-outline-stages` (the driver `function`
+    calling one function per stage, `pipe.transfer` between them) into the
+    stage functions `pipe-unroll-schedule` consumes: per virtual stage v,
+    `@stage<v>_F` (training mode; the last stage adds the `loss`),
+    `@stage<v>_B` (nn-autodiff's backward; weight gradients added to the
+    `grad:<w>` accumulators, the loss's gradient seeded with 1/`microbatches`),
+    `@stage<v>_W` with `split-backward` (zb-h1), and `@stage<v>_U` (the
+    optimizer update of the stage's weights; Adam's counter is
+    `step:stage<v>`). Every cut tensor is an edge e: `pipe.send = e` on the
+    producer's F result, `pipe.recv = e` on the consumer's F argument, and
+    `pipe.grad = e` on the gradient B returns / takes. Weights, gradient
+    accumulators and optimizer state are runtime-bound (docs/Pipe.md,
+    "Stage functions"). The driver and the outlined functions are erased.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"main\"",
+           "The outlined driver function">,
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "cross-entropy or mse">,
+    Option<"labelsName", "labels-name", "std::string", "\"labels\"",
+           "Name of the labels input">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "Micro-batches per step (the loss gradient is 1/M)">,
+    Option<"splitBackward", "split-backward", "bool", "false",
+           "Split B into input-gradient B and weight-gradient W (zb-h1)">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, momentum, adam or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.9", "Momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0", "Weight decay">,
+    Option<"nesterov", "nesterov", "bool", "false", "Nesterov momentum">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect",
+                           "::pipedream::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
@@ -58,7 +106,75 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
     a stash of the same kind, slot, stage and micro-batch, and no stash into
     a slot that is still live. Errors are emitted at the offending op and
     name the rank, action and micro-batch.
+
+    Per-rank programs (`pipe-project-ranks`' output, grouped by name
+    `<stem>_rank<r>`) are checked as a set: one program per rank, every
+    send matched by the peer's receive in order with the same tag and type,
+    no deadlock under blocking (rendezvous) send/recv, stash/restore as
+    above, and the schedule their `pipe.call_stage` ops form.
   }];
+}
+
+def ProjectRanksPass : Pass<"pipe-project-ranks", "::mlir::ModuleOp"> {
+  let summary = "Split a global pipe.program into one program per rank";
+  let description = [{
+    Replaces every global-view `pipe.program @P` by K per-rank programs
+    `@P_rank<r>` (`rank r`), each holding rank r's ops in the global order:
+    its `pipe.call_stage`, `pipe.stash` and `pipe.restore` ops, its
+    arguments and results (by their `pipe.stage`), and for every
+    `pipe.transfer` from stage s to stage d on different ranks a
+    `pipe.send` on s's rank and a `pipe.recv` on d's rank. Tags count the
+    messages of each (source, destination) pair from 0, so both sides see
+    one order. A transfer between chunks of one rank becomes nothing.
+
+    Placement: each send right after its producer; each receive at its
+    transfer's place, then moved down past the rank's local work up to its
+    first reader or the next message (receiving as late as possible never
+    adds a deadlock: it only delays the rank's own communication). Ops
+    without a stage go to the rank of their operands; operand-free ones
+    (constants) are copied to every rank that uses them. The messages and
+    stash slots of the result are verified (as `pipe-verify-schedule` does
+    for per-rank programs; the schedule itself is left to that pass).
+  }];
+  let options = [
+    Option<"keepGlobal", "keep-global", "bool", "false",
+           "keep the global program next to the per-rank ones">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect"];
+}
+
+def ReportSchedulePass : Pass<"pipe-report-schedule", "::mlir::ModuleOp"> {
+  let summary = "Write a schedule's report, Chrome trace and SVG timeline";
+  let description = [{
+    Simulates a schedule with unit costs (F = 1, B = 2; split backward:
+    B = W = 1) and writes the report fields of CLI.md (`json=FILE`), a
+    Chrome-trace JSON with one lane per rank (`trace=FILE`, one cost unit =
+    1 ms) and an SVG timeline (`svg=FILE`); "-" writes to stdout. The
+    schedule is the one of the module's first global `pipe.program` when
+    there is one (and `kind` is empty), else the one `kind`, `stages`,
+    `microbatches` and `virtual` (or `schedule-csv`) describe. The module is
+    not changed. See ScheduleReport.h for the library pipedream-compile
+    calls.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", "\"\"",
+           "schedule kind (empty: read the module's global pipe.program)">,
+    Option<"numStages", "stages", "int64_t", "4", "pipeline stages K">,
+    Option<"numMicrobatches", "microbatches", "int64_t", "8",
+           "micro-batches M">,
+    Option<"numChunks", "virtual", "int64_t", "1", "chunks per stage V">,
+    Option<"scheduleCsv", "schedule-csv", "std::string", "\"\"",
+           "report on this torch-format CSV schedule instead">,
+    Option<"jsonFile", "json", "std::string", "\"\"",
+           "write the report.json fields here">,
+    Option<"traceFile", "trace", "std::string", "\"\"",
+           "write the Chrome-trace JSON here">,
+    Option<"svgFile", "svg", "std::string", "\"\"",
+           "write the SVG timeline here">,
+    Option<"csvFile", "csv", "std::string", "\"\"",
+           "export the schedule as torch-format CSV here">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect"];
 }
 
 def AnnotateCostsPass : Pass<"pipe-annotate-costs", "::mlir::ModuleOp"> {

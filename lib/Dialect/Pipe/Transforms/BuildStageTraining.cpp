@@ -1,0 +1,411 @@
+//===- BuildStageTraining.cpp - pipe-build-stage-training -----------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// From the outlined view (pipe-outline-stages: a driver calling one function
+// per stage, `pipe.transfer` between them) to the stage functions of the
+// schedule (docs/Pipe.md, "Stage functions"): per virtual stage v
+//
+//   @stage<v>_F  forward in training mode; sends its cut tensors, stashes
+//                its residuals; the last stage adds the loss
+//   @stage<v>_B  backward (nn-autodiff): gradients of the received tensors,
+//                weight gradients added to the `grad:<w>` accumulators
+//   @stage<v>_W  (split-backward) the weight gradients, from B's carries
+//   @stage<v>_U  the optimizer update of the stage's weights
+//
+// Each cut tensor is an *edge* with a number e: the producer's F returns it
+// as `pipe.send = e`, the consumer's F takes it as `pipe.recv = e`, the
+// consumer's B returns its gradient as `pipe.grad = e` and the producer's B
+// takes it under the same attribute. A producer result read by several
+// stages is one edge per consumer (autodiff sums their gradients).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+#include "pipedream/Dialect/NN/Transforms/Autodiff.h"
+#include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/IR/PipeOps.h"
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+
+namespace pipedream {
+namespace pipe {
+#define GEN_PASS_DEF_BUILDSTAGETRAININGPASS
+#include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream::pipe;
+namespace nn = pipedream::nn;
+using NNNames = pipedream::nn::NNDialect;
+
+namespace {
+
+struct BuildStageTrainingPass
+    : public pipedream::pipe::impl::BuildStageTrainingPassBase<
+          BuildStageTrainingPass> {
+  using BuildStageTrainingPassBase::BuildStageTrainingPassBase;
+  void runOnOperation() override;
+};
+
+struct StageCall {
+  func::CallOp call;
+  func::FuncOp callee;
+  StageAttr stage;
+  int64_t virtualIndex;
+};
+
+Value constantLike(OpBuilder &b, Location loc, Type type, double value) {
+  auto tensor = cast<RankedTensorType>(type);
+  return nn::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          tensor, b.getFloatAttr(tensor.getElementType(), value)));
+}
+
+/// Replaces argument `index` of `func` by a constant and erases it.
+void replaceArgumentByConstant(func::FuncOp func, unsigned index,
+                               double value) {
+  OpBuilder b(func.getContext());
+  b.setInsertionPointToStart(&func.front());
+  BlockArgument arg = func.getArgument(index);
+  arg.replaceAllUsesWith(constantLike(b, func.getLoc(), arg.getType(), value));
+  (void)func.eraseArgument(index);
+}
+
+/// Turns the weight-gradient results of `func` (those whose `nn.grad_of`
+/// names a weight of `stageFn`) into accumulations into `grad:<w>`.
+void accumulateWeightGradients(func::FuncOp func, func::FuncOp stageFn) {
+  OpBuilder b(func.getContext());
+  auto ret = cast<func::ReturnOp>(func.front().getTerminator());
+  b.setInsertionPoint(ret);
+  for (unsigned j = 0, e = func.getNumResults(); j < e; ++j) {
+    auto of = func.getResultAttrOfType<IntegerAttr>(j, NNNames::kGradOfAttrName);
+    if (!of || !nn::isParamArgument(stageFn, of.getInt()))
+      continue;
+    auto name = stageFn.getArgAttrOfType<StringAttr>(of.getInt(),
+                                                     NNNames::kNameAttrName);
+    std::string gradName = "grad:" + name.getValue().str();
+    unsigned argIndex = func.getNumArguments();
+    Type type = func.getResultTypes()[j];
+    (void)func.insertArgument(
+        argIndex, type,
+        b.getDictionaryAttr(
+            {b.getNamedAttr(NNNames::kNameAttrName, b.getStringAttr(gradName)),
+             b.getNamedAttr(NNNames::kRoleAttrName, b.getStringAttr("grad"))}),
+        func.getLoc());
+    Value sum = nn::AddOp::create(b, func.getLoc(),
+                                  func.getArgument(argIndex),
+                                  ret.getOperand(j));
+    ret.setOperand(j, sum);
+    func.setResultAttrs(
+        j, b.getDictionaryAttr(
+               {b.getNamedAttr(NNNames::kNameAttrName,
+                               b.getStringAttr(gradName + ".next")),
+                b.getNamedAttr(NNNames::kUpdatesAttrName,
+                               b.getStringAttr(gradName))}));
+  }
+}
+
+/// Renames the input gradients (`nn.grad_of` a received edge) to
+/// `pipe.grad = e` and the `nn.grad_of_result` arguments of sent edges to
+/// `pipe.grad = e`; the loss's gradient becomes the constant 1/M and the
+/// running statistics' (not differentiated) zero.
+void markBackward(func::FuncOp func, func::FuncOp stageFn, double lossSeed) {
+  OpBuilder b(func.getContext());
+  for (unsigned j = 0, e = func.getNumResults(); j < e; ++j) {
+    auto of = func.getResultAttrOfType<IntegerAttr>(j, NNNames::kGradOfAttrName);
+    if (!of)
+      continue;
+    if (auto edge = stageFn.getArgAttrOfType<IntegerAttr>(of.getInt(),
+                                                          "pipe.recv"))
+      func.setResultAttr(j, "pipe.grad", edge);
+  }
+  for (int64_t i = func.getNumArguments() - 1; i >= 0; --i) {
+    auto of = func.getArgAttrOfType<IntegerAttr>(
+        i, NNNames::kGradOfResultAttrName);
+    if (!of)
+      continue;
+    unsigned result = of.getInt();
+    if (auto edge = stageFn.getResultAttrOfType<IntegerAttr>(result,
+                                                             "pipe.send")) {
+      func.setArgAttr(i, "pipe.grad", edge);
+      continue;
+    }
+    auto role = stageFn.getResultAttrOfType<StringAttr>(result,
+                                                        NNNames::kRoleAttrName);
+    replaceArgumentByConstant(func, i,
+                              role && role.getValue() == "loss" ? lossSeed
+                                                                : 0.0);
+  }
+}
+
+} // namespace
+
+void BuildStageTrainingPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  auto driver = module.lookupSymbol<func::FuncOp>(function);
+  if (!driver || driver.isDeclaration()) {
+    module.emitError() << "pipe-build-stage-training: no function '"
+                       << function << "' (run pipe-outline-stages first)";
+    return signalPassFailure();
+  }
+  std::optional<nn::LossKind> lossKind = nn::parseLossKind(loss);
+  std::optional<nn::OptimizerKind> optimizerKind =
+      nn::parseOptimizerKind(optimizer);
+  if (!lossKind || !optimizerKind) {
+    module.emitError() << "pipe-build-stage-training: unknown "
+                       << (lossKind ? "optimizer '" + optimizer
+                                    : "loss '" + loss)
+                       << "'";
+    return signalPassFailure();
+  }
+  nn::OptimizerOptions opt;
+  opt.kind = *optimizerKind;
+  opt.lr = lr;
+  opt.momentum = momentum;
+  opt.weightDecay = weightDecay;
+  opt.nesterov = nesterov;
+  opt.beta1 = beta1;
+  opt.beta2 = beta2;
+  opt.eps = eps;
+
+  // The stage calls, by virtual stage.
+  SmallVector<StageCall> calls;
+  int64_t numRanks = 0;
+  for (auto call : driver.getOps<func::CallOp>()) {
+    auto stage = call->getAttrOfType<StageAttr>(PipeDialect::kStageAttrName);
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!stage || !callee || callee.isDeclaration()) {
+      call.emitError() << "pipe-build-stage-training: expected a call of an "
+                          "outlined stage function with a pipe.stage";
+      return signalPassFailure();
+    }
+    if (nn::needsRandomSeed(callee.front())) {
+      callee.emitError() << "pipe-build-stage-training: Dropout in pipelined "
+                            "training is not supported yet";
+      return signalPassFailure();
+    }
+    calls.push_back({call, callee, stage, 0});
+    numRanks = std::max<int64_t>(numRanks, stage.getIndex() + 1);
+  }
+  if (calls.empty()) {
+    driver.emitError() << "pipe-build-stage-training: '" << function
+                       << "' calls no stage function";
+    return signalPassFailure();
+  }
+  for (StageCall &c : calls)
+    c.virtualIndex = c.stage.getVirtualIndex(numRanks);
+  llvm::sort(calls, [](const StageCall &a, const StageCall &b) {
+    return a.virtualIndex < b.virtualIndex;
+  });
+  for (auto [v, c] : llvm::enumerate(calls))
+    if (c.virtualIndex != static_cast<int64_t>(v)) {
+      c.call.emitError() << "pipe-build-stage-training: virtual stages must "
+                            "be 0..N-1, each called once";
+      return signalPassFailure();
+    }
+  int64_t numStages = calls.size();
+
+  // Edges: one per pipe.transfer (producer result -> consumer operand).
+  DenseMap<Operation *, int64_t> callIndex;
+  for (auto [v, c] : llvm::enumerate(calls))
+    callIndex[c.call] = v;
+  std::map<std::pair<int64_t, unsigned>, SmallVector<int64_t>> sendsOf;
+  std::map<std::pair<int64_t, unsigned>, int64_t> recvOf;
+  int64_t numEdges = 0;
+  for (auto transfer : driver.getOps<TransferOp>()) {
+    auto producer = transfer.getInput().getDefiningOp<func::CallOp>();
+    if (!producer || !callIndex.count(producer) ||
+        !transfer.getResult().hasOneUse()) {
+      transfer.emitError() << "pipe-build-stage-training: a transfer must "
+                              "carry a stage result to one stage call";
+      return signalPassFailure();
+    }
+    OpOperand &use = *transfer.getResult().getUses().begin();
+    auto consumer = dyn_cast<func::CallOp>(use.getOwner());
+    if (!consumer || !callIndex.count(consumer) ||
+        callIndex[consumer] <= callIndex[producer]) {
+      transfer.emitError() << "pipe-build-stage-training: a transfer must go "
+                              "to a later stage";
+      return signalPassFailure();
+    }
+    int64_t e = numEdges++;
+    sendsOf[{callIndex[producer],
+             cast<OpResult>(transfer.getInput()).getResultNumber()}]
+        .push_back(e);
+    recvOf[{callIndex[consumer], use.getOperandNumber()}] = e;
+  }
+  auto ret = cast<func::ReturnOp>(driver.front().getTerminator());
+  if (ret.getNumOperands() < 1 ||
+      ret.getOperand(0).getDefiningOp() != calls.back().call.getOperation()) {
+    driver.emitError() << "pipe-build-stage-training: the prediction (first "
+                          "result) must come from the last stage";
+    return signalPassFailure();
+  }
+  unsigned predictionResult = cast<OpResult>(ret.getOperand(0)).getResultNumber();
+  auto predType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+  FailureOr<RankedTensorType> labelsType =
+      predType ? nn::getLabelsType(*lossKind, predType)
+               : FailureOr<RankedTensorType>(failure());
+  if (failed(labelsType)) {
+    driver.emitError() << "pipe-build-stage-training: the loss does not apply "
+                          "to the prediction "
+                       << ret.getOperand(0).getType();
+    return signalPassFailure();
+  }
+
+  OpBuilder b(ctx);
+  SmallVector<Operation *> toErase{driver};
+  for (auto [v, c] : llvm::enumerate(calls)) {
+    bool last = static_cast<int64_t>(v) == numStages - 1;
+    func::FuncOp callee = c.callee;
+    Block &body = callee.front();
+    Location loc = callee.getLoc();
+
+    // The training-mode stage function G(args..., [labels]) -> (sends...,
+    // [loss], running stats'...).
+    SmallVector<Type> argTypes(callee.getArgumentTypes());
+    if (last)
+      argTypes.push_back(*labelsType);
+    b.setInsertionPoint(driver);
+    std::string base = ("stage" + Twine(v)).str();
+    auto stageFn = func::FuncOp::create(b, loc, base,
+                                        b.getFunctionType(argTypes, {}));
+    SmallVector<bool> frozen(callee.getNumArguments(), false);
+    for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i) {
+      Value operand = c.call.getOperand(i);
+      if (auto it = recvOf.find({v, i}); it != recvOf.end()) {
+        stageFn.setArgAttr(i, "pipe.recv", b.getI64IntegerAttr(it->second));
+        continue;
+      }
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &driver.front()) {
+        c.call.emitError() << "pipe-build-stage-training: operand " << i
+                           << " is neither a model argument nor a transfer";
+        return signalPassFailure();
+      }
+      DictionaryAttr attrs = driver.getArgAttrDict(arg.getArgNumber());
+      stageFn.setArgAttrs(i, attrs);
+      stageFn.removeArgAttr(i, PipeDialect::kStageAttrName);
+      if (!nn::isParamArgument(driver, arg.getArgNumber())) {
+        auto name = driver.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        NNNames::kNameAttrName);
+        stageFn.setArgAttr(i, "pipe.input",
+                           name ? name : b.getStringAttr("arg" + Twine(i)));
+        stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
+      }
+    }
+    if (last) {
+      unsigned i = callee.getNumArguments();
+      stageFn.setArgAttr(i, "pipe.input", b.getStringAttr(labelsName));
+      stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
+    }
+    Block *entry = stageFn.addEntryBlock();
+    IRMapping mapping;
+    for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
+      mapping.map(callee.getArgument(i), entry->getArgument(i));
+    b.setInsertionPointToStart(entry);
+    SmallVector<std::pair<Value, Value>> statUpdates;
+    nn::cloneInTrainingMode(b, body, mapping, Value(), statUpdates);
+    auto calleeRet = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<Value> results;
+    SmallVector<NamedAttrList> resultAttrs;
+    for (unsigned j = 0, e = callee.getNumResults(); j < e; ++j)
+      for (int64_t edge : sendsOf[{v, j}]) {
+        results.push_back(mapping.lookup(calleeRet.getOperand(j)));
+        NamedAttrList attrs;
+        attrs.set("pipe.send", b.getI64IntegerAttr(edge));
+        resultAttrs.push_back(attrs);
+      }
+    if (last) {
+      results.push_back(nn::buildLoss(
+          b, loc, *lossKind, mapping.lookup(calleeRet.getOperand(predictionResult)),
+          entry->getArgument(callee.getNumArguments())));
+      NamedAttrList attrs;
+      attrs.set(NNNames::kRoleAttrName, b.getStringAttr("loss"));
+      attrs.set(NNNames::kNameAttrName, b.getStringAttr("loss"));
+      resultAttrs.push_back(attrs);
+    }
+    for (auto [operand, updated] : statUpdates) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body ||
+          !nn::isParamArgument(stageFn, arg.getArgNumber()))
+        continue;
+      frozen[arg.getArgNumber()] = true;
+      auto name = stageFn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       NNNames::kNameAttrName);
+      results.push_back(updated);
+      NamedAttrList attrs;
+      attrs.set(NNNames::kNameAttrName,
+                b.getStringAttr(name.getValue() + ".next"));
+      attrs.set(NNNames::kUpdatesAttrName, name);
+      resultAttrs.push_back(attrs);
+    }
+    for (unsigned i = 0; i < frozen.size(); ++i)
+      if (frozen[i])
+        stageFn.setArgAttr(i, NNNames::kFrozenAttrName, b.getUnitAttr());
+    func::ReturnOp::create(b, loc, results);
+    stageFn.setType(
+        b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    for (auto [j, attrs] : llvm::enumerate(resultAttrs))
+      stageFn.setResultAttrs(j, attrs.getDictionary(ctx));
+
+    // Forward and backward.
+    nn::AutodiffOptions options;
+    options.inputGradients = true;
+    options.splitBackward = splitBackward;
+    FailureOr<nn::DifferentiatedFunctions> diff =
+        nn::differentiateFunction(stageFn, options);
+    if (failed(diff))
+      return signalPassFailure();
+    double seed = 1.0 / static_cast<double>(microbatches);
+    auto stageAttr = c.stage;
+    auto finish = [&](func::FuncOp fn, StringRef letter) {
+      fn.setSymName((base + "_" + letter).str());
+      fn->setAttr(PipeDialect::kStageAttrName, stageAttr);
+    };
+    finish(diff->forward, "F");
+    if (splitBackward) {
+      markBackward(diff->backwardInput, stageFn, seed);
+      markBackward(diff->backwardWeight, stageFn, seed);
+      accumulateWeightGradients(diff->backwardWeight, stageFn);
+      finish(diff->backwardInput, "B");
+      finish(diff->backwardWeight, "W");
+    } else {
+      markBackward(diff->backward, stageFn, seed);
+      accumulateWeightGradients(diff->backward, stageFn);
+      finish(diff->backward, "B");
+    }
+
+    // The update of the stage's trainable weights.
+    SmallVector<nn::UpdateWeight> weights;
+    for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
+      if (nn::isParamArgument(stageFn, i) && !frozen[i] &&
+          !callee.getArgument(i).use_empty() &&
+          isa<FloatType>(getElementTypeOrSelf(stageFn.getArgumentTypes()[i])))
+        weights.push_back(
+            {stageFn.getArgAttrOfType<StringAttr>(i, NNNames::kNameAttrName)
+                 .getValue()
+                 .str(),
+             stageFn.getArgumentTypes()[i], stageFn.getArgAttrDict(i)});
+    b.setInsertionPoint(driver);
+    func::FuncOp update = nn::buildOptimizerUpdate(
+        b, loc, base + "_U", weights, opt, "step:" + base);
+    update->setAttr(PipeDialect::kStageAttrName, stageAttr);
+    toErase.push_back(stageFn);
+    toErase.push_back(callee);
+  }
+  for (Operation *op : toErase)
+    op->erase();
+}
