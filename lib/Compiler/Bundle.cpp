@@ -319,6 +319,8 @@ std::string renderBundleManifest(const Bundle &bundle) {
   os << (bundle.functions.empty() ? "]" : "\n  ]");
   if (!bundle.trainingJSON.empty())
     os << ",\n  \"training\": " << bundle.trainingJSON;
+  if (!bundle.pipelineJSON.empty())
+    os << ",\n  \"pipeline\": " << bundle.pipelineJSON;
   os << "\n}\n";
   return text;
 }

@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Compiler/Bundle.h"
+#include "pipedream/Compiler/Pipeline.h"
 #include "pipedream/Compiler/Partition.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
@@ -374,7 +375,7 @@ scheduleModule(ModuleOp module, const pipedream::PartitionReport &partition,
       " eps=" + number(epsOption) + "},pipe-unroll-schedule{kind=" +
       scheduleOption.getValue() + " microbatches=" + std::to_string(m) +
       " virtual=" + std::to_string(virtualStagesOption) +
-      "},pipe-verify-schedule";
+      "},pipe-project-ranks{keep-global=true},pipe-verify-schedule";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
     error = firstError.empty() ? "scheduling failed" : firstError;
@@ -449,7 +450,10 @@ static bool runPartitioning(int &code) {
   bool pipelineFlags = stagesOption > 1 || virtualStagesOption > 1 ||
                        !splitAfterOption.empty();
   bool reportFlags = reportOption || !reportJSONOption.empty();
-  bool scheduled = emit == "scheduled";
+  bool pipelineBundle = emit == "bundle" && !inference &&
+                        (stagesOption > 1 || virtualStagesOption > 1 ||
+                         scheduleOption.getNumOccurrences());
+  bool scheduled = emit == "scheduled" || pipelineBundle;
   if (emit != "partitioned" && !scheduled) {
     if (pipelineFlags || reportFlags || scheduleOption.getNumOccurrences() ||
         !traceOption.empty()) {
@@ -499,9 +503,21 @@ static bool runPartitioning(int &code) {
     if (!pipedream::parseInputShapeOption(shape, importOptions, error))
       return code = fail(error), true;
   }
+  int64_t m = microbatches.getNumOccurrences()
+                  ? microbatches.getValue()
+                  : std::max<int64_t>(1, stagesOption);
+  if (batchSize.getNumOccurrences()) {
+    if (batchSize <= 0 || batchSize % m != 0)
+      return code = fail("--batch-size " + llvm::Twine(batchSize.getValue()) +
+                         ": must be a positive multiple of --microbatches (" +
+                         llvm::Twine(m) + ")"),
+             true;
+    importOptions.batchSize = batchSize / m;
+  }
   DialectRegistry registry;
   pipedream::registerAllDialects(registry);
   pipedream::registerONNXImportDialects(registry);
+  pipedream::cpu::registerCPUCodegenDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   OwningOpRef<ModuleOp> module;
@@ -526,10 +542,92 @@ static bool runPartitioning(int &code) {
   if (failed(pipedream::outlineStages(*module, error)))
     return code = fail(modelName + ": " + error), true;
   llvm::json::Object json = pipedream::partitionReportJSON(*report);
+  // What a pipeline bundle's runtime needs to feed the ranks.
+  llvm::json::Array dataInputs;
+  int64_t microbatchSize = 0, numClasses = 0;
+  if (auto main = module->lookupSymbol<func::FuncOp>("main")) {
+    for (unsigned i = 0, e = main.getNumArguments(); i < e; ++i) {
+      if (main.getArgAttr(i, pipedream::nn::NNDialect::kParamAttrName))
+        continue;
+      auto name = main.getArgAttrOfType<StringAttr>(
+          i, pipedream::nn::NNDialect::kNameAttrName);
+      dataInputs.push_back(name ? name.getValue().str()
+                                : "arg" + std::to_string(i));
+      auto type = cast<RankedTensorType>(main.getArgumentTypes()[i]);
+      if (!microbatchSize && type.getRank())
+        microbatchSize = type.getDimSize(0);
+    }
+    if (main.getNumResults())
+      if (auto pred = dyn_cast<RankedTensorType>(main.getResultTypes()[0]);
+          pred && pred.getRank())
+        numClasses = pred.getShape().back();
+  }
   std::string scheduleText;
   if (scheduled &&
       failed(scheduleModule(*module, *report, json, scheduleText, error)))
     return code = fail(modelName + ": " + error), true;
+  if (pipelineBundle) {
+    auto ranks = pipedream::serializeRankPrograms(*module, error);
+    if (failed(ranks))
+      return code = fail(modelName + ": " + error), true;
+    pipedream::eraseProgramOps(*module);
+    pipedream::Bundle bundle;
+    if (failed(pipedream::collectBundle(*module, modelName, "", "pipedream_",
+                                        bundle, error)))
+      return code = fail(modelName + ": " + error), true;
+    llvm::json::Object optimizer{
+        {"kind", optimizerOption.getValue()},
+        {"lr", lrOption.getNumOccurrences()
+                   ? lrOption.getValue()
+                   : (optimizerOption == "adam" || optimizerOption == "adamw"
+                          ? 0.001
+                          : 0.01)},
+        {"momentum", momentumOption.getNumOccurrences()
+                         ? momentumOption.getValue()
+                         : (optimizerOption == "momentum" ? 0.9 : 0.0)},
+        {"weight_decay", weightDecayOption.getValue()},
+        {"nesterov", nesterovOption.getValue()},
+        {"beta1", beta1Option.getValue()},
+        {"beta2", beta2Option.getValue()},
+        {"eps", epsOption.getValue()}};
+    llvm::json::Object section{
+        {"schedule",
+         llvm::json::Object{{"kind", scheduleOption.getValue()},
+                            {"stages", stagesOption.getValue()},
+                            {"microbatches", m},
+                            {"chunks", virtualStagesOption.getValue()}}},
+        {"loss", lossOption.getValue()},
+        {"labels", labelsName.getValue()},
+        {"inputs", std::move(dataInputs)},
+        {"microbatch_size", microbatchSize},
+        {"batch_size", m * microbatchSize},
+        {"optimizer", std::move(optimizer)},
+        {"ranks", std::move(*ranks)}};
+    if (lossOption == "cross-entropy")
+      section["num_classes"] = numClasses;
+    llvm::raw_string_ostream os(bundle.pipelineJSON);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(section)));
+    if (!StringRef(inputFilename).ends_with(".mlir"))
+      bundle.copiedFiles.push_back({"model.onnx", inputFilename});
+    if (hasNNOps(*module) && failed(convertNNToLinalg(*module, error)))
+      return code = fail(modelName + ": " + error), true;
+    stripModelAttributes(*module);
+    pipedream::cpu::CPUCodegenOptions codegen;
+    codegen.optLevel = optLevel;
+    codegen.cpu = targetCPU;
+    if (auto gemmLowering = pipedream::cpu::parseGemmLowering(gemm))
+      codegen.gemm = *gemmLowering;
+    if (outputPath.empty())
+      return code = fail("no output: pass -o OUT_DIR"), true;
+    if (failed(pipedream::writeBundle(
+            bundle, outputPath,
+            [&](StringRef libraryPath, std::string &libraryError) {
+              return pipedream::cpu::compileToSharedLibrary(
+                  *module, codegen, libraryPath, libraryError);
+            },
+            error)))
+      return code = fail(modelName + ": " + error), true;
+  }
   if (!reportJSONOption.empty()) {
     std::string openError;
     auto file = openOutputFile(reportJSONOption, &openError);
@@ -546,6 +644,8 @@ static bool runPartitioning(int &code) {
     pipedream::printPartitionReport(*report, os);
     os << scheduleText;
   }
+  if (pipelineBundle)
+    return code = 0, true;
   if (outputPath.empty())
     outputPath = "-";
   code = writeText([&](llvm::raw_ostream &os) { (*module)->print(os); });

@@ -74,6 +74,8 @@ struct Bundle {
   std::vector<char> weightData;
   /// The `training` object of bundle.json (rendered JSON), empty if none.
   std::string trainingJSON;
+  /// The `pipeline` object of bundle.json (rendered JSON), empty if none.
+  std::string pipelineJSON;
   /// Files copied into the bundle: (name in the bundle, source path).
   std::vector<std::pair<std::string, std::string>> copiedFiles;
 };

@@ -35,6 +35,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -327,15 +329,27 @@ differentiateFunction(func::FuncOp func, const AutodiffOptions &options) {
   unsigned numResults = func.getNumResults();
   auto jointRet = cast<func::ReturnOp>(entry.getTerminator());
 
-  // Split the body at the first backward op.
-  SmallVector<Operation *> forwardOps, backwardOps;
-  {
-    bool inBackward = false;
-    for (Operation &op : entry.without_terminator()) {
-      inBackward |= &op == built->firstBackwardOp;
-      (inBackward ? backwardOps : forwardOps).push_back(&op);
-    }
+  // Split the body at the first backward op, after dropping backward ops
+  // whose results nothing reads (a rule builds the gradient of every
+  // operand; some are not needed): they would keep residuals alive.
+  DenseSet<Operation *> forwardSet;
+  for (Operation &op : entry.without_terminator()) {
+    if (&op == built->firstBackwardOp)
+      break;
+    forwardSet.insert(&op);
   }
+  {
+    SmallVector<Operation *> reversed;
+    for (Operation &op : entry.without_terminator())
+      if (!forwardSet.contains(&op))
+        reversed.push_back(&op);
+    for (Operation *op : llvm::reverse(reversed))
+      if (isOpTriviallyDead(op))
+        op->erase();
+  }
+  SmallVector<Operation *> forwardOps, backwardOps;
+  for (Operation &op : entry.without_terminator())
+    (forwardSet.contains(&op) ? forwardOps : backwardOps).push_back(&op);
   DenseSet<Operation *> backwardSet(backwardOps.begin(), backwardOps.end());
   DenseMap<Operation *, unsigned> forwardIndex;
   for (auto [i, op] : llvm::enumerate(forwardOps))

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""Pipelined training equals single-rank training (synchronous schedules).
+
+    pipeline_compare.py --bin BUILD/bin --model mlp|gpt|cnn --stages K
+        --schedule S --microbatches M [--virtual V] [--steps N]
+        [--optimizer O] [--runner python|threads|mpi] [--work DIR]
+
+Compiles the torch-exported model twice — a single-rank training bundle and a
+pipeline bundle (`--stages K --schedule S`) — trains both N steps on the same
+seeded data (M micro-batches of B samples per step) and compares every
+step's loss and every final weight (relative to the tensor's largest entry,
+tolerance 1e-5). The pipeline bundle is run by `--runner`:
+- `python`: a reference interpreter of docs/Bundle.md "Pipeline bundles"
+  (all ranks in this process, stepped round-robin until each blocks on a
+  recv; buffers by ctypes) — checks what the compiler emits;
+- `threads` / `mpi`: `pipedream-run --transport threads` / `--ranks K`.
+Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
+"""
+
+import argparse
+import csv
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import torch_compare as tc  # noqa: E402
+
+RTOL = 1e-5
+
+
+def load_weights(manifest, bundle):
+    raw = np.fromfile(os.path.join(bundle, manifest["weights_file"]),
+                      dtype=np.uint8)
+    out = {}
+    for w in manifest["weights"]:
+        arr = tc.aligned_empty(tuple(w["shape"]), tc.DTYPES[w["dtype"]])
+        arr.reshape(-1).view(np.uint8)[:] = raw[w["offset"]:w["offset"] + w["bytes"]]
+        out[w["name"]] = arr
+    return out
+
+
+def python_pipeline(bundle, data, steps):
+    with open(os.path.join(bundle, "bundle.json")) as f:
+        manifest = json.load(f)
+    lib = ctypes.CDLL(os.path.join(bundle, manifest["library"]))
+    functions = {fn["name"]: fn for fn in manifest["functions"]}
+    pipe = manifest["pipeline"]
+    weights = load_weights(manifest, bundle)
+    ranks = pipe["ranks"]
+    # Persistent buffers per rank: the ones its functions name.
+    persistent = []
+    for r in ranks:
+        mine = {}
+        for ins in r["program"]:
+            if ins["op"] != "call":
+                continue
+            for b in functions[ins["function"]]["buffers"]:
+                if b["role"] == "weight":
+                    mine[b["name"]] = weights[b["name"]]
+                elif b["role"] in ("grad", "state") and b["name"] not in mine:
+                    mine[b["name"]] = np.zeros(tuple(b["shape"]),
+                                               tc.DTYPES[b["dtype"]])
+        persistent.append(mine)
+    registers = [[tc.aligned_empty(tuple(g["shape"]), tc.DTYPES[g["dtype"]])
+                  for g in r["registers"]] for r in ranks]
+    m_count = pipe["schedule"]["microbatches"]
+    b = pipe["microbatch_size"]
+    n = m_count * b
+    rows = next(iter(data.values())).shape[0]
+
+    def call(rank, ins):
+        fn = functions[ins["function"]]
+        regs = registers[rank]
+        arrays, outputs = [], []
+        args = iter(ins["args"])
+        results = iter(ins["results"])
+        for buf in fn["buffers"]:
+            if buf["role"] == "output":
+                if buf.get("updates"):
+                    arr = tc.aligned_empty(tuple(buf["shape"]),
+                                           tc.DTYPES[buf["dtype"]])
+                    outputs.append((buf, arr))
+                    arrays.append(arr)
+                else:
+                    arrays.append(regs[next(results)])
+            elif buf["role"] == "input":
+                arrays.append(regs[next(args)])
+            else:
+                arrays.append(persistent[rank][buf["name"]])
+        ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        getattr(lib, fn["symbol"])(ptrs)
+        for buf, arr in outputs:
+            persistent[rank][buf["updates"]] = arr
+
+    losses = []
+    for step in range(steps):
+        idx = [(step * n + i) % rows for i in range(n)]
+        batch = {k: v[idx] for k, v in data.items()}
+        for mine in persistent:
+            for name, arr in mine.items():
+                if name.startswith("grad:"):
+                    arr[...] = 0
+        pcs = [0] * len(ranks)
+        queues = {}  # (src, dst, tag) -> array
+        step_losses = {}
+        while any(pc < len(r["program"]) for pc, r in zip(pcs, ranks)):
+            progressed = False
+            for rank, r in enumerate(ranks):
+                prog = r["program"]
+                while pcs[rank] < len(prog):
+                    ins = prog[pcs[rank]]
+                    op = ins["op"]
+                    regs = registers[rank]
+                    if op == "recv":
+                        key = (ins["peer"], rank, ins["tag"])
+                        if key not in queues:
+                            break
+                        regs[ins["dst"]][...] = queues.pop(key)
+                    elif op == "send":
+                        queues[(rank, ins["peer"], ins["tag"])] = regs[ins["src"]].copy()
+                    elif op == "input":
+                        mb = ins["microbatch"]
+                        regs[ins["dst"]][...] = batch[ins["name"]][mb * b:(mb + 1) * b]
+                    elif op == "call":
+                        call(rank, ins)
+                    elif op == "loss":
+                        step_losses[ins["microbatch"]] = float(regs[ins["src"]])
+                    else:
+                        raise RuntimeError(f"unknown instruction {op}")
+                    pcs[rank] += 1
+                    progressed = True
+            if not progressed:
+                raise RuntimeError("deadlock: every rank waits on a recv")
+        losses.append(sum(step_losses.values()) / len(step_losses))
+    final = {}
+    for mine in persistent:
+        for name, arr in mine.items():
+            if name in weights:
+                final[name] = arr
+    return losses, final
+
+
+def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
+    log = os.path.join(work, f"loss-{transport}.csv")
+    trained = os.path.join(work, f"trained-{transport}.onnx")
+    cmd = [os.path.join(bin_dir, "pipedream-run"), bundle, "--data", data_path,
+           "--steps", str(steps), "--loss-log", log, "--save-onnx", trained]
+    if transport == "threads":
+        cmd += ["--transport", "threads"]
+    if ranks:
+        cmd += ["--ranks", str(ranks)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(log) as f:
+        losses = [float(r["loss"]) for r in csv.DictReader(f)]
+    weights = {i.name: numpy_helper.to_array(i)
+               for i in onnx.load(trained).graph.initializer}
+    return losses, weights
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--model", required=True, choices=["mlp", "gpt", "cnn"])
+    p.add_argument("--stages", type=int, required=True)
+    p.add_argument("--virtual", type=int, default=1)
+    p.add_argument("--schedule", required=True)
+    p.add_argument("--microbatches", type=int, required=True)
+    p.add_argument("--microbatch-size", type=int, default=2)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--optimizer", default="momentum")
+    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--runner", choices=["python", "threads", "mpi"],
+                   default="python")
+    p.add_argument("--work")
+    args = p.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="pipeline-compare-")
+    os.makedirs(work, exist_ok=True)
+
+    torch.manual_seed(0)
+    model, example, in_name, out_name = tc.export_torch.build(
+        args.model, args.microbatch_size, layers=args.layers)
+    model.eval()
+    onnx_path = os.path.join(work, "model.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), onnx_path, input_names=[in_name],
+                          output_names=[out_name], opset_version=17,
+                          dynamic_axes={in_name: {0: "batch"},
+                                        out_name: {0: "batch"}},
+                          training=torch.onnx.TrainingMode.PRESERVE,
+                          do_constant_folding=True)
+    m, b = args.microbatches, args.microbatch_size
+    rng = np.random.default_rng(11)
+    x, labels = tc.make_data(args.model, example, m * b * args.steps + 1, rng)
+    data = {in_name: x, "labels": labels}
+    data_path = os.path.join(work, "data.npz")
+    np.savez(data_path, **data)
+
+    common = [onnx_path, "--loss", "cross-entropy", "--optimizer",
+              args.optimizer, "--lr", "0.05", "--microbatches", str(m),
+              "--batch-size", str(m * b)]
+    compile_ = os.path.join(args.bin, "pipedream-compile")
+    single = os.path.join(work, "single")
+    subprocess.run([compile_, *common, "-o", single], check=True)
+    piped = os.path.join(work, "pipeline")
+    subprocess.run([compile_, *common, "-o", piped, "--stages",
+                    str(args.stages), "--virtual-stages", str(args.virtual),
+                    "--schedule", args.schedule], check=True)
+
+    ref_losses, ref_weights = tc.python_runner(single, in_name, x, labels,
+                                               args.steps)
+    if args.runner == "python":
+        losses, weights = python_pipeline(piped, data, args.steps)
+    else:
+        losses, weights = run_tool(
+            args.bin, piped, data_path, args.steps, work,
+            args.stages if args.runner == "mpi" else args.stages,
+            args.runner)
+
+    tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
+           f"M={m} ({args.runner})")
+    bad = 0
+    worst_loss = max(abs(a - r) / max(abs(r), 1e-12)
+                     for a, r in zip(losses, ref_losses))
+    if len(losses) != len(ref_losses) or worst_loss > RTOL:
+        print(f"MISMATCH {tag}: losses {losses} vs single-rank {ref_losses}")
+        bad += 1
+    worst = 0.0
+    for name, ref in ref_weights.items():
+        if name not in weights:
+            print(f"MISMATCH {tag}: pipeline lacks weight {name}")
+            bad += 1
+            continue
+        scale = max(float(np.max(np.abs(ref))), 1e-12)
+        rel = float(np.max(np.abs(weights[name].astype(np.float64) - ref))) / scale
+        worst = max(worst, rel)
+        if rel > RTOL:
+            print(f"MISMATCH {tag}: weight {name} differs by {rel:.3g}")
+            bad += 1
+    if not bad:
+        print(f"OK {tag}: losses {' '.join(f'{v:.6f}' for v in losses)}; worst "
+              f"relative error loss {worst_loss:.2g}, weights {worst:.2g}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
