@@ -28,6 +28,9 @@ packages=(
   python3-onnx python3-numpy
   # Runtime: bundle.json parsing, .npz reading/writing, unit tests.
   nlohmann-json3-dev libzip-dev libgtest-dev
+  # Runtime: the MPI transport of pipeline bundles (pipedream-run --ranks K;
+  # optional at build time, the lit tests that need it are skipped without).
+  openmpi-bin libopenmpi-dev
   # CPU code generation: lld as a library (in-process linking of program.so)
   # and OpenBLAS (GEMMs the vectorized kernel does not cover).
   liblld-22-dev libopenblas-dev

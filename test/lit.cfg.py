@@ -29,6 +29,21 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")
 
+# Open MPI for pipedream-run --ranks K: mpirun on PATH and a pipedream-run
+# built with the MPI transport (it says so in --help).
+import shutil
+import subprocess
+
+_run = os.path.join(config.pipedream_tools_dir, "pipedream-run")
+if shutil.which("mpirun") and os.path.exists(_run):
+    try:
+        _help = subprocess.run([_run, "--help"], capture_output=True, text=True,
+                               timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        _help = ""
+    if "MPI transport available" in _help:
+        config.available_features.add("mpi")
+
 tool_dirs = [config.pipedream_tools_dir, config.llvm_tools_dir]
 tools = [
     "pipedream-opt",

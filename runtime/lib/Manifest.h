@@ -111,6 +111,83 @@ struct TrainingSpec {
   std::string optimizer;
 };
 
+/// One instruction of a rank's program (bundle.json `pipeline.ranks[r].
+/// program[i]`, docs/Bundle.md "Pipeline bundles").
+struct PipelineInstruction {
+  enum class Op { Input, Call, Send, Recv, Loss };
+  Op op = Op::Input;
+  /// input: the data array (a `pipeline.inputs` name or the labels).
+  std::string name;
+  /// input, loss, call (-1 when a call has none): the micro-batch.
+  int64_t microbatch = -1;
+  /// input, recv: the register written; send, loss: the register read.
+  size_t dst = 0;
+  size_t src = 0;
+  /// call: index into Manifest::functions, with `action` and `stage` as
+  /// given ("" and -1 when absent; for traces and messages only).
+  size_t function = 0;
+  std::string action;
+  int64_t stage = -1;
+  /// call: registers of the function's value arguments and results, in
+  /// the order of its non-bound input and output buffers.
+  std::vector<size_t> args;
+  std::vector<size_t> results;
+  /// send, recv: the other rank and the message tag (>= 0).
+  size_t peer = 0;
+  int64_t tag = 0;
+};
+
+/// One rank of a pipeline bundle.
+struct RankProgram {
+  std::vector<TensorType> registers;
+  std::vector<PipelineInstruction> program;
+  /// Indices into Manifest::functions of the functions the program calls,
+  /// ascending.
+  std::vector<size_t> functions;
+};
+
+/// A data array a pipeline reads: one of `inputs`, or the labels.
+struct PipelineData {
+  std::string name;
+  /// One micro-batch of it (first axis microbatch_size), as the registers
+  /// of its `input` instructions have it.
+  TensorType type;
+  bool isLabels = false;
+  /// Ranks that read it, ascending.
+  std::vector<size_t> ranks;
+};
+
+/// The `pipeline` section of a pipeline bundle.
+struct PipelineSpec {
+  /// `schedule`: kind ("1f1b"...), stages, microbatches (M), chunks.
+  std::string kind;
+  size_t stages = 1;
+  size_t microbatches = 1;
+  size_t chunks = 1;
+  std::string loss;
+  std::string labels;
+  int64_t numClasses = 0;
+  std::vector<std::string> inputs;
+  size_t microbatchSize = 1;
+  size_t batchSize = 1;
+  /// `optimizer` as compact JSON ("" if absent), not interpreted.
+  std::string optimizer;
+  std::vector<RankProgram> ranks;
+  /// The rank whose program holds the M `loss` instructions.
+  size_t lossRank = 0;
+  /// `inputs` in order, then the labels.
+  std::vector<PipelineData> data;
+};
+
+/// True for a buffer the runtime binds by name (weight, grad and state
+/// inputs, outputs with `updates`); the others are a call's value
+/// arguments and results.
+inline bool isBoundBuffer(const BufferSpec &buffer) {
+  return buffer.role == PD_ROLE_WEIGHT || buffer.role == PD_ROLE_GRAD ||
+         buffer.role == PD_ROLE_STATE ||
+         (buffer.role == PD_ROLE_OUTPUT && !buffer.updates.empty());
+}
+
 /// A validated bundle.json.
 struct Manifest {
   int64_t version = kBundleVersion;
@@ -124,6 +201,8 @@ struct Manifest {
   std::vector<PersistentSpec> persistent;
   bool hasTraining = false;
   TrainingSpec training;
+  bool hasPipeline = false;
+  PipelineSpec pipeline;
 };
 
 /// Parses and validates bundle.json text. Throws Error (PD_ERROR_FORMAT)

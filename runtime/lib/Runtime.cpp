@@ -12,6 +12,7 @@
 
 #include "pipedream/runtime.h"
 
+#include "Bundle.h"
 #include "Manifest.h"
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,12 +32,18 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+using pipedream::runtime::allocateAligned;
 using pipedream::runtime::BufferSpec;
 using pipedream::runtime::describeType;
+using pipedream::runtime::ensureMemory;
+using pipedream::runtime::EntryPoint;
 using pipedream::runtime::Error;
+using pipedream::runtime::fail;
 using pipedream::runtime::FunctionSpec;
+using pipedream::runtime::guarded;
 using pipedream::runtime::kAlignment;
 using pipedream::runtime::Manifest;
+using pipedream::runtime::nullArgument;
 using pipedream::runtime::PersistentSpec;
 using pipedream::runtime::TensorType;
 using pipedream::runtime::TrainingSpec;
@@ -44,30 +52,6 @@ using pipedream::runtime::WeightSpec;
 namespace {
 
 thread_local std::string lastError;
-
-/// The ABI of every compiled function (docs/Bundle.md).
-using EntryPoint = void (*)(void **);
-
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
-};
-
-/// Zeroed memory of `bytes` (at least one alignment unit, so a zero-sized
-/// buffer still has a distinct, aligned address), kAlignment-aligned.
-std::unique_ptr<unsigned char, FreeDeleter>
-allocateAligned(size_t bytes, const std::string &what) {
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0)
-    rounded = kAlignment;
-  void *memory = nullptr;
-  if (posix_memalign(&memory, kAlignment, rounded) != 0 || !memory)
-    throw Error(PD_ERROR_OUT_OF_MEMORY, "cannot allocate " +
-                                            std::to_string(bytes) +
-                                            " bytes for " + what);
-  std::memset(memory, 0, rounded);
-  return std::unique_ptr<unsigned char, FreeDeleter>(
-      static_cast<unsigned char *>(memory));
-}
 
 std::string joinPath(const std::string &dir, const std::string &file) {
   if (dir.empty())
@@ -81,50 +65,46 @@ std::string errnoText(int error) { return std::strerror(error); }
 
 } // namespace
 
-struct pd_buffer {
-  std::string name;
-  /// "input 'x' of function 'main'" / "weight 'fc1.weight'", for messages.
-  std::string what;
-  pd_role role = PD_ROLE_INPUT;
-  TensorType type;
-  std::unique_ptr<unsigned char, FreeDeleter> memory;
-  /// Set by pd_buffer_write / pd_buffer_data; persistent buffers start
-  /// written.
-  bool written = false;
-  /// `updates` of an output ("" if none).
-  std::string updates;
-};
+namespace pipedream {
+namespace runtime {
 
-struct pd_function {
-  FunctionSpec spec;
-  EntryPoint entry = nullptr;
-  /// Manifest order; weight entries point at the bundle's weights.
-  std::vector<pd_buffer *> buffers;
-  /// Owned input/output buffers (persistent ones are the bundle's).
-  std::vector<std::unique_ptr<pd_buffer>> owned;
-  /// (output, persistent buffer it updates): memory swapped after a run.
-  std::vector<std::pair<pd_buffer *, pd_buffer *>> updates;
-  /// The pointer array handed to `entry`, rebuilt for each call so the
-  /// callee cannot corrupt ours.
-  std::vector<void *> arguments;
-};
+AlignedMemory allocateAligned(size_t bytes, const std::string &what) {
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0)
+    rounded = kAlignment;
+  void *memory = nullptr;
+  if (posix_memalign(&memory, kAlignment, rounded) != 0 || !memory)
+    throw Error(PD_ERROR_OUT_OF_MEMORY, "cannot allocate " +
+                                            std::to_string(bytes) +
+                                            " bytes for " + what);
+  std::memset(memory, 0, rounded);
+  return AlignedMemory(static_cast<unsigned char *>(memory));
+}
 
-struct pd_bundle {
-  std::string dir;
-  Manifest manifest;
-  void *library = nullptr;
-  std::vector<std::unique_ptr<pd_buffer>> weights;
-  /// `grad` and `state` buffers, Manifest::persistent order.
-  std::vector<std::unique_ptr<pd_buffer>> persistent;
-  std::vector<std::unique_ptr<pd_function>> functions;
-  /// Trainers not destroyed yet (freed with the bundle).
-  std::vector<std::unique_ptr<pd_trainer>> trainers;
+pd_status fail(pd_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
 
-  pd_bundle() = default;
-  pd_bundle(const pd_bundle &) = delete;
-  pd_bundle &operator=(const pd_bundle &) = delete;
-  ~pd_bundle();
-};
+pd_status nullArgument(const char *function, const char *argument) {
+  return fail(PD_ERROR_INVALID_ARGUMENT,
+              std::string(function) + ": '" + argument + "' is NULL");
+}
+
+unsigned char *ensureMemory(pd_buffer &buffer) {
+  if (!buffer.memory) {
+    if (!buffer.onRank)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  buffer.what +
+                      " is not on this rank (none of the functions its "
+                      "pipeline program calls uses it)");
+    buffer.memory = allocateAligned(buffer.type.numBytes, buffer.what);
+  }
+  return buffer.memory.get();
+}
+
+} // namespace runtime
+} // namespace pipedream
 
 struct pd_trainer {
   pd_bundle *bundle = nullptr;
@@ -139,6 +119,9 @@ struct pd_trainer {
 };
 
 pd_bundle::~pd_bundle() {
+  for (pd_pipeline *pipeline : pipelines)
+    pipedream::runtime::destroyPipeline(pipeline);
+  pipelines.clear();
   trainers.clear();
   functions.clear();
   persistent.clear();
@@ -148,31 +131,6 @@ pd_bundle::~pd_bundle() {
 }
 
 namespace {
-
-pd_status fail(pd_status status, std::string message) {
-  lastError = std::move(message);
-  return status;
-}
-
-/// Runs `body` and converts whatever it throws into a status and message.
-template <typename Body> pd_status guarded(Body &&body) {
-  try {
-    return body();
-  } catch (const Error &e) {
-    return fail(e.status, e.what());
-  } catch (const std::bad_alloc &) {
-    return fail(PD_ERROR_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception &e) {
-    return fail(PD_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(PD_ERROR_INTERNAL, "internal error: unknown exception");
-  }
-}
-
-pd_status nullArgument(const char *function, const char *argument) {
-  return fail(PD_ERROR_INVALID_ARGUMENT,
-              std::string(function) + ": '" + argument + "' is NULL");
-}
 
 std::string readFile(const std::string &path, const char *what) {
   struct stat st;
@@ -194,19 +152,48 @@ std::string readFile(const std::string &path, const char *what) {
 }
 
 std::unique_ptr<pd_buffer> makeBuffer(const std::string &name, pd_role role,
-                                      const TensorType &type,
-                                      std::string what) {
+                                      const TensorType &type, std::string what,
+                                      bool allocate = true) {
   auto buffer = std::make_unique<pd_buffer>();
   buffer->name = name;
   buffer->role = role;
   buffer->type = type;
   buffer->what = std::move(what);
-  buffer->memory = allocateAligned(type.numBytes, buffer->what);
+  if (allocate)
+    buffer->memory = allocateAligned(type.numBytes, buffer->what);
   return buffer;
 }
 
+/// The functions to load: all of them, or on a rank bundle those the rank's
+/// program calls (Manifest::functions indices, ascending).
+std::vector<size_t> functionsToLoad(const pd_bundle &bundle) {
+  if (bundle.rank >= 0)
+    return bundle.manifest.pipeline.ranks[static_cast<size_t>(bundle.rank)]
+        .functions;
+  std::vector<size_t> all(bundle.manifest.functions.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  return all;
+}
+
+/// Names of the weights, grads and states the loaded functions use (as
+/// buffers or through `updates`).
+std::set<std::string> persistentNamesUsed(const pd_bundle &bundle) {
+  std::set<std::string> names;
+  for (size_t f : functionsToLoad(bundle))
+    for (const BufferSpec &b : bundle.manifest.functions[f].buffers) {
+      if (b.role == PD_ROLE_WEIGHT || b.role == PD_ROLE_GRAD ||
+          b.role == PD_ROLE_STATE)
+        names.insert(b.name);
+      if (!b.updates.empty())
+        names.insert(b.updates);
+    }
+  return names;
+}
+
 /// Checks every weight against the weights file's size, then reads each
-/// into its own aligned buffer.
+/// into its own aligned buffer (on a rank bundle only the rank's weights;
+/// the others are listed without memory).
 void loadWeights(pd_bundle &bundle) {
   const Manifest &manifest = bundle.manifest;
   if (manifest.weights.empty())
@@ -233,11 +220,16 @@ void loadWeights(pd_bundle &bundle) {
     throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
                                  errnoText(errno));
   std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
+  std::set<std::string> used;
+  if (bundle.rank >= 0)
+    used = persistentNamesUsed(bundle);
   for (const WeightSpec &weight : manifest.weights) {
+    bool onRank = bundle.rank < 0 || used.count(weight.name);
     auto buffer = makeBuffer(weight.name, PD_ROLE_WEIGHT, weight.type,
-                             "weight '" + weight.name + "'");
+                             "weight '" + weight.name + "'", onRank);
     buffer->written = true;
-    if (weight.bytes != 0) {
+    buffer->onRank = onRank;
+    if (onRank && weight.bytes != 0) {
       if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
           std::fread(buffer->memory.get(), 1, weight.bytes, file) !=
               weight.bytes)
@@ -249,7 +241,35 @@ void loadWeights(pd_bundle &bundle) {
   }
 }
 
-/// dlopen()s the bundle's library and resolves every function's symbol.
+} // namespace
+
+namespace pipedream {
+namespace runtime {
+void loadWeightFromFile(pd_bundle &bundle, size_t index) {
+  const WeightSpec &weight = bundle.manifest.weights[index];
+  pd_buffer &buffer = *bundle.weights[index];
+  std::string path = joinPath(bundle.dir, bundle.manifest.weightsFile);
+  unsigned char *memory = ensureMemory(buffer);
+  if (weight.bytes == 0)
+    return;
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                 errnoText(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
+  if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
+      std::fread(memory, 1, weight.bytes, file) != weight.bytes)
+    throw Error(PD_ERROR_IO, path + ": cannot read weight '" + weight.name +
+                                 "' at offset " +
+                                 std::to_string(weight.offset));
+}
+} // namespace runtime
+} // namespace pipedream
+
+namespace {
+
+/// dlopen()s the bundle's library and resolves the symbol of every function
+/// to load.
 void loadLibrary(pd_bundle &bundle) {
   std::string path = joinPath(bundle.dir, bundle.manifest.library);
   // A path with a '/' keeps dlopen from searching LD_LIBRARY_PATH.
@@ -266,7 +286,9 @@ void loadLibrary(pd_bundle &bundle) {
     throw Error(PD_ERROR_LOAD, path + ": cannot load the bundle's library: " +
                                    (reason ? reason : "unknown dlopen error"));
   }
-  for (const FunctionSpec &spec : bundle.manifest.functions) {
+  bundle.functionByIndex.assign(bundle.manifest.functions.size(), nullptr);
+  for (size_t index : functionsToLoad(bundle)) {
+    const FunctionSpec &spec = bundle.manifest.functions[index];
     dlerror();
     void *symbol = dlsym(bundle.library, spec.symbol.c_str());
     const char *reason = dlerror();
@@ -275,9 +297,11 @@ void loadLibrary(pd_bundle &bundle) {
                                      "' for function '" + spec.name + "'");
     auto function = std::make_unique<pd_function>();
     function->spec = spec;
+    function->index = index;
     // NOTE: converting an object pointer to a function pointer is what
     // dlsym is specified for (POSIX).
     function->entry = reinterpret_cast<EntryPoint>(symbol);
+    bundle.functionByIndex[index] = function.get();
     bundle.functions.push_back(std::move(function));
   }
 }
@@ -286,11 +310,19 @@ void allocateBuffers(pd_bundle &bundle) {
   std::map<std::string, pd_buffer *> byName;
   for (auto &weight : bundle.weights)
     byName[weight->name] = weight.get();
-  for (const PersistentSpec &spec : bundle.manifest.persistent) {
+  std::set<std::string> used;
+  if (bundle.rank >= 0)
+    used = persistentNamesUsed(bundle);
+  bundle.persistentByIndex.assign(bundle.manifest.persistent.size(), nullptr);
+  for (size_t i = 0; i < bundle.manifest.persistent.size(); ++i) {
+    const PersistentSpec &spec = bundle.manifest.persistent[i];
+    if (bundle.rank >= 0 && !used.count(spec.name))
+      continue;
     bundle.persistent.push_back(makeBuffer(
         spec.name, spec.role, spec.type,
         std::string(pd_role_name(spec.role)) + " '" + spec.name + "'"));
     bundle.persistent.back()->written = true;
+    bundle.persistentByIndex[i] = bundle.persistent.back().get();
     byName[spec.name] = bundle.persistent.back().get();
   }
   for (auto &function : bundle.functions) {
@@ -301,14 +333,17 @@ void allocateBuffers(pd_bundle &bundle) {
       }
       if (spec.role == PD_ROLE_GRAD || spec.role == PD_ROLE_STATE) {
         function->buffers.push_back(
-            bundle.persistent[spec.persistentIndex].get());
+            bundle.persistentByIndex[spec.persistentIndex]);
         continue;
       }
       std::string what = std::string(pd_role_name(spec.role)) + " '" +
                          spec.name + "' of function '" + function->spec.name +
                          "'";
-      function->owned.push_back(
-          makeBuffer(spec.name, spec.role, spec.type, std::move(what)));
+      // NOTE: on a rank bundle the pipeline passes registers for value
+      // buffers, so they get memory only if someone uses them directly.
+      function->owned.push_back(makeBuffer(spec.name, spec.role, spec.type,
+                                           std::move(what),
+                                           bundle.rank < 0));
       pd_buffer *buffer = function->owned.back().get();
       function->buffers.push_back(buffer);
       if (!spec.updates.empty()) {
@@ -332,7 +367,7 @@ void runFunction(pd_function &function) {
                       buffer->name +
                       "' was never written (pd_buffer_write or "
                       "pd_buffer_data)");
-    function.arguments[i] = buffer->memory.get();
+    function.arguments[i] = ensureMemory(*buffer);
   }
   function.entry(function.arguments.data());
   // NOTE: the new values become the persistent ones without a copy; every
@@ -404,6 +439,10 @@ const char *pd_status_string(pd_status status) {
     return "unsupported";
   case PD_ERROR_INTERNAL:
     return "internal error";
+  case PD_ERROR_TIMEOUT:
+    return "timed out";
+  case PD_ERROR_PEER:
+    return "peer failed";
   case PD_STATUS_MAX_ENUM_:
     break;
   }
@@ -491,18 +530,19 @@ const char *pd_role_name(pd_role role) {
 
 int pd_runtime_api_version(void) { return PD_RUNTIME_API_VERSION; }
 
+pd_status pd_set_last_error(pd_status status, const char *message) {
+  return fail(status, message ? message : "");
+}
+
 //===----------------------------------------------------------------------===//
 // Bundles
 //===----------------------------------------------------------------------===//
 
-pd_status pd_bundle_open(const char *dir, pd_bundle **out) {
-  if (!out)
-    return nullArgument("pd_bundle_open", "out");
-  *out = nullptr;
-  if (!dir)
-    return nullArgument("pd_bundle_open", "dir");
+namespace {
+pd_status openBundle(const char *dir, int64_t rank, pd_bundle **out) {
   return guarded([&] {
     auto bundle = std::make_unique<pd_bundle>();
+    bundle->rank = rank;
     bundle->dir = dir;
     if (bundle->dir.empty())
       return fail(PD_ERROR_INVALID_ARGUMENT,
@@ -517,6 +557,21 @@ pd_status pd_bundle_open(const char *dir, pd_bundle **out) {
     std::string manifestPath = joinPath(bundle->dir, "bundle.json");
     bundle->manifest = pipedream::runtime::parseManifest(
         readFile(manifestPath, "the bundle manifest"), manifestPath);
+    if (rank >= 0) {
+      const Manifest &m = bundle->manifest;
+      if (!m.hasPipeline)
+        return fail(PD_ERROR_UNSUPPORTED,
+                    bundle->dir +
+                        ": not a pipeline bundle (bundle.json has no "
+                        "'pipeline' section; pipedream-compile writes one "
+                        "with --stages K), so it has no rank " +
+                        std::to_string(rank));
+      if (static_cast<size_t>(rank) >= m.pipeline.ranks.size())
+        return fail(PD_ERROR_INVALID_ARGUMENT,
+                    bundle->dir + ": rank " + std::to_string(rank) +
+                        " does not exist: the pipeline has " +
+                        std::to_string(m.pipeline.ranks.size()) + " ranks");
+    }
     // Cheap checks (weights file bounds) fail before dlopen runs any
     // constructor of program.so.
     loadWeights(*bundle);
@@ -525,6 +580,34 @@ pd_status pd_bundle_open(const char *dir, pd_bundle **out) {
     *out = bundle.release();
     return PD_OK;
   });
+}
+
+} // namespace
+
+pd_status pd_bundle_open(const char *dir, pd_bundle **out) {
+  if (!out)
+    return nullArgument("pd_bundle_open", "out");
+  *out = nullptr;
+  if (!dir)
+    return nullArgument("pd_bundle_open", "dir");
+  return openBundle(dir, -1, out);
+}
+
+pd_status pd_bundle_open_rank(const char *dir, size_t rank, pd_bundle **out) {
+  if (!out)
+    return nullArgument("pd_bundle_open_rank", "out");
+  *out = nullptr;
+  if (!dir)
+    return nullArgument("pd_bundle_open_rank", "dir");
+  if (rank > static_cast<size_t>(INT32_MAX))
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_bundle_open_rank: rank " + std::to_string(rank) +
+                    " is out of range");
+  return openBundle(dir, static_cast<int64_t>(rank), out);
+}
+
+int64_t pd_bundle_rank(const pd_bundle *bundle) {
+  return bundle ? bundle->rank : -1;
 }
 
 void pd_bundle_close(pd_bundle *bundle) { delete bundle; }
@@ -698,12 +781,27 @@ const char *pd_buffer_updates(const pd_buffer *buffer) {
 void *pd_buffer_data(pd_buffer *buffer) {
   if (!buffer)
     return nullptr;
+  unsigned char *memory = nullptr;
+  if (guarded([&] {
+        memory = ensureMemory(*buffer);
+        return PD_OK;
+      }) != PD_OK)
+    return nullptr;
   buffer->written = true;
-  return buffer->memory.get();
+  return memory;
 }
 
 const void *pd_buffer_const_data(const pd_buffer *buffer) {
-  return buffer ? buffer->memory.get() : nullptr;
+  if (!buffer || (!buffer->memory && !buffer->onRank))
+    return nullptr;
+  // A value buffer of a rank bundle gets its (zeroed) memory on first use.
+  unsigned char *memory = nullptr;
+  if (guarded([&] {
+        memory = ensureMemory(const_cast<pd_buffer &>(*buffer));
+        return PD_OK;
+      }) != PD_OK)
+    return nullptr;
+  return memory;
 }
 
 pd_status pd_buffer_write(pd_buffer *buffer, pd_dtype dtype, size_t rank,
@@ -717,7 +815,7 @@ pd_status pd_buffer_write(pd_buffer *buffer, pd_dtype dtype, size_t rank,
     if (num_bytes != 0 && !data)
       return nullArgument("pd_buffer_write", "data");
     if (num_bytes != 0)
-      std::memcpy(buffer->memory.get(), data, num_bytes);
+      std::memcpy(ensureMemory(*buffer), data, num_bytes);
     buffer->written = true;
     return PD_OK;
   });
@@ -733,7 +831,8 @@ pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
     if (num_bytes != 0 && !data)
       return nullArgument("pd_buffer_read", "data");
     if (num_bytes != 0)
-      std::memcpy(data, buffer->memory.get(), num_bytes);
+      std::memcpy(data, ensureMemory(const_cast<pd_buffer &>(*buffer)),
+                  num_bytes);
     return PD_OK;
   });
 }
@@ -832,12 +931,12 @@ const char *pd_bundle_training_optimizer(const pd_bundle *bundle) {
 
 pd_function *pd_bundle_training_step_function(pd_bundle *bundle) {
   const TrainingSpec *t = training(bundle);
-  return t ? bundle->functions[t->stepFunctionIndex].get() : nullptr;
+  return t ? bundle->functionByIndex[t->stepFunctionIndex] : nullptr;
 }
 
 pd_function *pd_bundle_training_update_function(pd_bundle *bundle) {
   const TrainingSpec *t = training(bundle);
-  return t ? bundle->functions[t->updateFunctionIndex].get() : nullptr;
+  return t ? bundle->functionByIndex[t->updateFunctionIndex] : nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1046,10 +1145,16 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
                       ": not a training bundle (bundle.json has no "
                       "'training' section; pipedream-compile writes one "
                       "unless --inference is given)");
+    if (bundle->rank >= 0)
+      return fail(PD_ERROR_UNSUPPORTED,
+                  bundle->dir + ": opened for pipeline rank " +
+                      std::to_string(bundle->rank) +
+                      " (pd_bundle_open_rank); single-rank training needs "
+                      "the whole bundle (pd_bundle_open)");
     auto trainer = std::make_unique<pd_trainer>();
     trainer->bundle = bundle;
-    trainer->step = bundle->functions[spec->stepFunctionIndex].get();
-    trainer->update = bundle->functions[spec->updateFunctionIndex].get();
+    trainer->step = bundle->functionByIndex[spec->stepFunctionIndex];
+    trainer->update = bundle->functionByIndex[spec->updateFunctionIndex];
     for (const std::string &name : spec->inputs)
       trainer->data.push_back(functionBuffer(*trainer->step, name));
     trainer->labels = functionBuffer(*trainer->step, spec->labels);

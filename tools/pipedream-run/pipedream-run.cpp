@@ -20,10 +20,17 @@
 // length; shows progress, optionally logs the losses and writes the model
 // back to ONNX with the trained weights.
 //
+// Pipeline bundles (a `pipeline` section): every rank runs its program;
+// `--transport threads` (the default without --ranks) runs all ranks as
+// threads of this process, `--ranks K` re-executes this program under
+// `mpirun -np K` (or the user runs `mpirun -np K pipedream-run ...`), each
+// process then being the rank MPI gives it. Rank 0 prints progress and
+// writes the loss log and the trained model.
+//
 // Any error is one line `error: ...` on stderr and exit status 1.
 // Uses the runtime library and, for --save-onnx, the ONNX protobuf classes
 // (no MLIR/LLVM). Flags of the CLI contract that later issues implement
-// (--ranks, --trace, checkpoints) are rejected rather than ignored.
+// (--trace, checkpoints) are rejected rather than ignored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +40,14 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <csignal>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -60,6 +73,8 @@ const char kUsage[] =
     "usage: pipedream-run OUT_DIR --inputs IN.npz [--outputs OUT.npz]\n"
     "       pipedream-run OUT_DIR --data DATA.npz [--steps N]\n"
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
+    "                     [--ranks K] [--transport threads|mpi]\n"
+    "                     [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
     "\n"
@@ -80,6 +95,17 @@ const char kUsage[] =
     "  --save-onnx TRAINED.onnx the bundle's model.onnx with the trained\n"
     "                           weights\n"
     "  --loss-log LOSS.csv      `step,loss` per step (step from 1)\n"
+    "\n"
+    "Pipeline bundles (compiled with --stages K):\n"
+    "  --ranks K                run K MPI processes: re-executes itself under\n"
+    "                           `mpirun -np K` ($PIPEDREAM_MPIRUN overrides\n"
+    "                           the mpirun found on PATH); under mpirun each\n"
+    "                           process is the rank MPI gives it\n"
+    "  --transport threads|mpi  threads: every rank a thread of this process\n"
+    "                           (the default without --ranks and mpirun)\n"
+    "  --timeout SECONDS        how long a rank waits for another before the\n"
+    "                           run fails naming it (default\n"
+    "                           $PIPEDREAM_TIMEOUT, else 60)\n"
     "  -h, --help               this text\n"
     "\n"
     "Training progress goes to stderr as one updating line on a terminal,\n"
@@ -87,7 +113,7 @@ const char kUsage[] =
 
 /// Flags of the CLI contract (../shared/CLI.md) that later issues implement.
 const char *const kLaterFlags[] = {
-    "--ranks", "--trace", "--checkpoint-dir", "--checkpoint-every", "--resume",
+    "--trace", "--checkpoint-dir", "--checkpoint-every", "--resume",
 };
 
 /// Flags taking a value, and where it goes.
@@ -100,6 +126,11 @@ struct Options {
   std::string lossLog;
   std::string steps;
   uint64_t numSteps = 1;
+  std::string ranks;
+  size_t numRanks = 0;
+  std::string transport;
+  std::string timeout;
+  double timeoutSeconds = 0;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -115,6 +146,12 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.lossLog;
   if (flag == "--steps")
     return &options.steps;
+  if (flag == "--ranks")
+    return &options.ranks;
+  if (flag == "--transport")
+    return &options.transport;
+  if (flag == "--timeout")
+    return &options.timeout;
   return nullptr;
 }
 
@@ -146,10 +183,8 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
       }
       for (const char *later : kLaterFlags)
         if (flag == later) {
-          message = flag + " is not supported yet: this pipedream-run runs "
-                           "one process (inference, or single-rank "
-                           "training with --data); it arrives with a later "
-                           "version";
+          message = flag + " is not supported yet: it arrives with a later "
+                           "version of pipedream-run";
           return false;
         }
       std::string *target = valueOf(options, flag);
@@ -157,7 +192,10 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         message = "unknown option '" + flag + "' (see pipedream-run --help)";
         return false;
       }
-      const char *what = flag == "--steps" ? "a number" : "a file name";
+      const char *what =
+          flag == "--steps" || flag == "--ranks" || flag == "--timeout"
+              ? "a number"
+              : flag == "--transport" ? "threads or mpi" : "a file name";
       if (!hasValue) {
         if (i + 1 >= argc) {
           message = flag + " needs " + what;
@@ -203,8 +241,38 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     }
     options.numSteps = steps;
   }
+  if (!options.ranks.empty()) {
+    const std::string &text = options.ranks;
+    bool digits = std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    unsigned long long ranks =
+        digits && text.size() < 6 ? std::strtoull(text.c_str(), nullptr, 10)
+                                  : 0;
+    if (ranks == 0) {
+      message = "--ranks: expected a positive integer, got '" + text + "'";
+      return false;
+    }
+    options.numRanks = static_cast<size_t>(ranks);
+  }
+  if (!options.transport.empty() && options.transport != "threads" &&
+      options.transport != "mpi") {
+    message = "--transport: expected threads or mpi, got '" +
+              options.transport + "'";
+    return false;
+  }
+  if (!options.timeout.empty()) {
+    char *end = nullptr;
+    double value = std::strtod(options.timeout.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(value) || value <= 0) {
+      message = "--timeout: expected a positive number of seconds, got '" +
+                options.timeout + "'";
+      return false;
+    }
+    options.timeoutSeconds = value;
+  }
   if (options.data.empty()) {
-    for (const char *flag : {"--steps", "--save-onnx", "--loss-log"})
+    for (const char *flag : {"--steps", "--save-onnx", "--loss-log",
+                             "--ranks", "--transport", "--timeout"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";
@@ -603,7 +671,403 @@ int train(const Options &options, pd_bundle *bundle) {
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+/// argv of this process, for re-executing it under mpirun.
+std::vector<std::string> gArguments;
+
+/// A test hook: $PIPEDREAM_TEST_<what>_RANK = r (and optionally
+/// $PIPEDREAM_TEST_<what>_STEP = s, default 2) makes rank r crash or hang
+/// at the start of step s. Returns true when it applies to (rank, step).
+bool testHook(const char *what, size_t rank, uint64_t step) {
+  std::string prefix = std::string("PIPEDREAM_TEST_") + what;
+  const char *r = std::getenv((prefix + "_RANK").c_str());
+  if (!r || !*r || std::strtoull(r, nullptr, 10) != rank)
+    return false;
+  const char *s = std::getenv((prefix + "_STEP").c_str());
+  uint64_t at = s && *s ? std::strtoull(s, nullptr, 10) : 2;
+  return step == at;
+}
+
+/// What every rank shares: the options, the data and where to report.
+struct PipelineRun {
+  const Options *options = nullptr;
+  NamedArrays arrays;
+  std::vector<pd_named_array> views;
+  /// Set when a rank fails, so a hung test rank stops waiting.
+  std::atomic<bool> failed{false};
+};
+
+/// Strips the runtime's "training data: " and names the data file.
+std::string dataMessage(const Options &options, std::string text) {
+  const std::string prefix = "training data: ";
+  if (text.rfind(prefix, 0) == 0)
+    text = text.substr(prefix.size());
+  return options.data + ": " + text;
+}
+
+/// Runs rank `rank` of the pipeline for --steps steps. Returns "" or the
+/// error; `quiet` is set for an error every rank reports the same way
+/// (data, model), which only rank 0 prints.
+std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
+                    bool &quiet) {
+  const Options &options = *run.options;
+  quiet = false;
+  pd_bundle *bundle = nullptr;
+  if (pd_bundle_open_rank(options.bundleDir.c_str(), rank, &bundle) != PD_OK)
+    return pd_last_error();
+  struct Closer {
+    pd_bundle *bundle;
+    ~Closer() { pd_bundle_close(bundle); }
+  } closer{bundle};
+  if (options.timeoutSeconds > 0)
+    pd_transport_set_timeout(transport, options.timeoutSeconds);
+  pd_pipeline *pipeline = nullptr;
+  if (pd_pipeline_create(bundle, rank, transport, &pipeline) != PD_OK)
+    return pd_last_error();
+
+  size_t samples = 0;
+  if (pd_pipeline_check_data(pipeline, run.views.data(), run.views.size(),
+                             &samples) != PD_OK) {
+    quiet = true;
+    return dataMessage(options, pd_last_error());
+  }
+  OnnxWriter onnx;
+  std::string message;
+  if (rank == 0 && !options.saveOnnx.empty() && !onnx.load(bundle, message))
+    return message;
+
+  size_t batch = pd_pipeline_batch_size(pipeline);
+  Progress progress(options.numSteps, batch);
+  std::string log = "step,loss\n";
+  for (uint64_t s = 0; s < options.numSteps; ++s) {
+    if (testHook("CRASH", rank, s + 1)) {
+      std::fprintf(stderr,
+                   "rank %zu: PIPEDREAM_TEST_CRASH_RANK: aborting at step "
+                   "%llu (test hook)\n",
+                   rank, static_cast<unsigned long long>(s + 1));
+      std::fflush(stderr);
+      std::abort();
+    }
+    if (testHook("HANG", rank, s + 1)) {
+      std::fprintf(stderr,
+                   "rank %zu: PIPEDREAM_TEST_HANG_RANK: hanging at step %llu "
+                   "(test hook)\n",
+                   rank, static_cast<unsigned long long>(s + 1));
+      std::fflush(stderr);
+      while (!run.failed)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return "PIPEDREAM_TEST_HANG_RANK: stopped hanging";
+    }
+    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
+                                           batch % samples);
+    double loss = 0;
+    auto start = std::chrono::steady_clock::now();
+    if (pd_pipeline_step(pipeline, run.views.data(), run.views.size(), first,
+                         &loss) != PD_OK)
+      return pd_last_error();
+    std::chrono::duration<double> seconds =
+        std::chrono::steady_clock::now() - start;
+    if (rank != 0)
+      continue;
+    progress.step(s + 1, loss, seconds.count());
+    char line[64];
+    std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+                  static_cast<unsigned long long>(s + 1), loss);
+    log += line;
+  }
+  if (!options.saveOnnx.empty() &&
+      pd_pipeline_gather_weights(pipeline) != PD_OK)
+    return pd_last_error();
+  if (rank != 0)
+    return "";
+  progress.finish();
+  if (!options.lossLog.empty() &&
+      !writeFileAtomically(options.lossLog, log, message))
+    return message;
+  if (!options.saveOnnx.empty() && !onnx.save(options.saveOnnx, message))
+    return message;
+  return "";
+}
+
+/// Reads --data and keeps the arrays a pipeline reads (warning about the
+/// others when `warn`).
+bool loadData(PipelineRun &run, pd_bundle *bundle, bool warn,
+              std::string &message) {
+  const Options &options = *run.options;
+  if (!pipedream::npy::readNpz(options.data, run.arrays, message))
+    return false;
+  std::set<std::string> used = {pd_bundle_pipeline_labels(bundle)};
+  for (size_t i = 0; i < pd_bundle_pipeline_input_count(bundle); ++i)
+    used.insert(pd_bundle_pipeline_input_at(bundle, i));
+  for (const auto &[name, array] : run.arrays) {
+    if (!used.count(name)) {
+      if (warn)
+        std::fprintf(stderr,
+                     "warning: %s: array '%s' is neither a training input "
+                     "nor the labels; ignored\n",
+                     options.data.c_str(), name.c_str());
+      continue;
+    }
+    run.views.push_back({name.c_str(), array.dtype, array.shape.size(),
+                         array.shape.data(), array.data.data(),
+                         array.data.size()});
+  }
+  return true;
+}
+
+std::string rankMessage(size_t rank, const std::string &text) {
+  std::string prefix = "rank " + std::to_string(rank) + ": ";
+  return text.rfind(prefix, 0) == 0 ? text : prefix + text;
+}
+
+/// Under mpirun: this process is one rank.
+int runMpiRank(const Options &options) {
+  pd_transport *transport = nullptr;
+  if (pd_transport_create_mpi(&transport) != PD_OK)
+    return error(pd_last_error());
+  size_t rank = pd_transport_rank(transport);
+  size_t size = pd_transport_size(transport);
+  // mpirun ends the other ranks with SIGTERM when one fails: say so.
+  static char terminated[160];
+  std::snprintf(terminated, sizeof(terminated),
+                "error: rank %zu: terminated by signal (mpirun stops every "
+                "rank when one fails; see the other ranks' messages)\n",
+                rank);
+  std::signal(SIGTERM, [](int) {
+    ssize_t ignored = ::write(STDERR_FILENO, terminated, std::strlen(terminated));
+    (void)ignored;
+    std::_Exit(1);
+  });
+  // Failures end the process without MPI_Finalize (peers may be gone);
+  // mpirun then stops the others.
+  auto die = [&](const std::string &message, bool print) {
+    if (print)
+      std::fprintf(stderr, "error: %s\n", rankMessage(rank, message).c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pd_transport_abort(transport, message.c_str());
+    std::_Exit(1);
+    return 1;
+  };
+  if (options.numRanks && options.numRanks != size)
+    return die("--ranks " + std::to_string(options.numRanks) +
+                   " but mpirun started " + std::to_string(size) +
+                   " processes",
+               rank == 0);
+  pd_bundle *bundle = nullptr;
+  if (pd_bundle_open_rank(options.bundleDir.c_str(), rank, &bundle) != PD_OK)
+    return die(pd_last_error(), true);
+  size_t ranks = pd_bundle_pipeline_ranks(bundle);
+  PipelineRun run;
+  run.options = &options;
+  std::string message;
+  bool loaded = loadData(run, bundle, rank == 0, message);
+  pd_bundle_close(bundle);
+  if (ranks != size)
+    return die(options.bundleDir + ": the pipeline has " +
+                   std::to_string(ranks) + " ranks but mpirun started " +
+                   std::to_string(size) + " processes (run it with -np " +
+                   std::to_string(ranks) + " or --ranks " +
+                   std::to_string(ranks) + ")",
+               rank == 0);
+  if (!loaded)
+    return die(message, rank == 0);
+  bool quiet = false;
+  message = runRank(run, rank, transport, quiet);
+  if (!message.empty())
+    return die(message, !quiet || rank == 0);
+  std::fflush(stdout);
+  pd_transport_destroy(transport);
+  return 0;
+}
+
+/// Every rank a thread of this process.
+int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
+  if (options.numRanks && options.numRanks != ranks)
+    return error("--ranks " + std::to_string(options.numRanks) + ": " +
+                 options.bundleDir + " is a pipeline of " +
+                 std::to_string(ranks) + " ranks");
+  auto run = std::make_shared<PipelineRun>();
+  run->options = &options;
+  std::string message;
+  if (!loadData(*run, rankZero, true, message))
+    return error(message);
+  std::vector<pd_transport *> transports(ranks);
+  if (pd_transport_create_threads(ranks, transports.data()) != PD_OK)
+    return error(pd_last_error());
+
+  struct Outcome {
+    std::mutex mutex;
+    std::condition_variable done;
+    size_t finished = 0;
+    std::vector<std::string> errors;
+    std::vector<bool> quiet;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  outcome->errors.resize(ranks);
+  outcome->quiet.resize(ranks);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks; ++r)
+    threads.emplace_back([run, outcome, r, &transports] {
+      bool quiet = false;
+      std::string error = runRank(*run, r, transports[r], quiet);
+      if (!error.empty()) {
+        run->failed = true;
+        pd_transport_abort(transports[r], error.c_str());
+      }
+      std::lock_guard<std::mutex> lock(outcome->mutex);
+      outcome->errors[r] = error;
+      outcome->quiet[r] = quiet;
+      ++outcome->finished;
+      outcome->done.notify_all();
+    });
+  // Every rank ends by itself: a failing rank aborts the transport, so the
+  // others fail at once or within the timeout.
+  {
+    std::unique_lock<std::mutex> lock(outcome->mutex);
+    outcome->done.wait(lock, [&] { return outcome->finished == ranks; });
+  }
+  for (auto &thread : threads)
+    thread.join();
+  for (pd_transport *transport : transports)
+    pd_transport_destroy(transport);
+  int status = 0;
+  std::set<std::string> printed;
+  for (size_t r = 0; r < ranks; ++r) {
+    const std::string &text = outcome->errors[r];
+    if (text.empty())
+      continue;
+    status = 1;
+    std::string line = outcome->quiet[r] ? text : rankMessage(r, text);
+    if (printed.insert(line).second)
+      std::fprintf(stderr, "error: %s\n", line.c_str());
+  }
+  return status;
+}
+
+/// Finds mpirun: $PIPEDREAM_MPIRUN, else `mpirun` on PATH.
+std::string findMpirun() {
+  if (const char *path = std::getenv("PIPEDREAM_MPIRUN"))
+    if (*path)
+      return path;
+  const char *path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/mpirun";
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+/// --ranks K outside mpirun: re-executes this program under mpirun.
+int launchMpirun(const Options &options, size_t ranks) {
+  if (options.numRanks != ranks)
+    return error("--ranks " + std::to_string(options.numRanks) + ": " +
+                 options.bundleDir + " is a pipeline of " +
+                 std::to_string(ranks) + " ranks");
+  if (!pd_transport_mpi_available())
+    return error("--ranks " + std::to_string(ranks) +
+                 ": this pipedream-run was built without MPI (install "
+                 "openmpi-bin libopenmpi-dev and rebuild), or run the ranks "
+                 "as threads with --transport threads");
+  std::string mpirun = findMpirun();
+  if (mpirun.empty())
+    return error("--ranks " + std::to_string(ranks) +
+                 ": mpirun not found on PATH (install openmpi-bin, set "
+                 "PIPEDREAM_MPIRUN, or use --transport threads)");
+  char self[PATH_MAX];
+  ssize_t length = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0)
+    return error(std::string("cannot find this program's path: ") +
+                 std::strerror(errno));
+  self[length] = '\0';
+  std::vector<std::string> args = {mpirun};
+  // Open MPI refuses root without this flag, and K ranks on fewer cores
+  // (slots) without --oversubscribe; binding to cores is off since ranks
+  // may share them.
+  if (::geteuid() == 0)
+    args.push_back("--allow-run-as-root");
+  args.push_back("--oversubscribe");
+  args.push_back("--bind-to");
+  args.push_back("none");
+  args.push_back("-np");
+  args.push_back(std::to_string(ranks));
+  args.push_back(self);
+  for (size_t i = 1; i < gArguments.size(); ++i)
+    args.push_back(gArguments[i]);
+  // Docker and similar sandboxes forbid the cross-memory attach Open MPI's
+  // shared-memory transport uses for large messages; copying is as fast
+  // for the sizes a CPU pipeline sends.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(&arg[0]);
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv(mpirun.c_str(), argv.data());
+  return error(mpirun + ": cannot execute: " + std::strerror(errno));
+}
+
+/// True when this process was started by mpirun (Open MPI).
+bool underMpirun() {
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size && *size;
+}
+
+/// --data on a pipeline bundle: sets `code` and returns true; returns false
+/// for any other bundle (trained by `train`).
+bool trainPipeline(const Options &options, int &code) {
+  if (underMpirun() && options.transport != "threads") {
+    code = runMpiRank(options);
+    return true;
+  }
+  pd_bundle *bundle = nullptr;
+  pd_status status =
+      pd_bundle_open_rank(options.bundleDir.c_str(), 0, &bundle);
+  if (status == PD_ERROR_UNSUPPORTED &&
+      std::string(pd_last_error()).find("not a pipeline bundle") !=
+          std::string::npos) {
+    if (!options.ranks.empty() || !options.transport.empty()) {
+      code = error(std::string(pd_last_error()) +
+                   "; --ranks and --transport apply to pipeline bundles");
+      return true;
+    }
+    return false;
+  }
+  if (status != PD_OK) {
+    code = error(pd_last_error());
+    return true;
+  }
+  struct Closer {
+    pd_bundle *bundle;
+    ~Closer() { pd_bundle_close(bundle); }
+  } closer{bundle};
+  size_t ranks = pd_bundle_pipeline_ranks(bundle);
+  if (options.transport == "mpi" && options.ranks.empty()) {
+    code = error("--transport mpi: give --ranks K (this program then runs "
+                 "under mpirun) or start it with mpirun -np K");
+    return true;
+  }
+  if (options.transport == "threads" || options.ranks.empty()) {
+    code = runThreads(options, ranks, bundle);
+    return true;
+  }
+  code = launchMpirun(options, ranks);
+  return true;
+}
+
 int run(const Options &options) {
+  if (!options.data.empty()) {
+    int code = 0;
+    if (trainPipeline(options, code))
+      return code;
+  }
   pd_bundle *bundle = nullptr;
   if (pd_bundle_open(options.bundleDir.c_str(), &bundle) != PD_OK)
     return error(pd_last_error());
@@ -701,6 +1165,7 @@ int run(const Options &options) {
 } // namespace
 
 int main(int argc, char **argv) {
+  gArguments.assign(argv, argv + argc);
   Options options;
   bool help = false;
   std::string message;
@@ -708,6 +1173,8 @@ int main(int argc, char **argv) {
     return error(message);
   if (help) {
     std::fputs(kUsage, stdout);
+    std::printf("\nThis build: MPI transport %s.\n",
+                pd_transport_mpi_available() ? "available" : "not built");
     return 0;
   }
   return run(options);

@@ -43,8 +43,11 @@ extern "C" {
 #endif
 
 /** Version of this header's API; bumped when functions are added.
- *  2: roles grad/state, `updates`, training accessors, pd_trainer. */
-#define PD_RUNTIME_API_VERSION 2
+ *  2: roles grad/state, `updates`, training accessors, pd_trainer.
+ *  3: pipeline bundles (pd_bundle_open_rank, pipeline accessors,
+ *     pd_pipeline), transports (threads, MPI, user-defined), statuses
+ *     PD_ERROR_TIMEOUT and PD_ERROR_PEER. */
+#define PD_RUNTIME_API_VERSION 3
 
 /** Result of every fallible call. Values are stable; more may be added. */
 typedef enum pd_status {
@@ -67,6 +70,11 @@ typedef enum pd_status {
   PD_ERROR_UNSUPPORTED = 8,
   /** A bug in the runtime; the message says where. */
   PD_ERROR_INTERNAL = 9,
+  /** A transport receive waited longer than its timeout (the message names
+   *  the rank waited for). */
+  PD_ERROR_TIMEOUT = 10,
+  /** Another rank failed or went away (the message names it). */
+  PD_ERROR_PEER = 11,
   /* Not a status: keeps the enum int-sized, so any int is a valid value. */
   PD_STATUS_MAX_ENUM_ = 0x7fffffff
 } pd_status;
@@ -106,6 +114,10 @@ typedef struct pd_function pd_function;
 typedef struct pd_buffer pd_buffer;
 /** Runs training steps of a training bundle (see pd_trainer_create). */
 typedef struct pd_trainer pd_trainer;
+/** Moves bytes between the ranks of a pipeline (see pd_transport_*). */
+typedef struct pd_transport pd_transport;
+/** Runs one rank's program of a pipeline bundle (see pd_pipeline_create). */
+typedef struct pd_pipeline pd_pipeline;
 
 /** A caller-owned array handed to the trainer: dense, row-major, the first
  *  axis is the sample axis. Nothing is kept after the call returns. */
@@ -137,6 +149,9 @@ PD_API size_t pd_dtype_size(pd_dtype dtype);
 PD_API const char *pd_role_name(pd_role role);
 /** PD_RUNTIME_API_VERSION of the library actually linked. */
 PD_API int pd_runtime_api_version(void);
+/** Sets this thread's last error (for user-defined transports, whose
+ *  callbacks report failures this way) and returns `status`. */
+PD_API pd_status pd_set_last_error(pd_status status, const char *message);
 
 /*===-- Bundles ------------------------------------------------------------===*/
 
@@ -145,6 +160,20 @@ PD_API int pd_runtime_api_version(void);
  *  every weight from the weights file and allocates every buffer. On
  *  failure *out is set to NULL and nothing is leaked. */
 PD_API pd_status pd_bundle_open(const char *dir, pd_bundle **out);
+/** Opens one rank of a pipeline bundle (one with a `pipeline` section):
+ *  like pd_bundle_open, but loads only the functions rank `rank`'s program
+ *  calls, allocates only the grad/state buffers they use, and loads only
+ *  the weights they use. Every weight is still listed
+ *  (pd_bundle_weight_count/_at) with its name, dtype and shape; those of
+ *  other ranks have no memory (pd_buffer_const_data returns NULL) until
+ *  pd_pipeline_gather_weights brings them to rank 0. Value (input and
+ *  output) buffers get memory on first use only (the pipeline runs
+ *  functions on its registers). PD_ERROR_UNSUPPORTED for a bundle without
+ *  a pipeline, PD_ERROR_INVALID_ARGUMENT for a rank it does not have. */
+PD_API pd_status pd_bundle_open_rank(const char *dir, size_t rank,
+                                     pd_bundle **out);
+/** The rank given to pd_bundle_open_rank, -1 for pd_bundle_open. */
+PD_API int64_t pd_bundle_rank(const pd_bundle *bundle);
 /** Releases the bundle and everything reached through it. NULL is a no-op. */
 PD_API void pd_bundle_close(pd_bundle *bundle);
 /** The directory given to pd_bundle_open. */
@@ -292,6 +321,143 @@ PD_API pd_status pd_trainer_check_data(pd_trainer *trainer,
 PD_API pd_status pd_trainer_step(pd_trainer *trainer,
                                  const pd_named_array *arrays, size_t count,
                                  uint64_t first_sample, double *loss);
+
+/*===-- Pipeline information (bundle.json `pipeline`) ----------------------===*/
+
+/** 1 when bundle.json has a `pipeline` section, else 0. The accessors below
+ *  return "", 0 or NULL for a bundle without one. */
+PD_API int pd_bundle_is_pipeline(const pd_bundle *bundle);
+/** Number of ranks (programs) of the pipeline. */
+PD_API size_t pd_bundle_pipeline_ranks(const pd_bundle *bundle);
+/** `schedule.kind` ("1f1b"...), `schedule.stages`, `schedule.chunks`. */
+PD_API const char *pd_bundle_pipeline_schedule(const pd_bundle *bundle);
+PD_API size_t pd_bundle_pipeline_stages(const pd_bundle *bundle);
+PD_API size_t pd_bundle_pipeline_chunks(const pd_bundle *bundle);
+/** `schedule.microbatches` (M), `microbatch_size`, `batch_size`. */
+PD_API size_t pd_bundle_pipeline_microbatches(const pd_bundle *bundle);
+PD_API size_t pd_bundle_pipeline_microbatch_size(const pd_bundle *bundle);
+PD_API size_t pd_bundle_pipeline_batch_size(const pd_bundle *bundle);
+/** `loss`, `labels`, `num_classes` (0 for mse). */
+PD_API const char *pd_bundle_pipeline_loss(const pd_bundle *bundle);
+PD_API const char *pd_bundle_pipeline_labels(const pd_bundle *bundle);
+PD_API int64_t pd_bundle_pipeline_num_classes(const pd_bundle *bundle);
+/** `inputs`: the data arrays besides the labels. */
+PD_API size_t pd_bundle_pipeline_input_count(const pd_bundle *bundle);
+PD_API const char *pd_bundle_pipeline_input_at(const pd_bundle *bundle,
+                                               size_t index);
+/** `optimizer` as compact JSON text ("" if absent). */
+PD_API const char *pd_bundle_pipeline_optimizer(const pd_bundle *bundle);
+/** The rank whose program has the `loss` instructions (the last stage's). */
+PD_API size_t pd_bundle_pipeline_loss_rank(const pd_bundle *bundle);
+
+/*===-- Transports ---------------------------------------------------------===*/
+
+/** Tags the runtime uses for its own messages; program tags are >= 0. */
+#define PD_TAG_STEP_LOSS (-1)
+#define PD_TAG_WEIGHTS (-2)
+
+/** A user-defined transport (pd_transport_create). Every callback gets the
+ *  `state` given there. send and recv move exactly num_bytes; recv takes
+ *  the first message from `peer` with `tag` not received yet (messages of
+ *  one (peer, tag) arrive in the order they were sent) and must give up
+ *  after `timeout_seconds` with PD_ERROR_TIMEOUT (or PD_ERROR_PEER once
+ *  the peer is known to have failed). Failures set the message with
+ *  pd_set_last_error. abort (may be NULL) tells the peers this rank failed,
+ *  best effort, without blocking; destroy (may be NULL) frees `state`. */
+typedef struct pd_transport_ops {
+  pd_status (*send)(void *state, size_t peer, int64_t tag, const void *data,
+                    size_t num_bytes, double timeout_seconds);
+  pd_status (*recv)(void *state, size_t peer, int64_t tag, void *data,
+                    size_t num_bytes, double timeout_seconds);
+  void (*abort)(void *state, const char *reason);
+  void (*destroy)(void *state);
+} pd_transport_ops;
+
+/** Wraps a user-defined transport for rank `rank` of `size`. */
+PD_API pd_status pd_transport_create(const pd_transport_ops *ops, void *state,
+                                     size_t rank, size_t size,
+                                     pd_transport **out);
+/** Creates `size` connected in-process transports, out[r] for rank r, to
+ *  run each rank on its own thread (tests, the sequential reference, one
+ *  machine without MPI). Sends copy into the receiver's mailbox and never
+ *  block; a rank that aborts or destroys its transport makes the others'
+ *  receives from it fail at once with PD_ERROR_PEER. Each transport is
+ *  destroyed on its own (the shared state goes with the last one). */
+PD_API pd_status pd_transport_create_threads(size_t size, pd_transport **out);
+/** 1 when the library was built with MPI (pd_transport_create_mpi works). */
+PD_API int pd_transport_mpi_available(void);
+/** Creates the MPI transport of this process (Open MPI; run under mpirun):
+ *  MPI_Init unless MPI is initialized already, rank and size of
+ *  MPI_COMM_WORLD. Receives are MPI_Irecv polled with MPI_Test until the
+ *  timeout; sends are MPI_Isend polled the same way. PD_ERROR_UNSUPPORTED
+ *  when built without MPI. */
+PD_API pd_status pd_transport_create_mpi(pd_transport **out);
+/** Frees the transport (the MPI transport finalizes MPI if it initialized
+ *  it and never aborted). NULL is a no-op. */
+PD_API void pd_transport_destroy(pd_transport *transport);
+PD_API size_t pd_transport_rank(const pd_transport *transport);
+PD_API size_t pd_transport_size(const pd_transport *transport);
+/** "threads", "mpi" or "custom". */
+PD_API const char *pd_transport_kind(const pd_transport *transport);
+/** How long a receive (and an MPI send) waits: `seconds` > 0. The default
+ *  is $PIPEDREAM_TIMEOUT when it holds a positive number, else 60. */
+PD_API pd_status pd_transport_set_timeout(pd_transport *transport,
+                                          double seconds);
+PD_API double pd_transport_timeout(const pd_transport *transport);
+/** Sends / receives `num_bytes` bytes to / from rank `peer` with `tag`.
+ *  Messages between two ranks with the same tag arrive in order. */
+PD_API pd_status pd_transport_send(pd_transport *transport, size_t peer,
+                                   int64_t tag, const void *data,
+                                   size_t num_bytes);
+PD_API pd_status pd_transport_recv(pd_transport *transport, size_t peer,
+                                   int64_t tag, void *data, size_t num_bytes);
+/** Tells the other ranks that this one failed (`reason`), so that their
+ *  receives from it fail at once instead of waiting for the timeout.
+ *  Best effort; pd_pipeline_step calls it on any failure. */
+PD_API void pd_transport_abort(pd_transport *transport, const char *reason);
+
+/*===-- Pipelines ----------------------------------------------------------===*/
+
+/** Creates the executor of rank `rank` of a pipeline bundle (opened with
+ *  pd_bundle_open_rank for that rank, or whole with pd_bundle_open) over
+ *  `transport` (whose rank and size must be `rank` and the pipeline's
+ *  number of ranks). It allocates the rank's registers. The pipeline
+ *  belongs to the bundle (destroy it before pd_bundle_close, or let the
+ *  close free it); the transport stays the caller's and must outlive it. */
+PD_API pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
+                                    pd_transport *transport,
+                                    pd_pipeline **out);
+/** Frees the pipeline. NULL is a no-op. */
+PD_API void pd_pipeline_destroy(pd_pipeline *pipeline);
+PD_API size_t pd_pipeline_rank(const pd_pipeline *pipeline);
+/** Samples per step (`batch_size`). */
+PD_API size_t pd_pipeline_batch_size(const pd_pipeline *pipeline);
+/** Checks a whole data set as pd_trainer_check_data does, for every data
+ *  array of the pipeline (inputs and labels, whichever rank reads them), so
+ *  that every rank refuses the same data with the same message. */
+PD_API pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
+                                        const pd_named_array *arrays,
+                                        size_t count, size_t *num_samples);
+/** One optimizer step of this rank on the batch of rows first_sample ...
+ *  first_sample + batch_size - 1 (modulo the number of samples, as for
+ *  pd_trainer_step): checks the arrays this rank reads (others may be
+ *  absent), zeroes the rank's grad buffers and runs its program once
+ *  (input: micro-batch rows into a register; call: the function on
+ *  registers and the rank's persistent buffers, `updates` applied; send /
+ *  recv over the transport; loss: accumulated). The loss rank then sends
+ *  the step loss (the mean of the M micro-batch losses) to rank 0 (tag
+ *  PD_TAG_STEP_LOSS). *loss (may be NULL) is the step loss on rank 0 and
+ *  the loss rank, NaN on the others. Every rank must call it with the same
+ *  first_sample. On failure the transport is aborted (the other ranks stop
+ *  within their timeout, naming this one). */
+PD_API pd_status pd_pipeline_step(pd_pipeline *pipeline,
+                                  const pd_named_array *arrays, size_t count,
+                                  uint64_t first_sample, double *loss);
+/** Collective: every rank sends the current value of each weight it owns
+ *  (the lowest rank whose program uses it) to rank 0 (tag PD_TAG_WEIGHTS),
+ *  in manifest order. Afterwards every weight buffer of rank 0's bundle
+ *  holds the trained value (weights no rank uses hold weights.bin's). */
+PD_API pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,147 @@
+//===- Bundle.h - the runtime's objects behind the C handles ----*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// pd_bundle, pd_function and pd_buffer as Runtime.cpp implements them, and
+// the helpers the other parts of the library (Pipeline.cpp, the transports)
+// share with it: errors at the C boundary, aligned memory, running a
+// function. Internal to the runtime library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_RUNTIME_LIB_BUNDLE_H
+#define PIPEDREAM_RUNTIME_LIB_BUNDLE_H
+
+#include "pipedream/runtime.h"
+
+#include "Manifest.h"
+
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace pipedream {
+namespace runtime {
+
+/// The ABI of every compiled function (docs/Bundle.md).
+using EntryPoint = void (*)(void **);
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+using AlignedMemory = std::unique_ptr<unsigned char, FreeDeleter>;
+
+/// Zeroed memory of `bytes` (at least one alignment unit, so a zero-sized
+/// buffer still has a distinct, aligned address), kAlignment-aligned.
+/// Throws Error (PD_ERROR_OUT_OF_MEMORY) naming `what`.
+AlignedMemory allocateAligned(size_t bytes, const std::string &what);
+
+/// Sets the thread's last error and returns `status`.
+pd_status fail(pd_status status, std::string message);
+/// "<function>: '<argument>' is NULL" (PD_ERROR_INVALID_ARGUMENT).
+pd_status nullArgument(const char *function, const char *argument);
+
+/// Runs `body` and converts whatever it throws into a status and message.
+template <typename Body> pd_status guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const Error &e) {
+    return fail(e.status, e.what());
+  } catch (const std::bad_alloc &) {
+    return fail(PD_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(PD_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(PD_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+} // namespace runtime
+} // namespace pipedream
+
+struct pd_buffer {
+  std::string name;
+  /// "input 'x' of function 'main'" / "weight 'fc1.weight'", for messages.
+  std::string what;
+  pd_role role = PD_ROLE_INPUT;
+  pipedream::runtime::TensorType type;
+  /// NULL until first use for the value buffers of a bundle opened for one
+  /// rank (the pipeline passes registers instead), and for the weights that
+  /// rank does not hold (`onRank` false).
+  pipedream::runtime::AlignedMemory memory;
+  /// False for a weight none of the rank's functions uses (a bundle opened
+  /// with pd_bundle_open_rank); it has no memory until gathered.
+  bool onRank = true;
+  /// Set by pd_buffer_write / pd_buffer_data; persistent buffers start
+  /// written.
+  bool written = false;
+  /// `updates` of an output ("" if none).
+  std::string updates;
+};
+
+struct pd_function {
+  pipedream::runtime::FunctionSpec spec;
+  /// Index into Manifest::functions.
+  size_t index = 0;
+  pipedream::runtime::EntryPoint entry = nullptr;
+  /// Manifest order; weight entries point at the bundle's weights.
+  std::vector<pd_buffer *> buffers;
+  /// Owned input/output buffers (persistent ones are the bundle's).
+  std::vector<std::unique_ptr<pd_buffer>> owned;
+  /// (output, persistent buffer it updates): memory swapped after a run.
+  std::vector<std::pair<pd_buffer *, pd_buffer *>> updates;
+  /// The pointer array handed to `entry`, rebuilt for each call so the
+  /// callee cannot corrupt ours.
+  std::vector<void *> arguments;
+};
+
+struct pd_bundle {
+  std::string dir;
+  pipedream::runtime::Manifest manifest;
+  /// The pipeline rank it was opened for (pd_bundle_open_rank), else -1.
+  int64_t rank = -1;
+  void *library = nullptr;
+  /// Every weight of the manifest, in its order (on a rank bundle, those of
+  /// other ranks have no memory).
+  std::vector<std::unique_ptr<pd_buffer>> weights;
+  /// `grad` and `state` buffers, Manifest::persistent order (on a rank
+  /// bundle only the rank's).
+  std::vector<std::unique_ptr<pd_buffer>> persistent;
+  /// Manifest::persistent index -> buffer (NULL when not on this rank).
+  std::vector<pd_buffer *> persistentByIndex;
+  /// The loaded functions (on a rank bundle only those its program calls).
+  std::vector<std::unique_ptr<pd_function>> functions;
+  /// Manifest::functions index -> function (NULL when not loaded).
+  std::vector<pd_function *> functionByIndex;
+  /// Trainers and pipelines not destroyed yet (freed with the bundle).
+  std::vector<std::unique_ptr<pd_trainer>> trainers;
+  std::vector<pd_pipeline *> pipelines;
+
+  pd_bundle() = default;
+  pd_bundle(const pd_bundle &) = delete;
+  pd_bundle &operator=(const pd_bundle &) = delete;
+  ~pd_bundle();
+};
+
+namespace pipedream {
+namespace runtime {
+
+/// The buffer's memory, allocated now if it is a value buffer of a rank
+/// bundle not used yet. Throws Error for a weight that is not on this rank.
+unsigned char *ensureMemory(pd_buffer &buffer);
+
+/// Reads weight `index` of the manifest from the weights file into its
+/// buffer (allocating it). Throws Error.
+void loadWeightFromFile(pd_bundle &bundle, size_t index);
+
+/// Destroys a pipeline (Pipeline.cpp), for ~pd_bundle.
+void destroyPipeline(pd_pipeline *pipeline);
+
+} // namespace runtime
+} // namespace pipedream
+
+#endif // PIPEDREAM_RUNTIME_LIB_BUNDLE_H

@@ -1,0 +1,614 @@
+//===- Pipeline.cpp - one rank of a pipeline bundle -----------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// pd_pipeline: runs rank r's straight-line program of a pipeline bundle
+// (docs/Bundle.md "Pipeline bundles") once per optimizer step: data into
+// registers, stage functions on registers and the rank's persistent
+// buffers, registers to and from other ranks over a pd_transport, losses
+// summed. parseManifest has checked the program (registers, function
+// signatures, matching sends and recvs), so a step only checks the data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bundle.h"
+#include "Manifest.h"
+#include "Transport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using pipedream::runtime::AlignedMemory;
+using pipedream::runtime::allocateAligned;
+using pipedream::runtime::BufferSpec;
+using pipedream::runtime::describeTag;
+using pipedream::runtime::describeType;
+using pipedream::runtime::ensureMemory;
+using pipedream::runtime::Error;
+using pipedream::runtime::fail;
+using pipedream::runtime::guarded;
+using pipedream::runtime::isBoundBuffer;
+using pipedream::runtime::nullArgument;
+using pipedream::runtime::PipelineData;
+using pipedream::runtime::PipelineInstruction;
+using pipedream::runtime::PipelineSpec;
+using pipedream::runtime::RankProgram;
+using pipedream::runtime::TensorType;
+
+struct pd_pipeline {
+  pd_bundle *bundle = nullptr;
+  size_t rank = 0;
+  pd_transport *transport = nullptr;
+  const PipelineSpec *spec = nullptr;
+  const RankProgram *program = nullptr;
+  std::vector<AlignedMemory> registers;
+  /// The rank's grad buffers, zeroed before each step.
+  std::vector<pd_buffer *> grads;
+  /// Indices into PipelineSpec::data of the arrays this rank reads.
+  std::vector<size_t> reads;
+  /// Scratch pointer array for calls.
+  std::vector<void *> arguments;
+};
+
+namespace pipedream {
+namespace runtime {
+void destroyPipeline(pd_pipeline *pipeline) { delete pipeline; }
+} // namespace runtime
+} // namespace pipedream
+
+namespace {
+
+const PipelineSpec *pipelineOf(const pd_bundle *bundle) {
+  return bundle && bundle->manifest.hasPipeline ? &bundle->manifest.pipeline
+                                                : nullptr;
+}
+
+/// "f32[Nx4]": a data array's type, N samples.
+std::string dataType(const TensorType &type) {
+  std::string text = pd_dtype_name(type.dtype);
+  text += "[N";
+  for (size_t i = 1; i < type.shape.size(); ++i)
+    text += "x" + std::to_string(type.shape[i]);
+  return text + "]";
+}
+
+size_t rowBytes(const PipelineSpec &spec, const PipelineData &data) {
+  return data.type.numBytes / spec.microbatchSize;
+}
+
+/// Finds and checks the arrays of `which` (indices into spec.data), as
+/// pd_trainer_check_data does; sets numSamples (0 when `which` is empty).
+std::vector<const pd_named_array *>
+matchData(const PipelineSpec &spec, const std::vector<size_t> &which,
+          const pd_named_array *arrays, size_t count, size_t &numSamples) {
+  const std::string prefix = "training data: ";
+  if (count != 0 && !arrays)
+    throw Error(PD_ERROR_INVALID_ARGUMENT, prefix + "'arrays' is NULL");
+  std::map<std::string, const pd_named_array *> byName;
+  std::string given;
+  for (size_t i = 0; i < count; ++i) {
+    if (!arrays[i].name)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array " + std::to_string(i) + " has no name");
+    if (!byName.emplace(arrays[i].name, &arrays[i]).second)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "two arrays named '" + arrays[i].name + "'");
+    given += (given.empty() ? "" : ", ") + std::string(arrays[i].name);
+  }
+  std::vector<const pd_named_array *> matched;
+  std::string missing;
+  size_t missingCount = 0;
+  for (size_t d : which) {
+    const PipelineData &data = spec.data[d];
+    auto it = byName.find(data.name);
+    if (it == byName.end()) {
+      missing += (missing.empty() ? "'" : ", '") + data.name + "' " +
+                 dataType(data.type) + (data.isLabels ? " (the labels)" : "");
+      ++missingCount;
+      continue;
+    }
+    matched.push_back(it->second);
+  }
+  if (missingCount)
+    throw Error(PD_ERROR_NOT_FOUND,
+                prefix + "missing " +
+                    (missingCount == 1 ? "array " : "arrays ") + missing +
+                    " (arrays given: " + (given.empty() ? "none" : given) +
+                    ")");
+  numSamples = 0;
+  const pd_named_array *first = nullptr;
+  for (size_t i = 0; i < matched.size(); ++i) {
+    const PipelineData &data = spec.data[which[i]];
+    const pd_named_array &array = *matched[i];
+    if (array.rank != 0 && !array.shape)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array '" + data.name + "' has a NULL shape");
+    const TensorType &type = data.type;
+    bool same = array.dtype == type.dtype && array.rank == type.shape.size() &&
+                array.rank >= 1 && array.shape[0] >= 0;
+    for (size_t d = 1; same && d < array.rank; ++d)
+      same = array.shape[d] == type.shape[d];
+    if (!same)
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix + "array '" + data.name + "' is " +
+                      describeType(array.dtype, array.shape, array.rank) +
+                      ", but the pipeline reads " +
+                      (data.isLabels ? "labels" : "input") + " '" + data.name +
+                      "' as " + dataType(type) + " (N samples)");
+    size_t rows = static_cast<size_t>(array.shape[0]);
+    size_t bytes = rowBytes(spec, data);
+    if ((bytes != 0 && array.num_bytes / bytes != rows) ||
+        (bytes != 0 && array.num_bytes % bytes != 0) ||
+        (bytes == 0 && array.num_bytes != 0))
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix + "array '" + data.name + "' is " +
+                      describeType(array.dtype, array.shape, array.rank) +
+                      " but has " + std::to_string(array.num_bytes) +
+                      " bytes of data");
+    if (array.num_bytes != 0 && !array.data)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array '" + data.name + "' has NULL data");
+    if (!first) {
+      first = &array;
+      numSamples = rows;
+    } else if (rows != numSamples) {
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix +
+                      "arrays have different numbers of samples (first "
+                      "axis): '" +
+                      first->name + "' has " + std::to_string(numSamples) +
+                      ", '" + array.name + "' has " + std::to_string(rows));
+    }
+  }
+  if (first && numSamples == 0)
+    throw Error(PD_ERROR_INVALID_ARGUMENT,
+                prefix + "array '" + first->name +
+                    "' has no samples (its first axis is 0)");
+  return matched;
+}
+
+/// Cross-entropy: the labels of `rows` rows from `firstRow` (modulo
+/// numSamples) lie in [0, num_classes).
+void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
+                 size_t numSamples, size_t firstRow, size_t rows) {
+  if (spec.loss != "cross-entropy")
+    return;
+  const PipelineData &data = spec.data.back();
+  size_t elementSize = pd_dtype_size(data.type.dtype);
+  size_t perRow = rowBytes(spec, data) / elementSize;
+  const unsigned char *bytes = static_cast<const unsigned char *>(labels.data);
+  rows = std::min(rows, numSamples);
+  for (size_t r = 0; r < rows; ++r) {
+    size_t row = (firstRow + r) % numSamples;
+    for (size_t e = 0; e < perRow; ++e) {
+      const unsigned char *at = bytes + (row * perRow + e) * elementSize;
+      int64_t value;
+      if (data.type.dtype == PD_DTYPE_I64) {
+        std::memcpy(&value, at, sizeof(value));
+      } else {
+        int32_t narrow;
+        std::memcpy(&narrow, at, sizeof(narrow));
+        value = narrow;
+      }
+      if (value >= 0 && value < spec.numClasses)
+        continue;
+      std::string where;
+      if (labels.rank > 1) {
+        where = " at [" + std::to_string(row);
+        size_t rest = e;
+        std::vector<int64_t> index(labels.rank - 1);
+        for (size_t d = labels.rank; d-- > 1;) {
+          int64_t extent = labels.shape[d];
+          index[d - 1] = extent ? static_cast<int64_t>(rest % extent) : 0;
+          rest = extent ? rest / extent : 0;
+        }
+        for (int64_t i : index)
+          where += ", " + std::to_string(i);
+        where += "]";
+      }
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  "training data: array '" + data.name + "': row " +
+                      std::to_string(row) + " holds " + std::to_string(value) +
+                      where + ", outside [0, " +
+                      std::to_string(spec.numClasses) +
+                      ") (cross-entropy over " +
+                      std::to_string(spec.numClasses) + " classes)");
+    }
+  }
+}
+
+/// "recv from rank 1, tag 3" / "call stage0_F (F, stage 0, micro-batch 2)".
+std::string describeInstruction(const pd_pipeline &p,
+                                const PipelineInstruction &ins) {
+  switch (ins.op) {
+  case PipelineInstruction::Op::Input:
+    return "input '" + ins.name + "', micro-batch " +
+           std::to_string(ins.microbatch);
+  case PipelineInstruction::Op::Call: {
+    std::string text =
+        "call " + p.bundle->manifest.functions[ins.function].name;
+    std::string details;
+    if (!ins.action.empty())
+      details += ins.action;
+    if (ins.stage >= 0)
+      details += (details.empty() ? "" : ", ") + std::string("stage ") +
+                 std::to_string(ins.stage);
+    if (ins.microbatch >= 0)
+      details += (details.empty() ? "" : ", ") + std::string("micro-batch ") +
+                 std::to_string(ins.microbatch);
+    return details.empty() ? text : text + " (" + details + ")";
+  }
+  case PipelineInstruction::Op::Send:
+    return "send to rank " + std::to_string(ins.peer) + ", " +
+           describeTag(ins.tag);
+  case PipelineInstruction::Op::Recv:
+    return "recv from rank " + std::to_string(ins.peer) + ", " +
+           describeTag(ins.tag);
+  case PipelineInstruction::Op::Loss:
+    return "loss of micro-batch " + std::to_string(ins.microbatch);
+  }
+  return "?";
+}
+
+/// Throws the transport's last error, with `where` in front.
+void transportCall(pd_status status, const std::string &where) {
+  if (status != PD_OK)
+    throw Error(status, where + pd_last_error());
+}
+
+double readScalar(const unsigned char *memory, pd_dtype dtype) {
+  if (dtype == PD_DTYPE_F64) {
+    double value;
+    std::memcpy(&value, memory, sizeof(value));
+    return value;
+  }
+  float value;
+  std::memcpy(&value, memory, sizeof(value));
+  return value;
+}
+
+/// Runs `body`; on failure prefixes "rank r: ", aborts the transport with
+/// the unprefixed message (so the peers name this rank once) and returns
+/// the status.
+template <typename Body> pd_status onRank(pd_pipeline &p, Body &&body) {
+  pd_status status = guarded(body);
+  if (status != PD_OK) {
+    std::string message = pd_last_error();
+    pd_transport_abort(p.transport, message.c_str());
+    fail(status, "rank " + std::to_string(p.rank) + ": " + message);
+  }
+  return status;
+}
+
+/// The lowest rank whose program uses weight `name`, or -1.
+int64_t weightOwner(const pd_bundle &bundle, const std::string &name) {
+  const PipelineSpec &spec = bundle.manifest.pipeline;
+  for (size_t r = 0; r < spec.ranks.size(); ++r)
+    for (size_t f : spec.ranks[r].functions)
+      for (const BufferSpec &b : bundle.manifest.functions[f].buffers)
+        if ((b.role == PD_ROLE_WEIGHT && b.name == name) || b.updates == name)
+          return static_cast<int64_t>(r);
+  return -1;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Pipeline information
+//===----------------------------------------------------------------------===//
+
+int pd_bundle_is_pipeline(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? 1 : 0;
+}
+size_t pd_bundle_pipeline_ranks(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->ranks.size() : 0;
+}
+const char *pd_bundle_pipeline_schedule(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->kind.c_str() : "";
+}
+size_t pd_bundle_pipeline_stages(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->stages : 0;
+}
+size_t pd_bundle_pipeline_chunks(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->chunks : 0;
+}
+size_t pd_bundle_pipeline_microbatches(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->microbatches : 0;
+}
+size_t pd_bundle_pipeline_microbatch_size(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->microbatchSize : 0;
+}
+size_t pd_bundle_pipeline_batch_size(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->batchSize : 0;
+}
+const char *pd_bundle_pipeline_loss(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->loss.c_str() : "";
+}
+const char *pd_bundle_pipeline_labels(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->labels.c_str() : "";
+}
+int64_t pd_bundle_pipeline_num_classes(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->numClasses : 0;
+}
+size_t pd_bundle_pipeline_input_count(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->inputs.size() : 0;
+}
+const char *pd_bundle_pipeline_input_at(const pd_bundle *bundle,
+                                        size_t index) {
+  const PipelineSpec *spec = pipelineOf(bundle);
+  if (!spec || index >= spec->inputs.size())
+    return nullptr;
+  return spec->inputs[index].c_str();
+}
+const char *pd_bundle_pipeline_optimizer(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->optimizer.c_str() : "";
+}
+size_t pd_bundle_pipeline_loss_rank(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->lossRank : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
+                             pd_transport *transport, pd_pipeline **out) {
+  if (!out)
+    return nullArgument("pd_pipeline_create", "out");
+  *out = nullptr;
+  if (!bundle)
+    return nullArgument("pd_pipeline_create", "bundle");
+  if (!transport)
+    return nullArgument("pd_pipeline_create", "transport");
+  return guarded([&] {
+    const PipelineSpec *spec = pipelineOf(bundle);
+    if (!spec)
+      return fail(PD_ERROR_UNSUPPORTED,
+                  bundle->dir +
+                      ": not a pipeline bundle (bundle.json has no "
+                      "'pipeline' section; pipedream-compile writes one with "
+                      "--stages K)");
+    size_t ranks = spec->ranks.size();
+    if (rank >= ranks)
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  bundle->dir + ": rank " + std::to_string(rank) +
+                      " does not exist: the pipeline has " +
+                      std::to_string(ranks) + " ranks");
+    if (bundle->rank >= 0 && static_cast<size_t>(bundle->rank) != rank)
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  bundle->dir + ": the bundle was opened for rank " +
+                      std::to_string(bundle->rank) + ", not rank " +
+                      std::to_string(rank));
+    if (pd_transport_size(transport) != ranks)
+      return fail(PD_ERROR_MISMATCH,
+                  bundle->dir + ": the pipeline has " + std::to_string(ranks) +
+                      " ranks but the transport " +
+                      std::to_string(pd_transport_size(transport)) +
+                      " (run it with " + std::to_string(ranks) + " ranks)");
+    if (pd_transport_rank(transport) != rank)
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  "pd_pipeline_create: the transport is rank " +
+                      std::to_string(pd_transport_rank(transport)) +
+                      ", not rank " + std::to_string(rank));
+    auto p = std::make_unique<pd_pipeline>();
+    p->bundle = bundle;
+    p->rank = rank;
+    p->transport = transport;
+    p->spec = spec;
+    p->program = &spec->ranks[rank];
+    for (size_t f : p->program->functions)
+      if (!bundle->functionByIndex[f])
+        throw Error(PD_ERROR_INTERNAL,
+                    "internal error: function '" +
+                        bundle->manifest.functions[f].name +
+                        "' of rank " + std::to_string(rank) +
+                        " is not loaded");
+    for (size_t g = 0; g < p->program->registers.size(); ++g)
+      p->registers.push_back(allocateAligned(
+          p->program->registers[g].numBytes,
+          "register " + std::to_string(g) + " of rank " +
+              std::to_string(rank)));
+    std::set<pd_buffer *> grads;
+    for (size_t f : p->program->functions)
+      for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
+        if (buffer->role == PD_ROLE_GRAD)
+          grads.insert(buffer);
+    // Manifest order, for determinism.
+    for (auto &buffer : bundle->persistent)
+      if (grads.count(buffer.get()))
+        p->grads.push_back(buffer.get());
+    for (size_t d = 0; d < spec->data.size(); ++d)
+      if (std::binary_search(spec->data[d].ranks.begin(),
+                             spec->data[d].ranks.end(), rank))
+        p->reads.push_back(d);
+    bundle->pipelines.push_back(p.get());
+    *out = p.release();
+    return PD_OK;
+  });
+}
+
+void pd_pipeline_destroy(pd_pipeline *pipeline) {
+  if (!pipeline)
+    return;
+  auto &list = pipeline->bundle->pipelines;
+  list.erase(std::remove(list.begin(), list.end(), pipeline), list.end());
+  delete pipeline;
+}
+
+size_t pd_pipeline_rank(const pd_pipeline *pipeline) {
+  return pipeline ? pipeline->rank : 0;
+}
+
+size_t pd_pipeline_batch_size(const pd_pipeline *pipeline) {
+  return pipeline ? pipeline->spec->batchSize : 0;
+}
+
+pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
+                                 const pd_named_array *arrays, size_t count,
+                                 size_t *num_samples) {
+  if (num_samples)
+    *num_samples = 0;
+  if (!pipeline)
+    return nullArgument("pd_pipeline_check_data", "pipeline");
+  return guarded([&] {
+    const PipelineSpec &spec = *pipeline->spec;
+    std::vector<size_t> all(spec.data.size());
+    for (size_t d = 0; d < all.size(); ++d)
+      all[d] = d;
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchData(spec, all, arrays, count, samples);
+    checkLabels(spec, *matched.back(), samples, 0, samples);
+    if (num_samples)
+      *num_samples = samples;
+    return PD_OK;
+  });
+}
+
+pd_status pd_pipeline_step(pd_pipeline *pipeline,
+                           const pd_named_array *arrays, size_t count,
+                           uint64_t first_sample, double *loss) {
+  if (loss)
+    *loss = std::numeric_limits<double>::quiet_NaN();
+  if (!pipeline)
+    return nullArgument("pd_pipeline_step", "pipeline");
+  pd_pipeline &p = *pipeline;
+  return onRank(p, [&] {
+    const PipelineSpec &spec = *p.spec;
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchData(spec, p.reads, arrays, count, samples);
+    size_t first = samples ? static_cast<size_t>(first_sample % samples) : 0;
+    for (size_t k = 0; k < p.reads.size(); ++k)
+      if (spec.data[p.reads[k]].isLabels)
+        checkLabels(spec, *matched[k], samples, first, spec.batchSize);
+
+    for (pd_buffer *grad : p.grads)
+      std::memset(ensureMemory(*grad), 0, grad->type.numBytes);
+    double total = 0;
+    const size_t b = spec.microbatchSize;
+    const auto &program = p.program->program;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const PipelineInstruction &ins = program[i];
+      std::string where = "instruction " + std::to_string(i) + " (" +
+                          describeInstruction(p, ins) + "): ";
+      switch (ins.op) {
+      case PipelineInstruction::Op::Input: {
+        size_t k = 0;
+        while (spec.data[p.reads[k]].name != ins.name)
+          ++k;
+        const PipelineData &data = spec.data[p.reads[k]];
+        size_t bytes = rowBytes(spec, data);
+        const unsigned char *source =
+            static_cast<const unsigned char *>(matched[k]->data);
+        unsigned char *target = p.registers[ins.dst].get();
+        size_t start =
+            (first + static_cast<size_t>(ins.microbatch) * b) % samples;
+        // Contiguous runs of rows, wrapping around the end of the data.
+        for (size_t done = 0; done < b && bytes != 0;) {
+          size_t row = (start + done) % samples;
+          size_t run = std::min(b - done, samples - row);
+          std::memcpy(target + done * bytes, source + row * bytes,
+                      run * bytes);
+          done += run;
+        }
+        break;
+      }
+      case PipelineInstruction::Op::Call: {
+        pd_function &function = *p.bundle->functionByIndex[ins.function];
+        p.arguments.resize(function.buffers.size());
+        size_t a = 0, r = 0;
+        for (size_t k = 0; k < function.buffers.size(); ++k) {
+          const BufferSpec &buffer = function.spec.buffers[k];
+          if (isBoundBuffer(buffer))
+            p.arguments[k] = ensureMemory(*function.buffers[k]);
+          else if (buffer.role == PD_ROLE_INPUT)
+            p.arguments[k] = p.registers[ins.args[a++]].get();
+          else
+            p.arguments[k] = p.registers[ins.results[r++]].get();
+        }
+        function.entry(p.arguments.data());
+        // NOTE: as in runFunction, new persistent values are swapped in.
+        for (auto &[output, target] : function.updates)
+          std::swap(output->memory, target->memory);
+        break;
+      }
+      case PipelineInstruction::Op::Send:
+        transportCall(pd_transport_send(p.transport, ins.peer, ins.tag,
+                                        p.registers[ins.src].get(),
+                                        p.program->registers[ins.src].numBytes),
+                      where);
+        break;
+      case PipelineInstruction::Op::Recv:
+        transportCall(pd_transport_recv(p.transport, ins.peer, ins.tag,
+                                        p.registers[ins.dst].get(),
+                                        p.program->registers[ins.dst].numBytes),
+                      where);
+        break;
+      case PipelineInstruction::Op::Loss:
+        total += readScalar(p.registers[ins.src].get(),
+                            p.program->registers[ins.src].dtype);
+        break;
+      }
+    }
+
+    double stepLoss = total / static_cast<double>(spec.microbatches);
+    if (p.rank == spec.lossRank && spec.lossRank != 0)
+      transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS,
+                                      &stepLoss, sizeof(stepLoss)),
+                    "sending the step loss to rank 0: ");
+    if (p.rank == 0 && spec.lossRank != 0)
+      transportCall(pd_transport_recv(p.transport, spec.lossRank,
+                                      PD_TAG_STEP_LOSS, &stepLoss,
+                                      sizeof(stepLoss)),
+                    "receiving the step loss: ");
+    if (loss && (p.rank == 0 || p.rank == spec.lossRank))
+      *loss = stepLoss;
+    return PD_OK;
+  });
+}
+
+pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline) {
+  if (!pipeline)
+    return nullArgument("pd_pipeline_gather_weights", "pipeline");
+  pd_pipeline &p = *pipeline;
+  return onRank(p, [&] {
+    pd_bundle &bundle = *p.bundle;
+    for (size_t w = 0; w < bundle.weights.size(); ++w) {
+      pd_buffer &weight = *bundle.weights[w];
+      int64_t owner = weightOwner(bundle, weight.name);
+      std::string where = "gathering weight '" + weight.name + "': ";
+      if (p.rank == 0) {
+        if (owner == 0)
+          continue;
+        weight.onRank = true;
+        if (owner < 0) {
+          // No rank trains it: weights.bin's value (loaded unless this is
+          // a rank bundle).
+          if (!weight.memory)
+            pipedream::runtime::loadWeightFromFile(bundle, w);
+          continue;
+        }
+        transportCall(pd_transport_recv(p.transport,
+                                        static_cast<size_t>(owner),
+                                        PD_TAG_WEIGHTS, ensureMemory(weight),
+                                        weight.type.numBytes),
+                      where);
+      } else if (owner == static_cast<int64_t>(p.rank)) {
+        transportCall(pd_transport_send(p.transport, 0, PD_TAG_WEIGHTS,
+                                        ensureMemory(weight),
+                                        weight.type.numBytes),
+                      where);
+      }
+    }
+    return PD_OK;
+  });
+}

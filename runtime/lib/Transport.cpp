@@ -1,0 +1,361 @@
+//===- Transport.cpp - the transport interface and in-process threads -----===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The C entry points of pd_transport, user-defined transports, and the
+// in-process transport: K endpoints sharing mailboxes, one per rank, for
+// running every rank of a pipeline on its own thread. Sends copy into the
+// receiver's mailbox; receives wait on a condition variable with a deadline
+// and fail at once when the sender has aborted or gone away.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transport.h"
+
+#include "Bundle.h"
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+using pipedream::runtime::Error;
+using pipedream::runtime::fail;
+using pipedream::runtime::guarded;
+using pipedream::runtime::nullArgument;
+
+namespace pipedream {
+namespace runtime {
+
+double defaultTimeout() {
+  if (const char *text = std::getenv("PIPEDREAM_TIMEOUT")) {
+    char *end = nullptr;
+    double value = std::strtod(text, &end);
+    if (end != text && *end == '\0' && std::isfinite(value) && value > 0)
+      return value;
+  }
+  return 60;
+}
+
+std::string describeTag(int64_t tag) {
+  if (tag == PD_TAG_STEP_LOSS)
+    return "the step loss";
+  if (tag == PD_TAG_WEIGHTS)
+    return "weights";
+  return "tag " + std::to_string(tag);
+}
+
+} // namespace runtime
+} // namespace pipedream
+
+using pipedream::runtime::describeTag;
+
+namespace {
+
+std::string seconds(double value) {
+  std::ostringstream text;
+  text << value << " s";
+  return text.str();
+}
+
+//===----------------------------------------------------------------------===//
+// In-process threads
+//===----------------------------------------------------------------------===//
+
+struct ThreadWorld {
+  struct Message {
+    size_t from;
+    int64_t tag;
+    std::vector<unsigned char> bytes;
+  };
+  explicit ThreadWorld(size_t size)
+      : mailbox(size), failed(size), closed(size, false) {}
+  std::mutex mutex;
+  std::condition_variable changed;
+  /// Messages not received yet, per receiver, in sending order.
+  std::vector<std::deque<Message>> mailbox;
+  /// Why a rank aborted ("" while it has not).
+  std::vector<std::string> failed;
+  /// Ranks whose transport was destroyed.
+  std::vector<bool> closed;
+};
+
+struct ThreadEndpoint {
+  std::shared_ptr<ThreadWorld> world;
+  size_t rank;
+};
+
+pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
+                     size_t numBytes, double) {
+  auto &self = *static_cast<ThreadEndpoint *>(state);
+  ThreadWorld &world = *self.world;
+  ThreadWorld::Message message{self.rank, tag, {}};
+  const unsigned char *bytes = static_cast<const unsigned char *>(data);
+  message.bytes.assign(bytes, bytes + numBytes);
+  {
+    std::lock_guard<std::mutex> lock(world.mutex);
+    if (!world.failed[peer].empty())
+      return fail(PD_ERROR_PEER, "rank " + std::to_string(peer) +
+                                     " failed: " + world.failed[peer]);
+    world.mailbox[peer].push_back(std::move(message));
+  }
+  world.changed.notify_all();
+  return PD_OK;
+}
+
+pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
+                     size_t numBytes, double timeout) {
+  auto &self = *static_cast<ThreadEndpoint *>(state);
+  ThreadWorld &world = *self.world;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(timeout));
+  std::unique_lock<std::mutex> lock(world.mutex);
+  std::deque<ThreadWorld::Message> &box = world.mailbox[self.rank];
+  for (;;) {
+    for (auto it = box.begin(); it != box.end(); ++it) {
+      if (it->from != peer || it->tag != tag)
+        continue;
+      if (it->bytes.size() != numBytes)
+        return fail(PD_ERROR_MISMATCH,
+                    "the message from rank " + std::to_string(peer) +
+                        " with " + describeTag(tag) + " has " +
+                        std::to_string(it->bytes.size()) +
+                        " bytes, expected " + std::to_string(numBytes));
+      if (numBytes)
+        std::memcpy(data, it->bytes.data(), numBytes);
+      box.erase(it);
+      return PD_OK;
+    }
+    if (!world.failed[peer].empty())
+      return fail(PD_ERROR_PEER, "rank " + std::to_string(peer) +
+                                     " failed: " + world.failed[peer]);
+    if (world.closed[peer])
+      return fail(PD_ERROR_PEER,
+                  "rank " + std::to_string(peer) +
+                      " has gone away (its transport was destroyed) without "
+                      "sending " +
+                      describeTag(tag));
+    if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= deadline) {
+      // One last look: the message may have arrived with the timeout.
+      bool arrived = false;
+      for (const auto &message : box)
+        arrived |= message.from == peer && message.tag == tag;
+      if (!arrived)
+        return fail(PD_ERROR_TIMEOUT,
+                    "timed out after " + seconds(timeout) +
+                        " waiting for rank " + std::to_string(peer) + " (" +
+                        describeTag(tag) + ", " + std::to_string(numBytes) +
+                        " bytes): rank " + std::to_string(peer) +
+                        " is stuck, dead or running a program that does not "
+                        "match");
+    }
+  }
+}
+
+void threadAbort(void *state, const char *reason) {
+  auto &self = *static_cast<ThreadEndpoint *>(state);
+  {
+    std::lock_guard<std::mutex> lock(self.world->mutex);
+    if (self.world->failed[self.rank].empty())
+      self.world->failed[self.rank] =
+          reason && *reason ? reason : "aborted";
+  }
+  self.world->changed.notify_all();
+}
+
+void threadDestroy(void *state) {
+  auto *self = static_cast<ThreadEndpoint *>(state);
+  {
+    std::lock_guard<std::mutex> lock(self->world->mutex);
+    self->world->closed[self->rank] = true;
+  }
+  self->world->changed.notify_all();
+  delete self;
+}
+
+const pd_transport_ops kThreadOps = {threadSend, threadRecv, threadAbort,
+                                     threadDestroy};
+
+pd_transport *checked(pd_transport *transport, const char *caller,
+                      pd_status &status) {
+  status = transport ? PD_OK : nullArgument(caller, "transport");
+  return transport;
+}
+
+} // namespace
+
+pd_status pd_transport_create(const pd_transport_ops *ops, void *state,
+                              size_t rank, size_t size, pd_transport **out) {
+  if (!out)
+    return nullArgument("pd_transport_create", "out");
+  *out = nullptr;
+  if (!ops)
+    return nullArgument("pd_transport_create", "ops");
+  if (!ops->send || !ops->recv)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_transport_create: ops->send and ops->recv are required");
+  if (size == 0 || rank >= size)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_transport_create: rank " + std::to_string(rank) +
+                    " is not in [0, " + std::to_string(size) + ")");
+  return guarded([&] {
+    auto transport = std::make_unique<pd_transport>();
+    transport->kind = "custom";
+    transport->rank = rank;
+    transport->size = size;
+    transport->timeout = pipedream::runtime::defaultTimeout();
+    transport->ops = *ops;
+    transport->state = state;
+    *out = transport.release();
+    return PD_OK;
+  });
+}
+
+pd_status pd_transport_create_threads(size_t size, pd_transport **out) {
+  if (!out)
+    return nullArgument("pd_transport_create_threads", "out");
+  if (size == 0)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_transport_create_threads: size must be at least 1");
+  for (size_t r = 0; r < size; ++r)
+    out[r] = nullptr;
+  return guarded([&] {
+    auto world = std::make_shared<ThreadWorld>(size);
+    std::vector<std::unique_ptr<pd_transport>> made;
+    for (size_t r = 0; r < size; ++r) {
+      auto transport = std::make_unique<pd_transport>();
+      transport->kind = "threads";
+      transport->rank = r;
+      transport->size = size;
+      transport->timeout = pipedream::runtime::defaultTimeout();
+      transport->ops = kThreadOps;
+      transport->state = new ThreadEndpoint{world, r};
+      made.push_back(std::move(transport));
+    }
+    for (size_t r = 0; r < size; ++r)
+      out[r] = made[r].release();
+    return PD_OK;
+  });
+}
+
+int pd_transport_mpi_available(void) {
+  return pipedream::runtime::mpiAvailable() ? 1 : 0;
+}
+
+pd_status pd_transport_create_mpi(pd_transport **out) {
+  if (!out)
+    return nullArgument("pd_transport_create_mpi", "out");
+  *out = nullptr;
+  return guarded([&] {
+    auto transport = std::make_unique<pd_transport>();
+    transport->timeout = pipedream::runtime::defaultTimeout();
+    pipedream::runtime::createMpiTransport(*transport);
+    *out = transport.release();
+    return PD_OK;
+  });
+}
+
+void pd_transport_destroy(pd_transport *transport) {
+  if (!transport)
+    return;
+  if (transport->ops.destroy)
+    transport->ops.destroy(transport->state);
+  delete transport;
+}
+
+size_t pd_transport_rank(const pd_transport *transport) {
+  return transport ? transport->rank : 0;
+}
+
+size_t pd_transport_size(const pd_transport *transport) {
+  return transport ? transport->size : 0;
+}
+
+const char *pd_transport_kind(const pd_transport *transport) {
+  return transport ? transport->kind.c_str() : "";
+}
+
+pd_status pd_transport_set_timeout(pd_transport *transport, double seconds) {
+  pd_status status;
+  if (!checked(transport, "pd_transport_set_timeout", status))
+    return status;
+  if (!std::isfinite(seconds) || seconds <= 0)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_transport_set_timeout: the timeout must be a positive "
+                "number of seconds");
+  transport->timeout = seconds;
+  return PD_OK;
+}
+
+double pd_transport_timeout(const pd_transport *transport) {
+  return transport ? transport->timeout : 0;
+}
+
+namespace {
+pd_status checkPeer(const pd_transport *transport, size_t peer,
+                    int64_t tag, const void *data, size_t numBytes,
+                    const char *caller) {
+  if (peer >= transport->size || peer == transport->rank)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                std::string(caller) + ": peer " + std::to_string(peer) +
+                    " is not another rank of " +
+                    std::to_string(transport->size));
+  if (tag < 0 && tag != PD_TAG_STEP_LOSS && tag != PD_TAG_WEIGHTS)
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                std::string(caller) + ": tag " + std::to_string(tag) +
+                    " is negative and not one of the runtime's");
+  if (numBytes && !data)
+    return nullArgument(caller, "data");
+  return PD_OK;
+}
+} // namespace
+
+pd_status pd_transport_send(pd_transport *transport, size_t peer, int64_t tag,
+                            const void *data, size_t num_bytes) {
+  pd_status status;
+  if (!checked(transport, "pd_transport_send", status))
+    return status;
+  status =
+      checkPeer(transport, peer, tag, data, num_bytes, "pd_transport_send");
+  if (status != PD_OK)
+    return status;
+  return guarded([&] {
+    return transport->ops.send(transport->state, peer, tag, data, num_bytes,
+                               transport->timeout);
+  });
+}
+
+pd_status pd_transport_recv(pd_transport *transport, size_t peer, int64_t tag,
+                            void *data, size_t num_bytes) {
+  pd_status status;
+  if (!checked(transport, "pd_transport_recv", status))
+    return status;
+  status =
+      checkPeer(transport, peer, tag, data, num_bytes, "pd_transport_recv");
+  if (status != PD_OK)
+    return status;
+  return guarded([&] {
+    return transport->ops.recv(transport->state, peer, tag, data, num_bytes,
+                               transport->timeout);
+  });
+}
+
+void pd_transport_abort(pd_transport *transport, const char *reason) {
+  if (!transport || !transport->ops.abort)
+    return;
+  try {
+    transport->ops.abort(transport->state, reason ? reason : "");
+  } catch (...) {
+    // Best effort: the caller is failing already.
+  }
+}

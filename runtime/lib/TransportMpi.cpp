@@ -1,0 +1,324 @@
+//===- TransportMpi.cpp - the MPI transport (Open MPI) --------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One process per rank under mpirun. Program messages travel on a
+// duplicate of MPI_COMM_WORLD with their own tags; the runtime's reserved
+// messages (step loss, weights) and abort notices on a second duplicate, so
+// they can never be confused with a program message.
+//
+// NOTE: never a blocking MPI call that waits for a peer: a receive is
+// MPI_Irecv polled with MPI_Test (and MPI_Iprobe for abort notices) until
+// the deadline, a send MPI_Isend polled the same way (a rendezvous send
+// waits for its receiver). A rank that stops answering thus ends the others
+// with PD_ERROR_TIMEOUT naming it; one that fails sends abort notices first
+// so the others stop at once with PD_ERROR_PEER. Built only when CMake finds
+// MPI (PIPEDREAM_HAVE_MPI); otherwise the entry points say so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transport.h"
+
+#include "Bundle.h"
+
+#if PIPEDREAM_HAVE_MPI
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace pipedream {
+namespace runtime {
+
+namespace {
+
+/// Tag of abort notices on the control communicator (reserved tags map to
+/// -tag there).
+constexpr int kAbortTag = 99;
+
+struct MpiState {
+  MPI_Comm data = MPI_COMM_NULL;
+  MPI_Comm control = MPI_COMM_NULL;
+  int tagUpperBound = 32767;
+  bool initializedHere = false;
+  bool aborted = false;
+  size_t rank = 0;
+  /// Abort notices in flight (their buffers must outlive the sends).
+  std::list<std::string> notices;
+};
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+void check(int code, const std::string &what) {
+  if (code != MPI_SUCCESS)
+    throw Error(PD_ERROR_IO, what + ": " + mpiError(code));
+}
+
+/// An abort notice from any rank, if one has arrived: throws PD_ERROR_PEER.
+void checkAbortNotices(MpiState &state) {
+  int flag = 0;
+  MPI_Status status;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, state.control, &flag, &status) !=
+          MPI_SUCCESS ||
+      !flag)
+    return;
+  int count = 0;
+  MPI_Get_count(&status, MPI_CHAR, &count);
+  std::string reason(static_cast<size_t>(count > 0 ? count : 0), '\0');
+  MPI_Recv(&reason[0], count, MPI_CHAR, status.MPI_SOURCE, kAbortTag,
+           state.control, MPI_STATUS_IGNORE);
+  throw Error(PD_ERROR_PEER, "rank " + std::to_string(status.MPI_SOURCE) +
+                                 " failed: " + reason);
+}
+
+std::string seconds(double value) {
+  std::ostringstream text;
+  text << value << " s";
+  return text.str();
+}
+
+/// Polls `request` until it completes, an abort notice arrives or the
+/// deadline passes (then the request is cancelled and an error thrown).
+void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
+             double timeout, const std::string &waitingFor) {
+  auto start = std::chrono::steady_clock::now();
+  auto deadline =
+      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(timeout));
+  // Spin (yielding) for a short while, then sleep in growing steps: cheap
+  // on oversubscribed cores, fast for back-to-back messages.
+  auto sleep = std::chrono::microseconds(20);
+  for (;;) {
+    int done = 0;
+    check(MPI_Test(&request, &done, &status), "MPI_Test " + waitingFor);
+    if (done)
+      return;
+    try {
+      checkAbortNotices(state);
+    } catch (...) {
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+      throw;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+      throw Error(PD_ERROR_TIMEOUT,
+                  "timed out after " + seconds(timeout) + " waiting for " +
+                      waitingFor);
+    }
+    if (now - start < std::chrono::milliseconds(2)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(sleep);
+    if (sleep < std::chrono::microseconds(1000))
+      sleep *= 2;
+  }
+}
+
+/// The communicator and MPI tag of a pipedream tag.
+void route(MpiState &state, int64_t tag, MPI_Comm &comm, int &mpiTag) {
+  if (tag < 0) {
+    comm = state.control;
+    mpiTag = static_cast<int>(-tag);
+    return;
+  }
+  if (tag > state.tagUpperBound)
+    throw Error(PD_ERROR_UNSUPPORTED,
+                "tag " + std::to_string(tag) +
+                    " exceeds this MPI's largest tag (MPI_TAG_UB = " +
+                    std::to_string(state.tagUpperBound) + ")");
+  comm = state.data;
+  mpiTag = static_cast<int>(tag);
+}
+
+pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
+                  size_t numBytes, double timeout) {
+  auto &state = *static_cast<MpiState *>(opaque);
+  if (numBytes > static_cast<size_t>(INT32_MAX))
+    return fail(PD_ERROR_UNSUPPORTED,
+                "a message of " + std::to_string(numBytes) +
+                    " bytes is over the 2 GiB MPI count limit");
+  return guarded([&] {
+    MPI_Comm comm;
+    int mpiTag;
+    route(state, tag, comm, mpiTag);
+    MPI_Request request;
+    check(MPI_Isend(const_cast<void *>(data), static_cast<int>(numBytes),
+                    MPI_BYTE, static_cast<int>(peer), mpiTag, comm, &request),
+          "MPI_Isend to rank " + std::to_string(peer));
+    MPI_Status status;
+    waitFor(state, request, status, timeout,
+            "rank " + std::to_string(peer) + " to receive " +
+                describeTag(tag) + " (" + std::to_string(numBytes) +
+                " bytes): rank " + std::to_string(peer) +
+                " is stuck, dead or running a program that does not match");
+    return PD_OK;
+  });
+}
+
+pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
+                  size_t numBytes, double timeout) {
+  auto &state = *static_cast<MpiState *>(opaque);
+  if (numBytes > static_cast<size_t>(INT32_MAX))
+    return fail(PD_ERROR_UNSUPPORTED,
+                "a message of " + std::to_string(numBytes) +
+                    " bytes is over the 2 GiB MPI count limit");
+  return guarded([&] {
+    MPI_Comm comm;
+    int mpiTag;
+    route(state, tag, comm, mpiTag);
+    MPI_Request request;
+    check(MPI_Irecv(data, static_cast<int>(numBytes), MPI_BYTE,
+                    static_cast<int>(peer), mpiTag, comm, &request),
+          "MPI_Irecv from rank " + std::to_string(peer));
+    MPI_Status status;
+    try {
+      waitFor(state, request, status, timeout,
+              "rank " + std::to_string(peer) + " (" + describeTag(tag) +
+                  ", " + std::to_string(numBytes) + " bytes): rank " +
+                  std::to_string(peer) +
+                  " is stuck, dead or running a program that does not match");
+    } catch (const Error &e) {
+      if (e.status == PD_ERROR_IO &&
+          std::string(e.what()).find("TRUNCATE") != std::string::npos)
+        throw Error(PD_ERROR_MISMATCH,
+                    "the message from rank " + std::to_string(peer) +
+                        " with " + describeTag(tag) + " is longer than " +
+                        std::to_string(numBytes) + " bytes");
+      throw;
+    }
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (static_cast<size_t>(count) != numBytes)
+      throw Error(PD_ERROR_MISMATCH,
+                  "the message from rank " + std::to_string(peer) + " with " +
+                      describeTag(tag) + " has " + std::to_string(count) +
+                      " bytes, expected " + std::to_string(numBytes));
+    return PD_OK;
+  });
+}
+
+void mpiAbort(void *opaque, const char *reason) {
+  auto &state = *static_cast<MpiState *>(opaque);
+  if (state.aborted)
+    return;
+  state.aborted = true;
+  int size = 0;
+  MPI_Comm_size(state.control, &size);
+  std::vector<MPI_Request> requests;
+  for (int peer = 0; peer < size; ++peer) {
+    if (static_cast<size_t>(peer) == state.rank)
+      continue;
+    state.notices.emplace_back(reason);
+    std::string &text = state.notices.back();
+    MPI_Request request;
+    if (MPI_Isend(&text[0], static_cast<int>(text.size()), MPI_CHAR, peer,
+                  kAbortTag, state.control, &request) == MPI_SUCCESS)
+      requests.push_back(request);
+  }
+  // Give the notices a moment to leave (eager sends complete at once);
+  // never wait for a peer that may be gone.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!requests.empty() && std::chrono::steady_clock::now() < deadline) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void mpiDestroy(void *opaque) {
+  auto *state = static_cast<MpiState *>(opaque);
+  // NOTE: after an abort the peers may be gone or stuck; MPI_Finalize could
+  // wait for them, so the process just exits (mpirun ends the others).
+  if (!state->aborted) {
+    MPI_Comm_free(&state->data);
+    MPI_Comm_free(&state->control);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (state->initializedHere && !finalized)
+      MPI_Finalize();
+  }
+  delete state;
+}
+
+const pd_transport_ops kMpiOps = {mpiSend, mpiRecv, mpiAbort, mpiDestroy};
+
+} // namespace
+
+bool mpiAvailable() { return true; }
+
+void createMpiTransport(pd_transport &transport) {
+  auto state = std::make_unique<MpiState>();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+      throw Error(PD_ERROR_UNSUPPORTED,
+                  "MPI was finalized already; it cannot be initialized again");
+    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
+      throw Error(PD_ERROR_IO, "MPI_Init failed");
+    state->initializedHere = true;
+  }
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &state->data), "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &state->control), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(state->data, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(state->control, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1, flag = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int *upperBound = nullptr;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upperBound, &flag);
+  if (flag && upperBound)
+    state->tagUpperBound = *upperBound;
+  state->rank = static_cast<size_t>(rank);
+  transport.kind = "mpi";
+  transport.rank = static_cast<size_t>(rank);
+  transport.size = static_cast<size_t>(size);
+  transport.ops = kMpiOps;
+  transport.state = state.release();
+}
+
+} // namespace runtime
+} // namespace pipedream
+
+#else // !PIPEDREAM_HAVE_MPI
+
+namespace pipedream {
+namespace runtime {
+
+bool mpiAvailable() { return false; }
+
+void createMpiTransport(pd_transport &) {
+  throw Error(PD_ERROR_UNSUPPORTED,
+              "this runtime was built without MPI (install Open MPI, e.g. "
+              "Debian's openmpi-bin libopenmpi-dev, and reconfigure); use the "
+              "in-process threads transport instead");
+}
+
+} // namespace runtime
+} // namespace pipedream
+
+#endif // PIPEDREAM_HAVE_MPI

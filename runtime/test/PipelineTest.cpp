@@ -1,0 +1,646 @@
+//===- PipelineTest.cpp - pipeline bundles, transports, rank executors ----===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Pipeline bundles (docs/Bundle.md "Pipeline bundles") of TestProgram.c's
+// linear chain: every rank on its own thread over the in-process transport
+// must equal single-rank training (pd_trainer on the equivalent training
+// bundle) bitwise, for K = 2 and 4, GPipe and 1F1B; manifest validation
+// names the rank and the instruction; a rank that never answers makes the
+// others fail within the timeout, naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/runtime.h"
+
+#include "Manifest.h"
+#include "PipelineUtil.h"
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using json = nlohmann::json;
+using pipedream::runtime::Error;
+using pipedream::runtime::Manifest;
+using pipedream::runtime::parseManifest;
+using pipedream::test::chainPipelineManifest;
+using pipedream::test::chainTrainingManifest;
+using pipedream::test::chainWeightNames;
+using pipedream::test::makeBundle;
+using pipedream::test::TempDir;
+
+namespace {
+
+/// Data of `n` samples: x f32[n x 2], y f32[n].
+struct ChainData {
+  explicit ChainData(size_t n) : x(2 * n), y(n), xs{int64_t(n), 2}, ys{int64_t(n)} {
+    for (size_t i = 0; i < 2 * n; ++i)
+      x[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
+    for (size_t i = 0; i < n; ++i)
+      y[i] = std::cos(1.3f * static_cast<float>(i));
+    arrays[0] = {"x", PD_DTYPE_F32, 2, xs, x.data(), x.size() * sizeof(float)};
+    arrays[1] = {"y", PD_DTYPE_F32, 1, ys, y.data(), y.size() * sizeof(float)};
+  }
+  std::vector<float> x, y;
+  int64_t xs[2], ys[1];
+  pd_named_array arrays[2];
+};
+
+struct Result {
+  std::vector<double> losses;
+  /// Weight bytes by name, after the last step.
+  std::vector<std::string> weights;
+};
+
+/// Single-rank training of the chain with pd_trainer.
+Result trainSingleRank(int stages, const ChainData &data, int steps) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainTrainingManifest(stages, bin).dump(), bin);
+  pd_bundle *bundle = nullptr;
+  Result result;
+  EXPECT_EQ(pd_bundle_open(dir.path().c_str(), &bundle), PD_OK)
+      << pd_last_error();
+  if (!bundle)
+    return result;
+  pd_trainer *trainer = nullptr;
+  EXPECT_EQ(pd_trainer_create(bundle, &trainer), PD_OK) << pd_last_error();
+  for (int s = 0; s < steps; ++s) {
+    double loss = 0;
+    EXPECT_EQ(pd_trainer_step(trainer, data.arrays, 2, s * 8, &loss), PD_OK)
+        << pd_last_error();
+    result.losses.push_back(loss);
+  }
+  for (const std::string &name : chainWeightNames(stages)) {
+    pd_buffer *w = nullptr;
+    EXPECT_EQ(pd_bundle_find_weight(bundle, name.c_str(), &w), PD_OK);
+    result.weights.emplace_back(
+        static_cast<const char *>(pd_buffer_const_data(w)),
+        pd_buffer_num_bytes(w));
+  }
+  pd_bundle_close(bundle);
+  return result;
+}
+
+/// Runs every rank of the pipeline bundle in `dir` on its own thread for
+/// `steps` steps, then gathers the weights on rank 0. Returns rank 0's
+/// losses and weights; `lossRankLosses` gets the last rank's.
+Result trainPipeline(const std::string &dir, int ranks, const ChainData &data,
+                     int steps, std::vector<double> *lossRankLosses = nullptr) {
+  std::vector<pd_transport *> transports(ranks);
+  EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
+  std::vector<std::vector<double>> losses(ranks);
+  std::vector<std::string> errors(ranks);
+  Result result;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_pipeline *pipeline = nullptr;
+      auto failed = [&](const char *what) {
+        errors[r] = std::string(what) + ": " + pd_last_error();
+        pd_transport_abort(transports[r], errors[r].c_str());
+      };
+      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK)
+        return failed("open");
+      if (pd_pipeline_create(bundle, r, transports[r], &pipeline) != PD_OK) {
+        pd_bundle_close(bundle);
+        return failed("create");
+      }
+      for (int s = 0; s < steps; ++s) {
+        double loss = -1;
+        if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
+          break;
+        losses[r].push_back(loss);
+      }
+      if (errors[r].empty() && losses[r].size() == size_t(steps) &&
+          pd_pipeline_gather_weights(pipeline) != PD_OK)
+        errors[r] = std::string("gather: ") + pd_last_error();
+      else if (losses[r].size() != size_t(steps))
+        errors[r] = std::string("step: ") + pd_last_error();
+      if (r == 0)
+        for (size_t w = 0; w < pd_bundle_weight_count(bundle); ++w) {
+          pd_buffer *weight = pd_bundle_weight_at(bundle, w);
+          const char *bytes =
+              static_cast<const char *>(pd_buffer_const_data(weight));
+          result.weights.emplace_back(bytes ? std::string(bytes, pd_buffer_num_bytes(weight))
+                                            : std::string());
+        }
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    pd_transport_destroy(transports[r]);
+  }
+  result.losses = losses[0];
+  if (lossRankLosses)
+    *lossRankLosses = losses[ranks - 1];
+  for (int r = 1; r + 1 < ranks; ++r)
+    for (double loss : losses[r])
+      EXPECT_TRUE(std::isnan(loss)) << "rank " << r << " knows no loss";
+  return result;
+}
+
+struct ChainCase {
+  int stages;
+  const char *kind;
+};
+
+class PipelineEqualsSingleRank : public ::testing::TestWithParam<ChainCase> {};
+
+TEST_P(PipelineEqualsSingleRank, Bitwise) {
+  const ChainCase &c = GetParam();
+  // 12 samples, batches of 8: the second step wraps around.
+  ChainData data(12);
+  const int steps = 4;
+  Result reference = trainSingleRank(c.stages, data, steps);
+  ASSERT_EQ(reference.losses.size(), size_t(steps));
+
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(c.stages, c.kind, bin).dump(),
+             bin);
+  std::vector<double> lastRank;
+  Result pipeline = trainPipeline(dir.path(), c.stages, data, steps, &lastRank);
+  ASSERT_EQ(pipeline.losses.size(), size_t(steps));
+  for (int s = 0; s < steps; ++s) {
+    EXPECT_EQ(pipeline.losses[s], reference.losses[s]) << "step " << s;
+    EXPECT_EQ(lastRank[s], reference.losses[s]) << "step " << s;
+  }
+  // Training moved: the loss changes from step to step.
+  EXPECT_NE(reference.losses[0], reference.losses[2]);
+  ASSERT_EQ(pipeline.weights.size(), reference.weights.size());
+  std::vector<std::string> names = chainWeightNames(c.stages);
+  for (size_t w = 0; w < names.size(); ++w)
+    EXPECT_EQ(pipeline.weights[w], reference.weights[w])
+        << "weight " << names[w] << " differs from single-rank training";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Chain, PipelineEqualsSingleRank,
+    ::testing::Values(ChainCase{2, "1f1b"}, ChainCase{2, "gpipe"},
+                      ChainCase{4, "1f1b"}, ChainCase{4, "gpipe"}),
+    [](const ::testing::TestParamInfo<ChainCase> &info) {
+      return "K" + std::to_string(info.param.stages) + "_" + info.param.kind;
+    });
+
+//===----------------------------------------------------------------------===//
+// Rank bundles
+//===----------------------------------------------------------------------===//
+
+TEST(PipelineBundle, RankHoldsOnlyItsFunctionsAndBuffers) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(4, "1f1b", bin).dump(), bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open_rank(dir.path().c_str(), 1, &bundle), PD_OK)
+      << pd_last_error();
+  EXPECT_EQ(pd_bundle_rank(bundle), 1);
+  EXPECT_TRUE(pd_bundle_is_pipeline(bundle));
+  EXPECT_EQ(pd_bundle_pipeline_ranks(bundle), 4u);
+  EXPECT_STREQ(pd_bundle_pipeline_schedule(bundle), "1f1b");
+  EXPECT_EQ(pd_bundle_pipeline_microbatches(bundle), 4u);
+  EXPECT_EQ(pd_bundle_pipeline_batch_size(bundle), 8u);
+  EXPECT_EQ(pd_bundle_pipeline_loss_rank(bundle), 3u);
+  EXPECT_STREQ(pd_bundle_pipeline_input_at(bundle, 0), "x");
+  EXPECT_STREQ(pd_bundle_pipeline_labels(bundle), "y");
+  ASSERT_EQ(pd_bundle_function_count(bundle), 3u);
+  EXPECT_STREQ(pd_function_name(pd_bundle_function_at(bundle, 0)), "stage1_F");
+  // Every weight is listed, only W1 is here.
+  ASSERT_EQ(pd_bundle_weight_count(bundle), 4u);
+  for (size_t w = 0; w < 4; ++w) {
+    pd_buffer *weight = pd_bundle_weight_at(bundle, w);
+    EXPECT_EQ(pd_buffer_const_data(weight) != nullptr,
+              std::string(pd_buffer_name(weight)) == "W1")
+        << pd_buffer_name(weight);
+  }
+  pd_buffer *w0 = pd_bundle_weight_at(bundle, 0);
+  float values[4];
+  int64_t shape[2] = {2, 2};
+  EXPECT_EQ(pd_buffer_read(w0, PD_DTYPE_F32, 2, shape, values, sizeof(values)),
+            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pd_last_error()).find("not on this rank"),
+            std::string::npos)
+      << pd_last_error();
+  // grad:W1 and momentum_buffer:W1 only.
+  EXPECT_EQ(pd_bundle_persistent_count(bundle), 4u + 2u);
+  pd_trainer *trainer = nullptr;
+  EXPECT_EQ(pd_trainer_create(bundle, &trainer), PD_ERROR_UNSUPPORTED);
+  pd_bundle_close(bundle);
+
+  EXPECT_EQ(pd_bundle_open_rank(dir.path().c_str(), 4, &bundle),
+            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pd_last_error()).find("rank 4 does not exist"),
+            std::string::npos)
+      << pd_last_error();
+}
+
+TEST(PipelineBundle, WholeBundleRunsARankToo) {
+  // pd_bundle_open (every function) works for each rank as well.
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(2, "1f1b", bin).dump(), bin);
+  ChainData data(8);
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  std::vector<double> loss(2, 0);
+  std::vector<pd_status> status(2, PD_OK);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_pipeline *p = nullptr;
+      status[r] = pd_bundle_open(dir.path().c_str(), &bundle);
+      if (status[r] == PD_OK)
+        status[r] = pd_pipeline_create(bundle, r, t[r], &p);
+      if (status[r] == PD_OK)
+        status[r] = pd_pipeline_step(p, data.arrays, 2, 0, &loss[r]);
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  EXPECT_EQ(status[0], PD_OK);
+  EXPECT_EQ(status[1], PD_OK);
+  EXPECT_EQ(loss[0], loss[1]);
+  EXPECT_GT(loss[0], 0);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+}
+
+TEST(PipelineBundle, CreateChecksRankAndTransport) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(2, "1f1b", bin).dump(), bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open_rank(dir.path().c_str(), 0, &bundle), PD_OK);
+  pd_transport *three[3];
+  ASSERT_EQ(pd_transport_create_threads(3, three), PD_OK);
+  pd_pipeline *p = nullptr;
+  EXPECT_EQ(pd_pipeline_create(bundle, 0, three[0], &p), PD_ERROR_MISMATCH);
+  EXPECT_NE(std::string(pd_last_error())
+                .find("the pipeline has 2 ranks but the transport 3"),
+            std::string::npos)
+      << pd_last_error();
+  EXPECT_EQ(pd_pipeline_create(bundle, 1, three[1], &p),
+            PD_ERROR_INVALID_ARGUMENT);
+  for (pd_transport *t : three)
+    pd_transport_destroy(t);
+  pd_bundle_close(bundle);
+
+  TempDir training;
+  makeBundle(training.path(), chainTrainingManifest(2, bin).dump(), bin);
+  EXPECT_EQ(pd_bundle_open_rank(training.path().c_str(), 0, &bundle),
+            PD_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(pd_last_error()).find("not a pipeline bundle"),
+            std::string::npos);
+}
+
+TEST(PipelineBundle, DataChecks) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(2, "1f1b", bin).dump(), bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open_rank(dir.path().c_str(), 1, &bundle), PD_OK);
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  pd_pipeline *p = nullptr;
+  ASSERT_EQ(pd_pipeline_create(bundle, 1, t[1], &p), PD_OK) << pd_last_error();
+  ChainData data(8);
+  size_t samples = 0;
+  EXPECT_EQ(pd_pipeline_check_data(p, data.arrays, 2, &samples), PD_OK);
+  EXPECT_EQ(samples, 8u);
+  // Every rank checks every array: rank 1 reads only y but refuses no x.
+  EXPECT_EQ(pd_pipeline_check_data(p, data.arrays + 1, 1, &samples),
+            PD_ERROR_NOT_FOUND);
+  EXPECT_STREQ(pd_last_error(), "training data: missing array 'x' f32[Nx2] "
+                                "(arrays given: y)");
+  int64_t bad[2] = {8, 3};
+  pd_named_array wrong = data.arrays[0];
+  wrong.shape = bad;
+  pd_named_array arrays[2] = {wrong, data.arrays[1]};
+  EXPECT_EQ(pd_pipeline_check_data(p, arrays, 2, &samples), PD_ERROR_MISMATCH);
+  EXPECT_STREQ(pd_last_error(),
+               "training data: array 'x' is f32[8x3], but the pipeline reads "
+               "input 'x' as f32[Nx2] (N samples)");
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+  pd_bundle_close(bundle);
+}
+
+//===----------------------------------------------------------------------===//
+// Transports, timeouts, failures
+//===----------------------------------------------------------------------===//
+
+TEST(ThreadsTransport, MatchesByPeerAndTag) {
+  pd_transport *t[3];
+  ASSERT_EQ(pd_transport_create_threads(3, t), PD_OK);
+  EXPECT_EQ(pd_transport_rank(t[2]), 2u);
+  EXPECT_EQ(pd_transport_size(t[2]), 3u);
+  EXPECT_STREQ(pd_transport_kind(t[0]), "threads");
+  int a = 1, b = 2, c = 3, got = 0;
+  ASSERT_EQ(pd_transport_send(t[1], 0, 5, &a, sizeof(a)), PD_OK);
+  ASSERT_EQ(pd_transport_send(t[1], 0, 6, &b, sizeof(b)), PD_OK);
+  ASSERT_EQ(pd_transport_send(t[2], 0, 5, &c, sizeof(c)), PD_OK);
+  EXPECT_EQ(pd_transport_recv(t[0], 2, 5, &got, sizeof(got)), PD_OK);
+  EXPECT_EQ(got, 3);
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 6, &got, sizeof(got)), PD_OK);
+  EXPECT_EQ(got, 2);
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 5, &got, sizeof(got)), PD_OK);
+  EXPECT_EQ(got, 1);
+  ASSERT_EQ(pd_transport_send(t[1], 0, 7, &a, sizeof(a)), PD_OK);
+  double wide = 0;
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 7, &wide, sizeof(wide)),
+            PD_ERROR_MISMATCH);
+  EXPECT_STREQ(pd_last_error(),
+               "the message from rank 1 with tag 7 has 4 bytes, expected 8");
+  EXPECT_EQ(pd_transport_send(t[0], 0, 1, &a, sizeof(a)),
+            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pd_transport_send(t[0], 3, 1, &a, sizeof(a)),
+            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pd_transport_set_timeout(t[0], 0), PD_ERROR_INVALID_ARGUMENT);
+  for (pd_transport *x : t)
+    pd_transport_destroy(x);
+}
+
+TEST(ThreadsTransport, TimeoutNamesThePeer) {
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[0], 0.2), PD_OK);
+  int got = 0;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 3, &got, sizeof(got)),
+            PD_ERROR_TIMEOUT);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  EXPECT_GE(seconds, 0.19);
+  EXPECT_LT(seconds, 5);
+  EXPECT_NE(std::string(pd_last_error())
+                .find("timed out after 0.2 s waiting for rank 1 (tag 3, 4 "
+                      "bytes)"),
+            std::string::npos)
+      << pd_last_error();
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+}
+
+TEST(ThreadsTransport, EnvironmentSetsTheDefaultTimeout) {
+  setenv("PIPEDREAM_TIMEOUT", "2.5", 1);
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  EXPECT_EQ(pd_transport_timeout(t[0]), 2.5);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+  setenv("PIPEDREAM_TIMEOUT", "soon", 1);
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  EXPECT_EQ(pd_transport_timeout(t[0]), 60);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+  unsetenv("PIPEDREAM_TIMEOUT");
+}
+
+/// Rank 0 of the 2-stage chain runs a step while rank 1 does `other`.
+pd_status stepRankZero(const std::function<void(pd_transport *)> &other,
+                       double timeout, double &seconds, std::string &message) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(2, "1f1b", bin).dump(), bin);
+  pd_transport *t[2];
+  EXPECT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  pd_transport_set_timeout(t[0], timeout);
+  pd_bundle *bundle = nullptr;
+  EXPECT_EQ(pd_bundle_open_rank(dir.path().c_str(), 0, &bundle), PD_OK);
+  pd_pipeline *p = nullptr;
+  EXPECT_EQ(pd_pipeline_create(bundle, 0, t[0], &p), PD_OK);
+  std::thread thread(other, t[1]);
+  ChainData data(8);
+  auto start = std::chrono::steady_clock::now();
+  double loss = 0;
+  pd_status status = pd_pipeline_step(p, data.arrays, 2, 0, &loss);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          start)
+                .count();
+  message = pd_last_error();
+  thread.join();
+  pd_bundle_close(bundle);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+  return status;
+}
+
+TEST(PipelineFaults, SilentRankTimesOut) {
+  double seconds = 0;
+  std::string message;
+  // Rank 1 never runs: rank 0's first recv (the gradient of micro-batch 0)
+  // waits for the timeout.
+  pd_status status =
+      stepRankZero([](pd_transport *) {}, 0.3, seconds, message);
+  EXPECT_EQ(status, PD_ERROR_TIMEOUT);
+  EXPECT_LT(seconds, 5);
+  EXPECT_NE(message.find("rank 0: instruction "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(recv from rank 1, tag 1): timed out after 0.3 s "
+                         "waiting for rank 1"),
+            std::string::npos)
+      << message;
+}
+
+TEST(PipelineFaults, FailedRankIsNamedAtOnce) {
+  double seconds = 0;
+  std::string message;
+  pd_status status = stepRankZero(
+      [](pd_transport *t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        pd_transport_abort(t, "instruction 3 (call stage1_F): it broke");
+      },
+      30, seconds, message);
+  EXPECT_EQ(status, PD_ERROR_PEER);
+  EXPECT_LT(seconds, 5);
+  EXPECT_NE(message.find("rank 1 failed: instruction 3 (call stage1_F): it "
+                         "broke"),
+            std::string::npos)
+      << message;
+}
+
+//===----------------------------------------------------------------------===//
+// bundle.json `pipeline` validation
+//===----------------------------------------------------------------------===//
+
+struct BadCase {
+  const char *label;
+  std::function<void(json &)> edit;
+  const char *message;
+};
+
+void PrintTo(const BadCase &c, std::ostream *os) { *os << c.label; }
+
+class PipelineManifestErrors : public ::testing::TestWithParam<BadCase> {};
+
+json &ins(json &m, int rank, int i) {
+  return m["pipeline"]["ranks"][rank]["program"][i];
+}
+
+TEST_P(PipelineManifestErrors, NamesRankAndInstruction) {
+  std::string bin;
+  json manifest = chainPipelineManifest(2, "1f1b", bin);
+  GetParam().edit(manifest);
+  std::string message;
+  try {
+    parseManifest(manifest.dump(), "b/bundle.json");
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status, PD_ERROR_FORMAT);
+    message = e.what();
+  }
+  EXPECT_NE(message.find(GetParam().message), std::string::npos)
+      << "got: " << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+// Rank 0 of the 2-stage 1F1B chain: 0 input x m0, 1 call F m0, 2 send m0,
+// 3 input x m1, 4 call F m1, 5 send m1, 6 recv grad m0, 7 call B m0, ...
+// Rank 1: 0 recv m0, 1 input y, 2 call F, 3 loss, 4 call B, 5 send grad m0.
+const BadCase kBadCases[] = {
+    {"UnknownOp",
+     [](json &m) { ins(m, 0, 1)["op"] = "jump"; },
+     "pipeline.ranks[0].program[1].op: rank 0, instruction 1: unknown op "
+     "'jump' (expected input, call, send, recv or loss)"},
+    {"RegisterOutOfRange",
+     [](json &m) { ins(m, 0, 2)["src"] = 99; },
+     "pipeline.ranks[0].program[2].src: rank 0, instruction 2: register 99 "
+     "does not exist (rank 0 has"},
+    {"ReadBeforeWrite",
+     [](json &m) { ins(m, 0, 1)["args"][0] = 5; },
+     "pipeline.ranks[0].program[1].args[0]: rank 0, instruction 1: reads "
+     "register 5 before any instruction of the program writes it"},
+    {"TooFewArgs",
+     [](json &m) { ins(m, 0, 1)["args"] = json::array(); },
+     "rank 0, instruction 1: function 'stage0_F' takes 1 value argument (h "
+     "f32[2x2]), got 0 registers"},
+    {"WrongResultType",
+     [](json &m) {
+       m["pipeline"]["ranks"][0]["registers"].push_back(
+           {{"dtype", "f64"}, {"shape", {2, 2}}});
+       ins(m, 0, 1)["results"][1] =
+           m["pipeline"]["ranks"][0]["registers"].size() - 1;
+     },
+     "is f64[2x2] but result 'res' of function 'stage0_F' is f32[2x2]"},
+    {"ResultAliasesArgument",
+     [](json &m) { ins(m, 0, 1)["results"][0] = ins(m, 0, 1)["args"][0]; },
+     "results must not alias arguments"},
+    {"UnknownFunction",
+     [](json &m) { ins(m, 0, 1)["function"] = "stage9_F"; },
+     "rank 0, instruction 1: no function 'stage9_F' (functions: stage0_F"},
+    {"PeerOutOfRange",
+     [](json &m) { ins(m, 0, 2)["peer"] = 2; },
+     "pipeline.ranks[0].program[2].peer: rank 0, instruction 2: peer rank 2 "
+     "does not exist (the pipeline has 2 ranks)"},
+    {"SendToSelf",
+     [](json &m) { ins(m, 0, 2)["peer"] = 0; },
+     "rank 0 cannot send to itself"},
+    {"TagMismatch",
+     [](json &m) { ins(m, 1, 0)["tag"] = 8; },
+     "pipeline.ranks[0].program[2]: send to rank 1 with tag 0 is message 0 "
+     "from rank 0 to rank 1, but the matching recv pipeline.ranks[1]."
+     "program[0] expects tag 8"},
+    {"ShapeMismatch",
+     [](json &m) {
+       // Rank 1 receives micro-batch 0 into a f32[2x3] register (and reads
+       // x into the register its F takes, to stay well-formed otherwise).
+       auto &registers = m["pipeline"]["ranks"][1]["registers"];
+       registers.push_back({{"dtype", "f32"}, {"shape", {2, 3}}});
+       ins(m, 1, 0)["dst"] = registers.size() - 1;
+       auto &program = m["pipeline"]["ranks"][1]["program"];
+       program.insert(program.begin() + 1,
+                      json{{"op", "input"}, {"name", "x"}, {"microbatch", 0},
+                           {"dst", 0}});
+     },
+     "sends f32[2x2] but the matching recv pipeline.ranks[1].program[0] "
+     "receives f32[2x3]"},
+    {"MissingRecv",
+     [](json &m) {
+       auto &p = m["pipeline"]["ranks"][0]["program"];
+       // Drop rank 0's last recv and the B that needs it.
+       for (size_t i = p.size(); i-- > 0;)
+         if (p[i]["op"] == "recv") {
+           p.erase(i + 1);
+           p.erase(i);
+           break;
+         }
+     },
+     "send to rank 0 with tag 7 (message 3 from rank 1 to rank 0) has no "
+     "matching recv: rank 0 receives 3 messages from rank 1 and rank 1 sends "
+     "4"},
+    {"MicrobatchOutOfRange",
+     [](json &m) { ins(m, 0, 0)["microbatch"] = 4; },
+     "rank 0, instruction 0: micro-batch 4 is out of range (the schedule has "
+     "4)"},
+    {"UnknownData",
+     [](json &m) { ins(m, 0, 0)["name"] = "z"; },
+     "no data array 'z' (pipeline.inputs and labels: x, y)"},
+    {"DataWrongFirstAxis",
+     [](json &m) {
+       m["pipeline"]["ranks"][0]["registers"][0]["shape"] = {3, 2};
+       m["pipeline"]["ranks"][0]["registers"][0]["dtype"] = "f32";
+     },
+     "the first axis of data 'x' must be microbatch_size 2"},
+    {"DuplicateLoss",
+     [](json &m) { ins(m, 1, 9)["microbatch"] = 0; },
+     "pipeline.ranks[1].program[9]: rank 1, instruction 9: a second loss of "
+     "micro-batch 0 (the first is pipeline.ranks[1].program[3])"},
+    {"LossNotScalar",
+     [](json &m) { ins(m, 1, 3)["src"] = 0; },
+     "the loss register 0 is f32[2x2]; expected one f32 or f64 element"},
+    {"BatchSize",
+     [](json &m) { m["pipeline"]["batch_size"] = 9; },
+     "pipeline.batch_size: 9 is not schedule.microbatches x microbatch_size "
+     "= 4 x 2"},
+    {"RankOrder",
+     [](json &m) { m["pipeline"]["ranks"][1]["rank"] = 0; },
+     "pipeline.ranks[1].rank: entry 1 of pipeline.ranks says rank 0"},
+    {"WeightVersions",
+     [](json &m) { ins(m, 0, 1)["weights"] = {{"save", 0}}; },
+     "weight versions (asynchronous schedules) are not supported by this "
+     "runtime yet"},
+    {"ArgumentType",
+     [](json &m) {
+       m["pipeline"]["ranks"][1]["registers"][1]["dtype"] = "i64";
+     },
+     "rank 1, instruction 2: register 1 is i64[2] but argument 'y' of "
+     "function 'stage1_F' is f32[2]"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, PipelineManifestErrors,
+                         ::testing::ValuesIn(kBadCases),
+                         [](const ::testing::TestParamInfo<BadCase> &info) {
+                           return std::string(info.param.label);
+                         });
+
+TEST(PipelineManifest, ParsesTheChain) {
+  std::string bin;
+  Manifest m = parseManifest(chainPipelineManifest(4, "1f1b", bin).dump(),
+                             "b/bundle.json");
+  ASSERT_TRUE(m.hasPipeline);
+  EXPECT_EQ(m.pipeline.ranks.size(), 4u);
+  EXPECT_EQ(m.pipeline.lossRank, 3u);
+  EXPECT_EQ(m.pipeline.kind, "1f1b");
+  ASSERT_EQ(m.pipeline.data.size(), 2u);
+  EXPECT_EQ(m.pipeline.data[0].ranks, std::vector<size_t>{0});
+  EXPECT_EQ(m.pipeline.data[1].ranks, std::vector<size_t>{3});
+  EXPECT_TRUE(m.pipeline.data[1].isLabels);
+  EXPECT_EQ(m.pipeline.ranks[1].functions.size(), 3u);
+}
+
+} // namespace
