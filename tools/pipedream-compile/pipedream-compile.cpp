@@ -327,8 +327,8 @@ scheduleModule(ModuleOp module, const pipedream::PartitionReport &partition,
     return failure();
   }
   if (lossOption.empty()) {
-    error = "--emit scheduled builds the training program: pass --loss "
-            "cross-entropy|mse";
+    error = "a pipeline trains: pass --loss cross-entropy|mse (pipelines of "
+            "forward-only --inference bundles are not supported)";
     return failure();
   }
   int64_t m = microbatches.getNumOccurrences()

@@ -225,8 +225,7 @@ def main():
     else:
         losses, weights = run_tool(
             args.bin, piped, data_path, args.steps, work,
-            args.stages if args.runner == "mpi" else args.stages,
-            args.runner)
+            args.stages if args.runner == "mpi" else None, args.runner)
 
     tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
            f"M={m} ({args.runner})")
