@@ -347,6 +347,13 @@ LogicalResult writeBundle(
     llvm::function_ref<LogicalResult(StringRef, std::string &)> writeLibrary,
     std::string &error) {
   llvm::SmallString<256> target(outputDir);
+  // createUniqueDirectory resolves a relative model against the system's
+  // temporary directory, not the working directory: work with absolute
+  // paths (messages keep the path as given).
+  if (std::error_code ec = llvm::sys::fs::make_absolute(target)) {
+    error = (outputDir + ": " + ec.message()).str();
+    return failure();
+  }
   llvm::sys::path::remove_dots(target, /*remove_dot_dot=*/true);
   if (target.empty())
     target = ".";
