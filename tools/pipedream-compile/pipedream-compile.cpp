@@ -566,6 +566,13 @@ static bool runPartitioning(int &code) {
   if (scheduled &&
       failed(scheduleModule(*module, *report, json, scheduleText, error)))
     return code = fail(modelName + ": " + error), true;
+  std::string renderedReport =
+      llvm::formatv("{0:2}", llvm::json::Value(std::move(json)));
+  // NOTE: the in-process linker (lld) resets every LLVM command-line
+  // option to its default; read the flags needed after code generation now.
+  bool wantReport = reportOption;
+  std::string reportJSONPath = reportJSONOption;
+  std::string outputDir = outputPath;
   if (pipelineBundle) {
     auto ranks = pipedream::serializeRankPrograms(*module, error);
     if (failed(ranks))
@@ -627,19 +634,27 @@ static bool runPartitioning(int &code) {
             },
             error)))
       return code = fail(modelName + ": " + error), true;
-  }
-  if (!reportJSONOption.empty()) {
+    // CLI.md: OUT_DIR holds report.json too.
+    llvm::SmallString<256> reportPath(outputDir);
+    llvm::sys::path::append(reportPath, "report.json");
     std::string openError;
-    auto file = openOutputFile(reportJSONOption, &openError);
+    auto file = openOutputFile(reportPath, &openError);
     if (!file)
-      return code = fail(reportJSONOption + ": " + openError), true;
-    file->os() << llvm::formatv("{0:2}", llvm::json::Value(std::move(json)))
-               << "\n";
+      return code = fail(reportPath + ": " + openError), true;
+    file->os() << renderedReport << "\n";
+    file->keep();
+  }
+  if (!reportJSONPath.empty()) {
+    std::string openError;
+    auto file = openOutputFile(reportJSONPath, &openError);
+    if (!file)
+      return code = fail(reportJSONPath + ": " + openError), true;
+    file->os() << renderedReport << "\n";
     file->keep();
   }
   // The report goes to stderr when the IR goes to stdout.
-  if (reportOption) {
-    bool irToStdout = outputPath.empty() || outputPath == "-";
+  if (wantReport) {
+    bool irToStdout = outputDir.empty() || outputDir == "-";
     llvm::raw_ostream &os = irToStdout ? llvm::errs() : llvm::outs();
     pipedream::printPartitionReport(*report, os);
     os << scheduleText;
