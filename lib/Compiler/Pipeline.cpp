@@ -175,7 +175,12 @@ struct RankWriter {
           results.push_back(*reg);
         }
         StageAttr stage = call.getStage();
-        instructions.push_back(llvm::json::Object{
+        llvm::json::Object weights;
+        if (auto version =
+                call->getAttrOfType<IntegerAttr>("pipe.weight_version"))
+          weights[call.getAction() == ActionKind::Forward ? "save" : "use"] =
+              version.getInt();
+        llvm::json::Object instruction{
             {"op", "call"},
             {"function", call.getCallee()},
             {"action", stringifyActionKind(call.getAction())},
@@ -183,7 +188,10 @@ struct RankWriter {
             {"chunk", stage.getChunk()},
             {"microbatch", static_cast<int64_t>(call.getMicrobatch())},
             {"args", std::move(args)},
-            {"results", std::move(results)}});
+            {"results", std::move(results)}};
+        if (!weights.empty())
+          instruction["weights"] = std::move(weights);
+        instructions.push_back(std::move(instruction));
         // Results nobody reads are free right away.
         for (Value r : call.getResults())
           if (!lastUse.count(r))

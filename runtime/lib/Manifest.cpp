@@ -704,10 +704,20 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                                             ")");
         ins.function = it->second;
         const FunctionSpec &function = manifest.functions[ins.function];
-        if (ientry.contains("weights"))
-          v.fail(fieldPath("weights"),
-                 where + "weight versions (asynchronous schedules) are not "
-                         "supported by this runtime yet");
+        if (ientry.contains("weights")) {
+          const json &weights = v.object(ientry["weights"], fieldPath("weights"));
+          bool save = weights.contains("save"), use = weights.contains("use");
+          if (save == use || weights.size() != 1)
+            v.fail(fieldPath("weights"),
+                   where + "expected exactly one of \"save\" and \"use\"");
+          std::string key = save ? "save" : "use";
+          int64_t slot = static_cast<int64_t>(
+              v.unsignedInt(weights[key], fieldPath("weights") + "." + key));
+          (save ? ins.saveWeights : ins.useWeights) = slot;
+        }
+        if (ientry.contains("chunk"))
+          ins.chunk = static_cast<int64_t>(
+              v.unsignedInt(ientry["chunk"], fieldPath("chunk")));
         if (ientry.contains("microbatch"))
           ins.microbatch = microbatch();
         if (ientry.contains("action"))

@@ -128,6 +128,12 @@ struct PipelineInstruction {
   size_t function = 0;
   std::string action;
   int64_t stage = -1;
+  int64_t chunk = 0;
+  /// call (asynchronous schedules): keep the function's weights as version
+  /// slot `saveWeights` of (stage, chunk), or run with the weights of slot
+  /// `useWeights` instead of the current ones; -1 when absent.
+  int64_t saveWeights = -1;
+  int64_t useWeights = -1;
   /// call: registers of the function's value arguments and results, in
   /// the order of its non-bound input and output buffers.
   std::vector<size_t> args;

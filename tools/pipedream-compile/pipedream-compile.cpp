@@ -340,6 +340,21 @@ scheduleModule(ModuleOp module, const pipedream::PartitionReport &partition,
     return failure();
   }
   bool split = config.splitsBackward();
+  // Asynchronous schedules update several times per step: each update
+  // applies the mean gradient of its micro-batches (pipedream: one, 2bw: a
+  // window of K, as in the papers).
+  int64_t perUpdate = m;
+  if (*kind == sched::Kind::PipeDream)
+    perUpdate = 1;
+  if (*kind == sched::Kind::TwoBW) {
+    if (m % stagesOption != 0) {
+      error = "--schedule 2bw coalesces gradients over windows of K = " +
+              std::to_string(stagesOption) +
+              " micro-batches: --microbatches must be a multiple of it";
+      return failure();
+    }
+    perUpdate = stagesOption;
+  }
   std::string firstError;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
@@ -364,6 +379,7 @@ scheduleModule(ModuleOp module, const pipedream::PartitionReport &partition,
       "pipe-build-stage-training{loss=" + lossOption.getValue() +
       " labels-name=" + labelsName.getValue() +
       " microbatches=" + std::to_string(m) +
+      " microbatches-per-update=" + std::to_string(perUpdate) +
       " split-backward=" + (split ? "true" : "false") +
       " optimizer=" + optimizerOption.getValue() + " lr=" + number(lr) +
       " momentum=" +

@@ -31,7 +31,7 @@ func.func @main(%x: tensor<2x4xf32> {nn.name = "x", pipe.stage = #pipe.stage<0>}
 // CHECK: nn.add %[[ACC]], %{{.*}} : (tensor<4xf32>, tensor<4xf32>)
 // CHECK-LABEL: func.func @stage0_U(
 // CHECK-SAME: {nn.name = "grad:w0", nn.role = "grad"}
-// CHECK-SAME: -> (tensor<4xf32> {nn.name = "w0.next", nn.updates = "w0"})
+// CHECK-SAME: -> (tensor<4xf32> {nn.name = "w0.next", nn.updates = "w0"}, tensor<4xf32> {nn.name = "grad:w0.next", nn.updates = "grad:w0"})
 // The last stage receives edge 0, takes the labels and returns the loss.
 // CHECK-LABEL: func.func @stage1_F(
 // CHECK-SAME: {pipe.recv = 0 : i64}

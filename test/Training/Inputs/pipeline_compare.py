@@ -79,9 +79,24 @@ def python_pipeline(bundle, data, steps):
     n = m_count * b
     rows = next(iter(data.values())).shape[0]
 
+    versions = [dict() for _ in ranks]  # (stage, chunk, slot) -> {name: array}
+
     def call(rank, ins):
         fn = functions[ins["function"]]
         regs = registers[rank]
+        key = None
+        weights_of = persistent[rank]
+        spec = ins.get("weights", {})
+        if spec:
+            key = (ins["stage"], ins["chunk"],
+                   spec.get("save", spec.get("use")))
+        if "save" in spec:
+            versions[rank][key] = {
+                b["name"]: persistent[rank][b["name"]].copy()
+                for b in fn["buffers"] if b["role"] == "weight"}
+        if "use" in spec:
+            weights_of = dict(persistent[rank])
+            weights_of.update(versions[rank][key])
         arrays, outputs = [], []
         args = iter(ins["args"])
         results = iter(ins["results"])
@@ -96,6 +111,8 @@ def python_pipeline(bundle, data, steps):
                     arrays.append(regs[next(results)])
             elif buf["role"] == "input":
                 arrays.append(regs[next(args)])
+            elif buf["role"] == "weight":
+                arrays.append(weights_of[buf["name"]])
             else:
                 arrays.append(persistent[rank][buf["name"]])
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
@@ -202,7 +219,10 @@ def main():
                           do_constant_folding=True)
     m, b = args.microbatches, args.microbatch_size
     rng = np.random.default_rng(11)
-    x, labels = tc.make_data(args.model, example, m * b * args.steps + 1, rng)
+    asynchronous = args.schedule in ("pipedream", "2bw")
+    # Asynchronous runs must also learn: they cycle over two batches.
+    rows = 2 * m * b if asynchronous else m * b * args.steps + 1
+    x, labels = tc.make_data(args.model, example, rows, rng)
     data = {in_name: x, "labels": labels}
     data_path = os.path.join(work, "data.npz")
     np.savez(data_path, **data)
@@ -218,8 +238,17 @@ def main():
                     str(args.stages), "--virtual-stages", str(args.virtual),
                     "--schedule", args.schedule], check=True)
 
-    ref_losses, ref_weights = tc.python_runner(single, in_name, x, labels,
-                                               args.steps)
+    if asynchronous:
+        # No single-rank equivalent: the reference is the sequential
+        # execution of the same schedule (same weight versions).
+        ref_losses, ref_weights = python_pipeline(piped, data, args.steps)
+        if args.runner == "python":
+            print("error: an asynchronous schedule is checked against the "
+                  "runtime: pass --runner threads or mpi")
+            return 1
+    else:
+        ref_losses, ref_weights = tc.python_runner(single, in_name, x, labels,
+                                                   args.steps)
     if args.runner == "python":
         losses, weights = python_pipeline(piped, data, args.steps)
     else:
@@ -247,6 +276,9 @@ def main():
         if rel > RTOL:
             print(f"MISMATCH {tag}: weight {name} differs by {rel:.3g}")
             bad += 1
+    if asynchronous and not losses[-1] < losses[0]:
+        print(f"MISMATCH {tag}: the loss does not decrease: {losses}")
+        bad += 1
     if not bad:
         print(f"OK {tag}: losses {' '.join(f'{v:.6f}' for v in losses)}; worst "
               f"relative error loss {worst_loss:.2g}, weights {worst:.2g}")

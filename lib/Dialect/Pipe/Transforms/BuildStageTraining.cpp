@@ -369,7 +369,10 @@ void BuildStageTrainingPass::runOnOperation() {
         nn::differentiateFunction(stageFn, options);
     if (failed(diff))
       return signalPassFailure();
-    double seed = 1.0 / static_cast<double>(microbatches);
+    double seed =
+        1.0 / static_cast<double>(microbatchesPerUpdate > 0
+                                      ? microbatchesPerUpdate.getValue()
+                                      : microbatches.getValue());
     auto stageAttr = c.stage;
     auto finish = [&](func::FuncOp fn, StringRef letter) {
       fn.setSymName((base + "_" + letter).str());
@@ -403,6 +406,36 @@ void BuildStageTrainingPass::runOnOperation() {
     func::FuncOp update = nn::buildOptimizerUpdate(
         b, loc, base + "_U", weights, opt, "step:" + base);
     update->setAttr(PipeDialect::kStageAttrName, stageAttr);
+    // U also clears the gradient accumulators it consumed, so asynchronous
+    // schedules (several updates per step) start each window from zero.
+    {
+      auto ret = cast<func::ReturnOp>(update.front().getTerminator());
+      b.setInsertionPoint(ret);
+      SmallVector<Value> results(ret.getOperands());
+      SmallVector<DictionaryAttr> resultAttrs;
+      for (unsigned j = 0; j < update.getNumResults(); ++j)
+        resultAttrs.push_back(update.getResultAttrDict(j));
+      for (unsigned i = 0, e = update.getNumArguments(); i < e; ++i) {
+        auto role = update.getArgAttrOfType<StringAttr>(i,
+                                                        NNNames::kRoleAttrName);
+        if (!role || role.getValue() != "grad")
+          continue;
+        auto name = update.getArgAttrOfType<StringAttr>(i,
+                                                        NNNames::kNameAttrName);
+        results.push_back(
+            constantLike(b, loc, update.getArgumentTypes()[i], 0.0));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr(NNNames::kNameAttrName,
+                            b.getStringAttr(name.getValue() + ".next")),
+             b.getNamedAttr(NNNames::kUpdatesAttrName, name)}));
+      }
+      func::ReturnOp::create(b, ret.getLoc(), results);
+      ret.erase();
+      update.setType(b.getFunctionType(update.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+      for (auto [j, attrs] : llvm::enumerate(resultAttrs))
+        update.setResultAttrs(j, attrs);
+    }
     toErase.push_back(stageFn);
     toErase.push_back(callee);
   }

@@ -380,6 +380,11 @@ void UnrollSchedulePass::runOnOperation() {
     auto call = CallStageOp::create(
         b, loc, cast<FunctionOpInterface>(fn.getOperation()),
         toAttrAction(a.op), args, stageAttrOf(v), m);
+    // Asynchronous schedules: F records the stage's weight version in the
+    // (stage, micro-batch)'s slot, its B and W run with that version.
+    if (!config.isSynchronous() && a.op != sched::Op::U)
+      call->setAttr("pipe.weight_version",
+                    b.getI64IntegerAttr(slotBase[{v, m}]));
     if (a.op == sched::Op::B) {
       unsigned argIndex = 0;
       for (unsigned j = 0, e = fn.getNumArguments(); j < e; ++j) {

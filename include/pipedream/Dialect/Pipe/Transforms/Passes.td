@@ -78,6 +78,11 @@ def BuildStageTrainingPass
            "Name of the labels input">,
     Option<"microbatches", "microbatches", "int64_t", "1",
            "Micro-batches per step (the loss gradient is 1/M)">,
+    Option<"microbatchesPerUpdate", "microbatches-per-update", "int64_t",
+           "0",
+           "Micro-batches whose gradients one update applies (asynchronous "
+           "schedules: 1 for pipedream, K for 2bw; 0 = all M); the loss "
+           "gradient is 1/this">,
     Option<"splitBackward", "split-backward", "bool", "false",
            "Split B into input-gradient B and weight-gradient W (zb-h1)">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
