@@ -14,7 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
+#include "Checkpoint.h"
 #include "Manifest.h"
+#include "Trace.h"
 #include "Transport.h"
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using pipedream::runtime::AlignedMemory;
@@ -56,11 +59,23 @@ struct pd_pipeline {
   std::vector<size_t> reads;
   /// Scratch pointer array for calls.
   std::vector<void *> arguments;
+  /// Weight versions of asynchronous schedules: (stage, chunk, slot) ->
+  /// weight name -> a copy of the weights an F ran with.
+  std::map<std::tuple<int64_t, int64_t, int64_t>,
+           std::map<std::string, AlignedMemory>>
+      weightVersions;
+  /// Measured events (pd_pipeline_set_tracing).
+  pipedream::runtime::TraceLog trace;
 };
 
 namespace pipedream {
 namespace runtime {
 void destroyPipeline(pd_pipeline *pipeline) { delete pipeline; }
+pd_bundle *pipelineBundle(pd_pipeline *pipeline) { return pipeline->bundle; }
+pd_transport *pipelineTransport(pd_pipeline *pipeline) {
+  return pipeline->transport;
+}
+TraceLog &traceLogOf(pd_pipeline &pipeline) { return pipeline.trace; }
 } // namespace runtime
 } // namespace pipedream
 
@@ -256,6 +271,23 @@ std::string describeInstruction(const pd_pipeline &p,
     return "loss of micro-batch " + std::to_string(ins.microbatch);
   }
   return "?";
+}
+
+/// Adds the trace event of instruction `ins`, begun at `start`.
+void recordInstruction(pd_pipeline &p, const PipelineInstruction &ins,
+                       double start) {
+  using Op = PipelineInstruction::Op;
+  static const char *const names[] = {"input", "call", "send", "recv",
+                                      "loss"};
+  const char *function =
+      ins.op == Op::Call
+          ? p.bundle->manifest.functions[ins.function].name.c_str()
+          : "";
+  bool message = ins.op == Op::Send || ins.op == Op::Recv;
+  p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
+              ins.stage, ins.microbatch,
+              message ? static_cast<int64_t>(ins.peer) : -1,
+              message ? ins.tag : -1, start);
 }
 
 /// Throws the transport's last error, with `where` in front.
@@ -491,6 +523,9 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
       if (spec.data[p.reads[k]].isLabels)
         checkLabels(spec, *matched[k], samples, first, spec.batchSize);
 
+    pipedream::runtime::TraceLog &trace = p.trace;
+    const double stepStart =
+        trace.enabled ? pipedream::runtime::traceNow() : 0;
     for (pd_buffer *grad : p.grads)
       std::memset(ensureMemory(*grad), 0, grad->type.numBytes);
     double total = 0;
@@ -498,6 +533,7 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     const auto &program = p.program->program;
     for (size_t i = 0; i < program.size(); ++i) {
       const PipelineInstruction &ins = program[i];
+      const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
       std::string where = "instruction " + std::to_string(i) + " (" +
                           describeInstruction(p, ins) + "): ";
       switch (ins.op) {
@@ -525,10 +561,39 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
       case PipelineInstruction::Op::Call: {
         pd_function &function = *p.bundle->functionByIndex[ins.function];
         p.arguments.resize(function.buffers.size());
+        // Asynchronous schedules: F keeps the weights it runs with; its B
+        // and W run with that version (PipeDream's weight stashing).
+        std::map<std::string, AlignedMemory> *version = nullptr;
+        if (ins.saveWeights >= 0 || ins.useWeights >= 0) {
+          auto key = std::make_tuple(
+              ins.stage, ins.chunk,
+              ins.saveWeights >= 0 ? ins.saveWeights : ins.useWeights);
+          version = &p.weightVersions[key];
+          if (ins.useWeights >= 0 && version->empty())
+            throw Error(PD_ERROR_INVALID_ARGUMENT,
+                        where + "no weight version " +
+                            std::to_string(ins.useWeights) +
+                            " was saved for this stage");
+        }
         size_t a = 0, r = 0;
         for (size_t k = 0; k < function.buffers.size(); ++k) {
           const BufferSpec &buffer = function.spec.buffers[k];
-          if (isBoundBuffer(buffer))
+          if (version && buffer.role == PD_ROLE_WEIGHT) {
+            pd_buffer *weight = function.buffers[k];
+            size_t bytes = pd_buffer_num_bytes(weight);
+            if (ins.saveWeights >= 0) {
+              AlignedMemory &copy = (*version)[buffer.name];
+              if (!copy)
+                copy = allocateAligned(bytes, "weight version of '" +
+                                                  buffer.name + "'");
+              std::memcpy(copy.get(), ensureMemory(*weight), bytes);
+              p.arguments[k] = copy.get();
+            } else {
+              auto it = version->find(buffer.name);
+              p.arguments[k] = it != version->end() ? it->second.get()
+                                                    : ensureMemory(*weight);
+            }
+          } else if (isBoundBuffer(buffer))
             p.arguments[k] = ensureMemory(*function.buffers[k]);
           else if (buffer.role == PD_ROLE_INPUT)
             p.arguments[k] = p.registers[ins.args[a++]].get();
@@ -558,6 +623,8 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
                             p.program->registers[ins.src].dtype);
         break;
       }
+      if (trace.enabled)
+        recordInstruction(p, ins, start);
     }
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
@@ -572,6 +639,9 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
                     "receiving the step loss: ");
     if (loss && (p.rank == 0 || p.rank == spec.lossRank))
       *loss = stepLoss;
+    if (trace.enabled)
+      trace.add("step", "", "", -1, -1, -1, -1, stepStart);
+    ++trace.steps;
     return PD_OK;
   });
 }

@@ -13,7 +13,9 @@
 #include "pipedream/runtime.h"
 
 #include "Bundle.h"
+#include "Checkpoint.h"
 #include "Manifest.h"
+#include "Trace.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -116,7 +118,16 @@ struct pd_trainer {
   pd_buffer *loss = nullptr;
   /// Every `grad` buffer of the bundle, zeroed before each step.
   std::vector<pd_buffer *> grads;
+  /// Measured events (pd_trainer_set_tracing).
+  pipedream::runtime::TraceLog trace;
 };
+
+namespace pipedream {
+namespace runtime {
+pd_bundle *trainerBundle(pd_trainer *trainer) { return trainer->bundle; }
+TraceLog &traceLogOf(pd_trainer &trainer) { return trainer.trace; }
+} // namespace runtime
+} // namespace pipedream
 
 pd_bundle::~pd_bundle() {
   for (pd_pipeline *pipeline : pipelines)
@@ -1217,11 +1228,17 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     // The labels are the last data buffer.
     checkLabels(*trainer, *matched.back(), samples, first, spec.batchSize);
 
+    pipedream::runtime::TraceLog &trace = trainer->trace;
+    using pipedream::runtime::traceNow;
+    const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
       std::memset(grad->memory.get(), 0, grad->type.numBytes);
     double total = 0;
     size_t b = spec.microbatchSize;
+    const int64_t noValue = -1;
     for (size_t i = 0; i < spec.microbatches; ++i) {
+      const double inputStart = trace.enabled ? traceNow() : 0;
+      const int64_t m = static_cast<int64_t>(i);
       size_t start = (first + i * b) % samples;
       for (size_t k = 0; k < trainer->data.size(); ++k) {
         pd_buffer &buffer = *trainer->data[k];
@@ -1238,10 +1255,26 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
         }
         buffer.written = true;
       }
+      double callStart = 0;
+      if (trace.enabled) {
+        trace.add("input", "", "", noValue, m, noValue, noValue, inputStart);
+        callStart = traceNow();
+      }
       runFunction(*trainer->step);
+      if (trace.enabled)
+        trace.add("call", trainer->step->spec.name.c_str(), "FB", 0, m,
+                  noValue, noValue, callStart);
       total += readLoss(*trainer->loss);
     }
+    const double updateStart = trace.enabled ? traceNow() : 0;
     runFunction(*trainer->update);
+    if (trace.enabled) {
+      trace.add("call", trainer->update->spec.name.c_str(), "U", 0, noValue,
+                noValue, noValue, updateStart);
+      trace.add("step", "", "", noValue, noValue, noValue, noValue,
+                stepStart);
+    }
+    ++trace.steps;
     if (loss)
       *loss = total / static_cast<double>(spec.microbatches);
     return PD_OK;

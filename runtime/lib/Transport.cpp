@@ -50,6 +50,10 @@ std::string describeTag(int64_t tag) {
     return "the step loss";
   if (tag == PD_TAG_WEIGHTS)
     return "weights";
+  if (tag == PD_TAG_CHECKPOINT)
+    return "the checkpoint report";
+  if (tag == PD_TAG_TRACE)
+    return "the trace";
   return "tag " + std::to_string(tag);
 }
 
@@ -310,7 +314,8 @@ pd_status checkPeer(const pd_transport *transport, size_t peer,
                 std::string(caller) + ": peer " + std::to_string(peer) +
                     " is not another rank of " +
                     std::to_string(transport->size));
-  if (tag < 0 && tag != PD_TAG_STEP_LOSS && tag != PD_TAG_WEIGHTS)
+  if (tag < 0 && tag != PD_TAG_STEP_LOSS && tag != PD_TAG_WEIGHTS &&
+      tag != PD_TAG_CHECKPOINT && tag != PD_TAG_TRACE)
     return fail(PD_ERROR_INVALID_ARGUMENT,
                 std::string(caller) + ": tag " + std::to_string(tag) +
                     " is negative and not one of the runtime's");

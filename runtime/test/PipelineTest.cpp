@@ -610,10 +610,9 @@ const BadCase kBadCases[] = {
     {"RankOrder",
      [](json &m) { m["pipeline"]["ranks"][1]["rank"] = 0; },
      "pipeline.ranks[1].rank: entry 1 of pipeline.ranks says rank 0"},
-    {"WeightVersions",
-     [](json &m) { ins(m, 0, 1)["weights"] = {{"save", 0}}; },
-     "weight versions (asynchronous schedules) are not supported by this "
-     "runtime yet"},
+    {"WeightVersionsBoth",
+     [](json &m) { ins(m, 0, 1)["weights"] = {{"save", 0}, {"use", 0}}; },
+     "expected exactly one of \"save\" and \"use\""},
     {"ArgumentType",
      [](json &m) {
        m["pipeline"]["ranks"][1]["registers"][1]["dtype"] = "i64";

@@ -28,15 +28,19 @@
 // writes the loss log and the trained model.
 //
 // Any error is one line `error: ...` on stderr and exit status 1.
+// Checkpoints (--checkpoint-dir DIR --checkpoint-every S, --resume) and
+// measured Chrome traces (--trace RUN.json) work for both kinds of training
+// (docs/Runtime.md).
+//
 // Uses the runtime library and, for --save-onnx, the ONNX protobuf classes
-// (no MLIR/LLVM). Flags of the CLI contract that later issues implement
-// (--trace, checkpoints) are rejected rather than ignored.
+// (no MLIR/LLVM).
 //
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/npy.h"
 #include "pipedream/runtime.h"
 
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -73,6 +77,8 @@ const char kUsage[] =
     "usage: pipedream-run OUT_DIR --inputs IN.npz [--outputs OUT.npz]\n"
     "       pipedream-run OUT_DIR --data DATA.npz [--steps N]\n"
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
+    "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
+    "                     --checkpoint-every S] [--resume]\n"
     "                     [--ranks K] [--transport threads|mpi]\n"
     "                     [--timeout SECONDS]\n"
     "\n"
@@ -95,6 +101,17 @@ const char kUsage[] =
     "  --save-onnx TRAINED.onnx the bundle's model.onnx with the trained\n"
     "                           weights\n"
     "  --loss-log LOSS.csv      `step,loss` per step (step from 1)\n"
+    "  --trace RUN.json         Chrome trace of the run with measured\n"
+    "                           durations: one lane per rank, one slice per\n"
+    "                           call (F/B/W/U, stage, micro-batch) and per\n"
+    "                           send/recv; pipelines also print the measured\n"
+    "                           bubble fraction next to report.json's\n"
+    "  --checkpoint-dir DIR     where checkpoints go (created if missing)\n"
+    "  --checkpoint-every S     save weights, optimizer state and the step\n"
+    "                           every S steps (atomically; the previous one\n"
+    "                           stays valid until the new one is complete)\n"
+    "  --resume                 continue from DIR's latest checkpoint up to\n"
+    "                           --steps, with the same data order\n"
     "\n"
     "Pipeline bundles (compiled with --stages K):\n"
     "  --ranks K                run K MPI processes: re-executes itself under\n"
@@ -111,10 +128,6 @@ const char kUsage[] =
     "Training progress goes to stderr as one updating line on a terminal,\n"
     "else to stdout as one line per step and a summary.\n";
 
-/// Flags of the CLI contract (../shared/CLI.md) that later issues implement.
-const char *const kLaterFlags[] = {
-    "--trace", "--checkpoint-dir", "--checkpoint-every", "--resume",
-};
 
 /// Flags taking a value, and where it goes.
 struct Options {
@@ -131,6 +144,11 @@ struct Options {
   std::string transport;
   std::string timeout;
   double timeoutSeconds = 0;
+  std::string trace;
+  std::string checkpointDir;
+  std::string checkpointEvery;
+  uint64_t checkpointSteps = 0;
+  bool resume = false;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -152,6 +170,12 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.transport;
   if (flag == "--timeout")
     return &options.timeout;
+  if (flag == "--trace")
+    return &options.trace;
+  if (flag == "--checkpoint-dir")
+    return &options.checkpointDir;
+  if (flag == "--checkpoint-every")
+    return &options.checkpointEvery;
   return nullptr;
 }
 
@@ -181,20 +205,28 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         value = arg.substr(equals + 1);
         hasValue = true;
       }
-      for (const char *later : kLaterFlags)
-        if (flag == later) {
-          message = flag + " is not supported yet: it arrives with a later "
-                           "version of pipedream-run";
+      if (flag == "--resume") {
+        if (hasValue) {
+          message = "--resume takes no value";
           return false;
         }
+        if (!seen.insert(flag).second) {
+          message = flag + " given twice";
+          return false;
+        }
+        options.resume = true;
+        continue;
+      }
       std::string *target = valueOf(options, flag);
       if (!target) {
         message = "unknown option '" + flag + "' (see pipedream-run --help)";
         return false;
       }
       const char *what =
-          flag == "--steps" || flag == "--ranks" || flag == "--timeout"
+          flag == "--steps" || flag == "--ranks" || flag == "--timeout" ||
+                  flag == "--checkpoint-every"
               ? "a number"
+          : flag == "--checkpoint-dir" ? "a directory"
               : flag == "--transport" ? "threads or mpi" : "a file name";
       if (!hasValue) {
         if (i + 1 >= argc) {
@@ -270,9 +302,40 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     }
     options.timeoutSeconds = value;
   }
+  if (!options.checkpointEvery.empty()) {
+    const std::string &text = options.checkpointEvery;
+    bool digits = std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    unsigned long long every =
+        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE || every == 0) {
+      message = "--checkpoint-every: expected a positive number of steps, "
+                "got '" + text + "'";
+      return false;
+    }
+    options.checkpointSteps = every;
+    if (options.checkpointDir.empty()) {
+      message = "--checkpoint-every needs --checkpoint-dir DIR";
+      return false;
+    }
+  }
+  if (options.resume && options.checkpointDir.empty()) {
+    message = "--resume needs --checkpoint-dir DIR (the checkpoints to "
+              "resume from)";
+    return false;
+  }
+  if (!options.checkpointDir.empty() && options.checkpointEvery.empty() &&
+      !options.resume) {
+    message = "--checkpoint-dir needs --checkpoint-every S (save every S "
+              "steps) or --resume";
+    return false;
+  }
   if (options.data.empty()) {
     for (const char *flag : {"--steps", "--save-onnx", "--loss-log",
-                             "--ranks", "--transport", "--timeout"})
+                             "--ranks", "--transport", "--timeout",
+                             "--trace", "--checkpoint-dir",
+                             "--checkpoint-every", "--resume"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";
@@ -547,7 +610,7 @@ public:
 
   void step(uint64_t index, double loss, double seconds) {
     total += seconds;
-    if (index == 1)
+    if (ran++ == 0)
       firstLoss = loss;
     lastLoss = loss;
     double rate = seconds > 0 ? batchSize / seconds : 0;
@@ -578,10 +641,16 @@ public:
 
   /// The last line: losses and the mean step time.
   void finish() {
-    double mean = total / steps;
+    if (ran == 0) {
+      std::printf("trained 0 steps (all %llu steps were done already)\n",
+                  static_cast<unsigned long long>(steps));
+      std::fflush(stdout);
+      return;
+    }
+    double mean = total / ran;
     std::printf("trained %llu steps: loss %.6f -> %.6f, mean step time %.3f "
                 "ms, %.1f samples/s\n",
-                static_cast<unsigned long long>(steps), firstLoss, lastLoss,
+                static_cast<unsigned long long>(ran), firstLoss, lastLoss,
                 mean * 1e3, mean > 0 ? batchSize / mean : 0.0);
     std::fflush(stdout);
   }
@@ -591,8 +660,218 @@ private:
   size_t batchSize;
   bool bar;
   double total = 0, firstLoss = 0, lastLoss = 0;
+  uint64_t ran = 0;
   std::chrono::steady_clock::time_point lastDraw;
 };
+
+//===----------------------------------------------------------------------===//
+// Checkpoints and traces
+//===----------------------------------------------------------------------===//
+
+/// A test hook: $PIPEDREAM_TEST_KILL_AFTER_STEP = k SIGKILLs this process
+/// (every rank of a threads run) once step k (from 1) and its checkpoint
+/// are done, as `kill -9` would. For the resume tests only.
+void killAfterStepHook(uint64_t step, size_t rank = 0) {
+  if (rank != 0)
+    return;
+  const char *at = std::getenv("PIPEDREAM_TEST_KILL_AFTER_STEP");
+  if (!at || !*at || std::strtoull(at, nullptr, 10) != step)
+    return;
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "PIPEDREAM_TEST_KILL_AFTER_STEP: killed after step %llu "
+               "(test hook)\n",
+               static_cast<unsigned long long>(step));
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
+/// Whether step `done` (steps done so far, from 1) ends with a checkpoint.
+bool checkpointDue(const Options &options, uint64_t done) {
+  return options.checkpointSteps && done % options.checkpointSteps == 0;
+}
+
+/// "F3 s1" (action, micro-batch, stage) as pipedream-compile --trace
+/// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)", "step 4".
+std::string sliceName(const pd_trace_event &e, uint64_t step) {
+  std::string op = e.op;
+  if (op == "call") {
+    std::string name = *e.action ? e.action : e.function;
+    if (e.microbatch >= 0)
+      name += std::to_string(e.microbatch);
+    if (e.stage >= 0)
+      name += " s" + std::to_string(e.stage);
+    return name;
+  }
+  if (op == "send" || op == "recv")
+    return op + (op == "send" ? " to " : " from ") + std::to_string(e.peer) +
+           " (tag " + std::to_string(e.tag) + ")";
+  return "step " + std::to_string(step);
+}
+
+/// The Chrome-trace slices of one rank's events (absolute times; rebased
+/// when written): calls, sends, receives (the time spent waiting) and
+/// steps. `firstStep` is the run's step of the object's step 0 (after a
+/// resume).
+nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &events,
+                           uint64_t firstStep) {
+  nlohmann::json slices = nlohmann::json::array();
+  for (const pd_trace_event &e : events) {
+    std::string op = e.op;
+    if (op != "call" && op != "send" && op != "recv" && op != "step")
+      continue;
+    uint64_t step = firstStep + e.step + 1;
+    nlohmann::json args = {{"rank", rank}, {"step", step}};
+    if (op == "call") {
+      args["function"] = e.function;
+      args["action"] = e.action;
+      args["stage"] = e.stage;
+      args["microbatch"] = e.microbatch;
+    } else if (op != "step") {
+      args["peer"] = e.peer;
+      args["tag"] = e.tag;
+    }
+    slices.push_back({{"name", sliceName(e, step)},
+                      {"cat", op == "call" && *e.action ? e.action : e.op},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", rank},
+                      {"ts", e.start_us},
+                      {"dur", e.end_us - e.start_us},
+                      {"args", args}});
+  }
+  return slices;
+}
+
+/// The events recorded by a trainer or pipeline.
+template <typename Count, typename At>
+std::vector<pd_trace_event> traceEvents(Count count, At at) {
+  std::vector<pd_trace_event> events(count());
+  for (size_t i = 0; i < events.size(); ++i)
+    at(i, &events[i]);
+  return events;
+}
+
+/// The measured bubble fraction of the last step in `slices`: the time
+/// the ranks did not spend in calls over ranks x the step's span (first
+/// rank's start to last rank's end). NaN without steps.
+double measuredBubble(const nlohmann::json &slices, size_t ranks) {
+  uint64_t last = 0;
+  for (const auto &slice : slices)
+    last = std::max(last, slice["args"]["step"].get<uint64_t>());
+  double begin = INFINITY, end = -INFINITY, busy = 0;
+  for (const auto &slice : slices) {
+    if (slice["args"]["step"].get<uint64_t>() != last)
+      continue;
+    double ts = slice["ts"].get<double>(), dur = slice["dur"].get<double>();
+    if (slice["name"].get<std::string>().rfind("step ", 0) == 0) {
+      begin = std::min(begin, ts);
+      end = std::max(end, ts + dur);
+    } else if (slice["args"].contains("function")) {
+      busy += dur;
+    }
+  }
+  if (!(end > begin) || ranks == 0)
+    return NAN;
+  return std::max(0.0, 1.0 - busy / (static_cast<double>(ranks) * (end - begin)));
+}
+
+/// Writes --trace: metadata lanes, the slices rebased to the earliest one,
+/// and `otherData` with the measured (and, from OUT_DIR/report.json, the
+/// simulated) bubble fraction, which pipelines also print.
+bool writeTrace(const Options &options, size_t ranks, bool pipeline,
+                nlohmann::json slices, std::string &message) {
+  double origin = INFINITY;
+  for (const auto &slice : slices)
+    origin = std::min(origin, slice["ts"].get<double>());
+  for (auto &slice : slices)
+    slice["ts"] = slice["ts"].get<double>() - origin;
+  double measured = measuredBubble(slices, ranks);
+  nlohmann::json simulated = nullptr;
+  {
+    std::ifstream in(options.bundleDir + "/report.json");
+    if (in) {
+      nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+      if (!report.is_discarded() && report.is_object() &&
+          report.contains("bubble_fraction") &&
+          report["bubble_fraction"].is_number())
+        simulated = report["bubble_fraction"];
+    }
+  }
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args", {{"name", "pipedream-run " + options.bundleDir}}}});
+  for (size_t r = 0; r < ranks; ++r) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", r},
+                      {"args", {{"name", "rank " + std::to_string(r)}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", r},
+                      {"args", {{"sort_index", r}}}});
+  }
+  for (auto &slice : slices)
+    events.push_back(std::move(slice));
+  nlohmann::json root = {
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"ranks", ranks},
+        {"measured_bubble_fraction",
+         std::isnan(measured) ? nlohmann::json(nullptr)
+                              : nlohmann::json(measured)},
+        {"simulated_bubble_fraction", simulated}}}};
+  if (pipeline && !std::isnan(measured)) {
+    std::printf("bubble fraction: measured %.1f%% (last step, %zu ranks)",
+                100 * measured, ranks);
+    if (simulated.is_number())
+      std::printf(", simulated %.1f%% (report.json)",
+                  100 * simulated.get<double>());
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return writeFileAtomically(options.trace, root.dump(1) + "\n", message);
+}
+
+/// --resume: prints where training continues; false with `message` set
+/// when the load failed. `start` is the loaded step, 0 without a
+/// checkpoint (a note says so).
+template <typename Load>
+bool resumeFrom(const Options &options, bool print, Load load,
+                uint64_t &start, std::string &message) {
+  start = 0;
+  if (!options.resume)
+    return true;
+  uint64_t step = 0;
+  pd_status status = load(&step);
+  if (status == PD_ERROR_NOT_FOUND &&
+      std::string(pd_last_error()).find("no checkpoint") !=
+          std::string::npos) {
+    if (print)
+      std::fprintf(stderr,
+                   "note: %s has no checkpoint yet; starting at step 1\n",
+                   options.checkpointDir.c_str());
+    return true;
+  }
+  if (status != PD_OK) {
+    message = std::string("--resume: ") + pd_last_error();
+    return false;
+  }
+  start = step;
+  if (print) {
+    std::printf("resumed from %s at step %llu of %llu\n",
+                options.checkpointDir.c_str(),
+                static_cast<unsigned long long>(step),
+                static_cast<unsigned long long>(options.numSteps));
+    std::fflush(stdout);
+  }
+  return true;
+}
 
 /// `--data`: trains a training bundle for --steps steps.
 int train(const Options &options, pd_bundle *bundle) {
@@ -641,28 +920,55 @@ int train(const Options &options, pd_bundle *bundle) {
   if (!options.saveOnnx.empty() && !onnx.load(bundle, message))
     return error(message);
 
+  uint64_t start = 0;
+  if (!resumeFrom(
+          options, true,
+          [&](uint64_t *step) {
+            return pd_trainer_load_checkpoint(
+                trainer, options.checkpointDir.c_str(), step);
+          },
+          start, message))
+    return error(message);
+  if (!options.trace.empty())
+    pd_trainer_set_tracing(trainer, 1);
+
   size_t batch = pd_trainer_batch_size(trainer);
   Progress progress(options.numSteps, batch);
   std::string log = "step,loss\n";
-  for (uint64_t s = 0; s < options.numSteps; ++s) {
+  for (uint64_t s = start; s < options.numSteps; ++s) {
     // Samples [s*B, (s+1)*B) modulo the data's length.
     uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
                                            batch % samples);
     double loss = 0;
-    auto start = std::chrono::steady_clock::now();
+    auto begin = std::chrono::steady_clock::now();
     if (pd_trainer_step(trainer, views.data(), views.size(), first, &loss) !=
         PD_OK)
       return dataError();
     std::chrono::duration<double> seconds =
-        std::chrono::steady_clock::now() - start;
+        std::chrono::steady_clock::now() - begin;
+    if (checkpointDue(options, s + 1) &&
+        pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                   s + 1) != PD_OK)
+      return error(pd_last_error());
     progress.step(s + 1, loss, seconds.count());
     char line[64];
     std::snprintf(line, sizeof(line), "%llu,%.9g\n",
                   static_cast<unsigned long long>(s + 1), loss);
     log += line;
+    killAfterStepHook(s + 1);
   }
   progress.finish();
 
+  if (!options.trace.empty()) {
+    std::vector<pd_trace_event> events = traceEvents(
+        [&] { return pd_trainer_trace_count(trainer); },
+        [&](size_t i, pd_trace_event *e) {
+          pd_trainer_trace_event(trainer, i, e);
+        });
+    if (!writeTrace(options, 1, false, traceSlices(0, events, start),
+                    message))
+      return error(message);
+  }
   if (!options.lossLog.empty() &&
       !writeFileAtomically(options.lossLog, log, message))
     return error(message);
@@ -739,10 +1045,25 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   if (rank == 0 && !options.saveOnnx.empty() && !onnx.load(bundle, message))
     return message;
 
+  uint64_t start = 0;
+  if (!resumeFrom(
+          options, rank == 0,
+          [&](uint64_t *step) {
+            return pd_pipeline_load_checkpoint(
+                pipeline, options.checkpointDir.c_str(), step);
+          },
+          start, message)) {
+    // Every rank reads the same files and fails alike.
+    quiet = true;
+    return message;
+  }
+  if (!options.trace.empty())
+    pd_pipeline_set_tracing(pipeline, 1);
+
   size_t batch = pd_pipeline_batch_size(pipeline);
   Progress progress(options.numSteps, batch);
   std::string log = "step,loss\n";
-  for (uint64_t s = 0; s < options.numSteps; ++s) {
+  for (uint64_t s = start; s < options.numSteps; ++s) {
     if (testHook("CRASH", rank, s + 1)) {
       std::fprintf(stderr,
                    "rank %zu: PIPEDREAM_TEST_CRASH_RANK: aborting at step "
@@ -764,12 +1085,17 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
                                            batch % samples);
     double loss = 0;
-    auto start = std::chrono::steady_clock::now();
+    auto begin = std::chrono::steady_clock::now();
     if (pd_pipeline_step(pipeline, run.views.data(), run.views.size(), first,
                          &loss) != PD_OK)
       return pd_last_error();
     std::chrono::duration<double> seconds =
-        std::chrono::steady_clock::now() - start;
+        std::chrono::steady_clock::now() - begin;
+    if (checkpointDue(options, s + 1) &&
+        pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
+                                    s + 1) != PD_OK)
+      return pd_last_error();
+    killAfterStepHook(s + 1, rank);
     if (rank != 0)
       continue;
     progress.step(s + 1, loss, seconds.count());
@@ -777,13 +1103,57 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     std::snprintf(line, sizeof(line), "%llu,%.9g\n",
                   static_cast<unsigned long long>(s + 1), loss);
     log += line;
+    // Rank 0 only: its checkpoint save returns once the manifest is
+    // written; under mpirun the other ranks then die with it.
   }
   if (!options.saveOnnx.empty() &&
       pd_pipeline_gather_weights(pipeline) != PD_OK)
     return pd_last_error();
+  // --trace: every rank's slices to rank 0 (size, then the JSON text).
+  nlohmann::json slices;
+  if (!options.trace.empty()) {
+    slices = traceSlices(
+        rank,
+        traceEvents([&] { return pd_pipeline_trace_count(pipeline); },
+                    [&](size_t i, pd_trace_event *e) {
+                      pd_pipeline_trace_event(pipeline, i, e);
+                    }),
+        start);
+    size_t ranks = pd_bundle_pipeline_ranks(bundle);
+    if (rank != 0) {
+      std::string text = slices.dump();
+      uint64_t size = text.size();
+      if (pd_transport_send(transport, 0, PD_TAG_TRACE, &size,
+                            sizeof(size)) != PD_OK ||
+          pd_transport_send(transport, 0, PD_TAG_TRACE, text.data(),
+                            text.size()) != PD_OK)
+        return std::string("sending the trace to rank 0: ") + pd_last_error();
+    } else {
+      for (size_t r = 1; r < ranks; ++r) {
+        uint64_t size = 0;
+        std::string text;
+        if (pd_transport_recv(transport, r, PD_TAG_TRACE, &size,
+                              sizeof(size)) == PD_OK) {
+          text.resize(size);
+          if (pd_transport_recv(transport, r, PD_TAG_TRACE, &text[0],
+                                size) != PD_OK)
+            text.clear();
+        }
+        if (text.size() != size || size == 0)
+          return "gathering the trace from rank " + std::to_string(r) +
+                 ": " + pd_last_error();
+        for (auto &slice : nlohmann::json::parse(text))
+          slices.push_back(std::move(slice));
+      }
+    }
+  }
   if (rank != 0)
     return "";
   progress.finish();
+  if (!options.trace.empty() &&
+      !writeTrace(options, pd_bundle_pipeline_ranks(bundle), true,
+                  std::move(slices), message))
+    return message;
   if (!options.lossLog.empty() &&
       !writeFileAtomically(options.lossLog, log, message))
     return message;

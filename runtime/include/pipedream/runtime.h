@@ -46,8 +46,11 @@ extern "C" {
  *  2: roles grad/state, `updates`, training accessors, pd_trainer.
  *  3: pipeline bundles (pd_bundle_open_rank, pipeline accessors,
  *     pd_pipeline), transports (threads, MPI, user-defined), statuses
- *     PD_ERROR_TIMEOUT and PD_ERROR_PEER. */
-#define PD_RUNTIME_API_VERSION 3
+ *     PD_ERROR_TIMEOUT and PD_ERROR_PEER.
+ *  4: checkpoints (pd_trainer_/pd_pipeline_save_checkpoint, _load_checkpoint,
+ *     pd_checkpoint_step), traces (pd_trace_event, pd_*_set_tracing,
+ *     pd_*_trace_*), tags PD_TAG_CHECKPOINT and PD_TAG_TRACE. */
+#define PD_RUNTIME_API_VERSION 4
 
 /** Result of every fallible call. Values are stable; more may be added. */
 typedef enum pd_status {
@@ -355,6 +358,10 @@ PD_API size_t pd_bundle_pipeline_loss_rank(const pd_bundle *bundle);
 /** Tags the runtime uses for its own messages; program tags are >= 0. */
 #define PD_TAG_STEP_LOSS (-1)
 #define PD_TAG_WEIGHTS (-2)
+#define PD_TAG_CHECKPOINT (-3)
+/** Free for embedders' own runtime-level messages (pipedream-run gathers
+ *  traces with it). */
+#define PD_TAG_TRACE (-4)
 
 /** A user-defined transport (pd_transport_create). Every callback gets the
  *  `state` given there. send and recv move exactly num_bytes; recv takes
@@ -458,6 +465,80 @@ PD_API pd_status pd_pipeline_step(pd_pipeline *pipeline,
  *  in manifest order. Afterwards every weight buffer of rank 0's bundle
  *  holds the trained value (weights no rank uses hold weights.bin's). */
 PD_API pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline);
+
+/*===-- Checkpoints (docs/Runtime.md "Checkpoints") -------------------------===*/
+
+/* A checkpoint of step S holds what S optimizer steps left behind: every
+ * weight and every `state` buffer (optimizer moments, step counters,
+ * rng_seed), per rank, in directory `dir`: `step-<S>.rank-<r>.pdckpt`
+ * files and `checkpoint.json`, the manifest, written last. Every file is
+ * written to a temporary file, fsync'ed and renamed; the previous
+ * checkpoint's files are removed only once the new manifest is in place,
+ * so an interrupted save leaves the previous checkpoint loadable. Saves
+ * happen between steps (grad buffers are zero then and not saved). */
+
+/** Saves the trainer's bundle as the checkpoint of step `step` (the number
+ *  of steps done) into `dir` (created if missing). */
+PD_API pd_status pd_trainer_save_checkpoint(pd_trainer *trainer,
+                                            const char *dir, uint64_t step);
+/** Loads `dir`'s checkpoint into the trainer's bundle; *step (may be NULL)
+ *  is its step: the next step to run. PD_ERROR_NOT_FOUND when `dir` has no
+ *  checkpoint, PD_ERROR_MISMATCH when it was written by another bundle,
+ *  PD_ERROR_FORMAT when a file is damaged (size, CRC-32, header); nothing
+ *  is loaded on failure. */
+PD_API pd_status pd_trainer_load_checkpoint(pd_trainer *trainer,
+                                            const char *dir, uint64_t *step);
+/** Collective: every rank writes its file, then sends rank 0 its size and
+ *  CRC (tag PD_TAG_CHECKPOINT); rank 0 then writes the manifest. On failure
+ *  the transport is aborted, as for pd_pipeline_step. */
+PD_API pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline,
+                                             const char *dir, uint64_t step);
+/** Every rank (not collective: each reads the files itself, and verifies
+ *  every rank's file so that all refuse a damaged checkpoint alike): as
+ *  pd_trainer_load_checkpoint, for this rank's buffers. */
+PD_API pd_status pd_pipeline_load_checkpoint(pd_pipeline *pipeline,
+                                             const char *dir, uint64_t *step);
+/** The step of `dir`'s latest complete checkpoint (from its manifest);
+ *  PD_ERROR_NOT_FOUND when there is none. */
+PD_API pd_status pd_checkpoint_step(const char *dir, uint64_t *step);
+
+/*===-- Traces (docs/Runtime.md "Traces") -----------------------------------===*/
+
+/** One measured interval of a step. Strings stay valid while the bundle is
+ *  open. */
+typedef struct pd_trace_event {
+  /** "step" (a whole pd_*_step), "input", "call", "send", "recv", "loss". */
+  const char *op;
+  /** call: the function's name, else "". */
+  const char *function;
+  /** call: the pipeline instruction's action ("F", "B", "W", "U"), for a
+   *  trainer "FB" (the step function) or "U" (the update); else "". */
+  const char *action;
+  /** -1 when not applicable. */
+  int64_t stage;
+  int64_t microbatch;
+  int64_t peer;
+  int64_t tag;
+  /** Index of the pd_*_step call (from 0, counted since creation). */
+  uint64_t step;
+  /** Steady-clock microseconds (CLOCK_MONOTONIC: comparable between the
+   *  processes of one machine). */
+  double start_us;
+  double end_us;
+} pd_trace_event;
+
+/** Turns the recording of events on or off (off at creation). */
+PD_API pd_status pd_trainer_set_tracing(pd_trainer *trainer, int enabled);
+/** Number of events recorded (kept until pd_trainer_trace_clear). */
+PD_API size_t pd_trainer_trace_count(pd_trainer *trainer);
+PD_API pd_status pd_trainer_trace_event(pd_trainer *trainer, size_t index,
+                                        pd_trace_event *out);
+PD_API void pd_trainer_trace_clear(pd_trainer *trainer);
+PD_API pd_status pd_pipeline_set_tracing(pd_pipeline *pipeline, int enabled);
+PD_API size_t pd_pipeline_trace_count(pd_pipeline *pipeline);
+PD_API pd_status pd_pipeline_trace_event(pd_pipeline *pipeline, size_t index,
+                                         pd_trace_event *out);
+PD_API void pd_pipeline_trace_clear(pd_pipeline *pipeline);
 
 #ifdef __cplusplus
 } /* extern "C" */
