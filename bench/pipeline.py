@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Pipelined training throughput: K MPI ranks vs one rank, same model and batch.
+
+    /usr/bin/python3 bench/pipeline.py --bin BUILD/bin [--stages 2]
+        [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
+        [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
+
+Exports a GPT-like model (models/export_torch.py gpt, sized for 2 cores),
+compiles a single-rank training bundle and a K-stage pipeline bundle with the
+same M micro-batches, trains both `--steps` steps with pipedream-run (the
+pipeline over `--ranks K`, Open MPI, or threads without mpirun), and prints
+samples/s of each, their ratio, and the pipeline's measured bubble fraction
+next to the simulated one (from `--trace`). Not a test: these machines are
+shared and noisy; quote medians and ratios.
+
+Not here yet: the side-by-side run of PyTorch's torch.distributed.pipelining
+(Schedule1F1B over gloo), which needs torch >= 2.4 from the package index
+(Debian has 1.13).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bin", required=True)
+    p.add_argument("--stages", type=int, default=2)
+    p.add_argument("--schedule", default="1f1b")
+    p.add_argument("--microbatches", type=int, default=8)
+    p.add_argument("--microbatch-size", type=int, default=4)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--seq", type=int, default=32)
+    p.add_argument("--work")
+    args = p.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
+    os.makedirs(work, exist_ok=True)
+    onnx_path = os.path.join(work, "gpt.onnx")
+    run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_torch.py"),
+         "gpt", onnx_path, "--dynamic-batch", "--dim", str(args.dim),
+         "--heads", "4", "--seq", str(args.seq), "--layers", str(args.layers)])
+    m, b = args.microbatches, args.microbatch_size
+    n = m * b
+    rng = np.random.default_rng(0)
+    rows = n * 4
+    data = os.path.join(work, "data.npz")
+    np.savez(data, idx=rng.integers(0, 64, size=(rows, args.seq)),
+             labels=rng.integers(0, 64, size=(rows, args.seq)))
+    compile_ = os.path.join(args.bin, "pipedream-compile")
+    common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
+              "--microbatches", str(m), "--batch-size", str(n)]
+    single = os.path.join(work, "single")
+    piped = os.path.join(work, "pipeline")
+    for d in (single, piped):
+        shutil.rmtree(d, ignore_errors=True)
+    run([compile_, *common, "-o", single])
+    report = run([compile_, *common, "-o", piped, "--stages", str(args.stages),
+                  "--schedule", args.schedule, "--report"]).stdout
+    simulated = re.search(r"bubble fraction: ([0-9.]+) simulated", report)
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    runner = os.path.join(args.bin, "pipedream-run")
+
+    def throughput(bundle, extra):
+        out = run([runner, bundle, "--data", data, "--steps", str(args.steps),
+                   *extra], env=env).stdout
+        line = [l for l in out.splitlines() if l.startswith("trained")][-1]
+        return float(re.search(r"([0-9.]+) samples/s", line).group(1)), out
+
+    one, _ = throughput(single, [])
+    ranks = (["--ranks", str(args.stages)] if shutil.which("mpirun")
+             else ["--transport", "threads"])
+    trace = os.path.join(work, "trace.json")
+    many, out = throughput(piped, ranks + ["--trace", trace])
+    measured = re.search(r"bubble fraction: measured ([0-9.]+)%", out)
+    print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
+          f"{args.steps} steps, adam")
+    print(f"  single rank          {one:10.1f} samples/s")
+    print(f"  {args.schedule} K={args.stages} ({ranks[0][2:]}) {many:10.1f} samples/s"
+          f"   ratio {many / one:.2f}x")
+    print(f"  bubble: measured {measured.group(1) + '%' if measured else '?'}, "
+          f"simulated {float(simulated.group(1)) * 100 if simulated else float('nan'):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
