@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Training step time: pipedream's compiled step vs PyTorch, one thread each.
 
-    /usr/bin/python3 bench/train.py --bin BUILD/bin [--models gpt256,mlp2048,cnn]
+    /usr/bin/python3 bench/train.py --bin BUILD/bin [--models gpt256,mlp2048,cnn,cnn32]
         [--steps 10] [--optimizer adam] [--microbatches 1] [--work DIR]
 
 Per model: export with models/export_torch.py (dynamic batch), compile a
@@ -48,7 +48,12 @@ MODELS = {
     "gpt256": ("gpt", 8, dict(dim=256, heads=4, seq=128)),
     "mlp2048": ("mlp", 256, dict(hidden=2048)),
     "cnn": ("cnn", 32, {}),
+    # 3 Conv-BatchNorm-ReLU layers on 32x32 images (export_torch's cnn with
+    # layers=3; the network is size-agnostic, the example is resized below).
+    "cnn32": ("cnn", 32, dict(layers=3)),
 }
+# Input shapes other than export_torch's example (per sample).
+IMAGE_SHAPES = {"cnn32": (3, 32, 32)}
 DTYPES = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
           "i32": np.int32, "i1": np.bool_, "u8": np.uint8, "i8": np.int8}
 
@@ -134,7 +139,7 @@ class CompiledTrainer:
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
-    p.add_argument("--models", default="gpt256,mlp2048,cnn")
+    p.add_argument("--models", default="gpt256,mlp2048,cnn,cnn32")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--optimizer", default="adam")
     p.add_argument("--microbatches", type=int, default=1)
@@ -148,6 +153,8 @@ def main():
         kind, mb, kwargs = MODELS[name]
         torch.manual_seed(0)
         model, example, in_name, out_name = export_torch.build(kind, mb, **kwargs)
+        if name in IMAGE_SHAPES:
+            example = torch.randn((mb,) + IMAGE_SHAPES[name])
         model.eval()
         onnx_path = os.path.join(work, f"{name}.onnx")
         with warnings.catch_warnings():

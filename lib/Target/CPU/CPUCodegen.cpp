@@ -22,6 +22,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
@@ -100,6 +101,10 @@ createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
   // Fuse a*b+c into FMAs (clang's -ffp-contract=fast): the GEMM kernel's
   // multiply-add pairs become one instruction, and one rounding.
   targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  // Constructors and destructors in .init_array / .fini_array, which glibc
+  // runs (the default, .ctors / .dtors, it ignores): cpu-cache-allocations
+  // frees its parked buffers from a destructor when program.so is unloaded.
+  targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, llvm::join(features, ","), targetOptions, llvm::Reloc::PIC_,
       std::nullopt, level));
@@ -142,6 +147,25 @@ translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
   return llvmModule;
 }
 
+/// Caps LLVM's full unrolling at 4 iterations (the taps of a 3x3 kernel).
+/// The loop nests from linalg have small constant inner trip counts (16
+/// pixels of an image row); fully unrolled before vectorization, they leave
+/// the loop vectorizer the next loop out, whose accesses are strided, and it
+/// emits gathers and scatters instead of vector loads: im2col, col2im and
+/// broadcasting elementwise ops ran 2-7x slower. Without full unrolling at
+/// all, loops of 2-3 iterations (pooling windows) are slower instead.
+/// NOTE: `unroll-full-max-count` is a process-wide LLVM option; it is set
+/// once, unless given on the command line.
+static void limitFullUnrolling() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("unroll-full-max-count");
+    if (it != options.end() && it->second->getNumOccurrences() == 0)
+      it->second->addOccurrence(0, "unroll-full-max-count", "4");
+  });
+}
+
 void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
                         unsigned optLevel) {
   llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
@@ -164,6 +188,8 @@ void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = optLevel > 1;
+  if (optLevel > 1)
+    limitFullUnrolling();
   tuning.LoopVectorization = optLevel > 1;
   tuning.SLPVectorization = optLevel > 1;
   llvm::PassBuilder builder(&machine, tuning);

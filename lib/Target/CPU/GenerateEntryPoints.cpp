@@ -18,6 +18,12 @@
 // helpers generated with dynamic shapes, which the bare-pointer convention
 // cannot express.
 //
+// Every function with a body is then renamed `__pipedream.<name>`: the
+// lowering after this pass declares external symbols by name (libm's `exp`,
+// `erf`... from convert-math-to-libm, `malloc` and `free` from the memref
+// lowering) and would otherwise reuse a user function called `@exp` as the
+// libm declaration. The exported wrappers keep `<prefix><name>`.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/Passes.h"
@@ -29,6 +35,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace pipedream::cpu {
 #define GEN_PASS_DEF_GENERATEENTRYPOINTSPASS
@@ -51,6 +58,7 @@ struct GenerateEntryPointsPass
     SymbolTable symbols(module);
 
     SmallVector<func::FuncOp> entries;
+    llvm::SmallPtrSet<Operation *, 8> wrappers;
     for (auto func : module.getOps<func::FuncOp>())
       if (func.isPublic() && !func.isDeclaration())
         entries.push_back(func);
@@ -111,6 +119,25 @@ struct GenerateEntryPointsPass
       func::CallOp::create(builder, loc, func, args);
       func::ReturnOp::create(builder, loc);
       // NOTE: the wrapper itself keeps external linkage: it is the ABI.
+      wrappers.insert(wrapper);
+      symbols.insert(wrapper);
+    }
+
+    // Move the implementations out of the way of external symbols (libm,
+    // libc) that later passes declare; a C identifier cannot contain `.`,
+    // so no C library name can take this form.
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isDeclaration() || wrappers.contains(func))
+        continue;
+      std::string name = ("__pipedream." + func.getSymName()).str();
+      if (symbols.lookup(name)) {
+        func.emitError("internal symbol '") << name << "' already exists";
+        return signalPassFailure();
+      }
+      if (failed(symbols.rename(func, StringAttr::get(ctx, name)))) {
+        func.emitError("cannot rename '") << func.getSymName() << "'";
+        return signalPassFailure();
+      }
     }
   }
 };

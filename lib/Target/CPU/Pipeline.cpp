@@ -188,7 +188,12 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // Loops and the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertVectorToSCFPass());
+  // Fully unrolled: n-D transfers become 1-D ones on registers instead of
+  // loops over a stack temporary (an alloca inside the GEMM kernel's loops,
+  // which only LLVM's full unrolling used to clean up).
+  VectorTransferToSCFOptions vectorToSCF;
+  vectorToSCF.enableFullUnroll(true);
+  pm.addPass(createConvertVectorToSCFPass(vectorToSCF));
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -205,6 +210,8 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Steps allocate the same temporaries every call: reuse them.
+  pm.addPass(createCacheAllocationsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -177,3 +177,26 @@ func.func @conv_backward_input(%dy: tensor<1x4x3x4xf32>, %w: tensor<4x3x2x1xf32>
   %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 1, 1>, group = 1 : i64, input_shape = array<i64: 1, 3, 6, 4>, pads = array<i64: 1, 0, 0, 0>, strides = array<i64: 2, 1>} : (tensor<1x4x3x4xf32>, tensor<4x3x2x1xf32>) -> tensor<1x3x6x4xf32>
   return %0 : tensor<1x3x6x4xf32>
 }
+
+// -----
+
+// nn.conv_backward_input, 2-D, ungrouped, stride 1: a forward convolution
+// of dY padded by d * (K - 1) - pads (ONNX pads [1, 0, 2, 0], dilation
+// [2, 1], kernel 3x2: H 4 - 1 = 3 before and 4 - 2 = 2 after, W 1 - 0 = 1
+// on both sides) with the kernel flipped and its channel and filter
+// dimensions swapped. Only from 16 input channels on (fewer: the col2im
+// lowering above, whose GEMM has C * K rows).
+// CHECK-DAG: #[[FLIP:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 1)>
+// CHECK-DAG: #[[ID4:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @conv_backward_input_stride1(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x4x5x5xf32>, %[[W:[^:]*]]: tensor<4x16x3x2xf32>)
+// CHECK: %[[WF:.*]] = linalg.generic {indexing_maps = [#[[FLIP]], #[[ID4]]], {{.*}} ins(%[[W]] : tensor<4x16x3x2xf32>) outs(%{{.*}} : tensor<16x4x3x2xf32>)
+// CHECK: %[[P:.*]] = tensor.pad %[[DY]] low[0, 0, 3, 1] high[0, 0, 2, 1]
+// CHECK: %[[R:.*]] = linalg.conv_2d_nchw_fchw {dilations = dense<[2, 1]> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[P]], %[[WF]] : tensor<2x4x10x7xf32>, tensor<16x4x3x2xf32>)
+// CHECK-SAME: -> tensor<2x16x6x6xf32>
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @conv_backward_input_stride1(
+func.func @conv_backward_input_stride1(%dy: tensor<2x4x5x5xf32>, %w: tensor<4x16x3x2xf32>) -> tensor<2x16x6x6xf32> {
+  %0 = nn.conv_backward_input %dy, %w {dilations = array<i64: 2, 1>, group = 1 : i64, input_shape = array<i64: 2, 16, 6, 6>, pads = array<i64: 1, 0, 2, 0>, strides = array<i64: 1, 1>} : (tensor<2x4x5x5xf32>, tensor<4x16x3x2xf32>) -> tensor<2x16x6x6xf32>
+  return %0 : tensor<2x16x6x6xf32>
+}

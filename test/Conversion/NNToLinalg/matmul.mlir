@@ -186,3 +186,56 @@ func.func @gemm_no_c(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32
   %0 = nn.gemm %a, %b : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// A lhs transposed in its last two dimensions is read through the
+// contraction's map (no transpose materialized); a transposed rhs is not.
+// CHECK-DAG: #[[$AT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[$B:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[$C:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @matmul_transposed_lhs(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x7x5xf32>, %[[Y:[^:]*]]: tensor<4x7x3xf32>)
+// CHECK: %[[R:.*]] = linalg.batch_matmul indexing_maps = [#[[$AT]], #[[$B]], #[[$C]]] ins(%[[X]], %[[Y]] : tensor<4x7x5xf32>, tensor<4x7x3xf32>) outs(%{{.*}} : tensor<4x5x3xf32>)
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @matmul_transposed_lhs(
+func.func @matmul_transposed_lhs(%x: tensor<4x7x5xf32>, %y: tensor<4x7x3xf32>) -> tensor<4x5x3xf32> {
+  %xt = nn.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<4x7x5xf32>) -> tensor<4x5x7xf32>
+  %0 = nn.matmul %xt, %y : (tensor<4x5x7xf32>, tensor<4x7x3xf32>) -> tensor<4x5x3xf32>
+  return %0 : tensor<4x5x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @matmul_transposed_rhs(
+// CHECK: %[[T:.*]] = linalg.transpose
+// CHECK: linalg.matmul ins(%{{.*}}, %[[T]] : tensor<8x7xf32>, tensor<7x3xf32>)
+// LLVM-LABEL: llvm.func @matmul_transposed_rhs(
+func.func @matmul_transposed_rhs(%x: tensor<2x4x7xf32>, %w: tensor<3x7xf32>) -> tensor<2x4x3xf32> {
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<3x7xf32>) -> tensor<7x3xf32>
+  %0 = nn.matmul %x, %wt : (tensor<2x4x7xf32>, tensor<7x3xf32>) -> tensor<2x4x3xf32>
+  return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
+// The weight gradient of a shared weight, reduce_sum(x^T dY) over the batch:
+// one matmul with the batch folded into K (x [2, 4, 7] -> [8, 7]).
+// CHECK-DAG: #[[$KM:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[$KN:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[$MN:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @batch_reduced_matmul(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2x4x7xf32>, %[[DY:[^:]*]]: tensor<2x4x3xf32>)
+// CHECK-DAG: %[[XF:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<2x4x7xf32> into tensor<8x7xf32>
+// CHECK-DAG: %[[DYF:.*]] = tensor.collapse_shape %[[DY]] {{\[}}[0, 1], [2]] : tensor<2x4x3xf32> into tensor<8x3xf32>
+// CHECK: %[[P:.*]] = linalg.matmul indexing_maps = [#[[$KM]], #[[$KN]], #[[$MN]]] ins(%[[XF]], %[[DYF]] : tensor<8x7xf32>, tensor<8x3xf32>) outs(%{{.*}} : tensor<7x3xf32>)
+// CHECK: %[[R:.*]] = tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [1, 7, 3]
+// CHECK-NOT: linalg.reduce
+// CHECK: return %[[R]]
+// LLVM-LABEL: llvm.func @batch_reduced_matmul(
+func.func @batch_reduced_matmul(%x: tensor<2x4x7xf32>, %dy: tensor<2x4x3xf32>) -> tensor<1x7x3xf32> {
+  %xt = nn.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<2x4x7xf32>) -> tensor<2x7x4xf32>
+  %p = nn.matmul %xt, %dy : (tensor<2x7x4xf32>, tensor<2x4x3xf32>) -> tensor<2x7x3xf32>
+  %0 = nn.reduce_sum %p {axes = array<i64: 0>} : (tensor<2x7x3xf32>) -> tensor<1x7x3xf32>
+  return %0 : tensor<1x7x3xf32>
+}

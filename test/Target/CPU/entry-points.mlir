@@ -1,6 +1,7 @@
 // The bundle ABI (docs/Bundle.md): one exported `pipedream_<fn>(void **)`
 // per public function, buffers in manifest order (arguments, then results
-// as out-parameters), everything else internal.
+// as out-parameters), everything else internal and renamed
+// `__pipedream.<fn>` (clear of libm/libc names).
 
 // RUN: pipedream-compile %s --inference --emit llvm-dialect -o - | FileCheck %s
 // RUN: pipedream-compile %s --inference --emit llvm -o - | FileCheck %s --check-prefix=IR
@@ -9,7 +10,7 @@
 // RUN: FileCheck %s --check-prefix=JSON < %t/bundle.json
 
 // The wrapper loads buffers[0..3] and passes each as a memref descriptor.
-// CHECK-LABEL: llvm.func internal @two_results(
+// CHECK-LABEL: llvm.func internal @__pipedream.two_results(
 // CHECK-LABEL: llvm.func @pipedream_two_results(
 // CHECK-SAME:      %[[BUFFERS:.*]]: !llvm.ptr) {
 // CHECK:         %[[X:.*]] = llvm.load %[[BUFFERS]] : !llvm.ptr -> !llvm.ptr
@@ -19,11 +20,12 @@
 // CHECK:         %[[Y:.*]] = llvm.load %[[S2]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[S3:.*]] = llvm.getelementptr %[[BUFFERS]][3] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK:         %[[Z:.*]] = llvm.load %[[S3]] : !llvm.ptr -> !llvm.ptr
-// CHECK:         llvm.call @two_results(%[[X]], %[[X]], %{{.*}}, %[[W]], %[[W]], %{{.*}}, %[[Y]], %[[Y]], %{{.*}}, %[[Z]], %[[Z]], %{{.*}})
+// CHECK:         llvm.call @__pipedream.two_results(%[[X]], %[[X]], %{{.*}}, %[[W]], %[[W]], %{{.*}}, %[[Y]], %[[Y]], %{{.*}}, %[[Z]], %[[Z]], %{{.*}})
 // CHECK-NEXT:    llvm.return
 
 // Private functions get no wrapper.
 // CHECK-NOT: @pipedream_helper
+// CHECK-NOT: @pipedream___pipedream
 
 // IR: define void @pipedream_two_results(ptr
 // IR: define void @pipedream_scalar(ptr

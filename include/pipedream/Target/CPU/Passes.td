@@ -232,4 +232,52 @@ def GenerateEntryPointsPass
                            "mlir::func::FuncDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// cpu-cache-allocations
+//===----------------------------------------------------------------------===//
+
+def CacheAllocationsPass
+    : Pass<"cpu-cache-allocations", "mlir::ModuleOp"> {
+  let summary = "Keep each allocation site's last freed buffer for its next "
+                "call";
+  let description = [{
+    Runs on the LLVM dialect, after `memref.alloc` / `memref.dealloc` became
+    `malloc` / `free` calls. A training step allocates the same buffers
+    (statically shaped temporaries, many of them megabytes) on every call;
+    glibc serves large blocks with fresh `mmap`s or trims its heap after
+    `free`, so every step pays page faults and zeroing for each of them
+    (measured: more system than user time on a small CNN's step).
+
+    Every `malloc` call site gets an internal slot (an i64 global), and the
+    calls become `__pipedream_alloc(size, slot)` / `__pipedream_free(ptr)`
+    (internal functions added to the module): a block carries a 16-byte
+    header (its slot, its size); `free` parks the block in its slot when
+    the slot is empty and the module's parked bytes stay within
+    `max-cached-bytes`, else frees it; `alloc` takes the parked block when
+    its size matches. Slots change only by atomic exchange and
+    compare-and-swap, so concurrent calls are safe without a lock, and no
+    process-wide allocator setting changes. A destructor
+    (`llvm.mlir.global_dtors`) frees the parked blocks when program.so is
+    unloaded.
+
+    Only modules whose allocations are all `malloc` / `free` pairs are
+    rewritten (no `aligned_alloc`, no generic allocation functions).
+
+    ```mlir
+    %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    llvm.call @free(%p) : (!llvm.ptr) -> ()
+    // becomes
+    %s = llvm.mlir.addressof @__pipedream_alloc_slot_0 : !llvm.ptr
+    %p = llvm.call @__pipedream_alloc(%n, %s) : (i64, !llvm.ptr) -> !llvm.ptr
+    llvm.call @__pipedream_free(%p) : (!llvm.ptr) -> ()
+    ```
+  }];
+  let options = [
+    Option<"maxCachedBytes", "max-cached-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 30",
+           "Bytes the module keeps parked at most (default 1 GiB)">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // PIPEDREAM_TARGET_CPU_PASSES_TD
