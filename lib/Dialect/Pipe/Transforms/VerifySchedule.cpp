@@ -78,6 +78,54 @@ static LogicalResult verifyProgram(ProgramOp program) {
   std::map<std::tuple<int64_t, int, int64_t>, std::pair<int64_t, int64_t>>
       live;
   bool ok = true;
+  // Weight versions (asynchronous schedules): every F, B and W carries
+  // `pipe.weight_version`, and a micro-batch's B and W use the version its F
+  // recorded; synchronous schedules have none.
+  bool asynchronous = !schedule.config.isSynchronous();
+  std::map<std::pair<int64_t, int64_t>, int64_t> recordedVersion;
+  program.getBody().walk([&](CallStageOp call) {
+    if (!ok || call.getAction() == ActionKind::Update)
+      return;
+    auto version = call->getAttrOfType<IntegerAttr>("pipe.weight_version");
+    int64_t v = call.getStage().getVirtualIndex(k);
+    std::string where = "rank " + std::to_string(call.getStage().getRank()) +
+                        ": " + stringifyActionKind(call.getAction()).str() +
+                        " of stage " + std::to_string(v) + " micro-batch " +
+                        std::to_string(call.getMicrobatch());
+    if (!asynchronous) {
+      if (version) {
+        call.emitError() << where
+                         << " has a weight version, but the schedule is "
+                            "synchronous";
+        ok = false;
+      }
+      return;
+    }
+    if (!version) {
+      call.emitError() << where
+                       << " has no pipe.weight_version (asynchronous "
+                          "schedules stash the weights each forward used)";
+      ok = false;
+      return;
+    }
+    auto key = std::make_pair(v, (int64_t)call.getMicrobatch());
+    if (call.getAction() == ActionKind::Forward) {
+      recordedVersion[key] = version.getInt();
+      return;
+    }
+    auto it = recordedVersion.find(key);
+    if (it == recordedVersion.end() || it->second != version.getInt()) {
+      call.emitError() << where << " uses weight version "
+                       << version.getInt()
+                       << ", but its forward recorded "
+                       << (it == recordedVersion.end()
+                               ? std::string("none")
+                               : std::to_string(it->second));
+      ok = false;
+    }
+  });
+  if (!ok)
+    return failure();
   program.getBody().walk([&](Operation *op) {
     if (auto call = dyn_cast<CallStageOp>(op)) {
       StageAttr stage = call.getStage();
