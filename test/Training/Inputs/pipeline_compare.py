@@ -188,7 +188,8 @@ def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
-    p.add_argument("--model", required=True, choices=["mlp", "gpt", "cnn"])
+    p.add_argument("--model", required=True,
+                   choices=["mlp", "gpt", "cnn", "mlp-dropout"])
     p.add_argument("--stages", type=int, required=True)
     p.add_argument("--virtual", type=int, default=1)
     p.add_argument("--schedule", required=True)
@@ -205,24 +206,51 @@ def main():
     os.makedirs(work, exist_ok=True)
 
     torch.manual_seed(0)
-    model, example, in_name, out_name = tc.export_torch.build(
-        args.model, args.microbatch_size, layers=args.layers)
-    model.eval()
     onnx_path = os.path.join(work, "model.onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (example,), onnx_path, input_names=[in_name],
-                          output_names=[out_name], opset_version=17,
-                          dynamic_axes={in_name: {0: "batch"},
-                                        out_name: {0: "batch"}},
-                          training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=True)
+    if args.model == "mlp-dropout":
+        # Dropout as an ONNX op (training_mode false, as non-torch exporters
+        # write it): training draws seeded masks, the same on every stage.
+        model = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+            torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+            torch.nn.Linear(32, 10))
+        example, in_name, out_name = torch.randn(args.microbatch_size, 16), "x", "y"
+        model.train()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (example,), onnx_path, input_names=[in_name],
+                              output_names=[out_name], opset_version=17,
+                              dynamic_axes={in_name: {0: "batch"},
+                                            out_name: {0: "batch"}},
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False)
+        proto = onnx.load(onnx_path)
+        modes = {n.input[2] for n in proto.graph.node if n.op_type == "Dropout"}
+        for n in proto.graph.node:
+            if n.op_type == "Constant" and n.output[0] in modes:
+                n.attribute[0].t.CopyFrom(
+                    numpy_helper.from_array(np.array(False), n.output[0]))
+        onnx.save(proto, onnx_path)
+    else:
+        model, example, in_name, out_name = tc.export_torch.build(
+            args.model, args.microbatch_size, layers=args.layers)
+        model.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (example,), onnx_path,
+                              input_names=[in_name], output_names=[out_name],
+                              opset_version=17,
+                              dynamic_axes={in_name: {0: "batch"},
+                                            out_name: {0: "batch"}},
+                              training=torch.onnx.TrainingMode.PRESERVE,
+                              do_constant_folding=True)
     m, b = args.microbatches, args.microbatch_size
     rng = np.random.default_rng(11)
     asynchronous = args.schedule in ("pipedream", "2bw")
     # Asynchronous runs must also learn: they cycle over two batches.
     rows = 2 * m * b if asynchronous else m * b * args.steps + 1
-    x, labels = tc.make_data(args.model, example, rows, rng)
+    x, labels = tc.make_data("mlp" if args.model == "mlp-dropout" else
+                             args.model, example, rows, rng)
     data = {in_name: x, "labels": labels}
     data_path = os.path.join(work, "data.npz")
     np.savez(data_path, **data)

@@ -124,8 +124,9 @@ bool isRunningStatistic(BlockArgument arg) {
 
 void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
                          Value seed,
-                         SmallVectorImpl<std::pair<Value, Value>> &statUpdates) {
-  int64_t dropoutIndex = 0;
+                         SmallVectorImpl<std::pair<Value, Value>> &statUpdates,
+                         int64_t firstDropout) {
+  int64_t dropoutIndex = firstDropout;
   for (Operation &op : body.without_terminator()) {
     if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
       auto train = BatchNormTrainOp::create(
@@ -161,6 +162,15 @@ void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
     }
     b.clone(op, mapping);
   }
+}
+
+int64_t countRandomDropouts(Block &body) {
+  int64_t count = 0;
+  body.walk([&](DropoutOp op) {
+    if (op.getRatio().convertToDouble() > 0)
+      ++count;
+  });
+  return count;
 }
 
 bool needsRandomSeed(Block &body) {

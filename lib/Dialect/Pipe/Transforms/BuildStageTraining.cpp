@@ -191,11 +191,6 @@ void BuildStageTrainingPass::runOnOperation() {
                           "outlined stage function with a pipe.stage";
       return signalPassFailure();
     }
-    if (nn::needsRandomSeed(callee.front())) {
-      callee.emitError() << "pipe-build-stage-training: Dropout in pipelined "
-                            "training is not supported yet";
-      return signalPassFailure();
-    }
     calls.push_back({call, callee, stage, 0});
     numRanks = std::max<int64_t>(numRanks, stage.getIndex() + 1);
   }
@@ -267,6 +262,7 @@ void BuildStageTrainingPass::runOnOperation() {
 
   OpBuilder b(ctx);
   SmallVector<Operation *> toErase{driver};
+  int64_t dropoutsBefore = 0;
   for (auto [v, c] : llvm::enumerate(calls)) {
     bool last = static_cast<int64_t>(v) == numStages - 1;
     func::FuncOp callee = c.callee;
@@ -278,6 +274,12 @@ void BuildStageTrainingPass::runOnOperation() {
     SmallVector<Type> argTypes(callee.getArgumentTypes());
     if (last)
       argTypes.push_back(*labelsType);
+    // Dropout: a per-stage seed state advanced by each F; op k of the whole
+    // model draws from seed + k, so the masks equal single-rank training's.
+    bool hasDropout = nn::needsRandomSeed(body);
+    auto seedType = RankedTensorType::get({}, b.getI64Type());
+    if (hasDropout)
+      argTypes.push_back(seedType);
     b.setInsertionPoint(driver);
     std::string base = ("stage" + Twine(v)).str();
     auto stageFn = func::FuncOp::create(b, loc, base,
@@ -311,13 +313,24 @@ void BuildStageTrainingPass::runOnOperation() {
       stageFn.setArgAttr(i, "pipe.input", b.getStringAttr(labelsName));
       stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
     }
+    std::string seedName = "rng_seed:" + base;
+    unsigned seedIndex = argTypes.size() - 1;
+    if (hasDropout) {
+      stageFn.setArgAttr(seedIndex, NNNames::kNameAttrName,
+                         b.getStringAttr(seedName));
+      stageFn.setArgAttr(seedIndex, NNNames::kRoleAttrName,
+                         b.getStringAttr("state"));
+    }
     Block *entry = stageFn.addEntryBlock();
     IRMapping mapping;
     for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
       mapping.map(callee.getArgument(i), entry->getArgument(i));
     b.setInsertionPointToStart(entry);
     SmallVector<std::pair<Value, Value>> statUpdates;
-    nn::cloneInTrainingMode(b, body, mapping, Value(), statUpdates);
+    Value rngSeed = hasDropout ? entry->getArgument(seedIndex) : Value();
+    nn::cloneInTrainingMode(b, body, mapping, rngSeed, statUpdates,
+                            dropoutsBefore);
+    dropoutsBefore += nn::countRandomDropouts(body);
     auto calleeRet = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<Value> results;
     SmallVector<NamedAttrList> resultAttrs;
@@ -350,6 +363,17 @@ void BuildStageTrainingPass::runOnOperation() {
       attrs.set(NNNames::kNameAttrName,
                 b.getStringAttr(name.getValue() + ".next"));
       attrs.set(NNNames::kUpdatesAttrName, name);
+      resultAttrs.push_back(attrs);
+    }
+    if (hasDropout) {
+      results.push_back(nn::AddOp::create(
+          b, loc, rngSeed,
+          nn::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(seedType, b.getI64IntegerAttr(1)))));
+      NamedAttrList attrs;
+      attrs.set(NNNames::kNameAttrName, b.getStringAttr(seedName + ".next"));
+      attrs.set(NNNames::kUpdatesAttrName, b.getStringAttr(seedName));
       resultAttrs.push_back(attrs);
     }
     for (unsigned i = 0; i < frozen.size(); ++i)

@@ -88,11 +88,18 @@ struct TrainingInfo {
 /// BatchNormalization with batch statistics (`nn.batch_norm_train`; each
 /// (running-statistic operand, updated value) pair is appended to
 /// `statUpdates`) and, when `seed` (rank-0 i64) is given, Dropout as
-/// `x * bernoulli(seed + k) / (1 - ratio)`.
+/// `x * bernoulli(seed + k * 1000003) / (1 - ratio)` where k counts the
+/// Dropout ops from `firstDropout + 1` (a pipeline stage passes the number
+/// of Dropout ops of the stages before it, so every op draws the same mask
+/// as in the whole model).
 void cloneInTrainingMode(
     mlir::OpBuilder &b, mlir::Block &body, mlir::IRMapping &mapping,
     mlir::Value seed,
-    llvm::SmallVectorImpl<std::pair<mlir::Value, mlir::Value>> &statUpdates);
+    llvm::SmallVectorImpl<std::pair<mlir::Value, mlir::Value>> &statUpdates,
+    int64_t firstDropout = 0);
+
+/// Number of Dropout ops of `body` that need a random mask in training.
+int64_t countRandomDropouts(mlir::Block &body);
 
 /// Whether `body` has a Dropout that needs a random seed in training.
 bool needsRandomSeed(mlir::Block &body);
