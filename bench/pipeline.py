@@ -4,6 +4,7 @@
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin [--stages 2]
         [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
         [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
+        [--torch-venv VENV]
 
 Exports a GPT-like model (models/export_torch.py gpt, sized for 2 cores),
 compiles a single-rank training bundle and a K-stage pipeline bundle with the
@@ -13,9 +14,12 @@ samples/s of each, their ratio, and the pipeline's measured bubble fraction
 next to the simulated one (from `--trace`). Not a test: these machines are
 shared and noisy; quote medians and ratios.
 
-Not here yet: the side-by-side run of PyTorch's torch.distributed.pipelining
-(Schedule1F1B over gloo), which needs torch >= 2.4 from the package index
-(Debian has 1.13).
+With --torch-venv VENV (a venv with torch >= 2.4 from pip; Debian has
+1.13), also runs bench/torch_pipeline.py in it: PyTorch's
+torch.distributed.pipelining, Schedule1F1B over gloo, K processes of one
+thread, the same GPT cut after the same number of blocks as our partition
+(the middle if that cannot be read from the report), same M, batch and
+data, and prints its samples/s and the ratio ours/torch.
 """
 
 import argparse
@@ -35,6 +39,24 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
 
+def blocks_before_cut(report):
+    """Blocks wholly on stage 0 of a K=2 --report: the GPT's blocks are
+    /block (the first) and /more.I; a block counts as stage 0's when its
+    MLP starts there (a trailing LayerNorm of the next block does not
+    count), i.e. the nearest block boundary."""
+    row = re.search(r"^\s*0\s+0\s+0\s.*\.\. (\S+)\s*$", report, re.M)
+    if not row:
+        return None
+    last = row.group(1)
+    more = re.match(r"/more\.(\d+)/(.*)", last)
+    if not more:
+        return 1 if last.startswith("/block/mlp") else None
+    i, rest = int(more.group(1)), more.group(2)
+    # /more.i/mlp/... ends block i+2 (1-based); anything earlier in more.i
+    # leaves that block mostly on stage 1.
+    return i + 2 if rest.startswith("mlp") or rest.startswith("Add_1") else i + 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -47,6 +69,8 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--work")
+    p.add_argument("--torch-venv",
+                   help="venv with torch >= 2.4: also run PyTorch's pipeline")
     args = p.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
     os.makedirs(work, exist_ok=True)
@@ -82,7 +106,14 @@ def main():
         line = [l for l in out.splitlines() if l.startswith("trained")][-1]
         return float(re.search(r"([0-9.]+) samples/s", line).group(1)), out
 
-    one, _ = throughput(single, [])
+    def median_rate(out):
+        """samples/s of the median step (pipedream-run's per-step lines)."""
+        secs = [n / float(r) for r in
+                re.findall(r"^step \d+/\d+ loss \S+ samples/s ([0-9.]+)$",
+                           out, re.M) if float(r) > 0]
+        return n / float(np.median(secs)) if secs else float("nan")
+
+    one, one_out = throughput(single, [])
     ranks = (["--ranks", str(args.stages)] if shutil.which("mpirun")
              else ["--transport", "threads"])
     trace = os.path.join(work, "trace.json")
@@ -93,6 +124,36 @@ def main():
     print(f"  single rank          {one:10.1f} samples/s")
     print(f"  {args.schedule} K={args.stages} ({ranks[0][2:]}) {many:10.1f} samples/s"
           f"   ratio {many / one:.2f}x")
+    if args.torch_venv:
+        split = blocks_before_cut(report) if args.stages == 2 else None
+        cmd = [os.path.join(args.torch_venv, "bin", "python"),
+               os.path.join(ROOT, "bench", "torch_pipeline.py"),
+               "--stages", str(args.stages), "--microbatches", str(m),
+               "--microbatch-size", str(b), "--steps", str(args.steps),
+               "--dim", str(args.dim), "--heads", "4",
+               "--layers", str(args.layers), "--seq", str(args.seq),
+               "--data", data, "--single"]
+        if split is not None:
+            cmd += ["--split", str(split)]
+        tout = run(cmd, env=env).stdout
+        tline = [l for l in tout.splitlines() if "Schedule1F1B" in l][-1]
+        theirs = float(re.search(r"([0-9.]+) samples/s", tline).group(1))
+        sline = [l for l in tout.splitlines() if "single process" in l][-1]
+        tsingle = float(re.search(r"([0-9.]+) samples/s", sline).group(1))
+        # Ours above: pipedream-run's mean over all steps (no warm-up);
+        # torch: the median step after its warm-up. Compare medians.
+        ours_med, one_med = median_rate(out), median_rate(one_out)
+        print(f"  torch 1f1b K={args.stages} (gloo) {theirs:10.1f} samples/s"
+              f" (median step)")
+        print(f"  median steps: {args.schedule} K={args.stages} {ours_med:.1f}, "
+              f"single rank {one_med:.1f}, torch {theirs:.1f} samples/s; "
+              f"ours/torch {ours_med / theirs:.2f}x, "
+              f"single rank/torch {one_med / theirs:.2f}x")
+        print(f"  torch single process {tsingle:.1f} samples/s (median step):"
+              f" torch pipeline/single {theirs / tsingle:.2f}x,"
+              f" our single rank/torch single {one_med / tsingle:.2f}x")
+        print(f"    {sline.strip()}")
+        print(f"    {tline.strip()}")
     print(f"  bubble: measured {measured.group(1) + '%' if measured else '?'}, "
           f"simulated {float(simulated.group(1)) * 100 if simulated else float('nan'):.1f}%")
     return 0
