@@ -23,6 +23,7 @@
 #ifndef PIPEDREAM_LIB_DIALECT_NN_IR_NNGRADIENTS_H
 #define PIPEDREAM_LIB_DIALECT_NN_IR_NNGRADIENTS_H
 
+#include "pipedream/Dialect/NN/IR/NNInterfaces.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -55,6 +56,40 @@ mlir::Value createSplat(mlir::OpBuilder &builder, mlir::Location loc,
 /// only some results reach the loss).
 mlir::Value gradOrZeros(mlir::OpBuilder &builder, mlir::Location loc,
                         mlir::Value grad, mlir::RankedTensorType type);
+
+/// The ranked tensor type of `v`.
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// Whether `v` is a tensor of floats (has a gradient).
+inline bool isFloatTensor(mlir::Value v) {
+  return llvm::isa<mlir::FloatType>(typeOf(v).getElementType());
+}
+
+/// A rule written as a function of the concrete op; it appends one value
+/// per operand.
+template <typename OpTy>
+using RuleFn = mlir::LogicalResult (*)(OpTy, mlir::OpBuilder &,
+                                       mlir::ValueRange,
+                                       llvm::SmallVectorImpl<mlir::Value> &);
+
+/// The external model of a rule function.
+template <typename OpTy, RuleFn<OpTy> Fn>
+struct Rule : GradientOpInterface::ExternalModel<Rule<OpTy, Fn>, OpTy> {
+  mlir::LogicalResult
+  buildGradient(mlir::Operation *op, mlir::OpBuilder &b,
+                mlir::ValueRange resultGrads,
+                llvm::SmallVectorImpl<mlir::Value> &operandGrads) const {
+    return Fn(llvm::cast<OpTy>(op), b, resultGrads, operandGrads);
+  }
+};
+
+/// Attaches `Fn` as the derivative rule of `OpTy`.
+template <typename OpTy, RuleFn<OpTy> Fn>
+void attach(mlir::MLIRContext *ctx) {
+  OpTy::template attachInterface<Rule<OpTy, Fn>>(*ctx);
+}
 
 } // namespace pipedream::nn::detail
 

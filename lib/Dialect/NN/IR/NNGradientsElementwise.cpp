@@ -30,14 +30,6 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-bool isFloatTensor(Value v) {
-  return isa<FloatType>(typeOf(v).getElementType());
-}
-
 /// A rank-0 constant of `like`'s element type (broadcasts against anything).
 Value scalar(OpBuilder &b, Location loc, Value like, double value) {
   return createScalar(b, loc, typeOf(like).getElementType(), value);
@@ -64,26 +56,6 @@ Value unbroadcast(OpBuilder &b, Location loc, Value grad, Value operand) {
   if (!isFloatTensor(operand))
     return Value();
   return sumToShape(b, loc, grad, typeOf(operand));
-}
-
-/// A rule written as a function of the concrete op; `Fn` appends one value
-/// per operand.
-template <typename OpTy>
-using RuleFn = LogicalResult (*)(OpTy, OpBuilder &, ValueRange,
-                                 SmallVectorImpl<Value> &);
-
-template <typename OpTy, RuleFn<OpTy> Fn>
-struct Rule : GradientOpInterface::ExternalModel<Rule<OpTy, Fn>, OpTy> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    return Fn(cast<OpTy>(op), b, resultGrads, operandGrads);
-  }
-};
-
-template <typename OpTy, RuleFn<OpTy> Fn>
-void attach(MLIRContext *ctx) {
-  OpTy::template attachInterface<Rule<OpTy, Fn>>(*ctx);
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,14 +28,6 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-bool isFloatTensor(Value v) {
-  return isa<FloatType>(typeOf(v).getElementType());
-}
-
 Value reshape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
   if (typeOf(x).getShape() == shape)
     return x;
@@ -51,21 +43,6 @@ SmallVector<int64_t> keptShape(ArrayRef<int64_t> shape,
     kept[axis] = 1;
   return kept;
 }
-
-template <typename OpTy>
-using RuleFn = LogicalResult (*)(OpTy, OpBuilder &, ValueRange,
-                                 SmallVectorImpl<Value> &);
-
-/// A rule written as a function of the concrete op; `Fn` appends one value
-/// per operand.
-template <typename OpTy, RuleFn<OpTy> Fn>
-struct Rule : GradientOpInterface::ExternalModel<Rule<OpTy, Fn>, OpTy> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    return Fn(cast<OpTy>(op), b, resultGrads, operandGrads);
-  }
-};
 
 /// Same, for ops with no differentiable operand at all (`equal`, `cast`
 /// between floats and integers...): the default would call a float
@@ -84,11 +61,6 @@ struct RuleWithOperands
     return Differentiable(cast<OpTy>(op), index);
   }
 };
-
-template <typename OpTy, RuleFn<OpTy> Fn>
-void attach(MLIRContext *ctx) {
-  OpTy::template attachInterface<Rule<OpTy, Fn>>(*ctx);
-}
 
 /// The gradient of a result shaped like `operand` by a pure reshape, or
 /// null for integer operands.
