@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Messages.h"
@@ -40,38 +41,6 @@ namespace sched = pipedream::pipe::schedule;
 //===----------------------------------------------------------------------===//
 // Verification of per-rank programs
 //===----------------------------------------------------------------------===//
-
-static sched::Kind toSchedKind(ScheduleKind kind) {
-  switch (kind) {
-  case ScheduleKind::GPipe:
-    return sched::Kind::GPipe;
-  case ScheduleKind::OneFOneB:
-    return sched::Kind::OneFOneB;
-  case ScheduleKind::Interleaved1F1B:
-    return sched::Kind::Interleaved1F1B;
-  case ScheduleKind::PipeDream:
-    return sched::Kind::PipeDream;
-  case ScheduleKind::TwoBW:
-    return sched::Kind::TwoBW;
-  case ScheduleKind::ZeroBubbleH1:
-    return sched::Kind::ZBH1;
-  }
-  return sched::Kind::OneFOneB;
-}
-
-static sched::Op toSchedOp(ActionKind action) {
-  switch (action) {
-  case ActionKind::Forward:
-    return sched::Op::F;
-  case ActionKind::Backward:
-    return sched::Op::B;
-  case ActionKind::WeightGrad:
-    return sched::Op::W;
-  case ActionKind::Update:
-    return sched::Op::U;
-  }
-  return sched::Op::F;
-}
 
 /// `train_rank3` -> `train`; other names are their own stem.
 static std::string stemOf(StringRef name) {
@@ -178,7 +147,7 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
 
   // Stash/restore and the schedule the stage calls form.
   sched::Schedule schedule;
-  schedule.config = {toSchedKind(attr.getKind()), k, attr.getNumMicrobatches(),
+  schedule.config = {toScheduleKind(attr.getKind()), k, attr.getNumMicrobatches(),
                      attr.getNumChunks()};
   schedule.ranks.resize(k);
   std::vector<std::vector<Operation *>> calls(k);
@@ -186,7 +155,7 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
     if (failed(verifySlots(byRank[r], k)))
       return failure();
     for (auto call : byRank[r].getBody().getOps<CallStageOp>()) {
-      schedule.ranks[r].push_back({toSchedOp(call.getAction()),
+      schedule.ranks[r].push_back({toScheduleOp(call.getAction()),
                                    call.getStage().getVirtualIndex(k),
                                    (int64_t)call.getMicrobatch()});
       calls[r].push_back(call);
@@ -208,12 +177,12 @@ sched::Schedule pipedream::pipe::scheduleOfProgram(ProgramOp program) {
   ScheduleAttr attr = program.getSchedule();
   int64_t k = attr.getNumStages();
   sched::Schedule schedule;
-  schedule.config = {toSchedKind(attr.getKind()), k, attr.getNumMicrobatches(),
+  schedule.config = {toScheduleKind(attr.getKind()), k, attr.getNumMicrobatches(),
                      attr.getNumChunks()};
   schedule.ranks.resize(k);
   for (auto call : program.getBody().getOps<CallStageOp>())
     schedule.ranks[call.getStage().getRank() % k].push_back(
-        {toSchedOp(call.getAction()), call.getStage().getVirtualIndex(k),
+        {toScheduleOp(call.getAction()), call.getStage().getVirtualIndex(k),
          (int64_t)call.getMicrobatch()});
   return schedule;
 }

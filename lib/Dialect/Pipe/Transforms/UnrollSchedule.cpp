@@ -7,6 +7,7 @@
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,38 +37,6 @@ struct UnrollSchedulePass
 };
 
 } // namespace
-
-static ScheduleKind toAttrKind(sched::Kind kind) {
-  switch (kind) {
-  case sched::Kind::GPipe:
-    return ScheduleKind::GPipe;
-  case sched::Kind::OneFOneB:
-    return ScheduleKind::OneFOneB;
-  case sched::Kind::Interleaved1F1B:
-    return ScheduleKind::Interleaved1F1B;
-  case sched::Kind::PipeDream:
-    return ScheduleKind::PipeDream;
-  case sched::Kind::TwoBW:
-    return ScheduleKind::TwoBW;
-  case sched::Kind::ZBH1:
-    return ScheduleKind::ZeroBubbleH1;
-  }
-  return ScheduleKind::OneFOneB;
-}
-
-static ActionKind toAttrAction(sched::Op op) {
-  switch (op) {
-  case sched::Op::F:
-    return ActionKind::Forward;
-  case sched::Op::B:
-    return ActionKind::Backward;
-  case sched::Op::W:
-    return ActionKind::WeightGrad;
-  case sched::Op::U:
-    return ActionKind::Update;
-  }
-  return ActionKind::Forward;
-}
 
 void UnrollSchedulePass::runOnOperation() {
   ModuleOp module = getOperation();
@@ -298,7 +267,7 @@ void UnrollSchedulePass::runOnOperation() {
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   Location loc = module.getLoc();
-  auto scheduleAttr = ScheduleAttr::get(&getContext(), toAttrKind(config.kind),
+  auto scheduleAttr = ScheduleAttr::get(&getContext(), toScheduleKindAttr(config.kind),
                                         k, numMicrobatches, numChunks);
   auto program = ProgramOp::create(
       b, loc, "train", b.getFunctionType(argTypes, resultTypes), scheduleAttr);
@@ -379,7 +348,7 @@ void UnrollSchedulePass::runOnOperation() {
     }
     auto call = CallStageOp::create(
         b, loc, cast<FunctionOpInterface>(fn.getOperation()),
-        toAttrAction(a.op), args, stageAttrOf(v), m);
+        toActionKind(a.op), args, stageAttrOf(v), m);
     // Asynchronous schedules: F records the stage's weight version in the
     // (stage, micro-batch)'s slot, its B and W run with that version.
     if (!config.isSynchronous() && a.op != sched::Op::U)

@@ -8,6 +8,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 
 #include <map>
 #include <tuple>
@@ -32,44 +33,12 @@ struct VerifySchedulePass
 
 } // namespace
 
-static sched::Kind fromAttrKind(ScheduleKind kind) {
-  switch (kind) {
-  case ScheduleKind::GPipe:
-    return sched::Kind::GPipe;
-  case ScheduleKind::OneFOneB:
-    return sched::Kind::OneFOneB;
-  case ScheduleKind::Interleaved1F1B:
-    return sched::Kind::Interleaved1F1B;
-  case ScheduleKind::PipeDream:
-    return sched::Kind::PipeDream;
-  case ScheduleKind::TwoBW:
-    return sched::Kind::TwoBW;
-  case ScheduleKind::ZeroBubbleH1:
-    return sched::Kind::ZBH1;
-  }
-  return sched::Kind::OneFOneB;
-}
-
-static sched::Op fromAttrAction(ActionKind action) {
-  switch (action) {
-  case ActionKind::Forward:
-    return sched::Op::F;
-  case ActionKind::Backward:
-    return sched::Op::B;
-  case ActionKind::WeightGrad:
-    return sched::Op::W;
-  case ActionKind::Update:
-    return sched::Op::U;
-  }
-  return sched::Op::F;
-}
-
 /// Checks one global program; emits errors and returns failure.
 static LogicalResult verifyProgram(ProgramOp program) {
   ScheduleAttr attr = program.getSchedule();
   int64_t k = attr.getNumStages();
   sched::Schedule schedule;
-  schedule.config = {fromAttrKind(attr.getKind()), k,
+  schedule.config = {toScheduleKind(attr.getKind()), k,
                      attr.getNumMicrobatches(), attr.getNumChunks()};
   schedule.ranks.resize(k);
   std::vector<std::vector<Operation *>> ops(k);
@@ -130,7 +99,7 @@ static LogicalResult verifyProgram(ProgramOp program) {
     if (auto call = dyn_cast<CallStageOp>(op)) {
       StageAttr stage = call.getStage();
       schedule.ranks[stage.getRank()].push_back(
-          {fromAttrAction(call.getAction()), stage.getVirtualIndex(k),
+          {toScheduleOp(call.getAction()), stage.getVirtualIndex(k),
            static_cast<int64_t>(call.getMicrobatch())});
       ops[stage.getRank()].push_back(op);
     } else if (auto st = dyn_cast<StashOp>(op)) {
