@@ -40,6 +40,14 @@ using AlignedMemory = std::unique_ptr<unsigned char, FreeDeleter>;
 /// Throws Error (PD_ERROR_OUT_OF_MEMORY) naming `what`.
 AlignedMemory allocateAligned(size_t bytes, const std::string &what);
 
+/// Cross-entropy labels: throws an Error naming array `name`, the row (and
+/// the element index for multi-dimensional labels) and the value, unless
+/// the `rows` rows from `firstRow` (modulo `numSamples`) of `labels`
+/// (`perRow` elements of `dtype`, i64 or i32 each) are in [0, numClasses).
+void checkLabelRange(const std::string &name, pd_dtype dtype, size_t perRow,
+                     int64_t numClasses, const pd_named_array &labels,
+                     size_t numSamples, size_t firstRow, size_t rows);
+
 /// Sets the thread's last error and returns `status`.
 pd_status fail(pd_status status, std::string message);
 /// "<function>: '<argument>' is NULL" (PD_ERROR_INVALID_ARGUMENT).

@@ -197,47 +197,10 @@ void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
   if (spec.loss != "cross-entropy")
     return;
   const PipelineData &data = spec.data.back();
-  size_t elementSize = pd_dtype_size(data.type.dtype);
-  size_t perRow = rowBytes(spec, data) / elementSize;
-  const unsigned char *bytes = static_cast<const unsigned char *>(labels.data);
-  rows = std::min(rows, numSamples);
-  for (size_t r = 0; r < rows; ++r) {
-    size_t row = (firstRow + r) % numSamples;
-    for (size_t e = 0; e < perRow; ++e) {
-      const unsigned char *at = bytes + (row * perRow + e) * elementSize;
-      int64_t value;
-      if (data.type.dtype == PD_DTYPE_I64) {
-        std::memcpy(&value, at, sizeof(value));
-      } else {
-        int32_t narrow;
-        std::memcpy(&narrow, at, sizeof(narrow));
-        value = narrow;
-      }
-      if (value >= 0 && value < spec.numClasses)
-        continue;
-      std::string where;
-      if (labels.rank > 1) {
-        where = " at [" + std::to_string(row);
-        size_t rest = e;
-        std::vector<int64_t> index(labels.rank - 1);
-        for (size_t d = labels.rank; d-- > 1;) {
-          int64_t extent = labels.shape[d];
-          index[d - 1] = extent ? static_cast<int64_t>(rest % extent) : 0;
-          rest = extent ? rest / extent : 0;
-        }
-        for (int64_t i : index)
-          where += ", " + std::to_string(i);
-        where += "]";
-      }
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  "training data: array '" + data.name + "': row " +
-                      std::to_string(row) + " holds " + std::to_string(value) +
-                      where + ", outside [0, " +
-                      std::to_string(spec.numClasses) +
-                      ") (cross-entropy over " +
-                      std::to_string(spec.numClasses) + " classes)");
-    }
-  }
+  size_t perRow = rowBytes(spec, data) / pd_dtype_size(data.type.dtype);
+  pipedream::runtime::checkLabelRange(data.name, data.type.dtype, perRow,
+                                      spec.numClasses, labels, numSamples,
+                                      firstRow, rows);
 }
 
 /// "recv from rank 1, tag 3" / "call stage0_F (F, stage 0, micro-batch 2)".

@@ -70,6 +70,51 @@ std::string errnoText(int error) { return std::strerror(error); }
 namespace pipedream {
 namespace runtime {
 
+void checkLabelRange(const std::string &name, pd_dtype dtype, size_t perRow,
+                     int64_t numClasses, const pd_named_array &labels,
+                     size_t numSamples, size_t firstRow, size_t rows) {
+  size_t elementSize = pd_dtype_size(dtype);
+  const unsigned char *data = static_cast<const unsigned char *>(labels.data);
+  rows = std::min(rows, numSamples);
+  for (size_t r = 0; r < rows; ++r) {
+    size_t row = (firstRow + r) % numSamples;
+    for (size_t e = 0; e < perRow; ++e) {
+      const unsigned char *at = data + (row * perRow + e) * elementSize;
+      int64_t value;
+      if (dtype == PD_DTYPE_I64) {
+        std::memcpy(&value, at, sizeof(value));
+      } else {
+        int32_t narrow;
+        std::memcpy(&narrow, at, sizeof(narrow));
+        value = narrow;
+      }
+      if (value >= 0 && value < numClasses)
+        continue;
+      std::string where;
+      if (labels.rank > 1) {
+        // The element's index, e.g. [17, 3].
+        where = " at [" + std::to_string(row);
+        size_t rest = e;
+        std::vector<int64_t> index(labels.rank - 1);
+        for (size_t d = labels.rank; d-- > 1;) {
+          int64_t extent = labels.shape[d];
+          index[d - 1] = extent ? static_cast<int64_t>(rest % extent) : 0;
+          rest = extent ? rest / extent : 0;
+        }
+        for (int64_t i : index)
+          where += ", " + std::to_string(i);
+        where += "]";
+      }
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  "training data: array '" + name + "': row " +
+                      std::to_string(row) + " holds " + std::to_string(value) +
+                      where + ", outside [0, " + std::to_string(numClasses) +
+                      ") (cross-entropy over " + std::to_string(numClasses) +
+                      " classes)");
+    }
+  }
+}
+
 AlignedMemory allocateAligned(size_t bytes, const std::string &what) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0)
@@ -1075,48 +1120,10 @@ void checkLabels(const pd_trainer &trainer, const pd_named_array &labels,
   if (spec.loss != "cross-entropy")
     return;
   const pd_buffer &buffer = *trainer.labels;
-  size_t elementSize = pd_dtype_size(buffer.type.dtype);
-  size_t perRow = rowBytes(trainer, buffer) / elementSize;
-  const unsigned char *data = static_cast<const unsigned char *>(labels.data);
-  rows = std::min(rows, numSamples);
-  for (size_t r = 0; r < rows; ++r) {
-    size_t row = (firstRow + r) % numSamples;
-    for (size_t e = 0; e < perRow; ++e) {
-      const unsigned char *at = data + (row * perRow + e) * elementSize;
-      int64_t value;
-      if (buffer.type.dtype == PD_DTYPE_I64) {
-        std::memcpy(&value, at, sizeof(value));
-      } else {
-        int32_t narrow;
-        std::memcpy(&narrow, at, sizeof(narrow));
-        value = narrow;
-      }
-      if (value >= 0 && value < spec.numClasses)
-        continue;
-      std::string where;
-      if (labels.rank > 1) {
-        // The element's index, e.g. [17, 3].
-        where = " at [" + std::to_string(row);
-        size_t rest = e;
-        std::vector<int64_t> index(labels.rank - 1);
-        for (size_t d = labels.rank; d-- > 1;) {
-          int64_t extent = labels.shape[d];
-          index[d - 1] = extent ? static_cast<int64_t>(rest % extent) : 0;
-          rest = extent ? rest / extent : 0;
-        }
-        for (int64_t i : index)
-          where += ", " + std::to_string(i);
-        where += "]";
-      }
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  "training data: array '" + buffer.name + "': row " +
-                      std::to_string(row) + " holds " + std::to_string(value) +
-                      where + ", outside [0, " +
-                      std::to_string(spec.numClasses) +
-                      ") (cross-entropy over " +
-                      std::to_string(spec.numClasses) + " classes)");
-    }
-  }
+  size_t perRow = rowBytes(trainer, buffer) / pd_dtype_size(buffer.type.dtype);
+  pipedream::runtime::checkLabelRange(buffer.name, buffer.type.dtype, perRow,
+                                      spec.numClasses, labels, numSamples,
+                                      firstRow, rows);
 }
 
 /// Reads the step function's loss output (one f32 or f64 element).
