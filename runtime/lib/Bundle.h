@@ -40,6 +40,15 @@ using AlignedMemory = std::unique_ptr<unsigned char, FreeDeleter>;
 /// Throws Error (PD_ERROR_OUT_OF_MEMORY) naming `what`.
 AlignedMemory allocateAligned(size_t bytes, const std::string &what);
 
+/// One data array of a training step, already matched by dtype and trailing
+/// shape to the buffer `name` that reads it (`rowBytes` bytes per sample):
+/// throws an Error (prefixed by `prefix`) when its byte count does not hold
+/// whole samples, its data is NULL, or its sample count differs from the
+/// first array's (`first`/`numSamples`, set by the first call).
+void checkDataRows(const std::string &prefix, const std::string &name,
+                   const pd_named_array &array, size_t rowBytes,
+                   const pd_named_array *&first, size_t &numSamples);
+
 /// Cross-entropy labels: throws an Error naming array `name`, the row (and
 /// the element index for multi-dimensional labels) and the value, unless
 /// the `rows` rows from `firstRow` (modulo `numSamples`) of `labels`

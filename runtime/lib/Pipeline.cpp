@@ -158,30 +158,8 @@ matchData(const PipelineSpec &spec, const std::vector<size_t> &which,
                       ", but the pipeline reads " +
                       (data.isLabels ? "labels" : "input") + " '" + data.name +
                       "' as " + dataType(type) + " (N samples)");
-    size_t rows = static_cast<size_t>(array.shape[0]);
-    size_t bytes = rowBytes(spec, data);
-    if ((bytes != 0 && array.num_bytes / bytes != rows) ||
-        (bytes != 0 && array.num_bytes % bytes != 0) ||
-        (bytes == 0 && array.num_bytes != 0))
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix + "array '" + data.name + "' is " +
-                      describeType(array.dtype, array.shape, array.rank) +
-                      " but has " + std::to_string(array.num_bytes) +
-                      " bytes of data");
-    if (array.num_bytes != 0 && !array.data)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array '" + data.name + "' has NULL data");
-    if (!first) {
-      first = &array;
-      numSamples = rows;
-    } else if (rows != numSamples) {
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix +
-                      "arrays have different numbers of samples (first "
-                      "axis): '" +
-                      first->name + "' has " + std::to_string(numSamples) +
-                      ", '" + array.name + "' has " + std::to_string(rows));
-    }
+    pipedream::runtime::checkDataRows(prefix, data.name, array,
+                                      rowBytes(spec, data), first, numSamples);
   }
   if (first && numSamples == 0)
     throw Error(PD_ERROR_INVALID_ARGUMENT,

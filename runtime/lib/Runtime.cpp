@@ -70,6 +70,34 @@ std::string errnoText(int error) { return std::strerror(error); }
 namespace pipedream {
 namespace runtime {
 
+void checkDataRows(const std::string &prefix, const std::string &name,
+                   const pd_named_array &array, size_t bytes,
+                   const pd_named_array *&first, size_t &numSamples) {
+  size_t rows = static_cast<size_t>(array.shape[0]);
+  if ((bytes != 0 && array.num_bytes / bytes != rows) ||
+      (bytes != 0 && array.num_bytes % bytes != 0) ||
+      (bytes == 0 && array.num_bytes != 0))
+    throw Error(PD_ERROR_MISMATCH,
+                prefix + "array '" + name + "' is " +
+                    describeType(array.dtype, array.shape, array.rank) +
+                    " but has " + std::to_string(array.num_bytes) +
+                    " bytes of data");
+  if (array.num_bytes != 0 && !array.data)
+    throw Error(PD_ERROR_INVALID_ARGUMENT,
+                prefix + "array '" + name + "' has NULL data");
+  if (!first) {
+    first = &array;
+    numSamples = rows;
+  } else if (rows != numSamples) {
+    throw Error(PD_ERROR_MISMATCH,
+                prefix +
+                    "arrays have different numbers of samples (first "
+                    "axis): '" +
+                    first->name + "' has " + std::to_string(numSamples) +
+                    ", '" + array.name + "' has " + std::to_string(rows));
+  }
+}
+
 void checkLabelRange(const std::string &name, pd_dtype dtype, size_t perRow,
                      int64_t numClasses, const pd_named_array &labels,
                      size_t numSamples, size_t firstRow, size_t rows) {
@@ -1080,30 +1108,8 @@ std::vector<const pd_named_array *> matchData(const pd_trainer &trainer,
                       (&buffer == trainer.labels ? "labels" : "input") + " '" +
                       buffer.name + "' as " + dataType(buffer) +
                       " (N samples)");
-    size_t rows = static_cast<size_t>(array.shape[0]);
-    size_t bytes = rowBytes(trainer, buffer);
-    if ((bytes != 0 && array.num_bytes / bytes != rows) ||
-        (bytes != 0 && array.num_bytes % bytes != 0) ||
-        (bytes == 0 && array.num_bytes != 0))
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix + "array '" + buffer.name + "' is " +
-                      describeType(array.dtype, array.shape, array.rank) +
-                      " but has " + std::to_string(array.num_bytes) +
-                      " bytes of data");
-    if (array.num_bytes != 0 && !array.data)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array '" + buffer.name + "' has NULL data");
-    if (!first) {
-      first = &array;
-      numSamples = rows;
-    } else if (rows != numSamples) {
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix +
-                      "arrays have different numbers of samples (first "
-                      "axis): '" +
-                      first->name + "' has " + std::to_string(numSamples) +
-                      ", '" + array.name + "' has " + std::to_string(rows));
-    }
+    pipedream::runtime::checkDataRows(prefix, buffer.name, array,
+                                      rowBytes(trainer, buffer), first, numSamples);
   }
   if (first && numSamples == 0)
     throw Error(PD_ERROR_INVALID_ARGUMENT,
