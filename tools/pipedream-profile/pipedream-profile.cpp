@@ -41,13 +41,12 @@
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Autodiff.h"
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Driver/Driver.h"
+#include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 
-#if PIPEDREAM_HAVE_NN_TO_LINALG
-#include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
-#endif
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -478,52 +477,6 @@ static SmallVector<Fill> backwardFills(func::FuncOp func,
 }
 
 //===----------------------------------------------------------------------===//
-// Compilation helpers (as in pipedream-compile)
-//===----------------------------------------------------------------------===//
-
-static LogicalResult convertNNToLinalg(ModuleOp module, std::string &error) {
-#if PIPEDREAM_HAVE_NN_TO_LINALG
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
-  if (succeeded(pm.run(module)))
-    return success();
-  error = firstError.empty() ? "convert-nn-to-linalg failed" : firstError;
-  return failure();
-#else
-  (void)module;
-  error = "this pipedream-profile was built without convert-nn-to-linalg";
-  return failure();
-#endif
-}
-
-/// Drops the nn.* argument/result attributes (weight values) before
-/// lowering.
-static void stripModelAttributes(ModuleOp module) {
-  auto filter = [](DictionaryAttr dict) {
-    SmallVector<NamedAttribute> kept;
-    if (dict)
-      for (NamedAttribute attr : dict)
-        if (!attr.getName().getValue().starts_with("nn."))
-          kept.push_back(attr);
-    return kept;
-  };
-  for (auto func : module.getOps<func::FuncOp>()) {
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      func.setArgAttrs(i, filter(func.getArgAttrDict(i)));
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      func.setResultAttrs(i, filter(func.getResultAttrDict(i)));
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Timing
 //===----------------------------------------------------------------------===//
 
@@ -585,8 +538,9 @@ int main(int argc, char **argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   setenv("OMP_NUM_THREADS", "1", 1);
   // The code generator applies the pass manager options (and
-  // --mlir-print-ir-after=PASS names its passes).
-  pipedream::cpu::registerCPUCodegenPasses();
+  // --mlir-print-ir-after=PASS names its passes); the lowering steps are
+  // pipedream-compile's (lib/Driver).
+  pipedream::registerDriverPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -822,11 +776,11 @@ int main(int argc, char **argv) {
     llvm::sys::fs::remove(tempDir);
   };
   firstError.clear();
-  if (failed(convertNNToLinalg(*library, error))) {
+  if (failed(pipedream::convertNNToLinalg(*library, error))) {
     cleanup();
     return fail(modelName + ": " + error);
   }
-  stripModelAttributes(*library);
+  pipedream::stripModelAttributes(*library);
   if (failed(pipedream::cpu::compileToSharedLibrary(*library, codegen,
                                                     libraryPath, error))) {
     cleanup();
