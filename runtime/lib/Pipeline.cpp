@@ -11,16 +11,28 @@
 // summed. parseManifest has checked the program (registers, function
 // signatures, matching sends and recvs), so a step only checks the data.
 //
+// A bundle whose ranks name a native entry (`pipeline_rank<r>` in
+// program.so, RankEntry.h) runs it: the compiled program calls the stage
+// functions itself and the runtime only through the pd_rank_runtime table
+// below. Every instruction's work is one function here, shared with the
+// interpreter, which runs bundles without native entries (and any bundle
+// when PIPEDREAM_PIPELINE_INTERPRET=1): both give bitwise equal results.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "GpuDevice.h"
 #include "Manifest.h"
+#include "RankEntry.h"
 #include "Trace.h"
 #include "Transport.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -66,6 +78,17 @@ struct pd_pipeline {
       weightVersions;
   /// Measured events (pd_pipeline_set_tracing).
   pipedream::runtime::TraceLog trace;
+  /// The rank's native entry (NULL: the program is interpreted).
+  pd_rank_entry entry = nullptr;
+  /// registers[g].get() for every g: the entry's register table.
+  std::vector<void *> registerTable;
+  /// What the running step's instructions read and accumulate.
+  std::vector<const pd_named_array *> stepData;
+  size_t stepFirst = 0;
+  size_t stepSamples = 0;
+  double stepTotal = 0;
+  /// Start of the native call being run (for its trace event).
+  double callStart = 0;
 };
 
 namespace pipedream {
@@ -261,6 +284,308 @@ template <typename Body> pd_status onRank(pd_pipeline &p, Body &&body) {
   return status;
 }
 
+//===----------------------------------------------------------------------===//
+// Instructions (shared by the interpreter and the native entries)
+//===----------------------------------------------------------------------===//
+
+/// Throws the transport's last error.
+void transportCall(pd_status status) {
+  if (status != PD_OK)
+    throw Error(status, pd_last_error());
+}
+
+/// Runs `body` for instruction `index`; an Error it throws gets the
+/// instruction in front ("instruction 3 (recv from rank 1, tag 0): ").
+template <typename Body>
+void atInstruction(const pd_pipeline &p, size_t index, Body &&body) {
+  try {
+    body();
+  } catch (const Error &e) {
+    throw Error(e.status, "instruction " + std::to_string(index) + " (" +
+                              describeInstruction(p, p.program->program[index]) +
+                              "): " + e.what());
+  }
+}
+
+/// input: micro-batch rows of the data array into `target`.
+void runInput(pd_pipeline &p, const PipelineInstruction &ins,
+              unsigned char *target) {
+  const PipelineSpec &spec = *p.spec;
+  size_t k = 0;
+  while (spec.data[p.reads[k]].name != ins.name)
+    ++k;
+  const PipelineData &data = spec.data[p.reads[k]];
+  size_t bytes = rowBytes(spec, data);
+  const size_t b = spec.microbatchSize, samples = p.stepSamples;
+  const unsigned char *source =
+      static_cast<const unsigned char *>(p.stepData[k]->data);
+  size_t start =
+      (p.stepFirst + static_cast<size_t>(ins.microbatch) * b) % samples;
+  // Contiguous runs of rows, wrapping around the end of the data.
+  for (size_t done = 0; done < b && bytes != 0;) {
+    size_t row = (start + done) % samples;
+    size_t run = std::min(b - done, samples - row);
+    std::memcpy(target + done * bytes, source + row * bytes, run * bytes);
+    done += run;
+  }
+}
+
+/// call, before the function runs: the bound buffers of `arguments` (the
+/// function's pointer array; its value slots are the caller's).
+void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
+              void **arguments) {
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  // Asynchronous schedules: F keeps the weights it runs with; its B and W
+  // run with that version (PipeDream's weight stashing).
+  std::map<std::string, AlignedMemory> *version = nullptr;
+  if (ins.saveWeights >= 0 || ins.useWeights >= 0) {
+    auto key = std::make_tuple(ins.stage, ins.chunk,
+                               ins.saveWeights >= 0 ? ins.saveWeights
+                                                    : ins.useWeights);
+    version = &p.weightVersions[key];
+    if (ins.useWeights >= 0 && version->empty())
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  "no weight version " + std::to_string(ins.useWeights) +
+                      " was saved for this stage");
+  }
+  for (size_t k = 0; k < function.buffers.size(); ++k) {
+    const BufferSpec &buffer = function.spec.buffers[k];
+    if (version && buffer.role == PD_ROLE_WEIGHT) {
+      pd_buffer *weight = function.buffers[k];
+      size_t bytes = pd_buffer_num_bytes(weight);
+      if (ins.saveWeights >= 0) {
+        AlignedMemory &copy = (*version)[buffer.name];
+        if (!copy)
+          copy = allocateAligned(bytes,
+                                 "weight version of '" + buffer.name + "'");
+        std::memcpy(copy.get(), ensureMemory(*weight), bytes);
+        arguments[k] = copy.get();
+      } else {
+        auto it = version->find(buffer.name);
+        arguments[k] = it != version->end() ? it->second.get()
+                                            : ensureMemory(*weight);
+      }
+    } else if (isBoundBuffer(buffer)) {
+      // NOTE: ensureMemory for CPU bundles; a cuda buffer's host memory
+      // without a download (invokeFunction passes its device copy).
+      arguments[k] = pipedream::runtime::boundArgument(*function.buffers[k]);
+    }
+  }
+}
+
+/// call, after the function ran.
+void finishCall(pd_pipeline &p, const PipelineInstruction &ins) {
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  // NOTE: as in runFunction, new persistent values are swapped in.
+  for (auto &[output, target] : function.updates)
+    std::swap(output->memory, target->memory);
+}
+
+void runSend(pd_pipeline &p, const PipelineInstruction &ins,
+             const void *data) {
+  transportCall(pd_transport_send(p.transport, ins.peer, ins.tag, data,
+                                  p.program->registers[ins.src].numBytes));
+}
+
+void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
+  transportCall(pd_transport_recv(p.transport, ins.peer, ins.tag, data,
+                                  p.program->registers[ins.dst].numBytes));
+}
+
+void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
+             const void *value) {
+  p.stepTotal += readScalar(static_cast<const unsigned char *>(value),
+                            p.program->registers[ins.src].dtype);
+}
+
+/// The interpreter: runs the rank's program instruction by instruction.
+void interpretProgram(pd_pipeline &p) {
+  pipedream::runtime::TraceLog &trace = p.trace;
+  const auto &program = p.program->program;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const PipelineInstruction &ins = program[i];
+    const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
+    atInstruction(p, i, [&] {
+      switch (ins.op) {
+      case PipelineInstruction::Op::Input:
+        runInput(p, ins, p.registers[ins.dst].get());
+        break;
+      case PipelineInstruction::Op::Call: {
+        pd_function &function = *p.bundle->functionByIndex[ins.function];
+        p.arguments.assign(function.buffers.size(), nullptr);
+        size_t a = 0, r = 0;
+        for (size_t k = 0; k < function.buffers.size(); ++k) {
+          const BufferSpec &buffer = function.spec.buffers[k];
+          if (isBoundBuffer(buffer))
+            continue;
+          p.arguments[k] = buffer.role == PD_ROLE_INPUT
+                               ? p.registers[ins.args[a++]].get()
+                               : p.registers[ins.results[r++]].get();
+        }
+        bindCall(p, ins, p.arguments.data());
+        if (function.cuda) {
+          // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
+          pipedream::runtime::invokeFunction(function, p.arguments.data());
+        } else {
+          function.entry(p.arguments.data());
+          finishCall(p, ins);
+        }
+        break;
+      }
+      case PipelineInstruction::Op::Send:
+        runSend(p, ins, p.registers[ins.src].get());
+        break;
+      case PipelineInstruction::Op::Recv:
+        runRecv(p, ins, p.registers[ins.dst].get());
+        break;
+      case PipelineInstruction::Op::Loss:
+        runLoss(p, ins, p.registers[ins.src].get());
+        break;
+      }
+    });
+    if (trace.enabled)
+      recordInstruction(p, ins, start);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime side of native rank entries (RankEntry.h)
+//===----------------------------------------------------------------------===//
+
+/// The context a native entry runs with.
+struct NativeContext {
+  pd_rank_context base;
+  pd_pipeline *pipeline;
+};
+
+/// How a runtime call takes part in its instruction's trace event: the
+/// whole event, or the start / the end of a call (call_begin, call_end).
+enum class TracePart { Whole, Begin, End };
+
+/// Runs `body(p, ins)` for instruction `index`, which the native code says
+/// is an `op`, with the instruction's errors and trace event. Returns the
+/// status for the generated code (the message is the last error).
+template <typename Body>
+int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
+                          PipelineInstruction::Op op, TracePart part,
+                          Body &&body) {
+  pd_pipeline &p = *reinterpret_cast<NativeContext *>(ctx)->pipeline;
+  return guarded([&] {
+    const auto &program = p.program->program;
+    if (index < 0 || static_cast<size_t>(index) >= program.size() ||
+        program[index].op != op)
+      throw Error(PD_ERROR_INTERNAL,
+                  "internal error: the native entry '" + p.program->entry +
+                      "' and bundle.json pipeline.ranks[" +
+                      std::to_string(p.rank) + "] disagree at instruction " +
+                      std::to_string(index) + " (recompile the bundle)");
+    const PipelineInstruction &ins = program[index];
+    const double start =
+        p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    atInstruction(p, static_cast<size_t>(index), [&] { body(p, ins); });
+    if (p.trace.enabled) {
+      if (part == TracePart::Begin)
+        p.callStart = start;
+      else
+        recordInstruction(p, ins,
+                          part == TracePart::End ? p.callStart : start);
+    }
+    return PD_OK;
+  });
+}
+
+/// The message peer, tag and size the native code uses are the program's.
+void checkMessage(const pd_pipeline &p, const PipelineInstruction &ins,
+                  int64_t peer, int64_t tag, int64_t bytes, size_t reg) {
+  if (peer < 0 || static_cast<size_t>(peer) != ins.peer || tag != ins.tag ||
+      bytes < 0 ||
+      static_cast<size_t>(bytes) != p.program->registers[reg].numBytes)
+    throw Error(PD_ERROR_INTERNAL,
+                "internal error: the native entry '" + p.program->entry +
+                    "' sends or receives " + std::to_string(bytes) +
+                    " bytes with rank " + std::to_string(peer) + ", tag " +
+                    std::to_string(tag) +
+                    ", which bundle.json does not say (recompile the bundle)");
+}
+
+int32_t nativeInput(pd_rank_context *ctx, int64_t index, void *dst) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Input, TracePart::Whole,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        runInput(p, ins, static_cast<unsigned char *>(dst));
+      });
+}
+
+int32_t nativeCallBegin(pd_rank_context *ctx, int64_t index,
+                        void **buffers) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Call, TracePart::Begin,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        bindCall(p, ins, buffers);
+      });
+}
+
+int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Call, TracePart::End,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        finishCall(p, ins);
+      });
+}
+
+int32_t nativeSend(pd_rank_context *ctx, int64_t index, int64_t peer,
+                   int64_t tag, const void *data, int64_t bytes) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Send, TracePart::Whole,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        checkMessage(p, ins, peer, tag, bytes, ins.src);
+        runSend(p, ins, data);
+      });
+}
+
+int32_t nativeRecv(pd_rank_context *ctx, int64_t index, int64_t peer,
+                   int64_t tag, void *data, int64_t bytes) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Recv, TracePart::Whole,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        checkMessage(p, ins, peer, tag, bytes, ins.dst);
+        runRecv(p, ins, data);
+      });
+}
+
+int32_t nativeLoss(pd_rank_context *ctx, int64_t index, int64_t microbatch,
+                   const void *value) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::Loss, TracePart::Whole,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        if (microbatch != ins.microbatch)
+          throw Error(PD_ERROR_INTERNAL,
+                      "internal error: the native entry's loss is micro-batch " +
+                          std::to_string(microbatch) +
+                          " (recompile the bundle)");
+        runLoss(p, ins, value);
+      });
+}
+
+const pd_rank_runtime kNativeRuntime = {nativeInput, nativeCallBegin,
+                                        nativeCallEnd, nativeSend,
+                                        nativeRecv,  nativeLoss};
+
+/// Runs the rank's native entry once.
+void runNativeEntry(pd_pipeline &p) {
+  NativeContext context{{&kNativeRuntime}, &p};
+  int32_t status = p.entry(&context.base, p.registerTable.data());
+  if (status != PD_OK)
+    throw Error(static_cast<pd_status>(status), pd_last_error());
+}
+
+/// True when PIPEDREAM_PIPELINE_INTERPRET asks to interpret programs even
+/// when the bundle has native entries (debugging, comparisons).
+bool interpretRequested() {
+  const char *value = std::getenv("PIPEDREAM_PIPELINE_INTERPRET");
+  return value && *value && std::strcmp(value, "0") != 0;
+}
+
 /// The lowest rank whose program uses weight `name`, or -1.
 int64_t weightOwner(const pd_bundle &bundle, const std::string &name) {
   const PipelineSpec &spec = bundle.manifest.pipeline;
@@ -384,11 +709,32 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         bundle->manifest.functions[f].name +
                         "' of rank " + std::to_string(rank) +
                         " is not loaded");
-    for (size_t g = 0; g < p->program->registers.size(); ++g)
+    for (size_t g = 0; g < p->program->registers.size(); ++g) {
       p->registers.push_back(allocateAligned(
           p->program->registers[g].numBytes,
           "register " + std::to_string(g) + " of rank " +
               std::to_string(rank)));
+      p->registerTable.push_back(p->registers.back().get());
+    }
+    const std::string &entry = p->program->entry;
+    // NOTE: cuda bundles run interpreted: the interpreter translates
+    // buffers to device memory around each call (GpuDevice.h).
+    if (!entry.empty() && !interpretRequested() &&
+        bundle->manifest.target != "cuda") {
+      dlerror();
+      void *symbol = bundle->library ? dlsym(bundle->library, entry.c_str())
+                                     : nullptr;
+      const char *reason = dlerror();
+      if (reason || !symbol)
+        throw Error(PD_ERROR_LOAD,
+                    bundle->dir + ": the bundle's library has no symbol '" +
+                        entry + "' (the native entry of rank " +
+                        std::to_string(rank) + ", pipeline.ranks[" +
+                        std::to_string(rank) + "].entry)");
+      // NOTE: converting an object pointer to a function pointer is what
+      // dlsym is specified for (POSIX).
+      p->entry = reinterpret_cast<pd_rank_entry>(symbol);
+    }
     std::set<pd_buffer *> grads;
     for (size_t f : p->program->functions)
       for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
@@ -468,105 +814,16 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     const double stepStart =
         trace.enabled ? pipedream::runtime::traceNow() : 0;
     for (pd_buffer *grad : p.grads)
-      std::memset(ensureMemory(*grad), 0, grad->type.numBytes);
-    double total = 0;
-    const size_t b = spec.microbatchSize;
-    const auto &program = p.program->program;
-    for (size_t i = 0; i < program.size(); ++i) {
-      const PipelineInstruction &ins = program[i];
-      const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
-      std::string where = "instruction " + std::to_string(i) + " (" +
-                          describeInstruction(p, ins) + "): ";
-      switch (ins.op) {
-      case PipelineInstruction::Op::Input: {
-        size_t k = 0;
-        while (spec.data[p.reads[k]].name != ins.name)
-          ++k;
-        const PipelineData &data = spec.data[p.reads[k]];
-        size_t bytes = rowBytes(spec, data);
-        const unsigned char *source =
-            static_cast<const unsigned char *>(matched[k]->data);
-        unsigned char *target = p.registers[ins.dst].get();
-        size_t start =
-            (first + static_cast<size_t>(ins.microbatch) * b) % samples;
-        // Contiguous runs of rows, wrapping around the end of the data.
-        for (size_t done = 0; done < b && bytes != 0;) {
-          size_t row = (start + done) % samples;
-          size_t run = std::min(b - done, samples - row);
-          std::memcpy(target + done * bytes, source + row * bytes,
-                      run * bytes);
-          done += run;
-        }
-        break;
-      }
-      case PipelineInstruction::Op::Call: {
-        pd_function &function = *p.bundle->functionByIndex[ins.function];
-        p.arguments.resize(function.buffers.size());
-        // Asynchronous schedules: F keeps the weights it runs with; its B
-        // and W run with that version (PipeDream's weight stashing).
-        std::map<std::string, AlignedMemory> *version = nullptr;
-        if (ins.saveWeights >= 0 || ins.useWeights >= 0) {
-          auto key = std::make_tuple(
-              ins.stage, ins.chunk,
-              ins.saveWeights >= 0 ? ins.saveWeights : ins.useWeights);
-          version = &p.weightVersions[key];
-          if (ins.useWeights >= 0 && version->empty())
-            throw Error(PD_ERROR_INVALID_ARGUMENT,
-                        where + "no weight version " +
-                            std::to_string(ins.useWeights) +
-                            " was saved for this stage");
-        }
-        size_t a = 0, r = 0;
-        for (size_t k = 0; k < function.buffers.size(); ++k) {
-          const BufferSpec &buffer = function.spec.buffers[k];
-          if (version && buffer.role == PD_ROLE_WEIGHT) {
-            pd_buffer *weight = function.buffers[k];
-            size_t bytes = pd_buffer_num_bytes(weight);
-            if (ins.saveWeights >= 0) {
-              AlignedMemory &copy = (*version)[buffer.name];
-              if (!copy)
-                copy = allocateAligned(bytes, "weight version of '" +
-                                                  buffer.name + "'");
-              std::memcpy(copy.get(), ensureMemory(*weight), bytes);
-              p.arguments[k] = copy.get();
-            } else {
-              auto it = version->find(buffer.name);
-              p.arguments[k] = it != version->end() ? it->second.get()
-                                                    : ensureMemory(*weight);
-            }
-          } else if (isBoundBuffer(buffer))
-            p.arguments[k] = ensureMemory(*function.buffers[k]);
-          else if (buffer.role == PD_ROLE_INPUT)
-            p.arguments[k] = p.registers[ins.args[a++]].get();
-          else
-            p.arguments[k] = p.registers[ins.results[r++]].get();
-        }
-        function.entry(p.arguments.data());
-        // NOTE: as in runFunction, new persistent values are swapped in.
-        for (auto &[output, target] : function.updates)
-          std::swap(output->memory, target->memory);
-        break;
-      }
-      case PipelineInstruction::Op::Send:
-        transportCall(pd_transport_send(p.transport, ins.peer, ins.tag,
-                                        p.registers[ins.src].get(),
-                                        p.program->registers[ins.src].numBytes),
-                      where);
-        break;
-      case PipelineInstruction::Op::Recv:
-        transportCall(pd_transport_recv(p.transport, ins.peer, ins.tag,
-                                        p.registers[ins.dst].get(),
-                                        p.program->registers[ins.dst].numBytes),
-                      where);
-        break;
-      case PipelineInstruction::Op::Loss:
-        total += readScalar(p.registers[ins.src].get(),
-                            p.program->registers[ins.src].dtype);
-        break;
-      }
-      if (trace.enabled)
-        recordInstruction(p, ins, start);
-    }
+      pipedream::runtime::zeroBuffer(*grad);
+    p.stepData = std::move(matched);
+    p.stepFirst = first;
+    p.stepSamples = samples;
+    p.stepTotal = 0;
+    if (p.entry)
+      runNativeEntry(p);
+    else
+      interpretProgram(p);
+    double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
     if (p.rank == spec.lossRank && spec.lossRank != 0)

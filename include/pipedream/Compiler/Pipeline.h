@@ -6,10 +6,11 @@
 //
 // Serializes the per-rank `pipe.program`s of `pipe-project-ranks` into the
 // `ranks` array of a pipeline bundle's `pipeline` section (docs/Bundle.md,
-// "Pipeline bundles"): each SSA value becomes a register, registers are
-// reused once their value is dead (a liveness scan over the straight-line
-// program), stash/restore pairs become one value kept live in its register,
-// and program inputs become `input` instructions placed before first use.
+// "Pipeline bundles"), and lowers them to the native entries
+// `pipeline_rank<r>` of program.so ("Native rank entries"). Both read one
+// plan (pipedream/Dialect/Pipe/Transforms/RankPrograms.h): registers with
+// liveness reuse, stash/restore pairs as one value kept live in its
+// register, program inputs loaded before first use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,18 @@ namespace pipedream {
 /// `error` on ops it cannot serialize.
 mlir::FailureOr<llvm::json::Array> serializeRankPrograms(mlir::ModuleOp module,
                                                          std::string &error);
+
+/// Replaces the per-rank programs of `module` by their native entries
+/// (`pipe-lower-rank-programs`; calling the stage entry wrappers
+/// `<symbolPrefix><stage function>`) and names each entry in `ranks` (the
+/// array serializeRankPrograms returned for the same module): `entry` and
+/// `entry_abi`; erases every `pipe.program` (as eraseProgramOps). Call it
+/// after serializeRankPrograms, before code generation. Fails with a
+/// one-line `error`.
+mlir::LogicalResult lowerRankProgramsToNative(mlir::ModuleOp module,
+                                              llvm::json::Array &ranks,
+                                              llvm::StringRef symbolPrefix,
+                                              std::string &error);
 
 /// Erases every `pipe.program` of `module` (before code generation).
 void eraseProgramOps(mlir::ModuleOp module);

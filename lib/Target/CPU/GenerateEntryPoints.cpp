@@ -24,6 +24,12 @@
 // lowering) and would otherwise reuse a user function called `@exp` as the
 // libm declaration. The exported wrappers keep `<prefix><name>`.
 //
+// Functions marked `pipedream.cpu.export` (the native rank entries of
+// pipe-lower-rank-programs, which already have a C signature) are exported
+// as they are: no wrapper, no renaming, external linkage. A private
+// declaration `<prefix><name>(!llvm.ptr)` they call is replaced by the
+// wrapper of `<name>`.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/Passes.h"
@@ -59,14 +65,26 @@ struct GenerateEntryPointsPass
 
     SmallVector<func::FuncOp> entries;
     llvm::SmallPtrSet<Operation *, 8> wrappers;
+    // NOTE: `pipedream.cpu.export` functions (the native rank entries of
+    // pipe-lower-rank-programs) are exported as they are: no wrapper, their
+    // own name, external linkage.
+    auto exported = [](func::FuncOp func) {
+      return func->hasAttr("pipedream.cpu.export");
+    };
     for (auto func : module.getOps<func::FuncOp>())
-      if (func.isPublic() && !func.isDeclaration())
+      if (func.isPublic() && !func.isDeclaration() && !exported(func))
         entries.push_back(func);
 
     auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isDeclaration())
+    auto external = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::External);
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (exported(func)) {
+        func.setPublic();
+        func->setAttr("llvm.linkage", external);
+      }
+      else if (!func.isDeclaration())
         func->setAttr("llvm.linkage", internal);
+    }
 
     for (func::FuncOp func : entries) {
       if (func.getNumResults() != 0) {
@@ -89,6 +107,14 @@ struct GenerateEntryPointsPass
       }
 
       std::string name = symbolPrefix + func.getSymName().str();
+      Type ptrType = LLVM::LLVMPointerType::get(ctx);
+      // A declaration of the wrapper (an exported function calls it) is
+      // replaced by the wrapper itself.
+      if (auto decl = symbols.lookup<func::FuncOp>(name);
+          decl && decl.isDeclaration() &&
+          decl.getFunctionType() ==
+              FunctionType::get(ctx, {ptrType}, {}))
+        symbols.erase(decl);
       if (symbols.lookup(name)) {
         func.emitError("entry wrapper symbol '") << name << "' already exists";
         return signalPassFailure();
@@ -96,7 +122,6 @@ struct GenerateEntryPointsPass
       Location loc = func.getLoc();
       OpBuilder builder(ctx);
       builder.setInsertionPointAfter(func);
-      Type ptrType = LLVM::LLVMPointerType::get(ctx);
       auto wrapper = func::FuncOp::create(
           builder, loc, name, builder.getFunctionType({ptrType}, {}));
       Block *body = wrapper.addEntryBlock();
@@ -127,7 +152,7 @@ struct GenerateEntryPointsPass
     // libc) that later passes declare; a C identifier cannot contain `.`,
     // so no C library name can take this form.
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (func.isDeclaration() || wrappers.contains(func))
+      if (func.isDeclaration() || wrappers.contains(func) || exported(func))
         continue;
       std::string name = ("__pipedream." + func.getSymName()).str();
       if (symbols.lookup(name)) {

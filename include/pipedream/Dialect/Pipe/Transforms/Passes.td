@@ -278,4 +278,41 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def LowerRankProgramsPass
+    : Pass<"pipe-lower-rank-programs", "::mlir::ModuleOp"> {
+  let summary = "Lower per-rank programs to native rank entries";
+  let description = [{
+    Replaces each per-rank `pipe.program` (`rank r`, from
+    `pipe-project-ranks`) by its native entry, a function the CPU code
+    generator exports from program.so unchanged (`pipedream.cpu.export`):
+
+    ```mlir
+    func.func private @pipeline_rank0(%ctx: !llvm.ptr, %registers: !llvm.ptr)
+        -> i32 attributes {pipe.rank = 0 : i64, pipedream.cpu.export}
+    ```
+
+    that is, `int32_t pipeline_rank<r>(pd_rank_context *ctx, void
+    **registers)` (docs/Bundle.md, "Native rank entries"). The body is the
+    rank's straight-line program with the registers and instruction indices
+    of the bundle's `pipeline.ranks[r]` (the same plan): stage calls build
+    the callee's argument array from the register table (value buffers) and
+    call its entry wrapper `<symbol-prefix><callee>` directly, between the
+    runtime's `call_begin` (binds weights, stashed weight versions,
+    gradients, state) and `call_end` (applies `updates`); input, send, recv
+    and loss call the runtime through the function table `ctx->runtime`.
+    Every runtime call returns a status and a non-zero one is returned at
+    once. Only upstream dialects are produced (func, llvm, arith, cf).
+
+    A module without `pipe.program` is left alone.
+  }];
+  let options = [
+    Option<"symbolPrefix", "symbol-prefix", "std::string", "\"pipedream_\"",
+           "prefix of the stage functions' entry wrappers">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect"];
+}
+
 #endif // PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PASSES_TD
