@@ -11,6 +11,7 @@
 #include "pipedream/Dialect/NN/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
+#include "pipedream/Target/GPU/CUDACodegen.h"
 
 namespace pipedream {
 
@@ -21,6 +22,7 @@ inline void registerAllPasses() {
   nn::registerNNTransformsPasses();
   pipe::registerPipeTransformsPasses();
   cpu::registerCPUCodegenPasses();
+  cuda::registerCUDACodegenPasses();
 }
 
 } // namespace pipedream

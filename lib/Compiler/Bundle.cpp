@@ -290,6 +290,9 @@ std::string renderBundleManifest(const Bundle &bundle) {
   os << "  \"format\": \"pipedream-bundle\",\n";
   os << "  \"version\": 1,\n";
   os << "  \"model\": " << quote(bundle.model) << ",\n";
+  os << "  \"target\": " << quote(bundle.target) << ",\n";
+  if (!bundle.gpuArch.empty())
+    os << "  \"gpu_arch\": " << quote(bundle.gpuArch) << ",\n";
   os << "  \"library\": " << quote(bundle.library) << ",\n";
   os << "  \"weights_file\": " << quote(bundle.weightsFile) << ",\n";
   os << "  \"weights\": [";

@@ -98,6 +98,19 @@ struct pd_buffer {
   bool written = false;
   /// `updates` of an output ("" if none).
   std::string updates;
+  /// A buffer of a `"target": "cuda"` bundle (GpuDevice.cpp): `memory` is
+  /// its host copy, `device` its device copy (NULL until a call needs it),
+  /// and the flags say which copy holds the value.
+  bool cuda = false;
+  void *device = nullptr;
+  bool hostCurrent = true;
+  bool deviceCurrent = false;
+
+  pd_buffer() = default;
+  pd_buffer(const pd_buffer &) = delete;
+  pd_buffer &operator=(const pd_buffer &) = delete;
+  /// Frees the device copy.
+  ~pd_buffer();
 };
 
 struct pd_function {
@@ -105,6 +118,9 @@ struct pd_function {
   /// Index into Manifest::functions.
   size_t index = 0;
   pipedream::runtime::EntryPoint entry = nullptr;
+  /// Its bundle targets cuda: `entry` takes device pointers
+  /// (invokeFunction translates).
+  bool cuda = false;
   /// Manifest order; weight entries point at the bundle's weights.
   std::vector<pd_buffer *> buffers;
   /// Owned input/output buffers (persistent ones are the bundle's).

@@ -593,6 +593,17 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
     }
     p.ranks.emplace_back();
     RankProgram &rank = p.ranks.back();
+    if (entry.contains("entry")) {
+      rank.entry = v.string(entry["entry"], Validator::join(rpath, "entry"));
+      rank.entryABI = v.unsignedInt(v.member(entry, rpath, "entry_abi"),
+                                    Validator::join(rpath, "entry_abi"));
+      if (rank.entryABI != kRankEntryABIVersion)
+        v.fail(Validator::join(rpath, "entry_abi"),
+               "native rank entry ABI " + std::to_string(rank.entryABI) +
+                   " is not supported (this runtime implements " +
+                   std::to_string(kRankEntryABIVersion) +
+                   "); recompile the bundle");
+    }
     std::string gpath = Validator::join(rpath, "registers");
     const json &registers = v.array(v.member(entry, rpath, "registers"), gpath);
     for (size_t g = 0; g < registers.size(); ++g) {
@@ -940,6 +951,24 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   if (root.contains("model"))
     manifest.model = v.string(root["model"], "model", /*allowEmpty=*/true);
   manifest.library = v.relativePath(v.member(root, "", "library"), "library");
+  // Device target (docs/Bundle.md): absent means cpu.
+  if (root.contains("target")) {
+    manifest.target = v.string(root["target"], "target");
+    if (manifest.target != "cpu" && manifest.target != "cuda")
+      v.fail("target", "unknown target '" + manifest.target +
+                           "' (expected \"cpu\" or \"cuda\")");
+  }
+  if (root.contains("gpu_arch")) {
+    manifest.gpuArch = v.string(root["gpu_arch"], "gpu_arch");
+    if (manifest.target != "cuda")
+      v.fail("gpu_arch", "only a \"cuda\" target has a gpu_arch (target is "
+                         "\"" + manifest.target + "\")");
+    if (manifest.gpuArch.rfind("sm_", 0) != 0 || manifest.gpuArch.size() < 5 ||
+        manifest.gpuArch.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyz",
+                                           3) != std::string::npos)
+      v.fail("gpu_arch", "expected an architecture like \"sm_90\", got \"" +
+                             manifest.gpuArch + "\"");
+  }
 
   // Weights.
   std::map<std::string, size_t> weightIndex;

@@ -143,8 +143,16 @@ struct PipelineInstruction {
   int64_t tag = 0;
 };
 
+/// Version of the native rank entry ABI this runtime implements
+/// (RankEntry.h; bundle.json `pipeline.ranks[r].entry_abi`).
+inline constexpr uint64_t kRankEntryABIVersion = 1;
+
 /// One rank of a pipeline bundle.
 struct RankProgram {
+  /// The program.so symbol of the rank's native entry ("" when the bundle
+  /// has none: the runtime interprets `program`), and its ABI version.
+  std::string entry;
+  uint64_t entryABI = 0;
   std::vector<TensorType> registers;
   std::vector<PipelineInstruction> program;
   /// Indices into Manifest::functions of the functions the program calls,
@@ -199,6 +207,10 @@ struct Manifest {
   int64_t version = kBundleVersion;
   std::string model;
   std::string library;
+  /// `target`: "cpu" (also when absent) or "cuda"; `gpu_arch` of a cuda
+  /// bundle ("sm_90"; "" when absent).
+  std::string target = "cpu";
+  std::string gpuArch;
   /// Empty when the bundle has no weights and names no weights file.
   std::string weightsFile;
   std::vector<WeightSpec> weights;

@@ -14,6 +14,7 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "GpuDevice.h"
 #include "Manifest.h"
 #include "Trace.h"
 
@@ -175,6 +176,12 @@ unsigned char *ensureMemory(pd_buffer &buffer) {
                       "pipeline program calls uses it)");
     buffer.memory = allocateAligned(buffer.type.numBytes, buffer.what);
   }
+  if (buffer.cuda) {
+    // The caller may write through the pointer: the host copy becomes the
+    // value, uploaded before the next call (GpuDevice.cpp).
+    downloadBuffer(buffer);
+    buffer.deviceCurrent = false;
+  }
   return buffer.memory.get();
 }
 
@@ -201,6 +208,8 @@ pd_bundle *trainerBundle(pd_trainer *trainer) { return trainer->bundle; }
 TraceLog &traceLogOf(pd_trainer &trainer) { return trainer.trace; }
 } // namespace runtime
 } // namespace pipedream
+
+pd_buffer::~pd_buffer() { pipedream::runtime::releaseDevice(*this); }
 
 pd_bundle::~pd_bundle() {
   for (pd_pipeline *pipeline : pipelines)
@@ -441,7 +450,8 @@ void allocateBuffers(pd_bundle &bundle) {
   }
 }
 
-/// Calls `function` on its buffers, then applies its `updates`.
+/// Calls `function` on its buffers, then applies its `updates`
+/// (pipedream::runtime::invokeFunction; device pointers for cuda bundles).
 void runFunction(pd_function &function) {
   for (size_t i = 0; i < function.buffers.size(); ++i) {
     pd_buffer *buffer = function.buffers[i];
@@ -451,14 +461,21 @@ void runFunction(pd_function &function) {
                       buffer->name +
                       "' was never written (pd_buffer_write or "
                       "pd_buffer_data)");
-    function.arguments[i] = ensureMemory(*buffer);
+    function.arguments[i] = function.cuda
+                                ? pipedream::runtime::boundArgument(*buffer)
+                                : ensureMemory(*buffer);
   }
-  function.entry(function.arguments.data());
-  // NOTE: the new values become the persistent ones without a copy; every
-  // function sees them on its next run because `arguments` is rebuilt from
-  // `memory` for each call (never cache a buffer's memory pointer).
-  for (auto &[output, target] : function.updates)
-    std::swap(output->memory, target->memory);
+  pipedream::runtime::invokeFunction(function, function.arguments.data());
+}
+
+/// The buffer's host memory for reading: a cuda buffer's device-newer
+/// value is downloaded, and the device copy stays current.
+unsigned char *readMemory(const pd_buffer &constBuffer) {
+  pd_buffer &buffer = const_cast<pd_buffer &>(constBuffer);
+  if (!buffer.cuda || !buffer.memory)
+    return ensureMemory(buffer);
+  pipedream::runtime::downloadBuffer(buffer);
+  return buffer.memory.get();
 }
 
 /// Checks dtype, shape and byte count given by a caller against `buffer`.
@@ -623,6 +640,19 @@ pd_status pd_set_last_error(pd_status status, const char *message) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Marks every buffer and function of a cuda bundle.
+void markCuda(pd_bundle &bundle) {
+  for (auto &weight : bundle.weights)
+    weight->cuda = true;
+  for (auto &buffer : bundle.persistent)
+    buffer->cuda = true;
+  for (auto &function : bundle.functions) {
+    function->cuda = true;
+    for (auto &buffer : function->owned)
+      buffer->cuda = true;
+  }
+}
+
 pd_status openBundle(const char *dir, int64_t rank, pd_bundle **out) {
   return guarded([&] {
     auto bundle = std::make_unique<pd_bundle>();
@@ -656,11 +686,23 @@ pd_status openBundle(const char *dir, int64_t rank, pd_bundle **out) {
                         " does not exist: the pipeline has " +
                         std::to_string(m.pipeline.ranks.size()) + " ranks");
     }
+    // A cuda bundle needs a device (and the support library loaded
+    // RTLD_GLOBAL before program.so, which resolves its mgpu* calls there).
+    bool cuda = bundle->manifest.target == "cuda";
+    if (cuda)
+      pipedream::runtime::requireCudaDevice("bundle " + bundle->dir +
+                                            " targets cuda");
     // Cheap checks (weights file bounds) fail before dlopen runs any
     // constructor of program.so.
     loadWeights(*bundle);
     loadLibrary(*bundle);
+    if (cuda)
+      pipedream::runtime::checkGpuError(
+          joinPath(bundle->dir, bundle->manifest.library) +
+          ": loading the bundle's GPU kernels: ");
     allocateBuffers(*bundle);
+    if (cuda)
+      markCuda(*bundle);
     *out = bundle.release();
     return PD_OK;
   });
@@ -881,7 +923,7 @@ const void *pd_buffer_const_data(const pd_buffer *buffer) {
   // A value buffer of a rank bundle gets its (zeroed) memory on first use.
   unsigned char *memory = nullptr;
   if (guarded([&] {
-        memory = ensureMemory(const_cast<pd_buffer &>(*buffer));
+        memory = readMemory(*buffer);
         return PD_OK;
       }) != PD_OK)
     return nullptr;
@@ -915,8 +957,7 @@ pd_status pd_buffer_read(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
     if (num_bytes != 0 && !data)
       return nullArgument("pd_buffer_read", "data");
     if (num_bytes != 0)
-      std::memcpy(data, ensureMemory(const_cast<pd_buffer &>(*buffer)),
-                  num_bytes);
+      std::memcpy(data, readMemory(*buffer), num_bytes);
     return PD_OK;
   });
 }
@@ -1245,7 +1286,7 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     using pipedream::runtime::traceNow;
     const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
-      std::memset(grad->memory.get(), 0, grad->type.numBytes);
+      pipedream::runtime::zeroBuffer(*grad);
     double total = 0;
     size_t b = spec.microbatchSize;
     const int64_t noValue = -1;
@@ -1258,7 +1299,7 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
         size_t bytes = rowBytes(*trainer, buffer);
         const unsigned char *source =
             static_cast<const unsigned char *>(matched[k]->data);
-        unsigned char *target = buffer.memory.get();
+        unsigned char *target = ensureMemory(buffer);
         // Contiguous runs of rows, wrapping around the end of the data.
         for (size_t done = 0; done < b && bytes != 0;) {
           size_t row = (start + done) % samples;
@@ -1277,6 +1318,7 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
       if (trace.enabled)
         trace.add("call", trainer->step->spec.name.c_str(), "FB", 0, m,
                   noValue, noValue, callStart);
+      readMemory(*trainer->loss);
       total += readLoss(*trainer->loss);
     }
     const double updateStart = trace.enabled ? traceNow() : 0;

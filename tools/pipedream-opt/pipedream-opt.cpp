@@ -17,6 +17,7 @@
 
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/InitAllPasses.h"
+#include "pipedream/Target/GPU/CUDACodegen.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
@@ -26,6 +27,8 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   pipedream::registerAllDialects(registry);
+  // GPU dialect translations and the NVVM target (gpu-module-to-binary).
+  pipedream::cuda::registerCUDACodegenDialects(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "pipedream optimizer driver\n", registry));

@@ -32,16 +32,17 @@
 // measured Chrome traces (--trace RUN.json) work for both kinds of training
 // (docs/Runtime.md).
 //
-// Uses the runtime library and, for --save-onnx, the ONNX protobuf classes
-// (no MLIR/LLVM).
+// Uses the runtime library and, for --save-onnx, its ONNX writer
+// (runtime/onnx: the ONNX protobuf classes; no MLIR/LLVM).
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipedream/gpu.h"
 #include "pipedream/npy.h"
+#include "pipedream/onnx_writer.h"
 #include "pipedream/runtime.h"
 
 #include <nlohmann/json.hpp>
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <atomic>
@@ -79,7 +80,7 @@ const char kUsage[] =
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
     "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
     "                     --checkpoint-every S] [--resume]\n"
-    "                     [--ranks K] [--transport threads|mpi]\n"
+    "                     [--ranks K] [--transport threads|mpi|nccl]\n"
     "                     [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
@@ -120,6 +121,9 @@ const char kUsage[] =
     "                           process is the rank MPI gives it\n"
     "  --transport threads|mpi  threads: every rank a thread of this process\n"
     "                           (the default without --ranks and mpirun)\n"
+    "  --transport nccl         cuda bundles under mpirun (or --ranks K) or\n"
+    "                           torchrun (RANK, WORLD_SIZE, MASTER_ADDR,\n"
+    "                           MASTER_PORT): NCCL between the ranks' GPUs\n"
     "  --timeout SECONDS        how long a rank waits for another before the\n"
     "                           run fails naming it (default\n"
     "                           $PIPEDREAM_TIMEOUT, else 60)\n"
@@ -227,7 +231,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
                   flag == "--checkpoint-every"
               ? "a number"
           : flag == "--checkpoint-dir" ? "a directory"
-              : flag == "--transport" ? "threads or mpi" : "a file name";
+              : flag == "--transport" ? "threads, mpi or nccl" : "a file name";
       if (!hasValue) {
         if (i + 1 >= argc) {
           message = flag + " needs " + what;
@@ -287,8 +291,8 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     options.numRanks = static_cast<size_t>(ranks);
   }
   if (!options.transport.empty() && options.transport != "threads" &&
-      options.transport != "mpi") {
-    message = "--transport: expected threads or mpi, got '" +
+      options.transport != "mpi" && options.transport != "nccl") {
+    message = "--transport: expected threads, mpi or nccl, got '" +
               options.transport + "'";
     return false;
   }
@@ -390,216 +394,11 @@ std::string describeBuffer(const pd_buffer *buffer) {
 // Training
 //===----------------------------------------------------------------------===//
 
-std::string errnoText() { return std::strerror(errno); }
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory, renamed over `path` once complete.
-bool writeFileAtomically(const std::string &path, const std::string &bytes,
-                         std::string &message) {
-  std::string pattern = path + ".tmp-XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  int fd = mkstemp(name.data());
-  if (fd < 0) {
-    message = path + ": cannot write: " + errnoText();
-    return false;
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      message = path + ": cannot write: " + errnoText();
-      ::close(fd);
-      ::unlink(name.data());
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  // mkstemp creates 0600; give the file the usual permissions.
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  if (::close(fd) != 0 || std::rename(name.data(), path.c_str()) != 0) {
-    message = path + ": cannot write: " + errnoText();
-    ::unlink(name.data());
-    return false;
-  }
-  return true;
-}
-
-/// The ONNX TensorProto data type of a pipedream dtype.
-int onnxDataType(pd_dtype dtype) {
-  switch (dtype) {
-  case PD_DTYPE_F32:
-    return onnx::TensorProto::FLOAT;
-  case PD_DTYPE_F64:
-    return onnx::TensorProto::DOUBLE;
-  case PD_DTYPE_F16:
-    return onnx::TensorProto::FLOAT16;
-  case PD_DTYPE_BF16:
-    return onnx::TensorProto::BFLOAT16;
-  case PD_DTYPE_I64:
-    return onnx::TensorProto::INT64;
-  case PD_DTYPE_I32:
-    return onnx::TensorProto::INT32;
-  case PD_DTYPE_I8:
-    return onnx::TensorProto::INT8;
-  case PD_DTYPE_I1:
-    return onnx::TensorProto::BOOL;
-  case PD_DTYPE_U8:
-    return onnx::TensorProto::UINT8;
-  default:
-    return onnx::TensorProto::UNDEFINED;
-  }
-}
-
-std::string describeInitializer(const onnx::TensorProto &tensor) {
-  std::string text =
-      onnx::TensorProto::DataType_Name(
-          static_cast<onnx::TensorProto::DataType>(tensor.data_type())) +
-      "[";
-  for (int i = 0; i < tensor.dims_size(); ++i)
-    text += (i ? "x" : "") + std::to_string(tensor.dims(i));
-  return text + "]";
-}
-
-/// OUT_DIR/model.onnx, read before training so that a missing or mismatched
-/// model fails before any step runs; the weights go in after training.
-class OnnxWriter {
-public:
-  bool load(pd_bundle *bundle, std::string &message) {
-    modelPath = std::string(pd_bundle_dir(bundle)) + "/model.onnx";
-    std::ifstream in(modelPath, std::ios::binary);
-    struct stat st;
-    if (!in || stat(modelPath.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      message = modelPath +
-                ": cannot open the model for --save-onnx (pipedream-compile "
-                "copies the model into training bundles)";
-      return false;
-    }
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    std::string text = bytes.str();
-    if (in.bad() || !model.ParseFromString(text)) {
-      message = modelPath + ": not a readable ONNX model";
-      return false;
-    }
-    onnx::GraphProto *graph = model.mutable_graph();
-    std::map<std::string, onnx::TensorProto *> initializers;
-    for (int i = 0; i < graph->initializer_size(); ++i)
-      initializers[graph->initializer(i).name()] =
-          graph->mutable_initializer(i);
-    std::string unmatched;
-    for (size_t i = 0; i < pd_bundle_weight_count(bundle); ++i) {
-      pd_buffer *weight = pd_bundle_weight_at(bundle, i);
-      auto it = initializers.find(pd_buffer_name(weight));
-      if (it == initializers.end()) {
-        unmatched += (unmatched.empty() ? "'" : ", '") +
-                     std::string(pd_buffer_name(weight)) + "'";
-        continue;
-      }
-      onnx::TensorProto &tensor = *it->second;
-      bool same =
-          tensor.data_type() == onnxDataType(pd_buffer_dtype(weight)) &&
-          static_cast<size_t>(tensor.dims_size()) == pd_buffer_rank(weight);
-      for (int d = 0; same && d < tensor.dims_size(); ++d)
-        same = tensor.dims(d) == pd_buffer_shape(weight)[d];
-      if (!same) {
-        message = modelPath + ": initializer '" + tensor.name() + "' is " +
-                  describeInitializer(tensor) +
-                  " but the bundle's weight of that name is " +
-                  describeBuffer(weight);
-        return false;
-      }
-      replaced.emplace_back(&tensor, weight);
-      initializers.erase(it);
-    }
-    if (!unmatched.empty())
-      std::fprintf(stderr,
-                   "warning: %s: no initializer for weights %s of the "
-                   "bundle; --save-onnx leaves them out\n",
-                   modelPath.c_str(), unmatched.c_str());
-    // Initializers kept as they are must not point at files next to the
-    // bundle's copy: their data goes into the saved model.
-    for (auto &[name, tensor] : initializers)
-      if (tensor->data_location() == onnx::TensorProto::EXTERNAL &&
-          !inlineExternal(*tensor, message))
-        return false;
-    return true;
-  }
-
-  /// Writes the model with every matched initializer replaced by the
-  /// weight's current value (raw little-endian data).
-  bool save(const std::string &path, std::string &message) {
-    // NOTE: raw_data is little-endian; so is every host pipedream runs on.
-    for (auto &[tensor, weight] : replaced) {
-      tensor->clear_float_data();
-      tensor->clear_int32_data();
-      tensor->clear_string_data();
-      tensor->clear_int64_data();
-      tensor->clear_double_data();
-      tensor->clear_uint64_data();
-      tensor->clear_external_data();
-      tensor->clear_data_location();
-      tensor->set_raw_data(pd_buffer_const_data(weight),
-                           pd_buffer_num_bytes(weight));
-    }
-    std::string bytes;
-    if (!model.SerializeToString(&bytes)) {
-      message = path + ": cannot serialize the model (over 2 GiB?)";
-      return false;
-    }
-    return writeFileAtomically(path, bytes, message);
-  }
-
-private:
-  bool inlineExternal(onnx::TensorProto &tensor, std::string &message) {
-    std::string location;
-    uint64_t offset = 0;
-    int64_t length = -1;
-    for (const auto &entry : tensor.external_data()) {
-      if (entry.key() == "location")
-        location = entry.value();
-      else if (entry.key() == "offset")
-        offset = std::strtoull(entry.value().c_str(), nullptr, 10);
-      else if (entry.key() == "length")
-        length = std::strtoll(entry.value().c_str(), nullptr, 10);
-    }
-    std::string dir = modelPath.substr(0, modelPath.rfind('/'));
-    std::string file = dir + "/" + location;
-    std::ifstream in(file, std::ios::binary);
-    std::string data;
-    if (in && in.seekg(static_cast<std::streamoff>(offset))) {
-      std::ostringstream bytes;
-      if (length >= 0) {
-        data.resize(static_cast<size_t>(length));
-        in.read(&data[0], length);
-        if (in.gcount() != length)
-          in.setstate(std::ios::failbit);
-      } else {
-        bytes << in.rdbuf();
-        data = bytes.str();
-      }
-    }
-    if (location.empty() || !in) {
-      message = modelPath + ": initializer '" + tensor.name() +
-                "' keeps its data in external file '" + location +
-                "', which cannot be read; --save-onnx needs it to write a "
-                "self-contained model";
-      return false;
-    }
-    tensor.clear_external_data();
-    tensor.clear_data_location();
-    tensor.set_raw_data(data);
-    return true;
-  }
-
-  std::string modelPath;
-  onnx::ModelProto model;
-  std::vector<std::pair<onnx::TensorProto *, pd_buffer *>> replaced;
-};
+// --save-onnx and the atomic writes of the loss log and the trace come from
+// the small library next to the runtime (runtime/onnx), shared with the
+// Python package.
+using pipedream::OnnxWriter;
+using pipedream::writeFileAtomically;
 
 /// Shows training progress: an updating bar on a terminal (stderr), else
 /// one line per step on stdout.
@@ -1193,10 +992,23 @@ std::string rankMessage(size_t rank, const std::string &text) {
   return text.rfind(prefix, 0) == 0 ? text : prefix + text;
 }
 
-/// Under mpirun: this process is one rank.
+/// True when this process was started by mpirun (Open MPI).
+bool underMpirun();
+
+/// torchrun-style environment with --transport nccl: RANK and WORLD_SIZE
+/// set and no mpirun.
+bool underTorchrun(const Options &options) {
+  return options.transport == "nccl" && !underMpirun() && std::getenv("RANK") &&
+         std::getenv("WORLD_SIZE");
+}
+
+/// Under mpirun (or torchrun with --transport nccl): this process is one
+/// rank.
 int runMpiRank(const Options &options) {
   pd_transport *transport = nullptr;
-  if (pd_transport_create_mpi(&transport) != PD_OK)
+  bool torchrun = underTorchrun(options);
+  if ((torchrun ? pd_transport_create_nccl(nullptr, &transport)
+                : pd_transport_create_mpi(&transport)) != PD_OK)
     return error(pd_last_error());
   size_t rank = pd_transport_rank(transport);
   size_t size = pd_transport_size(transport);
@@ -1222,6 +1034,13 @@ int runMpiRank(const Options &options) {
     std::_Exit(1);
     return 1;
   };
+  // --transport nccl: the MPI transport only bootstraps the communicator.
+  pd_transport *bootstrap = nullptr;
+  if (options.transport == "nccl" && !torchrun) {
+    bootstrap = transport;
+    if (pd_transport_create_nccl(bootstrap, &transport) != PD_OK)
+      return die(pd_last_error(), true);
+  }
   if (options.numRanks && options.numRanks != size)
     return die("--ranks " + std::to_string(options.numRanks) +
                    " but mpirun started " + std::to_string(size) +
@@ -1251,6 +1070,8 @@ int runMpiRank(const Options &options) {
     return die(message, !quiet || rank == 0);
   std::fflush(stdout);
   pd_transport_destroy(transport);
+  if (bootstrap)
+    pd_transport_destroy(bootstrap);
   return 0;
 }
 
@@ -1393,7 +1214,8 @@ bool underMpirun() {
 /// --data on a pipeline bundle: sets `code` and returns true; returns false
 /// for any other bundle (trained by `train`).
 bool trainPipeline(const Options &options, int &code) {
-  if (underMpirun() && options.transport != "threads") {
+  if ((underMpirun() && options.transport != "threads") ||
+      underTorchrun(options)) {
     code = runMpiRank(options);
     return true;
   }
@@ -1419,9 +1241,12 @@ bool trainPipeline(const Options &options, int &code) {
     ~Closer() { pd_bundle_close(bundle); }
   } closer{bundle};
   size_t ranks = pd_bundle_pipeline_ranks(bundle);
-  if (options.transport == "mpi" && options.ranks.empty()) {
-    code = error("--transport mpi: give --ranks K (this program then runs "
-                 "under mpirun) or start it with mpirun -np K");
+  if ((options.transport == "mpi" || options.transport == "nccl") &&
+      options.ranks.empty()) {
+    code = error("--transport " + options.transport +
+                 ": give --ranks K (this program then runs under mpirun) or "
+                 "start it with mpirun -np K" +
+                 (options.transport == "nccl" ? " or torchrun" : ""));
     return true;
   }
   if (options.transport == "threads" || options.ranks.empty()) {

@@ -66,6 +66,10 @@ struct BundleFunction {
 /// Everything bundle.json says, plus the weight bytes.
 struct Bundle {
   std::string model;
+  /// Code generator of program.so: "cpu" or "cuda" (docs/GPU.md).
+  std::string target = "cpu";
+  /// GPU architecture of a "cuda" bundle ("sm_90"); empty for "cpu".
+  std::string gpuArch;
   std::string library = "program.so";
   std::string weightsFile = "weights.bin";
   std::vector<BundleWeight> weights;

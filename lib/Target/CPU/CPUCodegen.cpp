@@ -233,6 +233,15 @@ LogicalResult compileToSharedLibrary(ModuleOp module,
   }
   if (failed(lowerToLLVMDialect(module, options, error)))
     return failure();
+  return emitSharedLibrary(module, options, outputPath, usesBLAS(options),
+                           /*runtimeSymbols=*/{}, error);
+}
+
+LogicalResult emitSharedLibrary(ModuleOp module,
+                                const CPUCodegenOptions &options,
+                                StringRef outputPath, bool withBLAS,
+                                ArrayRef<std::string> runtimeSymbols,
+                                std::string &error) {
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(options, error);
   if (failed(machine))
@@ -274,8 +283,8 @@ LogicalResult compileToSharedLibrary(ModuleOp module,
       return failure();
     }
   }
-  return linkSharedLibrary({std::string(objectPath)}, outputPath,
-                           usesBLAS(options), error);
+  return linkSharedLibrary({std::string(objectPath)}, outputPath, withBLAS,
+                           error, runtimeSymbols);
 }
 
 } // namespace pipedream::cpu

@@ -51,7 +51,8 @@ bool isBLASAvailable() {
 
 LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
                                 StringRef outputPath, bool withBLAS,
-                                std::string &error) {
+                                std::string &error,
+                                ArrayRef<std::string> runtimeSymbols) {
   static std::mutex lldMutex;
   static bool lldUsable = true;
 
@@ -93,6 +94,13 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
     }
     args.push_back(kOpenBLASPath);
   }
+  // Symbols the runtime provides at dlopen time: -z defs still applies,
+  // but unresolved symbols become warnings, each checked below against
+  // `runtimeSymbols` (lld has no per-symbol exemption).
+  if (!runtimeSymbols.empty()) {
+    args.push_back("--warn-unresolved-symbols");
+    args.push_back("--error-limit=0");
+  }
 
   std::lock_guard<std::mutex> lock(lldMutex);
   if (!lldUsable) {
@@ -105,8 +113,24 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
   lld::Result result =
       lld::lldMain(args, outStream, errStream, {{lld::Gnu, &lld::elf::link}});
   lldUsable = result.canRunAgain;
-  if (result.retCode == 0)
+  if (result.retCode == 0) {
+    // "ld.lld: warning: undefined symbol: NAME" for every unresolved one.
+    constexpr StringRef kUndefined = "undefined symbol: ";
+    SmallVector<StringRef> lines;
+    StringRef(err).split(lines, '\n');
+    for (StringRef line : lines) {
+      size_t at = line.find(kUndefined);
+      if (at == StringRef::npos)
+        continue;
+      StringRef name = line.substr(at + kUndefined.size()).trim();
+      if (llvm::is_contained(runtimeSymbols, name))
+        continue;
+      llvm::sys::fs::remove(outputPath);
+      error = (outputPath + ": link failed: undefined symbol: " + name).str();
+      return failure();
+    }
     return success();
+  }
   StringRef message = StringRef(err).trim();
   if (message.empty())
     message = StringRef(out).trim();

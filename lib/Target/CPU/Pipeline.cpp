@@ -142,6 +142,26 @@ bool usesBLAS(const CPUCodegenOptions &options) {
          (options.gemm == GemmLowering::Auto && isBLASAvailable());
 }
 
+void buildBundleBufferizationPipeline(OpPassManager &pm) {
+  // The bundle ABI at function boundaries: identity layouts, results as
+  // caller-owned out-parameters (one buffer each).
+  pm.addPass(createPrepareEntryPointsPass());
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void buildCPULoweringPipeline(OpPassManager &pm,
                               const CPUCodegenOptions &options) {
   // Tensor level: clean up, expose GEMMs, fuse elementwise chains so they
@@ -159,23 +179,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
 
-  // Bufferization, with the bundle ABI at function boundaries: identity
-  // layouts, results as caller-owned out-parameters (one buffer each).
-  pm.addPass(createPrepareEntryPointsPass());
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  buildBundleBufferizationPipeline(pm);
 
   // Buffer level: library calls, then the ABI wrappers.
   if (usesBLAS(options))
@@ -247,9 +251,9 @@ void registerCPUCodegenPasses() {
       });
 }
 
-LogicalResult lowerToLLVMDialect(ModuleOp module,
-                                 const CPUCodegenOptions &options,
-                                 std::string &error) {
+LogicalResult runLoweringPipeline(
+    ModuleOp module, llvm::function_ref<void(OpPassManager &)> buildPipeline,
+    StringRef what, std::string &error) {
   MLIRContext *ctx = module.getContext();
   // Keep the first error (the root cause); later ones are usually fallout.
   std::string firstError;
@@ -266,13 +270,22 @@ LogicalResult lowerToLLVMDialect(ModuleOp module,
     error = "invalid pass manager options";
     return failure();
   }
-  buildCPULoweringPipeline(pm, options);
+  buildPipeline(pm);
   if (succeeded(pm.run(module)))
     return success();
-  error = firstError.empty() ? "CPU lowering failed" : firstError;
+  error = firstError.empty() ? (what + " failed").str() : firstError;
   // Diagnostics can span lines (notes, op dumps): keep the first.
   error = StringRef(error).split('\n').first.str();
   return failure();
+}
+
+LogicalResult lowerToLLVMDialect(ModuleOp module,
+                                 const CPUCodegenOptions &options,
+                                 std::string &error) {
+  return runLoweringPipeline(
+      module,
+      [&](OpPassManager &pm) { buildCPULoweringPipeline(pm, options); },
+      "CPU lowering", error);
 }
 
 } // namespace pipedream::cpu

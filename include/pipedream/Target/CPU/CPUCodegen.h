@@ -116,6 +116,24 @@ void registerCPUCodegenPasses();
 void buildCPULoweringPipeline(mlir::OpPassManager &pm,
                               const CPUCodegenOptions &options);
 
+/// The bufferization part of the CPU lowering, shared with the CUDA
+/// target: cpu-prepare-entry-points, eliminate-empty-tensors,
+/// one-shot-bufferize{bufferize-function-boundaries
+/// function-boundary-type-conversion=identity-layout-map},
+/// buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
+/// buffer-deallocation-pipeline, convert-bufferization-to-memref,
+/// canonicalize, cse. Public functions end up with one identity-layout
+/// memref argument per input and per result (the bundle ABI).
+void buildBundleBufferizationPipeline(mlir::OpPassManager &pm);
+
+/// Runs the pipeline `buildPipeline` adds on `module`. On failure sets
+/// `error` to the first diagnostic (one line, with its location), or to
+/// "<what> failed".
+mlir::LogicalResult runLoweringPipeline(
+    mlir::ModuleOp module,
+    llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline,
+    llvm::StringRef what, std::string &error);
+
 /// Runs buildCPULoweringPipeline on `module`. On failure sets `error` to the
 /// first diagnostic (one line, with its location).
 mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
@@ -145,10 +163,24 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
 
 /// Links `objectFiles` into the shared library `outputPath` with lld, in
 /// process, against libc, libm and (when `withBLAS`) OpenBLAS, refusing
-/// undefined symbols. Serialized: lld keeps one context per process.
-mlir::LogicalResult linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
-                                      llvm::StringRef outputPath,
-                                      bool withBLAS, std::string &error);
+/// undefined symbols except the names in `runtimeSymbols`, which stay
+/// undefined in the library (the loader resolves them from what the process
+/// already loaded: the CUDA target's mgpu* and pd_gpu_* functions, provided
+/// by the pipedream runtime). Serialized: lld keeps one context per process.
+mlir::LogicalResult
+linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
+                  llvm::StringRef outputPath, bool withBLAS,
+                  std::string &error,
+                  llvm::ArrayRef<std::string> runtimeSymbols = {});
+
+/// Code generation for a module already in the LLVM dialect: translation
+/// with `options`' target machine, the LLVM -O pipeline, an object file
+/// next to `outputPath` (removed afterwards) and the link (see
+/// linkSharedLibrary for `withBLAS` and `runtimeSymbols`).
+mlir::LogicalResult emitSharedLibrary(
+    mlir::ModuleOp module, const CPUCodegenOptions &options,
+    llvm::StringRef outputPath, bool withBLAS,
+    llvm::ArrayRef<std::string> runtimeSymbols, std::string &error);
 
 /// The whole code generator: lowers `module` (linalg on tensors; modified in
 /// place to the LLVM dialect) and writes the shared library `outputPath`.

@@ -1,0 +1,138 @@
+//===- CUDACodegen.h - linalg module to a CUDA program.so -------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA code generator (`pipedream-compile --target cuda`): takes the
+// same module as the CPU code generator (linalg, tensor, arith, math on
+// static tensors; public func.funcs are the entry points) and produces a
+// host (x86-64) shared library with the bundle's packed entry points
+// `void pipedream_<fn>(void **buffers)`, where every buffer is a DEVICE
+// pointer (docs/GPU.md). Elementwise, reduction and data-movement ops become
+// CUDA kernels embedded in program.so (a fatbin: SASS for `gpuArch` + PTX);
+// contractions become calls to `pd_gpu_gemm_f32` (cuBLAS in the runtime).
+// program.so leaves the mgpu* functions of MLIR's GPU lowering and the
+// pd_gpu_* functions undefined: the pipedream runtime provides them, so
+// program.so has no DT_NEEDED on libcuda, libcudart or libcublas.
+//
+//   buildCUDALoweringPipeline  linalg on tensors -> LLVM dialect + gpu.binary
+//   lowerToLLVMDialect         runs it on a module
+//   compileToSharedLibrary     lowering + host code generation + link
+//                              (the CPU target's translation and lld link)
+//
+// Errors are returned as one-line messages, never printed or aborted on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_TARGET_GPU_CUDACODEGEN_H
+#define PIPEDREAM_TARGET_GPU_CUDACODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace pipedream::cuda {
+
+/// Storage type of floating-point tensors in the generated code.
+enum class DType {
+  /// f32 storage and arithmetic.
+  F32,
+  /// bf16 storage of f32 tensors, f32 arithmetic inside kernels and f32
+  /// accumulation in GEMMs.
+  BF16,
+};
+
+/// Parses "f32" or "bf16".
+std::optional<DType> parseDType(llvm::StringRef text);
+
+/// Options of the CUDA code generator.
+struct CUDACodegenOptions {
+  /// GPU architecture, `sm_<major><minor>` (e.g. sm_80, sm_90, sm_90a). The
+  /// fatbin holds SASS for it and PTX for newer GPUs (JIT-compiled by the
+  /// driver).
+  std::string gpuArch = "sm_90";
+  /// Element type of floating-point tensors.
+  DType dtype = DType::F32;
+  /// LLVM optimization level (host and device), 0 to 3.
+  unsigned optLevel = 3;
+  /// CUDA toolkit (ptxas, fatbinary, libdevice); empty: $CUDA_HOME, else
+  /// /usr/local/cuda.
+  std::string toolkitPath;
+  /// Threads per block of elementwise kernels.
+  unsigned blockSize = 256;
+  /// Symbol prefix of the exported entry wrappers.
+  std::string symbolPrefix = "pipedream_";
+};
+
+/// Checks `arch` (`sm_NN` or `sm_NNa`, NN >= 50); sets `error` to a one-line
+/// message otherwise.
+mlir::LogicalResult verifyGPUArch(llvm::StringRef arch, std::string &error);
+
+/// The PTX ISA version feature ptxas needs for `arch` (e.g. "+ptx80").
+std::string ptxFeatureFor(llvm::StringRef arch);
+
+/// The toolkit `options` use: options.toolkitPath, $CUDA_HOME or
+/// /usr/local/cuda.
+std::string resolveToolkitPath(const CUDACodegenOptions &options);
+
+/// Checks that the toolkit has what gpu-module-to-binary runs (ptxas,
+/// fatbinary) and libdevice.
+mlir::LogicalResult verifyToolkit(const CUDACodegenOptions &options,
+                                  std::string &error);
+
+/// Adds every dialect, interface and translation the CUDA lowering uses
+/// (the CPU target's, plus GPU, NVVM, the NVVM target attribute and the
+/// GPU offloading translation).
+void registerCUDACodegenDialects(mlir::DialectRegistry &registry);
+
+/// Registers the cuda-* passes and the `pipedream-cuda-lowering` pipeline
+/// with the global pass registry (for pipedream-opt).
+void registerCUDACodegenPasses();
+
+/// Adds the lowering from linalg on tensors to the LLVM dialect with the
+/// kernels compiled into `gpu.binary` ops (see docs/GPU.md for the list).
+void buildCUDALoweringPipeline(mlir::OpPassManager &pm,
+                               const CUDACodegenOptions &options);
+
+/// The part of buildCUDALoweringPipeline before gpu-module-to-binary: the
+/// result still holds the gpu.module (NVVM dialect) for inspection.
+void buildCUDALoweringPipelineToNVVM(mlir::OpPassManager &pm,
+                                     const CUDACodegenOptions &options);
+
+/// Tests only: the kernel part of the CUDA lowering with one thread per
+/// block, then cuda-test-emulate-on-host and the CPU's lowering to the LLVM
+/// dialect. The result runs on the CPU with host pointers and the bundle's
+/// entry points, to check the CUDA lowering's numerics without a GPU
+/// (`pipedream-cuda-emulation` in pipedream-opt).
+void buildCUDAEmulationPipeline(mlir::OpPassManager &pm,
+                                const CUDACodegenOptions &options);
+
+/// Runs buildCUDALoweringPipeline on `module`.
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
+                                       const CUDACodegenOptions &options,
+                                       std::string &error);
+
+/// The undefined functions a CUDA program.so may reference (mgpu*,
+/// pd_gpu_*), which the runtime provides.
+const std::vector<std::string> &runtimeSymbols();
+
+/// The whole code generator: lowers `module` (modified in place) and writes
+/// the shared library `outputPath` (host code for a generic x86-64 CPU).
+mlir::LogicalResult compileToSharedLibrary(mlir::ModuleOp module,
+                                           const CUDACodegenOptions &options,
+                                           llvm::StringRef outputPath,
+                                           std::string &error);
+
+} // namespace pipedream::cuda
+
+#endif // PIPEDREAM_TARGET_GPU_CUDACODEGEN_H

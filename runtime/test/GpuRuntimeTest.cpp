@@ -1,0 +1,236 @@
+//===- GpuRuntimeTest.cpp - the runtime on cuda bundles -------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Cuda bundles of GpuTestProgram.c (TestProgram.c behind device-pointer
+// shims) against the same CPU bundles, bitwise: single-rank training, a
+// 2-stage pipeline on one device (rank threads, one stream each), errors
+// from the program. Built twice: into pipedream-gpu-device-tests (a real
+// GPU, CTest label `gpu`) and into pipedream-gpu-fake-tests, which runs
+// everywhere against GpuFakeSupport.cpp, a support library whose "device"
+// memory is separate host memory (so a missing upload or download shows).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/gpu.h"
+#include "pipedream/runtime.h"
+
+#include "PipelineUtil.h"
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+using json = nlohmann::json;
+using pipedream::test::TempDir;
+
+namespace {
+
+/// The CPU bundle `manifest` as a cuda bundle of GpuTestProgram.c.
+void makeCudaBundle(const std::string &dir, json manifest,
+                    const std::string &weights) {
+  manifest["target"] = "cuda";
+  manifest["gpu_arch"] = "sm_90";
+  for (json &function : manifest["functions"])
+    function["symbol"] = "cuda_" + function["symbol"].get<std::string>();
+  pipedream::test::writeFile(dir + "/bundle.json", manifest.dump());
+  pipedream::test::writeFile(dir + "/weights.bin", weights);
+  std::filesystem::copy_file(PIPEDREAM_GPU_TEST_PROGRAM, dir + "/program.so",
+                             std::filesystem::copy_options::overwrite_existing);
+}
+
+struct ChainData {
+  explicit ChainData(size_t n) : x(2 * n), y(n), xs{int64_t(n), 2}, ys{int64_t(n)} {
+    for (size_t i = 0; i < 2 * n; ++i)
+      x[i] = std::sin(0.7f * float(i) + 0.3f);
+    for (size_t i = 0; i < n; ++i)
+      y[i] = std::cos(1.3f * float(i));
+    arrays[0] = {"x", PD_DTYPE_F32, 2, xs, x.data(), x.size() * sizeof(float)};
+    arrays[1] = {"y", PD_DTYPE_F32, 1, ys, y.data(), y.size() * sizeof(float)};
+  }
+  std::vector<float> x, y;
+  int64_t xs[2], ys[1];
+  pd_named_array arrays[2];
+};
+
+struct Trained {
+  std::vector<double> losses;
+  std::vector<std::string> weights;
+};
+
+Trained trainSingle(const std::string &dir, const ChainData &data, int steps) {
+  Trained result;
+  pd_bundle *bundle = nullptr;
+  EXPECT_EQ(pd_bundle_open(dir.c_str(), &bundle), PD_OK) << pd_last_error();
+  if (!bundle)
+    return result;
+  pd_trainer *trainer = nullptr;
+  EXPECT_EQ(pd_trainer_create(bundle, &trainer), PD_OK) << pd_last_error();
+  for (int s = 0; s < steps; ++s) {
+    double loss = 0;
+    EXPECT_EQ(pd_trainer_step(trainer, data.arrays, 2, s * 8, &loss), PD_OK)
+        << pd_last_error();
+    result.losses.push_back(loss);
+  }
+  for (size_t w = 0; w < pd_bundle_weight_count(bundle); ++w) {
+    pd_buffer *weight = pd_bundle_weight_at(bundle, w);
+    result.weights.emplace_back(
+        static_cast<const char *>(pd_buffer_const_data(weight)),
+        pd_buffer_num_bytes(weight));
+  }
+  pd_bundle_close(bundle);
+  return result;
+}
+
+TEST(GpuRuntime, CudaTrainingEqualsCpuTraining) {
+  ChainData data(12);
+  std::string bin;
+  json manifest = pipedream::test::chainTrainingManifest(2, bin);
+  TempDir cpu, cuda;
+  pipedream::test::makeBundle(cpu.path(), manifest.dump(), bin);
+  makeCudaBundle(cuda.path(), manifest, bin);
+  Trained reference = trainSingle(cpu.path(), data, 4);
+  Trained actual = trainSingle(cuda.path(), data, 4);
+  ASSERT_EQ(actual.losses.size(), 4u);
+  EXPECT_EQ(actual.losses, reference.losses);
+  EXPECT_EQ(actual.weights, reference.weights);
+  EXPECT_NE(reference.losses[0], reference.losses[3]);
+}
+
+TEST(GpuRuntime, CudaBundleReportsItsTargetAndErrors) {
+  std::string bin;
+  json manifest = pipedream::test::chainTrainingManifest(2, bin);
+  manifest["functions"].push_back(
+      {{"name", "fail"},
+       {"symbol", "fail"},
+       {"kind", "forward"},
+       {"buffers", json::array()}});
+  TempDir dir;
+  makeCudaBundle(dir.path(), manifest, bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open(dir.path().c_str(), &bundle), PD_OK)
+      << pd_last_error();
+  EXPECT_STREQ(pd_bundle_target(bundle), "cuda");
+  pd_function *fail = nullptr;
+  ASSERT_EQ(pd_function_lookup(bundle, "fail", &fail), PD_OK);
+  EXPECT_EQ(pd_function_run(fail), PD_ERROR_INTERNAL);
+  EXPECT_STREQ(pd_last_error(),
+               "function 'fail': cuda test program: failing on purpose");
+  // The error was taken: the next call is clean.
+  pd_buffer *w = nullptr;
+  ASSERT_EQ(pd_bundle_find_weight(bundle, "w", &w), PD_OK);
+  float values[2] = {1.5f, -2.f};
+  int64_t shape[1] = {2};
+  ASSERT_EQ(pd_buffer_write(w, PD_DTYPE_F32, 1, shape, values, 8), PD_OK);
+  float back[2] = {0, 0};
+  ASSERT_EQ(pd_buffer_read(w, PD_DTYPE_F32, 1, shape, back, 8), PD_OK);
+  EXPECT_EQ(back[0], 1.5f);
+  EXPECT_EQ(back[1], -2.f);
+  pd_bundle_close(bundle);
+}
+
+TEST(GpuRuntime, KeptBufferPointersWorkAsOnTheCpu) {
+  // pd_buffer_data pointers taken once: inputs written through them later
+  // reach the device, outputs read through them show the last call.
+  std::string bin;
+  TempDir dir;
+  makeCudaBundle(dir.path(),
+                 pipedream::test::chainPipelineManifest(2, "1f1b", bin), bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open(dir.path().c_str(), &bundle), PD_OK)
+      << pd_last_error();
+  pd_function *forward = nullptr;
+  ASSERT_EQ(pd_function_lookup(bundle, "stage0_F", &forward), PD_OK);
+  pd_buffer *h = nullptr, *res = nullptr;
+  ASSERT_EQ(pd_function_find_buffer(forward, "h", &h), PD_OK);
+  ASSERT_EQ(pd_function_find_buffer(forward, "res", &res), PD_OK);
+  float *in = static_cast<float *>(pd_buffer_data(h));
+  const float *out = static_cast<const float *>(pd_buffer_data(res));
+  ASSERT_TRUE(in && out);
+  for (float scale : {1.f, -3.f, 0.5f}) {
+    for (int i = 0; i < 4; ++i)
+      in[i] = scale * float(i + 1);
+    ASSERT_EQ(pd_function_run(forward), PD_OK) << pd_last_error();
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(out[i], scale * float(i + 1)) << "res is h, element " << i;
+  }
+  pd_bundle_close(bundle);
+}
+
+/// All ranks of the pipeline bundle in `dir` as threads of this process
+/// (one stream each, on one GPU); rank 0's losses and gathered weights.
+Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
+                      int steps) {
+  std::vector<pd_transport *> transports(ranks);
+  EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
+  std::vector<std::string> errors(ranks);
+  Trained result;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_pipeline *pipeline = nullptr;
+      auto failed = [&](const char *what) {
+        errors[r] = std::string(what) + ": " + pd_last_error();
+        pd_transport_abort(transports[r], errors[r].c_str());
+      };
+      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK)
+        return failed("open");
+      if (pd_pipeline_create(bundle, r, transports[r], &pipeline) != PD_OK) {
+        pd_bundle_close(bundle);
+        return failed("create");
+      }
+      for (int s = 0; s < steps && errors[r].empty(); ++s) {
+        double loss = -1;
+        if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
+          failed("step");
+        else if (r == 0)
+          result.losses.push_back(loss);
+      }
+      if (errors[r].empty() && pd_pipeline_gather_weights(pipeline) != PD_OK)
+        failed("gather");
+      if (r == 0 && errors[r].empty())
+        for (size_t w = 0; w < pd_bundle_weight_count(bundle); ++w) {
+          pd_buffer *weight = pd_bundle_weight_at(bundle, w);
+          const char *bytes =
+              static_cast<const char *>(pd_buffer_const_data(weight));
+          result.weights.emplace_back(
+              bytes ? std::string(bytes, pd_buffer_num_bytes(weight)) : "");
+        }
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    pd_transport_destroy(transports[r]);
+  }
+  return result;
+}
+
+TEST(GpuRuntime, TwoStagePipelineOnOneGpuEqualsCpuTraining) {
+  ChainData data(12);
+  std::string bin;
+  TempDir cpu;
+  pipedream::test::makeBundle(
+      cpu.path(), pipedream::test::chainTrainingManifest(2, bin).dump(), bin);
+  Trained reference = trainSingle(cpu.path(), data, 4);
+  for (const char *kind : {"1f1b", "gpipe"}) {
+    TempDir cuda;
+    makeCudaBundle(cuda.path(),
+                   pipedream::test::chainPipelineManifest(2, kind, bin), bin);
+    Trained actual = trainPipeline(cuda.path(), 2, data, 4);
+    EXPECT_EQ(actual.losses, reference.losses) << kind;
+    EXPECT_EQ(actual.weights, reference.weights) << kind;
+  }
+}
+
+} // namespace
