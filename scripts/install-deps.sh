@@ -36,6 +36,12 @@ packages=(
   liblld-22-dev libopenblas-dev
   # Zlib/zstd are needed when linking against LLVM's libraries.
   zlib1g-dev libzstd-dev
+  # The Python package (python/): pybind11 bindings, the schedule picture
+  # (matplotlib) and its pytest suite (test/Python).
+  pybind11-dev python3-dev python3-matplotlib python3-pytest
+  # GPU backend (optional): not a Debian package. The CUDA toolkit with
+  # cuBLAS and NCCL comes from NVIDIA (here preinstalled at /usr/local/cuda,
+  # CUDA_HOME); -DPIPEDREAM_ENABLE_CUDA=AUTO uses it when CMake finds it.
 )
 if [ "$with_torch" = 1 ]; then
   packages+=(python3-torch)

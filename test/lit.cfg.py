@@ -29,6 +29,23 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 if os.path.isdir("/usr/share/libonnx-testdata/data/node"):
     config.available_features.add("onnx-testdata")
 
+# The Python package (python/), built into build/python when pybind11 is
+# found: test/Python runs its pytest suite.
+import glob
+
+config.substitutions.append(
+    ("%pipedream_python_dir", os.path.join(config.pipedream_obj_root, "python")))
+if glob.glob(os.path.join(config.pipedream_obj_root, "python", "pipedream",
+                          "_pipedream*.so")):
+    config.available_features.add("python-package")
+
+# The CUDA toolkit (ptxas, fatbinary, libdevice) for the tests that compile
+# CUDA kernels to a binary (--target cuda); no GPU needed.
+_cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if os.path.exists(os.path.join(_cuda_home, "bin", "ptxas")):
+    config.available_features.add("cuda-toolkit")
+    config.environment["CUDA_HOME"] = _cuda_home
+
 # Open MPI for pipedream-run --ranks K: mpirun on PATH and a pipedream-run
 # built with the MPI transport (it says so in --help).
 import shutil
@@ -43,6 +60,18 @@ if shutil.which("mpirun") and os.path.exists(_run):
         _help = ""
     if "MPI transport available" in _help:
         config.available_features.add("mpi")
+
+# A usable CUDA device: the GPU runtime's device tests (built with
+# -DPIPEDREAM_ENABLE_CUDA) exit 0 listing their tests, 77 without a device.
+_gpu_probe = os.path.join(config.pipedream_obj_root, "runtime", "test",
+                          "pipedream-gpu-device-tests")
+if os.path.exists(_gpu_probe):
+    try:
+        if subprocess.run([_gpu_probe, "--gtest_list_tests"],
+                          capture_output=True, timeout=60).returncode == 0:
+            config.available_features.add("cuda-device")
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 tool_dirs = [config.pipedream_tools_dir, config.llvm_tools_dir]
 tools = [

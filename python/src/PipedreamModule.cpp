@@ -1,0 +1,458 @@
+//===- PipedreamModule.cpp - pipedream._pipedream (pybind11) --------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The native half of the Python package (python/pipedream/__init__.py is the
+// other): the compiler driver in-process (pipedream::compile, lib/Driver)
+// and the runtime's pipeline C API (runtime/include/pipedream/runtime.h),
+// every rank a thread of this process over the threads transport, as
+// `pipedream-run --transport threads` runs them.
+//
+//   compile(options: dict) -> dict(error, has_ir, ir, report_json,
+//                                  report_text)
+//   PipelineTrainer(bundle_dir)   .train(arrays, steps) -> [loss, ...]
+//                                 .weights() -> {name: ndarray}
+//                                 .save_onnx(path)
+//
+// Errors: compile() returns its one-line message (the package raises
+// CompileError); the trainer raises ValueError for bad data and
+// RuntimeError for a failed rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Driver/Driver.h"
+#include "pipedream/onnx_writer.h"
+#include "pipedream/runtime.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Compiler
+//===----------------------------------------------------------------------===//
+
+/// Fills `o` from the keyword dictionary the package builds (keys are the
+/// CLI flags with '_' for '-'; an absent key is a flag not given).
+pipedream::CompileOptions readOptions(const py::dict &kw) {
+  pipedream::CompileOptions o;
+  for (auto item : kw) {
+    std::string key = item.first.cast<std::string>();
+    py::handle v = item.second;
+    if (v.is_none())
+      continue;
+    if (key == "input")
+      o.input = v.cast<std::string>();
+    else if (key == "output")
+      o.output = v.cast<std::string>();
+    else if (key == "emit")
+      o.emit = v.cast<std::string>();
+    else if (key == "inference")
+      o.inference = v.cast<bool>();
+    else if (key == "input_shapes")
+      o.inputShapes = v.cast<std::vector<std::string>>();
+    else if (key == "onnx_checker")
+      o.runONNXChecker = v.cast<bool>();
+    else if (key == "target")
+      o.target = v.cast<std::string>();
+    else if (key == "target_cpu")
+      o.targetCPU = v.cast<std::string>();
+    else if (key == "opt_level")
+      o.optLevel = v.cast<unsigned>();
+    else if (key == "gemm")
+      o.gemm = v.cast<std::string>();
+    else if (key == "loss")
+      o.loss = v.cast<std::string>();
+    else if (key == "labels_name")
+      o.labelsName = v.cast<std::string>();
+    else if (key == "microbatches")
+      o.microbatches = v.cast<int64_t>();
+    else if (key == "batch_size")
+      o.batchSize = v.cast<int64_t>();
+    else if (key == "optimizer")
+      o.optimizer = v.cast<std::string>();
+    else if (key == "lr")
+      o.lr = v.cast<double>();
+    else if (key == "momentum")
+      o.momentum = v.cast<double>();
+    else if (key == "nesterov")
+      o.nesterov = v.cast<bool>();
+    else if (key == "weight_decay")
+      o.weightDecay = v.cast<double>();
+    else if (key == "beta1")
+      o.beta1 = v.cast<double>();
+    else if (key == "beta2")
+      o.beta2 = v.cast<double>();
+    else if (key == "eps")
+      o.eps = v.cast<double>();
+    else if (key == "stages")
+      o.stages = v.cast<int64_t>();
+    else if (key == "virtual_stages")
+      o.virtualStages = v.cast<int64_t>();
+    else if (key == "partition")
+      o.partition = v.cast<std::string>();
+    else if (key == "split_after")
+      o.splitAfter = v.cast<std::vector<std::string>>();
+    else if (key == "cost_model")
+      o.costModel = v.cast<std::string>();
+    else if (key == "device")
+      o.device = v.cast<std::string>();
+    else if (key == "memory_limit")
+      o.memoryLimit = v.cast<std::string>();
+    else if (key == "schedule")
+      o.schedule = v.cast<std::string>();
+    else if (key == "report")
+      o.report = v.cast<bool>();
+    else if (key == "report_json")
+      o.reportJSON = v.cast<std::string>();
+    else if (key == "trace")
+      o.trace = v.cast<std::string>();
+    else if (key == "timeline")
+      o.timeline = v.cast<std::string>();
+    else
+      throw py::type_error("compile: unknown option '" + key + "'");
+  }
+  return o;
+}
+
+py::dict compile(const py::dict &kw) {
+  pipedream::CompileOptions options = readOptions(kw);
+  pipedream::CompileResult result;
+  {
+    py::gil_scoped_release release;
+    result = pipedream::compile(options);
+  }
+  py::dict out;
+  out["error"] = result.error;
+  out["has_ir"] = result.hasIR;
+  // IR text may hold any bytes a name had; decode leniently.
+  out["ir"] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+      result.ir.data(), static_cast<Py_ssize_t>(result.ir.size()),
+      "replace"));
+  out["report_json"] = result.reportJSON;
+  out["report_text"] = result.reportText;
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline training
+//===----------------------------------------------------------------------===//
+
+std::optional<pd_dtype> dtypeOf(const py::dtype &dtype) {
+  char kind = dtype.kind();
+  size_t size = dtype.itemsize();
+  if (kind == 'f' && size == 4)
+    return PD_DTYPE_F32;
+  if (kind == 'f' && size == 8)
+    return PD_DTYPE_F64;
+  if (kind == 'f' && size == 2)
+    return PD_DTYPE_F16;
+  if (kind == 'i' && size == 8)
+    return PD_DTYPE_I64;
+  if (kind == 'i' && size == 4)
+    return PD_DTYPE_I32;
+  if (kind == 'i' && size == 1)
+    return PD_DTYPE_I8;
+  if (kind == 'b' && size == 1)
+    return PD_DTYPE_I1;
+  if (kind == 'u' && size == 1)
+    return PD_DTYPE_U8;
+  return std::nullopt;
+}
+
+const char *numpyName(pd_dtype dtype) {
+  switch (dtype) {
+  case PD_DTYPE_F32:
+    return "float32";
+  case PD_DTYPE_F64:
+    return "float64";
+  case PD_DTYPE_F16:
+    return "float16";
+  case PD_DTYPE_I64:
+    return "int64";
+  case PD_DTYPE_I32:
+    return "int32";
+  case PD_DTYPE_I8:
+    return "int8";
+  case PD_DTYPE_I1:
+    return "bool";
+  case PD_DTYPE_U8:
+    return "uint8";
+  case PD_DTYPE_BF16: // numpy has no bfloat16: the raw bits
+    return "uint16";
+  default:
+    return nullptr;
+  }
+}
+
+/// Every rank of a pipeline bundle, opened once and kept (weights and
+/// optimizer state live on across train() calls), each run on its own
+/// thread per call.
+class PipelineTrainer {
+public:
+  explicit PipelineTrainer(const std::string &dir) : dir(dir) {
+    pd_bundle *first = nullptr;
+    if (pd_bundle_open_rank(dir.c_str(), 0, &first) != PD_OK)
+      throw std::runtime_error(pd_last_error());
+    bundles.push_back(first);
+    size_t ranks = pd_bundle_pipeline_ranks(first);
+    for (size_t r = 1; r < ranks; ++r) {
+      pd_bundle *bundle = nullptr;
+      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK) {
+        std::string message = pd_last_error();
+        close();
+        throw std::runtime_error(message);
+      }
+      bundles.push_back(bundle);
+    }
+    transports.resize(ranks);
+    if (pd_transport_create_threads(ranks, transports.data()) != PD_OK) {
+      std::string message = pd_last_error();
+      transports.clear();
+      close();
+      throw std::runtime_error(message);
+    }
+    for (size_t r = 0; r < ranks; ++r) {
+      pd_pipeline *pipeline = nullptr;
+      if (pd_pipeline_create(bundles[r], r, transports[r], &pipeline) !=
+          PD_OK) {
+        std::string message = pd_last_error();
+        close();
+        throw std::runtime_error(message);
+      }
+      pipelines.push_back(pipeline);
+    }
+  }
+  ~PipelineTrainer() { close(); }
+  PipelineTrainer(const PipelineTrainer &) = delete;
+  PipelineTrainer &operator=(const PipelineTrainer &) = delete;
+
+  size_t ranks() const { return bundles.size(); }
+  size_t batchSize() const { return pd_pipeline_batch_size(pipelines[0]); }
+  uint64_t steps() const { return stepsDone; }
+  std::vector<std::string> inputNames() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < pd_bundle_pipeline_input_count(bundles[0]); ++i)
+      names.push_back(pd_bundle_pipeline_input_at(bundles[0], i));
+    return names;
+  }
+  std::string labelsName() const {
+    return pd_bundle_pipeline_labels(bundles[0]);
+  }
+
+  /// `steps` optimizer steps; step s (counted over every call) on samples
+  /// [s*B, (s+1)*B) modulo the data's length, as pipedream-run does.
+  std::vector<double> train(const py::dict &data, uint64_t steps) {
+    usable();
+    // Contiguous copies (when needed) kept alive while the ranks run.
+    std::vector<py::array> arrays;
+    std::vector<std::string> names;
+    std::vector<std::vector<int64_t>> shapes;
+    for (auto item : data) {
+      names.push_back(item.first.cast<std::string>());
+      py::array array = py::array::ensure(
+          item.second, py::array::c_style | py::array::forcecast);
+      if (!array)
+        throw py::value_error("training data: '" + names.back() +
+                              "' is not an array");
+      arrays.push_back(array);
+    }
+    std::vector<pd_named_array> views;
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      std::optional<pd_dtype> dtype = dtypeOf(arrays[i].dtype());
+      if (!dtype)
+        throw py::value_error("training data: '" + names[i] +
+                              "' has dtype " +
+                              py::str(arrays[i].dtype()).cast<std::string>() +
+                              ", which pipedream does not have");
+      shapes.emplace_back(arrays[i].shape(),
+                          arrays[i].shape() + arrays[i].ndim());
+      views.push_back({names[i].c_str(), *dtype, shapes[i].size(),
+                       shapes[i].data(), arrays[i].data(),
+                       static_cast<size_t>(arrays[i].nbytes())});
+    }
+    size_t samples = 0;
+    if (pd_pipeline_check_data(pipelines[0], views.data(), views.size(),
+                               &samples) != PD_OK)
+      throw py::value_error(pd_last_error());
+    size_t batch = batchSize();
+    std::vector<double> losses(steps, std::nan(""));
+    uint64_t start = stepsDone;
+    std::vector<RankError> errors(ranks());
+    {
+      py::gil_scoped_release release;
+      runRanks(errors, [&](size_t r) {
+        for (uint64_t s = 0; s < steps; ++s) {
+          uint64_t first = static_cast<uint64_t>(
+              static_cast<unsigned __int128>(start + s) * batch % samples);
+          double loss = 0;
+          if (pd_status status = pd_pipeline_step(
+                  pipelines[r], views.data(), views.size(), first, &loss);
+              status != PD_OK)
+            return status;
+          if (r == 0)
+            losses[s] = loss;
+        }
+        // Rank 0's bundle then holds every trained weight.
+        return pd_pipeline_gather_weights(pipelines[r]);
+      });
+    }
+    raiseIfFailed(errors);
+    stepsDone += steps;
+    return losses;
+  }
+
+  /// Every weight, as trained so far (copies).
+  py::dict weights() {
+    gather();
+    py::dict out;
+    for (size_t i = 0; i < pd_bundle_weight_count(bundles[0]); ++i) {
+      pd_buffer *buffer = pd_bundle_weight_at(bundles[0], i);
+      const char *dtype = numpyName(pd_buffer_dtype(buffer));
+      const void *data = pd_buffer_const_data(buffer);
+      if (!dtype || !data)
+        continue;
+      std::vector<py::ssize_t> shape(pd_buffer_shape(buffer),
+                                     pd_buffer_shape(buffer) +
+                                         pd_buffer_rank(buffer));
+      py::array array{py::dtype(dtype), shape};
+      std::memcpy(array.mutable_data(), data, pd_buffer_num_bytes(buffer));
+      out[py::str(pd_buffer_name(buffer))] = array;
+    }
+    return out;
+  }
+
+  /// The bundle's model.onnx with the trained weights, to `path`.
+  void saveOnnx(const std::string &path) {
+    gather();
+    pipedream::OnnxWriter writer;
+    std::string message;
+    if (!writer.load(bundles[0], message) || !writer.save(path, message))
+      throw std::runtime_error(message);
+  }
+
+private:
+  void usable() const {
+    if (broken)
+      throw std::runtime_error(
+          "this trainer's pipeline failed earlier (" + brokenMessage +
+          "); compile or open the bundle again");
+  }
+
+  struct RankError {
+    pd_status status = PD_OK;
+    std::string message;
+  };
+
+  /// Runs `body(rank) -> pd_status` on one thread per rank; a rank that
+  /// fails aborts its transport so that the others stop waiting for it.
+  template <typename Body>
+  void runRanks(std::vector<RankError> &errors, Body body) {
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < ranks(); ++r)
+      threads.emplace_back([&, r] {
+        pd_status status = body(r);
+        if (status != PD_OK) {
+          errors[r] = {status, pd_last_error()};
+          pd_transport_abort(transports[r], errors[r].message.c_str());
+        }
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+  }
+
+  /// Raises the root cause: the first rank that failed by itself (the
+  /// others then fail with PD_ERROR_PEER or PD_ERROR_TIMEOUT naming it).
+  void raiseIfFailed(const std::vector<RankError> &errors) {
+    const RankError *cause = nullptr;
+    size_t rank = 0;
+    for (size_t r = 0; r < errors.size(); ++r) {
+      const RankError &e = errors[r];
+      if (e.status == PD_OK)
+        continue;
+      bool secondary =
+          e.status == PD_ERROR_PEER || e.status == PD_ERROR_TIMEOUT;
+      if (!cause || (!secondary && (cause->status == PD_ERROR_PEER ||
+                                    cause->status == PD_ERROR_TIMEOUT))) {
+        cause = &e;
+        rank = r;
+      }
+    }
+    if (!cause)
+      return;
+    broken = true;
+    brokenMessage = cause->message;
+    std::string prefix = "rank " + std::to_string(rank) + ": ";
+    throw std::runtime_error(cause->message.rfind(prefix, 0) == 0
+                                 ? cause->message
+                                 : prefix + cause->message);
+  }
+
+  void gather() {
+    usable();
+    std::vector<RankError> errors(ranks());
+    {
+      py::gil_scoped_release release;
+      runRanks(errors, [&](size_t r) {
+        return pd_pipeline_gather_weights(pipelines[r]);
+      });
+    }
+    raiseIfFailed(errors);
+  }
+
+  void close() {
+    for (pd_pipeline *pipeline : pipelines)
+      pd_pipeline_destroy(pipeline);
+    pipelines.clear();
+    for (pd_bundle *bundle : bundles)
+      pd_bundle_close(bundle);
+    bundles.clear();
+    for (pd_transport *transport : transports)
+      pd_transport_destroy(transport);
+    transports.clear();
+  }
+
+  std::string dir;
+  std::vector<pd_bundle *> bundles;
+  std::vector<pd_transport *> transports;
+  std::vector<pd_pipeline *> pipelines;
+  uint64_t stepsDone = 0;
+  bool broken = false;
+  std::string brokenMessage;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_pipedream, m) {
+  m.doc() = "pipedream's compiler driver and pipeline runtime (native part "
+            "of the pipedream package)";
+  m.def("compile", &compile, py::arg("options"),
+        "Runs the compiler driver; returns dict(error, has_ir, ir, "
+        "report_json, report_text).");
+  m.def("runtime_api_version", &pd_runtime_api_version);
+  py::class_<PipelineTrainer>(m, "PipelineTrainer")
+      .def(py::init<const std::string &>(), py::arg("bundle_dir"))
+      .def_property_readonly("ranks", &PipelineTrainer::ranks)
+      .def_property_readonly("batch_size", &PipelineTrainer::batchSize)
+      .def_property_readonly("steps", &PipelineTrainer::steps)
+      .def_property_readonly("input_names", &PipelineTrainer::inputNames)
+      .def_property_readonly("labels_name", &PipelineTrainer::labelsName)
+      .def("train", &PipelineTrainer::train, py::arg("data"),
+           py::arg("steps"))
+      .def("weights", &PipelineTrainer::weights)
+      .def("save_onnx", &PipelineTrainer::saveOnnx, py::arg("path"));
+}

@@ -1,0 +1,267 @@
+"""The pipedream package against the command-line tools and PyTorch."""
+
+import csv
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import pipedream
+from conftest import MICROBATCH, MICROBATCHES, SETTINGS, STAGES
+
+
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, "%s failed:\n%s%s" % (
+        " ".join(cmd), done.stdout, done.stderr)
+    return done
+
+
+# -- Compile and inspect -----------------------------------------------------
+
+
+def test_report(mlp_model):
+    r = mlp_model.report
+    assert r["verified"] is True
+    assert r["schedule"] == {"kind": "1f1b", "K": STAGES, "M": MICROBATCHES,
+                             "V": 1}
+    assert r["partition"]["stages"] == STAGES
+    assert r["partition"]["microbatches"] == MICROBATCHES
+    assert [s["index"] for s in r["stages"]] == list(range(STAGES))
+    # Every ONNX node is in one stage: the first stage starts at the first.
+    assert r["stages"][0]["first_op"] == "/0/Gemm"
+    # Synchronous 1F1B with unit costs: (K-1)/(M+K-1).
+    assert r["bubble_fraction_unit_costs"] == pytest.approx(
+        (STAGES - 1) / (MICROBATCHES + STAGES - 1))
+    assert 0 < r["bubble_fraction"] < 1
+    assert len(r["peak_memory_bytes"]) == STAGES
+    # The bundle and the report.json pipedream-compile writes next to it.
+    bundle = os.path.join(mlp_model.bundle_dir, "bundle.json")
+    assert os.path.exists(bundle)
+    with open(os.path.join(mlp_model.bundle_dir, "report.json")) as f:
+        import json
+        assert json.load(f) == r
+
+
+def without_timing(report):
+    """The report less the partitioner's measured run time."""
+    report = dict(report, partition=dict(report["partition"]))
+    del report["partition"]["dp_seconds"]
+    return report
+
+
+def test_report_equals_cli(mlp_model, bin_dir, tmp_path):
+    """The dict is the JSON of pipedream-compile --report-json."""
+    import json
+
+    cmd = [os.path.join(bin_dir, "pipedream-compile"), mlp_model.model_path,
+           "-o", str(tmp_path / "b"), "--stages", str(STAGES), "--schedule",
+           "1f1b", "--microbatches", str(MICROBATCHES), "--loss",
+           "cross-entropy", "--optimizer", "adam", "--lr", "0.01",
+           "--report-json", str(tmp_path / "r.json")]
+    run(cmd)
+    with open(tmp_path / "r.json") as f:
+        assert without_timing(json.load(f)) == without_timing(
+            mlp_model.report)
+
+
+def test_mlir_phases(mlp_model):
+    nn = mlp_model.mlir("nn")
+    assert "func.func @main" in nn and "nn." in nn
+    train = mlp_model.mlir("train")
+    assert "train_microbatch" in train
+    assert "linalg." in mlp_model.mlir("linalg")
+    scheduled = mlp_model.mlir("scheduled")
+    assert "pipe.program" in scheduled
+    assert mlp_model.mlir("scheduled") is scheduled  # cached
+    with pytest.raises(ValueError, match="phase 'bundle'"):
+        mlp_model.mlir("bundle")
+
+
+def test_mlir_equals_cli(mlp_model, bin_dir):
+    done = run([os.path.join(bin_dir, "pipedream-compile"),
+                mlp_model.model_path, "--emit", "scheduled", "--stages",
+                str(STAGES), "--schedule", "1f1b", "--microbatches",
+                str(MICROBATCHES), "--loss", "cross-entropy", "--optimizer",
+                "adam", "--lr", "0.01"])
+    assert done.stdout == mlp_model.mlir("scheduled")
+
+
+# -- Training ------------------------------------------------------------------
+
+
+def read_losses(path):
+    with open(path) as f:
+        return [float(row["loss"]) for row in csv.DictReader(f)]
+
+
+def test_train_equals_cli(mlp_model, mlp_data, bin_dir, tmp_path):
+    """3 steps with K = 2 in-process equal pipedream-compile + pipedream-run
+    (threads) on the same ONNX model and data: losses and trained weights."""
+    steps = 3
+    model = pipedream.compile(mlp_model.model_path,
+                              output_dir=tmp_path / "py", **SETTINGS)
+    assert model.input_names == ["x"] and model.labels_name == "labels"
+    assert model.batch_size == MICROBATCHES * MICROBATCH
+    before = model.weights()
+    losses = model.train(mlp_data, steps=steps)
+    assert len(losses) == steps and all(np.isfinite(losses))
+    model.save_onnx(tmp_path / "py.onnx")
+
+    bundle = str(tmp_path / "cli")
+    run([os.path.join(bin_dir, "pipedream-compile"), mlp_model.model_path,
+         "-o", bundle, "--stages", str(STAGES), "--schedule", "1f1b",
+         "--microbatches", str(MICROBATCHES), "--loss", "cross-entropy",
+         "--optimizer", "adam", "--lr", "0.01"])
+    np.savez(tmp_path / "data.npz", **mlp_data)
+    run([os.path.join(bin_dir, "pipedream-run"), bundle, "--data",
+         str(tmp_path / "data.npz"), "--steps", str(steps), "--loss-log",
+         str(tmp_path / "loss.csv"), "--save-onnx",
+         str(tmp_path / "cli.onnx")])
+    cli = read_losses(tmp_path / "loss.csv")
+    np.testing.assert_allclose(losses, cli, rtol=1e-6, atol=0)
+
+    import onnx
+    from onnx import numpy_helper
+
+    def initializers(path):
+        graph = onnx.load(str(path)).graph
+        return {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+
+    ours, theirs = initializers(tmp_path / "py.onnx"), initializers(
+        tmp_path / "cli.onnx")
+    after = model.weights()
+    assert set(after) == set(before) and after
+    for name, value in after.items():
+        np.testing.assert_allclose(ours[name], value, rtol=0, atol=0)
+        np.testing.assert_allclose(theirs[name], value, rtol=1e-6, atol=1e-7)
+        assert not np.array_equal(value, before[name]), name  # trained
+
+
+def test_train_continues(mlp_model, mlp_data, tmp_path):
+    """Two calls of 2 steps are one run of 4 (state carries over)."""
+    one = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "a",
+                            **SETTINGS)
+    two = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "b",
+                            **SETTINGS)
+    split = one.train(mlp_data, steps=2) + one.train(mlp_data, steps=2)
+    whole = two.train(mlp_data, steps=4)
+    assert split == whole
+    assert one.steps_trained == 4
+
+
+def test_train_matches_torch(mlp_data, tmp_path):
+    """The first step's loss is PyTorch's cross-entropy of the initial
+    model on the first batch (an independent reference)."""
+    import torch
+    from conftest import make_mlp
+
+    module = make_mlp()
+    model = pipedream.compile(module,
+                              example_inputs=(torch.zeros(MICROBATCH, 16),),
+                              output_dir=tmp_path, **SETTINGS)
+    batch = model.batch_size
+    with torch.no_grad():
+        logits = module(torch.from_numpy(mlp_data["x"][:batch]))
+        expected = torch.nn.functional.cross_entropy(
+            logits, torch.from_numpy(mlp_data["labels"][:batch])).item()
+    loss = model.train(mlp_data, steps=1)[0]
+    assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_bad_data(mlp_model):
+    bad = {"x": np.zeros((16, 16), np.float32),
+           "labels": np.full(16, 12, np.int64)}
+    model = pipedream.compile(mlp_model.model_path, **SETTINGS)
+    with pytest.raises(ValueError, match="labels"):
+        model.train(bad, steps=1)
+    with pytest.raises(ValueError, match="x"):
+        model.train({"labels": bad["labels"]}, steps=1)
+
+
+# -- Timeline ------------------------------------------------------------------
+
+
+def test_timeline_png(mlp_model, tmp_path):
+    from matplotlib import image
+
+    events = mlp_model.schedule_events()
+    # 1F1B: every micro-batch goes forward and backward on every rank.
+    assert sorted((e["rank"], e["action"], e["microbatch"]) for e in events
+                  if e["action"] in "FB") \
+        == sorted((r, a, m) for r in range(STAGES) for a in "FB"
+                  for m in range(MICROBATCHES))
+    for r in range(STAGES):
+        mine = sorted((e for e in events if e["rank"] == r),
+                      key=lambda e: e["start"])
+        assert all(a["end"] <= b["start"] + 1e-9
+                   for a, b in zip(mine, mine[1:]))  # one box at a time
+    fig = mlp_model.timeline(figsize=(8, 2.5))
+    path = tmp_path / "schedule.png"
+    fig.savefig(path, dpi=100)
+    assert path.stat().st_size > 1000
+    pixels = image.imread(str(path))  # decodes the PNG
+    assert pixels.shape[:2] == (250, 800)
+    rgb = pixels[..., :3]
+    assert rgb.std() > 0.05  # not blank
+    # Forward and backward boxes are there in their colors.
+    from pipedream._timeline import COLORS
+    import matplotlib.colors as mcolors
+    for action in "FB":
+        color = np.array(mcolors.to_rgb(COLORS[action]))
+        close = np.all(np.abs(rgb - color) < 0.02, axis=-1)
+        assert close.sum() > 200, action
+
+
+# -- Errors --------------------------------------------------------------------
+
+
+def unsupported_model(path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Det", ["x"], ["y"], name="my_det")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
+                                                                        17)])
+    onnx.save(model, str(path))
+    return model
+
+
+def test_compile_error(bin_dir, tmp_path):
+    path = str(tmp_path / "det.onnx")
+    model = unsupported_model(path)
+    with pytest.raises(pipedream.CompileError) as info:
+        pipedream.compile(path, loss=None)
+    message = str(info.value)
+    assert message == ("%s: node 'my_det' (op 'Det', opset 17): not "
+                       "supported" % path)
+    # The same line as the command line's.
+    done = subprocess.run([os.path.join(bin_dir, "pipedream-compile"), path,
+                           "-o", str(tmp_path / "out"), "--inference"],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", "error: %s\n" % message)
+    # An onnx.ModelProto and a training compilation fail alike.
+    with pytest.raises(pipedream.CompileError,
+                       match="node 'my_det' \\(op 'Det', opset 17\\)"):
+        pipedream.compile(model)
+
+
+def test_option_errors(mlp_model):
+    with pytest.raises(pipedream.CompileError,
+                       match="^model.onnx: --schedule bogus: expected "
+                             "gpipe, 1f1b"):
+        pipedream.compile(mlp_model.model_path, schedule="bogus")
+    with pytest.raises(pipedream.CompileError,
+                       match="^--target nope: expected cpu or cuda"):
+        pipedream.compile(mlp_model.model_path, target="nope")
+    with pytest.raises(TypeError, match="unknown option 'colour'"):
+        pipedream.compile(mlp_model.model_path, colour="blue")
+    with pytest.raises(TypeError, match="example_inputs"):
+        pipedream.compile(__import__("torch").nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="model must be"):
+        pipedream.compile(42)
