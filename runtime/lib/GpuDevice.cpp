@@ -11,7 +11,9 @@
 // device-newer value, then treats the host copy as written), calls through
 // deviceArgument (uploads a host-newer value). Value inputs are uploaded
 // and value outputs downloaded at every call, so a pointer kept from
-// pd_buffer_data keeps working as on the CPU.
+// pd_buffer_data keeps working as on the CPU. Pipeline registers and
+// weight versions of cuda pipelines live in device memory only
+// (Pipeline.cpp); calls pass them through.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,34 +144,6 @@ void gpuCall(int failed, const std::string &where) {
   }
 }
 
-/// A device mirror of host memory that is not a buffer (pipeline
-/// registers, weight-version copies), per thread (= per rank).
-struct Mirror {
-  void *device = nullptr;
-  size_t bytes = 0;
-};
-struct MirrorCache {
-  std::unordered_map<const void *, Mirror> byHost;
-  ~MirrorCache() {
-    if (support)
-      for (auto &entry : byHost)
-        support->free(entry.second.device);
-  }
-};
-thread_local MirrorCache mirrors;
-
-void *mirrorOf(const void *host, size_t bytes) {
-  Mirror &mirror = mirrors.byHost[host];
-  if (!mirror.device || mirror.bytes < bytes) {
-    if (mirror.device)
-      support->free(mirror.device);
-    mirror.device = support->alloc(bytes);
-    mirror.bytes = bytes;
-    gpuCall(!mirror.device, "device memory for a pipeline register: ");
-  }
-  return mirror.device;
-}
-
 } // namespace
 
 const pd_gpu_support &gpuSupport() {
@@ -196,6 +170,46 @@ void checkGpuError(const std::string &where) {
   std::string message = takeGpuError();
   if (!message.empty())
     throw Error(PD_ERROR_INTERNAL, where + message);
+}
+
+void DeviceFree::operator()(void *device) const {
+  if (device && support)
+    support->free(device);
+}
+
+DeviceMemory allocateDevice(size_t bytes, const std::string &what) {
+  const pd_gpu_support &gpu = gpuSupport();
+  DeviceMemory memory(gpu.alloc(bytes ? bytes : 1));
+  gpuCall(!memory, "device memory for " + what + ": ");
+  return memory;
+}
+
+void copyToDevice(void *device, const void *host, size_t bytes,
+                  const std::string &where) {
+  if (bytes)
+    gpuCall(support->copy_to_device(device, host, bytes) ||
+                support->synchronize(),
+            where);
+}
+
+void copyToHost(void *host, const void *device, size_t bytes,
+                const std::string &where) {
+  if (bytes)
+    gpuCall(support->copy_to_host(host, device, bytes) ||
+                support->synchronize(),
+            where);
+}
+
+void copyDeviceToDevice(void *dst, const void *src, size_t bytes,
+                        const std::string &where) {
+  if (bytes)
+    gpuCall(support->copy_device(dst, src, bytes) || support->synchronize(),
+            where);
+}
+
+void zeroDevice(void *device, size_t bytes, const std::string &where) {
+  if (bytes)
+    gpuCall(support->zero(device, bytes) || support->synchronize(), where);
 }
 
 void *deviceArgument(pd_buffer &buffer) {
@@ -271,20 +285,9 @@ void *boundArgument(pd_buffer &buffer) {
   return buffer.memory.get();
 }
 
-void invokeFunction(pd_function &function, void **arguments) {
-  if (!function.cuda) {
-    function.entry(arguments);
-    // NOTE: the new values become the persistent ones without a copy; every
-    // function sees them on its next run because arguments are rebuilt from
-    // `memory` for each call (never cache a buffer's memory pointer).
-    for (auto &[output, target] : function.updates)
-      std::swap(output->memory, target->memory);
-    return;
-  }
-  const pd_gpu_support &gpu = *support;
-  const std::string where = "function '" + function.spec.name + "': ";
+std::vector<bool> prepareDeviceCall(pd_function &function, void **arguments,
+                                    void **device) {
   size_t count = function.buffers.size();
-  std::vector<void *> device(count);
   std::vector<bool> bound(count);
   for (size_t k = 0; k < count; ++k) {
     const BufferSpec &spec = function.spec.buffers[k];
@@ -297,26 +300,25 @@ void invokeFunction(pd_function &function, void **arguments) {
       device[k] = deviceArgument(buffer);
       continue;
     }
-    device[k] = mirrorOf(arguments[k], spec.type.numBytes);
-    if (spec.role != PD_ROLE_OUTPUT && spec.type.numBytes)
-      gpuCall(gpu.copy_to_device(device[k], arguments[k], spec.type.numBytes),
-              where + "uploading '" + spec.name + "': ");
+    // Pipeline registers and weight versions: device memory already
+    // (Pipeline.cpp). NOTE: no translation, so a host pointer left here
+    // reaches the kernel (the fake device's test program rejects it).
+    device[k] = arguments[k];
   }
-  function.entry(device.data());
+  return bound;
+}
+
+void finishDeviceCall(pd_function &function, const std::vector<bool> &bound) {
+  const pd_gpu_support &gpu = *support;
+  const std::string where = "function '" + function.spec.name + "': ";
   gpuCall(gpu.synchronize(), where);
   checkGpuError(where);
   bool downloads = false;
-  for (size_t k = 0; k < count; ++k) {
+  for (size_t k = 0; k < function.buffers.size(); ++k) {
     const BufferSpec &spec = function.spec.buffers[k];
     pd_buffer &buffer = *function.buffers[k];
-    if (!bound[k]) {
-      if (spec.role == PD_ROLE_OUTPUT && spec.type.numBytes) {
-        gpuCall(gpu.copy_to_host(arguments[k], device[k], spec.type.numBytes),
-                where + "downloading '" + spec.name + "': ");
-        downloads = true;
-      }
+    if (!bound[k])
       continue;
-    }
     if (spec.role == PD_ROLE_INPUT)
       continue;
     // Outputs, and (conservatively) weights, grads and states, which a
@@ -341,6 +343,23 @@ void invokeFunction(pd_function &function, void **arguments) {
     std::swap(output->hostCurrent, target->hostCurrent);
     std::swap(output->deviceCurrent, target->deviceCurrent);
   }
+}
+
+void invokeFunction(pd_function &function, void **arguments) {
+  if (!function.cuda) {
+    function.entry(arguments);
+    // NOTE: the new values become the persistent ones without a copy; every
+    // function sees them on its next run because arguments are rebuilt from
+    // `memory` for each call (never cache a buffer's memory pointer).
+    for (auto &[output, target] : function.updates)
+      std::swap(output->memory, target->memory);
+    return;
+  }
+  std::vector<void *> device(function.buffers.size());
+  std::vector<bool> bound =
+      prepareDeviceCall(function, arguments, device.data());
+  function.entry(device.data());
+  finishDeviceCall(function, bound);
 }
 
 bool parseTorchrunEnv(const std::function<const char *(const char *)> &getenv,

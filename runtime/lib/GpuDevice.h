@@ -17,7 +17,9 @@
 #include "GpuSupport.h"
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 struct pd_buffer;
 struct pd_function;
@@ -58,14 +60,44 @@ void zeroBuffer(pd_buffer &buffer);
 /// (allocated) without downloading a device-newer value.
 void *boundArgument(pd_buffer &buffer);
 
-/// Calls `function`'s entry point on `arguments` (host pointers: buffers'
-/// memory, pipeline registers, weight-version copies) and applies its
-/// `updates`. For a cuda function the pointers are translated to device
-/// memory (bound buffers' device copies; other arguments through a
-/// per-thread device mirror, inputs uploaded and outputs downloaded), the
+/// Calls `function`'s entry point on `arguments` and applies its
+/// `updates`. A bound buffer's slot is its host memory (boundArgument);
+/// for a cuda function it is replaced by the buffer's device copy, and
+/// every other slot (pipeline registers, weight-version copies) must
+/// already be device memory (DeviceMemory): it is passed as it is. Then the
 /// thread's stream is waited for and any GPU error thrown as Error naming
 /// the function.
 void invokeFunction(pd_function &function, void **arguments);
+
+/// invokeFunction's halves for a cuda function called by someone else (a
+/// native rank entry): prepareDeviceCall writes the device pointer array
+/// for `arguments` into `device` (which may be `arguments`) and returns
+/// which slots are bound buffers; after the call finishDeviceCall waits
+/// for the stream, throws a GPU error, marks the bound buffers and swaps
+/// the `updates` in.
+std::vector<bool> prepareDeviceCall(pd_function &function, void **arguments,
+                                    void **device);
+void finishDeviceCall(pd_function &function, const std::vector<bool> &bound);
+
+/// Device memory of the support library, freed by its deleter.
+struct DeviceFree {
+  void operator()(void *device) const;
+};
+using DeviceMemory = std::unique_ptr<void, DeviceFree>;
+
+/// `bytes` (> 0 allocated even for 0) of device memory; `what` names it in
+/// the error. Throws Error.
+DeviceMemory allocateDevice(size_t bytes, const std::string &what);
+
+/// Copies on the calling thread's stream, then waits for it, so the host
+/// side may be reused or read at once; `where` prefixes errors. Throw Error.
+void copyToDevice(void *device, const void *host, size_t bytes,
+                  const std::string &where);
+void copyToHost(void *host, const void *device, size_t bytes,
+                const std::string &where);
+void copyDeviceToDevice(void *dst, const void *src, size_t bytes,
+                        const std::string &where);
+void zeroDevice(void *device, size_t bytes, const std::string &where);
 
 /// torchrun's environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 struct TorchrunEnv {

@@ -18,6 +18,13 @@
 // interpreter, which runs bundles without native entries (and any bundle
 // when PIPEDREAM_PIPELINE_INTERPRET=1): both give bitwise equal results.
 //
+// A cuda bundle's registers and weight versions are device memory,
+// allocated once per pipeline (the native entry's register table): stage
+// calls get them directly, inputs are uploaded, losses downloaded, and
+// messages go device to device over the threads transport and NCCL
+// (sendDevice) or are staged through host memory over the others (MPI,
+// user-defined).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Bundle.h"
@@ -42,6 +49,7 @@
 #include <vector>
 
 using pipedream::runtime::AlignedMemory;
+using pipedream::runtime::DeviceMemory;
 using pipedream::runtime::allocateAligned;
 using pipedream::runtime::BufferSpec;
 using pipedream::runtime::describeTag;
@@ -64,7 +72,15 @@ struct pd_pipeline {
   pd_transport *transport = nullptr;
   const PipelineSpec *spec = nullptr;
   const RankProgram *program = nullptr;
+  /// The registers' memory: host memory for CPU bundles, device memory
+  /// for cuda bundles (`cuda`); registerTable points at one or the other.
   std::vector<AlignedMemory> registers;
+  std::vector<DeviceMemory> deviceRegisters;
+  bool cuda = false;
+  /// cuda: host staging of inputs, losses and (unless the transport takes
+  /// device memory) messages; as large as the largest register.
+  AlignedMemory staging;
+  bool transportTakesDevice = false;
   /// The rank's grad buffers, zeroed before each step.
   std::vector<pd_buffer *> grads;
   /// Indices into PipelineSpec::data of the arrays this rank reads.
@@ -72,15 +88,22 @@ struct pd_pipeline {
   /// Scratch pointer array for calls.
   std::vector<void *> arguments;
   /// Weight versions of asynchronous schedules: (stage, chunk, slot) ->
-  /// weight name -> a copy of the weights an F ran with.
+  /// weight name -> a copy of the weights an F ran with (device memory
+  /// for cuda bundles).
+  struct WeightCopy {
+    AlignedMemory host;
+    DeviceMemory device;
+    void *get() const { return host ? host.get() : device.get(); }
+  };
   std::map<std::tuple<int64_t, int64_t, int64_t>,
-           std::map<std::string, AlignedMemory>>
+           std::map<std::string, WeightCopy>>
       weightVersions;
   /// Measured events (pd_pipeline_set_tracing).
   pipedream::runtime::TraceLog trace;
   /// The rank's native entry (NULL: the program is interpreted).
   pd_rank_entry entry = nullptr;
-  /// registers[g].get() for every g: the entry's register table.
+  /// Register g's memory for every g (host or device): the entry's
+  /// register table, and the interpreter's.
   std::vector<void *> registerTable;
   /// What the running step's instructions read and accumulate.
   std::vector<const pd_named_array *> stepData;
@@ -89,6 +112,9 @@ struct pd_pipeline {
   double stepTotal = 0;
   /// Start of the native call being run (for its trace event).
   double callStart = 0;
+  /// cuda: the bound slots of the native call being run (call_begin to
+  /// call_end).
+  std::vector<bool> callBound;
 };
 
 namespace pipedream {
@@ -319,6 +345,11 @@ void runInput(pd_pipeline &p, const PipelineInstruction &ins,
   const size_t b = spec.microbatchSize, samples = p.stepSamples;
   const unsigned char *source =
       static_cast<const unsigned char *>(p.stepData[k]->data);
+  unsigned char *device = nullptr;
+  if (p.cuda) {
+    device = target;
+    target = static_cast<unsigned char *>(p.staging.get());
+  }
   size_t start =
       (p.stepFirst + static_cast<size_t>(ins.microbatch) * b) % samples;
   // Contiguous runs of rows, wrapping around the end of the data.
@@ -328,6 +359,9 @@ void runInput(pd_pipeline &p, const PipelineInstruction &ins,
     std::memcpy(target + done * bytes, source + row * bytes, run * bytes);
     done += run;
   }
+  if (device)
+    pipedream::runtime::copyToDevice(device, target, b * bytes,
+                                     "uploading the input: ");
 }
 
 /// call, before the function runs: the bound buffers of `arguments` (the
@@ -337,7 +371,7 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   // Asynchronous schedules: F keeps the weights it runs with; its B and W
   // run with that version (PipeDream's weight stashing).
-  std::map<std::string, AlignedMemory> *version = nullptr;
+  std::map<std::string, pd_pipeline::WeightCopy> *version = nullptr;
   if (ins.saveWeights >= 0 || ins.useWeights >= 0) {
     auto key = std::make_tuple(ins.stage, ins.chunk,
                                ins.saveWeights >= 0 ? ins.saveWeights
@@ -353,17 +387,26 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
     if (version && buffer.role == PD_ROLE_WEIGHT) {
       pd_buffer *weight = function.buffers[k];
       size_t bytes = pd_buffer_num_bytes(weight);
+      std::string what = "weight version of '" + buffer.name + "'";
       if (ins.saveWeights >= 0) {
-        AlignedMemory &copy = (*version)[buffer.name];
-        if (!copy)
-          copy = allocateAligned(bytes,
-                                 "weight version of '" + buffer.name + "'");
-        std::memcpy(copy.get(), ensureMemory(*weight), bytes);
+        pd_pipeline::WeightCopy &copy = (*version)[buffer.name];
+        if (p.cuda) {
+          if (!copy.device)
+            copy.device = pipedream::runtime::allocateDevice(bytes, what);
+          pipedream::runtime::copyDeviceToDevice(
+              copy.device.get(), pipedream::runtime::deviceArgument(*weight),
+              bytes, "saving the " + what + ": ");
+        } else {
+          if (!copy.host)
+            copy.host = allocateAligned(bytes, what);
+          std::memcpy(copy.host.get(), ensureMemory(*weight), bytes);
+        }
         arguments[k] = copy.get();
       } else {
         auto it = version->find(buffer.name);
-        arguments[k] = it != version->end() ? it->second.get()
-                                            : ensureMemory(*weight);
+        arguments[k] = it != version->end()
+                           ? it->second.get()
+                           : pipedream::runtime::boundArgument(*weight);
       }
     } else if (isBoundBuffer(buffer)) {
       // NOTE: ensureMemory for CPU bundles; a cuda buffer's host memory
@@ -383,19 +426,45 @@ void finishCall(pd_pipeline &p, const PipelineInstruction &ins) {
 
 void runSend(pd_pipeline &p, const PipelineInstruction &ins,
              const void *data) {
-  transportCall(pd_transport_send(p.transport, ins.peer, ins.tag, data,
-                                  p.program->registers[ins.src].numBytes));
+  size_t bytes = p.program->registers[ins.src].numBytes;
+  if (p.cuda && p.transportTakesDevice)
+    return pipedream::runtime::sendDevice(*p.transport, ins.peer, ins.tag,
+                                          data, bytes);
+  if (p.cuda) {
+    // NOTE: the transport copies or sends before it returns (its contract),
+    // so one staging buffer serves every message.
+    pipedream::runtime::copyToHost(p.staging.get(), data, bytes,
+                                   "downloading the register to send: ");
+    data = p.staging.get();
+  }
+  transportCall(
+      pd_transport_send(p.transport, ins.peer, ins.tag, data, bytes));
 }
 
 void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
-  transportCall(pd_transport_recv(p.transport, ins.peer, ins.tag, data,
-                                  p.program->registers[ins.dst].numBytes));
+  size_t bytes = p.program->registers[ins.dst].numBytes;
+  if (p.cuda && p.transportTakesDevice)
+    return pipedream::runtime::recvDevice(*p.transport, ins.peer, ins.tag,
+                                          data, bytes);
+  void *target = p.cuda ? p.staging.get() : data;
+  transportCall(
+      pd_transport_recv(p.transport, ins.peer, ins.tag, target, bytes));
+  if (p.cuda)
+    pipedream::runtime::copyToDevice(data, target, bytes,
+                                     "uploading the received register: ");
 }
 
 void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
              const void *value) {
-  p.stepTotal += readScalar(static_cast<const unsigned char *>(value),
-                            p.program->registers[ins.src].dtype);
+  const TensorType &type = p.program->registers[ins.src];
+  if (p.cuda) {
+    pipedream::runtime::copyToHost(p.staging.get(), value,
+                                   pd_dtype_size(type.dtype),
+                                   "downloading the loss: ");
+    value = p.staging.get();
+  }
+  p.stepTotal +=
+      readScalar(static_cast<const unsigned char *>(value), type.dtype);
 }
 
 /// The interpreter: runs the rank's program instruction by instruction.
@@ -408,7 +477,7 @@ void interpretProgram(pd_pipeline &p) {
     atInstruction(p, i, [&] {
       switch (ins.op) {
       case PipelineInstruction::Op::Input:
-        runInput(p, ins, p.registers[ins.dst].get());
+        runInput(p, ins, static_cast<unsigned char *>(p.registerTable[ins.dst]));
         break;
       case PipelineInstruction::Op::Call: {
         pd_function &function = *p.bundle->functionByIndex[ins.function];
@@ -419,8 +488,8 @@ void interpretProgram(pd_pipeline &p) {
           if (isBoundBuffer(buffer))
             continue;
           p.arguments[k] = buffer.role == PD_ROLE_INPUT
-                               ? p.registers[ins.args[a++]].get()
-                               : p.registers[ins.results[r++]].get();
+                               ? p.registerTable[ins.args[a++]]
+                               : p.registerTable[ins.results[r++]];
         }
         bindCall(p, ins, p.arguments.data());
         if (function.cuda) {
@@ -433,13 +502,13 @@ void interpretProgram(pd_pipeline &p) {
         break;
       }
       case PipelineInstruction::Op::Send:
-        runSend(p, ins, p.registers[ins.src].get());
+        runSend(p, ins, p.registerTable[ins.src]);
         break;
       case PipelineInstruction::Op::Recv:
-        runRecv(p, ins, p.registers[ins.dst].get());
+        runRecv(p, ins, p.registerTable[ins.dst]);
         break;
       case PipelineInstruction::Op::Loss:
-        runLoss(p, ins, p.registers[ins.src].get());
+        runLoss(p, ins, p.registerTable[ins.src]);
         break;
       }
     });
@@ -522,6 +591,12 @@ int32_t nativeCallBegin(pd_rank_context *ctx, int64_t index,
       ctx, index, PipelineInstruction::Op::Call, TracePart::Begin,
       [&](pd_pipeline &p, const PipelineInstruction &ins) {
         bindCall(p, ins, buffers);
+        pd_function &function = *p.bundle->functionByIndex[ins.function];
+        // cuda: the entry calls the stage function with `buffers`: bound
+        // buffers' device copies in place of their host memory.
+        if (function.cuda)
+          p.callBound =
+              pipedream::runtime::prepareDeviceCall(function, buffers, buffers);
       });
 }
 
@@ -529,7 +604,11 @@ int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
   return nativeInstruction(
       ctx, index, PipelineInstruction::Op::Call, TracePart::End,
       [&](pd_pipeline &p, const PipelineInstruction &ins) {
-        finishCall(p, ins);
+        pd_function &function = *p.bundle->functionByIndex[ins.function];
+        if (function.cuda)
+          pipedream::runtime::finishDeviceCall(function, p.callBound);
+        else
+          finishCall(p, ins);
       });
 }
 
@@ -709,18 +788,34 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         bundle->manifest.functions[f].name +
                         "' of rank " + std::to_string(rank) +
                         " is not loaded");
+    p->cuda = bundle->manifest.target == "cuda";
+    p->transportTakesDevice =
+        pipedream::runtime::transportTakesDevice(*transport);
+    size_t largest = sizeof(double);
     for (size_t g = 0; g < p->program->registers.size(); ++g) {
-      p->registers.push_back(allocateAligned(
-          p->program->registers[g].numBytes,
-          "register " + std::to_string(g) + " of rank " +
-              std::to_string(rank)));
-      p->registerTable.push_back(p->registers.back().get());
+      size_t bytes = p->program->registers[g].numBytes;
+      std::string what = "register " + std::to_string(g) + " of rank " +
+                         std::to_string(rank);
+      largest = std::max(largest, bytes);
+      if (p->cuda) {
+        // Device-resident, allocated once: calls, sends and receives use
+        // it directly. Zeroed, as the CPU's registers are.
+        p->deviceRegisters.push_back(
+            pipedream::runtime::allocateDevice(bytes, what));
+        p->registerTable.push_back(p->deviceRegisters.back().get());
+        pipedream::runtime::zeroDevice(p->registerTable.back(), bytes,
+                                       "zeroing " + what + ": ");
+      } else {
+        p->registers.push_back(allocateAligned(bytes, what));
+        p->registerTable.push_back(p->registers.back().get());
+      }
     }
+    if (p->cuda)
+      p->staging = allocateAligned(largest, "register staging memory");
     const std::string &entry = p->program->entry;
-    // NOTE: cuda bundles run interpreted: the interpreter translates
-    // buffers to device memory around each call (GpuDevice.h).
-    if (!entry.empty() && !interpretRequested() &&
-        bundle->manifest.target != "cuda") {
+    // NOTE: cuda bundles too: the register table is device memory, and
+    // call_begin/call_end translate bound buffers (GpuDevice.h).
+    if (!entry.empty() && !interpretRequested()) {
       dlerror();
       void *symbol = bundle->library ? dlsym(bundle->library, entry.c_str())
                                      : nullptr;

@@ -8,13 +8,16 @@
 // in-process transport: K endpoints sharing mailboxes, one per rank, for
 // running every rank of a pipeline on its own thread. Sends copy into the
 // receiver's mailbox; receives wait on a condition variable with a deadline
-// and fail at once when the sender has aborted or gone away.
+// and fail at once when the sender has aborted or gone away. Messages of
+// device memory (cuda pipelines, sendDevice) are device buffers of the
+// world, filled by a device-to-device copy and recycled after the receive.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Transport.h"
 
 #include "Bundle.h"
+#include "GpuDevice.h"
 
 #include <chrono>
 #include <cmath>
@@ -22,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -79,6 +83,10 @@ struct ThreadWorld {
     size_t from;
     int64_t tag;
     std::vector<unsigned char> bytes;
+    /// A device message (sendDevice): its data, `deviceBytes` bytes.
+    pipedream::runtime::DeviceMemory device;
+    size_t deviceBytes = 0;
+    size_t size() const { return device ? deviceBytes : bytes.size(); }
   };
   explicit ThreadWorld(size_t size)
       : mailbox(size), failed(size), closed(size, false) {}
@@ -90,6 +98,8 @@ struct ThreadWorld {
   std::vector<std::string> failed;
   /// Ranks whose transport was destroyed.
   std::vector<bool> closed;
+  /// Device buffers of received device messages, by size, for reuse.
+  std::multimap<size_t, pipedream::runtime::DeviceMemory> spare;
 };
 
 struct ThreadEndpoint {
@@ -101,7 +111,7 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
                      size_t numBytes, double) {
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld &world = *self.world;
-  ThreadWorld::Message message{self.rank, tag, {}};
+  ThreadWorld::Message message{self.rank, tag, {}, nullptr, 0};
   const unsigned char *bytes = static_cast<const unsigned char *>(data);
   message.bytes.assign(bytes, bytes + numBytes);
   {
@@ -115,9 +125,12 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
   return PD_OK;
 }
 
-pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
-                     size_t numBytes, double timeout) {
-  auto &self = *static_cast<ThreadEndpoint *>(state);
+/// Waits for the message from `peer` with `tag` and takes it out of the
+/// mailbox (into `out`); fails (last error set) on a size mismatch, a
+/// failed or gone peer, or the timeout.
+pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
+                      size_t numBytes, double timeout,
+                      ThreadWorld::Message &out) {
   ThreadWorld &world = *self.world;
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -128,14 +141,13 @@ pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
     for (auto it = box.begin(); it != box.end(); ++it) {
       if (it->from != peer || it->tag != tag)
         continue;
-      if (it->bytes.size() != numBytes)
+      if (it->size() != numBytes)
         return fail(PD_ERROR_MISMATCH,
                     "the message from rank " + std::to_string(peer) +
                         " with " + describeTag(tag) + " has " +
-                        std::to_string(it->bytes.size()) +
+                        std::to_string(it->size()) +
                         " bytes, expected " + std::to_string(numBytes));
-      if (numBytes)
-        std::memcpy(data, it->bytes.data(), numBytes);
+      out = std::move(*it);
       box.erase(it);
       return PD_OK;
     }
@@ -164,6 +176,33 @@ pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
                         "match");
     }
   }
+}
+
+/// Puts a received device message's buffer back for reuse.
+void recycle(ThreadWorld &world, ThreadWorld::Message &message) {
+  if (!message.device)
+    return;
+  std::lock_guard<std::mutex> lock(world.mutex);
+  world.spare.emplace(message.deviceBytes, std::move(message.device));
+}
+
+pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
+                     size_t numBytes, double timeout) {
+  auto &self = *static_cast<ThreadEndpoint *>(state);
+  ThreadWorld::Message message{0, 0, {}, nullptr, 0};
+  if (pd_status status =
+          takeMessage(self, peer, tag, numBytes, timeout, message))
+    return status;
+  if (message.device) {
+    // A device message into host memory (the peer sent a register).
+    pipedream::runtime::copyToHost(data, message.device.get(), numBytes,
+                                   "receiving from rank " +
+                                       std::to_string(peer) + ": ");
+    recycle(*self.world, message);
+  } else if (numBytes) {
+    std::memcpy(data, message.bytes.data(), numBytes);
+  }
+  return PD_OK;
 }
 
 void threadAbort(void *state, const char *reason) {
@@ -364,3 +403,80 @@ void pd_transport_abort(pd_transport *transport, const char *reason) {
     // Best effort: the caller is failing already.
   }
 }
+
+namespace pipedream {
+namespace runtime {
+
+bool transportTakesDevice(const pd_transport &transport) {
+  // NOTE: pd_transport_create_nccl names its transports "nccl"; their
+  // send/recv take host and device memory (TransportNccl.cpp).
+  return transport.ops.send == threadSend || transport.kind == "nccl";
+}
+
+void sendDevice(pd_transport &transport, size_t peer, int64_t tag,
+                const void *device, size_t bytes) {
+  if (transport.ops.send != threadSend) {
+    if (pd_status status =
+            pd_transport_send(&transport, peer, tag, device, bytes))
+      throw Error(status, pd_last_error());
+    return;
+  }
+  if (pd_status status = checkPeer(&transport, peer, tag, device, bytes,
+                                   "pd_transport_send"))
+    throw Error(status, pd_last_error());
+  auto &self = *static_cast<ThreadEndpoint *>(transport.state);
+  ThreadWorld &world = *self.world;
+  ThreadWorld::Message message{self.rank, tag, {}, nullptr, bytes};
+  {
+    std::lock_guard<std::mutex> lock(world.mutex);
+    auto it = world.spare.find(bytes);
+    if (it != world.spare.end()) {
+      message.device = std::move(it->second);
+      world.spare.erase(it);
+    }
+  }
+  if (!message.device)
+    message.device = allocateDevice(bytes, "a message to rank " +
+                                               std::to_string(peer));
+  // NOTE: waits for this rank's stream: the copy is complete before the
+  // receiver, on another stream, reads the buffer.
+  copyDeviceToDevice(message.device.get(), device, bytes,
+                     "sending to rank " + std::to_string(peer) + ": ");
+  {
+    std::lock_guard<std::mutex> lock(world.mutex);
+    if (!world.failed[peer].empty())
+      throw Error(PD_ERROR_PEER, "rank " + std::to_string(peer) +
+                                     " failed: " + world.failed[peer]);
+    world.mailbox[peer].push_back(std::move(message));
+  }
+  world.changed.notify_all();
+}
+
+void recvDevice(pd_transport &transport, size_t peer, int64_t tag,
+                void *device, size_t bytes) {
+  if (transport.ops.send != threadSend) {
+    if (pd_status status =
+            pd_transport_recv(&transport, peer, tag, device, bytes))
+      throw Error(status, pd_last_error());
+    return;
+  }
+  if (pd_status status = checkPeer(&transport, peer, tag, device, bytes,
+                                   "pd_transport_recv"))
+    throw Error(status, pd_last_error());
+  auto &self = *static_cast<ThreadEndpoint *>(transport.state);
+  ThreadWorld::Message message{0, 0, {}, nullptr, 0};
+  if (pd_status status = takeMessage(self, peer, tag, bytes,
+                                     transport.timeout, message))
+    throw Error(status, pd_last_error());
+  std::string where = "receiving from rank " + std::to_string(peer) + ": ";
+  if (message.device) {
+    copyDeviceToDevice(device, message.device.get(), bytes, where);
+    recycle(*self.world, message);
+  } else {
+    // A host message (e.g. from pd_transport_send) into device memory.
+    copyToDevice(device, message.bytes.data(), bytes, where);
+  }
+}
+
+} // namespace runtime
+} // namespace pipedream

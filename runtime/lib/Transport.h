@@ -36,6 +36,24 @@ double defaultTimeout();
 /// ones, for messages.
 std::string describeTag(int64_t tag);
 
+/// True when `transport` moves device memory itself: the threads
+/// transport (ranks on streams of one GPU), whose device messages are
+/// device-to-device copies, and NCCL (device buffers sent directly). Other
+/// transports (MPI, user-defined) take host memory: cuda pipelines stage
+/// their registers through it.
+bool transportTakesDevice(const pd_transport &transport);
+
+/// Device-memory messages over a transport for which transportTakesDevice
+/// holds (NCCL: pd_transport_send/recv with the device pointer) (cuda pipelines' registers), matched with host-memory messages of
+/// the same peer and tag as pd_transport_send/recv are. A send copies the
+/// data into a device buffer of the transport and waits for its stream, so
+/// `device` may be overwritten at once; a receive copies it into `device`
+/// and waits. Throw Error with the transport's message.
+void sendDevice(pd_transport &transport, size_t peer, int64_t tag,
+                const void *device, size_t bytes);
+void recvDevice(pd_transport &transport, size_t peer, int64_t tag,
+                void *device, size_t bytes);
+
 /// TransportMpi.cpp: fills `transport` (kind, rank, size, ops, state), or
 /// throws Error (PD_ERROR_UNSUPPORTED without MPI).
 void createMpiTransport(pd_transport &transport);

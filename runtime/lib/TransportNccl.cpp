@@ -15,9 +15,13 @@
 // for its receiver. So a send copies its data and returns; the pending
 // sends are posted in ONE group with the rank's next receive (as Megatron's
 // send_forward_recv_backward batches a schedule step), or when the
-// transport is destroyed. Data from host memory is staged through device
-// buffers; a message to this rank itself is queued and delivered by the
-// matching recv.
+// transport is destroyed. Data may be host or device memory (cuda
+// pipelines send and receive their device-resident registers directly; the
+// runtime's own messages, the step loss and gathered weights, are host
+// memory): a device send is copied device to device, a host send staged
+// through device buffers, and a receive lands with cudaMemcpyDefault. A
+// message to this rank itself is queued and delivered by the matching
+// recv.
 //
 // Every wait polls the stream and ncclCommGetAsyncError against the
 // deadline: a peer that dies or never posts its side ends in
@@ -60,6 +64,7 @@ int pdGpuNcclCreate(size_t, size_t, const unsigned char *, pd_transport_ops *,
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,11 +117,17 @@ struct NcclState {
   DeviceBuffer sendBuffer, recvBuffer, headers;
   /// Messages to this rank itself, in send order.
   std::deque<std::pair<int64_t, std::vector<unsigned char>>> selfQueue;
-  /// Sends not posted yet (see the file comment): copies of the data.
+  /// Sends not posted yet (see the file comment): copies of the data, in
+  /// host memory (`bytes`) or, for device data, in `device`.
   struct Pending {
     size_t peer;
     int64_t tag;
     std::vector<unsigned char> bytes;
+    std::shared_ptr<DeviceBuffer> device;
+    size_t size() const { return device ? device->capacity : bytes.size(); }
+    const void *data() const {
+      return device ? device->data : static_cast<const void *>(bytes.data());
+    }
   };
   std::vector<Pending> pending;
   double lastTimeout = 60;
@@ -188,6 +199,17 @@ pd_status wait(NcclState &s, double timeout, const std::string &what) {
   }
 }
 
+/// True for device (or managed) memory; false for host memory.
+bool isDevicePointer(const void *pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError(); // unregistered host memory on old drivers
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice ||
+         attributes.type == cudaMemoryTypeManaged;
+}
+
 pd_status checkUsable(NcclState &s, size_t peer) {
   if (s.aborted) {
     gpuRecordError("nccl: the transport was aborted earlier (" +
@@ -208,12 +230,39 @@ pd_status ncclSendOp(void *state, size_t peer, int64_t tag, const void *data,
   if (pd_status status = checkUsable(s, peer))
     return status;
   s.lastTimeout = timeout;
+  if (bytes && isDevicePointer(data)) {
+    // NOTE: the copy is waited for: the caller may overwrite `data` (a
+    // register) on its own stream as soon as this returns.
+    if (peer == s.rank) {
+      std::vector<unsigned char> copy(bytes);
+      if (cudaFailed(cudaMemcpyAsync(copy.data(), data, bytes,
+                                     cudaMemcpyDeviceToHost, s.stream),
+                     "cudaMemcpyAsync (NCCL send to self)") ||
+          cudaFailed(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize"))
+        return PD_ERROR_INTERNAL;
+      s.selfQueue.emplace_back(tag, std::move(copy));
+      return PD_OK;
+    }
+    auto device = std::make_shared<DeviceBuffer>();
+    if (!device->reserve(bytes)) {
+      gpuRecordError("cuda: cannot allocate " + std::to_string(bytes) +
+                     " bytes for an NCCL send");
+      return PD_ERROR_OUT_OF_MEMORY;
+    }
+    if (cudaFailed(cudaMemcpyAsync(device->data, data, bytes,
+                                   cudaMemcpyDeviceToDevice, s.stream),
+                   "cudaMemcpyAsync (NCCL device send)") ||
+        cudaFailed(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize"))
+      return PD_ERROR_INTERNAL;
+    s.pending.push_back({peer, tag, {}, std::move(device)});
+    return PD_OK;
+  }
   const unsigned char *p = static_cast<const unsigned char *>(data);
   std::vector<unsigned char> copy(p, p + bytes);
   if (peer == s.rank)
     s.selfQueue.emplace_back(tag, std::move(copy));
   else
-    s.pending.push_back({peer, tag, std::move(copy)});
+    s.pending.push_back({peer, tag, std::move(copy), nullptr});
   return PD_OK;
 }
 
@@ -231,11 +280,11 @@ pd_status postGroup(NcclState &s, const size_t *recvPeer, void *data,
   size_t total = align((n + 1) * sizeof(Header));
   for (size_t i = 0; i < n; ++i) {
     offsets[i] = total;
-    total += align(s.pending[i].bytes.size());
+    total += align(s.pending[i].size());
   }
   std::vector<Header> headers(n + 1);
   for (size_t i = 0; i < n; ++i)
-    headers[i] = {s.pending[i].tag, s.pending[i].bytes.size()};
+    headers[i] = {s.pending[i].tag, s.pending[i].size()};
   if (!s.sendBuffer.reserve(total) ||
       (recvPeer && !s.recvBuffer.reserve(bytes))) {
     gpuRecordError("cuda: cannot allocate " + std::to_string(total + bytes) +
@@ -250,11 +299,10 @@ pd_status postGroup(NcclState &s, const size_t *recvPeer, void *data,
                       "cudaMemcpyAsync (NCCL headers)"))
     return PD_ERROR_INTERNAL;
   for (size_t i = 0; i < n; ++i)
-    if (!s.pending[i].bytes.empty() &&
-        cudaFailed(cudaMemcpyAsync(base + offsets[i],
-                                   s.pending[i].bytes.data(),
-                                   s.pending[i].bytes.size(),
-                                   cudaMemcpyHostToDevice, s.stream),
+    if (s.pending[i].size() &&
+        cudaFailed(cudaMemcpyAsync(base + offsets[i], s.pending[i].data(),
+                                   s.pending[i].size(), cudaMemcpyDefault,
+                                   s.stream),
                    "cudaMemcpyAsync (NCCL send staging)"))
       return PD_ERROR_INTERNAL;
   bool ok = !ncclFailed(ncclGroupStart(), "ncclGroupStart");
@@ -263,8 +311,8 @@ pd_status postGroup(NcclState &s, const size_t *recvPeer, void *data,
     ok = !ncclFailed(ncclSend(deviceHeaders + i, sizeof(Header), ncclUint8,
                               to, s.comm, s.stream),
                      "ncclSend") &&
-         (s.pending[i].bytes.empty() ||
-          !ncclFailed(ncclSend(base + offsets[i], s.pending[i].bytes.size(),
+         (s.pending[i].size() == 0 ||
+          !ncclFailed(ncclSend(base + offsets[i], s.pending[i].size(),
                                ncclUint8, to, s.comm, s.stream),
                       "ncclSend"));
   }
@@ -291,8 +339,11 @@ pd_status postGroup(NcclState &s, const size_t *recvPeer, void *data,
       (cudaFailed(cudaMemcpyAsync(&header, deviceHeaders + n, sizeof(header),
                                   cudaMemcpyDeviceToHost, s.stream),
                   "cudaMemcpyAsync (NCCL header)") ||
+       // NOTE: cudaMemcpyDefault: `data` is host memory or a device
+       // register (wait() below completes it before the caller's stream
+       // reads it).
        (bytes && cudaFailed(cudaMemcpyAsync(data, s.recvBuffer.data, bytes,
-                                            cudaMemcpyDeviceToHost, s.stream),
+                                            cudaMemcpyDefault, s.stream),
                             "cudaMemcpyAsync (NCCL recv staging)"))))
     return PD_ERROR_INTERNAL;
   pd_status status = wait(s, timeout, what);
@@ -323,8 +374,15 @@ pd_status ncclRecvOp(void *state, size_t peer, int64_t tag, void *data,
                      std::to_string(bytes) + " bytes");
       return PD_ERROR_MISMATCH;
     }
-    if (bytes)
+    if (bytes && isDevicePointer(data)) {
+      if (cudaFailed(cudaMemcpyAsync(data, message.second.data(), bytes,
+                                     cudaMemcpyHostToDevice, s.stream),
+                     "cudaMemcpyAsync (NCCL recv from self)") ||
+          cudaFailed(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize"))
+        return PD_ERROR_INTERNAL;
+    } else if (bytes) {
       std::memcpy(data, message.second.data(), bytes);
+    }
     return PD_OK;
   }
   Header header{};

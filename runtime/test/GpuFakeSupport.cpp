@@ -14,6 +14,9 @@
 // GpuTestProgram.c calls. Copies are synchronous; there are no streams.
 // Its "NCCL" connects the ranks of one process (in-memory FIFOs), so the
 // runtime's NCCL bootstrap and forwarding are tested too.
+// pd_gpu_fake_copies reports the calling thread's copies (of the table;
+// the test program's mgpuMemcpy is not counted), so tests can check that
+// pipeline registers never cross to the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +44,9 @@ std::mutex mutex;
 std::set<const void *> allocations;
 thread_local std::string firstError;
 thread_local int streamToken;
+/// This thread's copies: {calls, bytes} to the device, to the host, and
+/// device to device.
+thread_local uint64_t copies[6];
 
 bool isDevice(const void *pointer) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -109,14 +115,23 @@ int copy(void *dst, const void *src, size_t bytes, bool dstDevice,
   return 0;
 }
 
+int counted(int kind, size_t bytes, int failed) {
+  if (!failed) {
+    copies[2 * kind] += 1;
+    copies[2 * kind + 1] += bytes;
+  }
+  return failed;
+}
 int copyToDevice(void *device, const void *host, size_t bytes) {
-  return copy(device, host, bytes, true, false, "copy_to_device");
+  return counted(0, bytes,
+                 copy(device, host, bytes, true, false, "copy_to_device"));
 }
 int copyToHost(void *host, const void *device, size_t bytes) {
-  return copy(host, device, bytes, false, true, "copy_to_host");
+  return counted(1, bytes,
+                 copy(host, device, bytes, false, true, "copy_to_host"));
 }
 int copyDevice(void *dst, const void *src, size_t bytes) {
-  return copy(dst, src, bytes, true, true, "copy_device");
+  return counted(2, bytes, copy(dst, src, bytes, true, true, "copy_device"));
 }
 int zero(void *device, size_t bytes) {
   if (!isDevice(device)) {
@@ -221,6 +236,11 @@ FAKE_EXPORT void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
 }
 FAKE_EXPORT int pd_gpu_pointer_is_device(const void *pointer) {
   return isDevice(pointer) ? 1 : 0;
+}
+/// The calling thread's copies so far: {calls, bytes} to the device, to
+/// the host, device to device.
+FAKE_EXPORT void pd_gpu_fake_copies(uint64_t out[6]) {
+  std::memcpy(out, copies, sizeof(copies));
 }
 FAKE_EXPORT void pd_gpu_record_error(const char *message) {
   record(message ? message : "error");

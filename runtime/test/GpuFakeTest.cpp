@@ -7,7 +7,8 @@
 // pipedream-gpu-fake-tests only (GpuFakeSupport.cpp's in-process "NCCL"):
 // pd_transport_create_nccl bootstrapped over another transport, its error
 // forwarding, and a 2-stage cuda pipeline trained over it, against the CPU
-// bundle. The real NCCL path is GpuDeviceTest.cpp's (one rank per GPU).
+// bundle, its registers sent from and received into device memory. The
+// real NCCL path is GpuDeviceTest.cpp's (one rank per GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,10 +18,13 @@
 #include "PipelineUtil.h"
 #include "TestUtil.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -122,6 +126,13 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
   ASSERT_EQ(pair.status[1], PD_OK);
   std::vector<double> losses[2];
   std::string errors[2];
+  // The fake device's copies of each rank during the steps:
+  // {calls, bytes} to the device, to the host, device to device.
+  using Get = void (*)(uint64_t *);
+  auto fakeCopies =
+      reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "pd_gpu_fake_copies"));
+  ASSERT_NE(fakeCopies, nullptr);
+  std::array<uint64_t, 6> copies[2] = {};
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
@@ -134,12 +145,17 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
         pd_bundle_close(bundle);
         return;
       }
+      std::array<uint64_t, 6> before{}, after{};
+      fakeCopies(before.data());
       for (int s = 0; s < steps && errors[r].empty(); ++s) {
         double loss = 0;
         if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
           errors[r] = pd_last_error();
         losses[r].push_back(loss);
       }
+      fakeCopies(after.data());
+      for (size_t i = 0; i < after.size(); ++i)
+        copies[r][i] = after[i] - before[i];
       pd_bundle_close(bundle);
     });
   for (auto &thread : threads)
@@ -148,6 +164,11 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
   EXPECT_EQ(errors[1], "");
   EXPECT_EQ(losses[0], reference);
   EXPECT_EQ(losses[1], reference) << "the last stage knows the loss too";
+  // NCCL takes the device registers directly: nothing is staged through
+  // the host but the last stage's per-micro-batch losses (f32).
+  const uint64_t m = pipedream::test::kChainMicrobatches;
+  EXPECT_EQ(copies[0][2], 0u) << "rank 0 downloaded a register";
+  EXPECT_EQ(copies[1][3], steps * m * sizeof(float));
 }
 
 } // namespace

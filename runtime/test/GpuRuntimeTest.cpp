@@ -20,10 +20,13 @@
 #include "PipelineUtil.h"
 #include "TestUtil.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -165,10 +168,25 @@ TEST(GpuRuntime, KeptBufferPointersWorkAsOnTheCpu) {
   pd_bundle_close(bundle);
 }
 
+/// The calling thread's copies of the fake device (GpuFakeSupport.cpp):
+/// {calls, bytes} to the device, to the host, device to device.
+using Copies = std::array<uint64_t, 6>;
+Copies fakeCopies() {
+  using Get = void (*)(uint64_t *);
+  auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "pd_gpu_fake_copies"));
+  Copies copies{};
+  EXPECT_NE(get, nullptr) << "the fake GPU library is not loaded";
+  if (get)
+    get(copies.data());
+  return copies;
+}
+
 /// All ranks of the pipeline bundle in `dir` as threads of this process
 /// (one stream each, on one GPU); rank 0's losses and gathered weights.
+/// `copies`, when given, gets each rank's fake-device copies during the
+/// steps.
 Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
-                      int steps) {
+                      int steps, std::vector<Copies> *copies = nullptr) {
   std::vector<pd_transport *> transports(ranks);
   EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
   std::vector<std::string> errors(ranks);
@@ -188,12 +206,18 @@ Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
         pd_bundle_close(bundle);
         return failed("create");
       }
+      Copies before = fakeCopies();
       for (int s = 0; s < steps && errors[r].empty(); ++s) {
         double loss = -1;
         if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
           failed("step");
         else if (r == 0)
           result.losses.push_back(loss);
+      }
+      if (copies) {
+        Copies after = fakeCopies();
+        for (size_t i = 0; i < after.size(); ++i)
+          (*copies)[r][i] = after[i] - before[i];
       }
       if (errors[r].empty() && pd_pipeline_gather_weights(pipeline) != PD_OK)
         failed("gather");
@@ -223,14 +247,68 @@ TEST(GpuRuntime, TwoStagePipelineOnOneGpuEqualsCpuTraining) {
   pipedream::test::makeBundle(
       cpu.path(), pipedream::test::chainTrainingManifest(2, bin).dump(), bin);
   Trained reference = trainSingle(cpu.path(), data, 4);
-  for (const char *kind : {"1f1b", "gpipe"}) {
+  // "gpipe native": GpuTestProgram.c's hand-written native rank entries
+  // (pipeline.ranks[r].entry) instead of the interpreter.
+  for (std::string kind : {"1f1b", "gpipe", "gpipe native"}) {
     TempDir cuda;
-    makeCudaBundle(cuda.path(),
-                   pipedream::test::chainPipelineManifest(2, kind, bin), bin);
-    Trained actual = trainPipeline(cuda.path(), 2, data, 4);
+    bool native = kind == "gpipe native";
+    json manifest =
+        pipedream::test::chainPipelineManifest(2, native ? "gpipe" : kind, bin);
+    if (native)
+      for (int r = 0; r < 2; ++r) {
+        manifest["pipeline"]["ranks"][r]["entry"] =
+            "gpu_chain_gpipe_rank" + std::to_string(r);
+        manifest["pipeline"]["ranks"][r]["entry_abi"] = 1;
+      }
+    makeCudaBundle(cuda.path(), manifest, bin);
+    std::vector<Copies> copies(2);
+    Trained actual = trainPipeline(cuda.path(), 2, data, 4, &copies);
     EXPECT_EQ(actual.losses, reference.losses) << kind;
     EXPECT_EQ(actual.weights, reference.weights) << kind;
+    // Registers are device-resident: the only downloads of the steps are
+    // the last stage's per-micro-batch losses (f32), and every activation
+    // and gradient goes device to device (one copy into the message, one
+    // out of it) over the threads transport.
+    const uint64_t m = pipedream::test::kChainMicrobatches, steps = 4;
+    EXPECT_EQ(copies[0][2], 0u) << kind << ": rank 0 downloaded something";
+    EXPECT_EQ(copies[1][2], steps * m) << kind;
+    EXPECT_EQ(copies[1][3], steps * m * sizeof(float)) << kind;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(copies[r][4], steps * 2 * m) << kind << ", rank " << r;
+      // Uploads: this rank's input per micro-batch (x or y), plus the
+      // first upload of each of its persistent buffers (weight, momentum
+      // and the two `updates` outputs, grad: once each at most).
+      EXPECT_GE(copies[r][0], steps * m) << kind << ", rank " << r;
+      EXPECT_LE(copies[r][0], steps * m + 5) << kind << ", rank " << r;
+    }
   }
+}
+
+TEST(GpuRuntime, CudaPipelineLooksUpItsNativeEntries) {
+  // cuda bundles run native rank entries too: a missing one is an error
+  // at pd_pipeline_create, as for CPU bundles.
+  std::string bin;
+  json manifest = pipedream::test::chainPipelineManifest(2, "gpipe", bin);
+  manifest["pipeline"]["ranks"][0]["entry"] = "no_such_rank_entry";
+  manifest["pipeline"]["ranks"][1]["entry"] = "gpu_chain_gpipe_rank1";
+  for (int r = 0; r < 2; ++r)
+    manifest["pipeline"]["ranks"][r]["entry_abi"] = 1;
+  TempDir cuda;
+  makeCudaBundle(cuda.path(), manifest, bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open_rank(cuda.path().c_str(), 0, &bundle), PD_OK)
+      << pd_last_error();
+  pd_transport *transports[2] = {nullptr, nullptr};
+  ASSERT_EQ(pd_transport_create_threads(2, transports), PD_OK);
+  pd_pipeline *pipeline = nullptr;
+  EXPECT_EQ(pd_pipeline_create(bundle, 0, transports[0], &pipeline),
+            PD_ERROR_LOAD);
+  EXPECT_NE(std::string(pd_last_error()).find("no symbol 'no_such_rank_entry'"),
+            std::string::npos)
+      << pd_last_error();
+  pd_bundle_close(bundle);
+  for (pd_transport *transport : transports)
+    pd_transport_destroy(transport);
 }
 
 } // namespace

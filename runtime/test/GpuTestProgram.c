@@ -16,7 +16,11 @@
  *
  * Covered: the linear chain of K = 2 stages (PipelineUtil.h) as stage
  * functions and as the fused training step, and `fail`, which reports an
- * error through pd_gpu_record_error.
+ * error through pd_gpu_record_error. Also the native rank entries
+ * `gpu_chain_gpipe_rank0/1` (RankEntry.h) of chainRanks(2, "gpipe"),
+ * written by hand, so the runtime's native path for cuda bundles (device
+ * register table, call_begin/call_end translating bound buffers) runs
+ * without the compiler.
  */
 
 #include <stddef.h>
@@ -81,4 +85,87 @@ SHIM(pipedream_chain_update2, 16, 8, 16, 8, 16, 8, 16, 8, 16, 8)
 EXPORT void cuda_fail(void **device) {
   (void)device;
   pd_gpu_record_error("cuda test program: failing on purpose");
+}
+
+/* Native rank entries (runtime/lib/RankEntry.h, version 1) of the chain's
+   K = 2 gpipe programs, M = 4 micro-batches (PipelineUtil.h chainRanks):
+   instruction and register numbers are that program's. */
+typedef struct rank_context rank_context;
+typedef struct {
+  int (*input)(rank_context *ctx, long long instruction, void *dst);
+  int (*call_begin)(rank_context *ctx, long long instruction, void **buffers);
+  int (*call_end)(rank_context *ctx, long long instruction);
+  int (*send)(rank_context *ctx, long long instruction, long long peer,
+              long long tag, const void *data, long long bytes);
+  int (*recv)(rank_context *ctx, long long instruction, long long peer,
+              long long tag, void *data, long long bytes);
+  int (*loss)(rank_context *ctx, long long instruction, long long microbatch,
+              const void *value);
+} rank_runtime;
+struct rank_context {
+  const rank_runtime *runtime;
+};
+
+void cuda_pipedream_chain_mid_F0(void **device);
+void cuda_pipedream_chain_mid_B0(void **device);
+void cuda_pipedream_chain_mid_U0(void **device);
+void cuda_pipedream_chain_last_F(void **device);
+void cuda_pipedream_chain_last_B(void **device);
+void cuda_pipedream_chain_last_U(void **device);
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    int status_ = (call);                                                      \
+    if (status_ != 0)                                                          \
+      return status_;                                                          \
+  } while (0)
+
+/* Runs stage function `fn` for instruction `ins` on `buffers` (value slots
+   set by the caller). */
+static int call(rank_context *ctx, long long ins, void (*fn)(void **),
+                void **buffers) {
+  CHECK(ctx->runtime->call_begin(ctx, ins, buffers));
+  fn(buffers);
+  return ctx->runtime->call_end(ctx, ins);
+}
+
+EXPORT int gpu_chain_gpipe_rank0(rank_context *ctx, void **r) {
+  const rank_runtime *rt = ctx->runtime;
+  for (int m = 0; m < 4; ++m) {
+    /* h = 3m, out = 3m+1, res = 3m+2; instructions 3m .. 3m+2. */
+    CHECK(rt->input(ctx, 3 * m, r[3 * m]));
+    void *f[4] = {r[3 * m], NULL, r[3 * m + 1], r[3 * m + 2]};
+    CHECK(call(ctx, 3 * m + 1, cuda_pipedream_chain_mid_F0, f));
+    CHECK(rt->send(ctx, 3 * m + 2, 1, 2 * m, r[3 * m + 1], 16));
+  }
+  for (int m = 0; m < 4; ++m) {
+    /* din = 12+2m, dout = 13+2m; instructions 12+2m, 13+2m. */
+    CHECK(rt->recv(ctx, 12 + 2 * m, 1, 2 * m + 1, r[13 + 2 * m], 16));
+    void *b[6] = {r[3 * m + 2], r[13 + 2 * m], NULL, NULL, r[12 + 2 * m],
+                  NULL};
+    CHECK(call(ctx, 13 + 2 * m, cuda_pipedream_chain_mid_B0, b));
+  }
+  void *u[5] = {NULL, NULL, NULL, NULL, NULL};
+  return call(ctx, 20, cuda_pipedream_chain_mid_U0, u);
+}
+
+EXPORT int gpu_chain_gpipe_rank1(rank_context *ctx, void **r) {
+  const rank_runtime *rt = ctx->runtime;
+  for (int m = 0; m < 4; ++m) {
+    /* h = 5m, y, loss, res, err = 5m+1 .. 5m+4; instructions 4m .. 4m+3. */
+    CHECK(rt->recv(ctx, 4 * m, 0, 2 * m, r[5 * m], 16));
+    CHECK(rt->input(ctx, 4 * m + 1, r[5 * m + 1]));
+    void *f[6] = {r[5 * m], r[5 * m + 1], NULL, r[5 * m + 2], r[5 * m + 3],
+                  r[5 * m + 4]};
+    CHECK(call(ctx, 4 * m + 2, cuda_pipedream_chain_last_F, f));
+    CHECK(rt->loss(ctx, 4 * m + 3, m, r[5 * m + 2]));
+  }
+  for (int m = 0; m < 4; ++m) {
+    /* din = 20+m; instructions 16+2m, 17+2m. */
+    void *b[6] = {r[5 * m + 3], r[5 * m + 4], NULL, NULL, r[20 + m], NULL};
+    CHECK(call(ctx, 16 + 2 * m, cuda_pipedream_chain_last_B, b));
+    CHECK(rt->send(ctx, 17 + 2 * m, 0, 2 * m + 1, r[20 + m], 16));
+  }
+  void *u[5] = {NULL, NULL, NULL, NULL, NULL};
+  return call(ctx, 24, cuda_pipedream_chain_last_U, u);
 }
