@@ -97,6 +97,82 @@ pipedream::parseCompileTarget(StringRef name) {
       .Default(std::nullopt);
 }
 
+/// Captures the first error diagnostic of `context` while alive, as
+/// "LOCATION: message" (the driver's one-line errors).
+class FirstError {
+public:
+  explicit FirstError(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error &&
+              text.empty()) {
+            llvm::raw_string_ostream os(text);
+            os << diag.getLocation() << ": " << diag.str();
+          }
+          return success();
+        }) {}
+  /// The captured error, or `fallback` when none was reported.
+  std::string orElse(const llvm::Twine &fallback) const {
+    return text.empty() ? fallback.str() : text;
+  }
+  FirstError(const FirstError &) = delete;
+  FirstError &operator=(const FirstError &) = delete;
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+/// Every dialect the driver's phases use (the CUDA target's registrations
+/// include the CPU target's).
+static DialectRegistry driverDialects() {
+  DialectRegistry registry;
+  pipedream::registerAllDialects(registry);
+  pipedream::registerONNXImportDialects(registry);
+  pipedream::cuda::registerCUDACodegenDialects(registry);
+  return registry;
+}
+
+/// Imports `o.input` (ONNX) or parses it (.mlir) into `context`. An ONNX
+/// model's batch dimension is fixed to `batchSize` when given.
+static FailureOr<OwningOpRef<ModuleOp>>
+loadModel(const pipedream::CompileOptions &o, std::optional<int64_t> batchSize,
+          MLIRContext &context, std::string &error) {
+  if (StringRef(o.input).ends_with(".mlir")) {
+    if (!o.inputShapes.empty()) {
+      error = "--input-shape applies to ONNX models, not .mlir input";
+      return failure();
+    }
+    FirstError firstError(&context);
+    llvm::SourceMgr sourceMgr;
+    std::string openError;
+    auto file = openInputFile(o.input, &openError);
+    if (!file) {
+      error = o.input + ": " + openError;
+      return failure();
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    OwningOpRef<ModuleOp> module =
+        parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module) {
+      error = firstError.orElse(o.input + ": cannot parse");
+      return failure();
+    }
+    return module;
+  }
+  pipedream::ImportOptions importOptions;
+  importOptions.runChecker = o.runONNXChecker;
+  if (batchSize)
+    importOptions.batchSize = *batchSize;
+  for (const std::string &shape : o.inputShapes)
+    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
+      return failure();
+  auto imported =
+      pipedream::importONNXFile(o.input, context, importOptions, error);
+  if (failed(imported))
+    return failure();
+  return std::move(*imported);
+}
+
 /// The error for a `--target` that is not built.
 static std::string unknownTargetMessage(StringRef name) {
   return ("--target " + name + ": expected cpu or cuda").str();
@@ -127,10 +203,6 @@ buildCUDACodegenOptions(const pipedream::CompileOptions &o,
       pipedream::cuda::parseDType(dtype);
   if (!parsed) {
     error = "--dtype " + dtype + ": expected f32 or bf16";
-    return failure();
-  }
-  if (*parsed != pipedream::cuda::DType::F32) {
-    error = "--dtype " + dtype + " is not implemented for --target cuda yet";
     return failure();
   }
   cuda.dtype = *parsed;
@@ -214,14 +286,7 @@ void pipedream::stripModelAttributes(ModuleOp module) {
 LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
                                           std::string &error) {
   registerDriverPasses();
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
+  FirstError firstError(module.getContext());
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
@@ -230,7 +295,7 @@ LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
   pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
   if (succeeded(pm.run(module)))
     return success();
-  error = firstError.empty() ? "convert-nn-to-linalg failed" : firstError;
+  error = firstError.orElse("convert-nn-to-linalg failed");
   return failure();
 }
 
@@ -290,14 +355,7 @@ scheduleModule(const Flags &f, ModuleOp module,
     }
     perUpdate = f.stages;
   }
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
+  FirstError firstError(module.getContext());
   // Doubles with full precision (formatv would round them).
   auto number = [](double value) {
     std::string text;
@@ -328,7 +386,7 @@ scheduleModule(const Flags &f, ModuleOp module,
       "},pipe-project-ranks{keep-global=true},pipe-verify-schedule";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
-    error = firstError.empty() ? "scheduling failed" : firstError;
+    error = firstError.orElse("scheduling failed");
     return failure();
   }
 
@@ -456,42 +514,24 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   if (config.device != "cpu" && config.device != "h200")
     return fail("--device " + config.device + ": expected cpu or h200");
 
-  pipedream::ImportOptions importOptions;
-  importOptions.runChecker = f.o.runONNXChecker;
-  for (const std::string &shape : f.o.inputShapes) {
-    std::string error;
-    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
-      return fail(error);
-  }
   int64_t m = f.o.microbatches ? *f.o.microbatches
                   : std::max<int64_t>(1, f.stages);
-  if (f.o.batchSize.has_value()) {
-    if (*f.o.batchSize <= 0 || *f.o.batchSize % m != 0)
-      return fail("--batch-size " + llvm::Twine(*f.o.batchSize) +
-                         ": must be a positive multiple of --microbatches (" +
-                         llvm::Twine(m) + ")");
-    importOptions.batchSize = *f.o.batchSize / m;
-  }
-  DialectRegistry registry;
-  pipedream::registerAllDialects(registry);
-  pipedream::registerONNXImportDialects(registry);
-  // The CUDA target's registrations include the CPU target's.
-  pipedream::cuda::registerCUDACodegenDialects(registry);
-  MLIRContext context(registry);
+  if (f.o.batchSize.has_value() &&
+      (*f.o.batchSize <= 0 || *f.o.batchSize % m != 0))
+    return fail("--batch-size " + llvm::Twine(*f.o.batchSize) +
+                ": must be a positive multiple of --microbatches (" +
+                llvm::Twine(m) + ")");
+  MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module;
   std::string error;
-  if (StringRef(f.o.input).ends_with(".mlir")) {
-    module = parseSourceFile<ModuleOp>(f.o.input, &context);
-    if (!module)
-      return fail(f.o.input + ": cannot parse");
-  } else {
-    auto imported = pipedream::importONNXFile(f.o.input, context,
-                                              importOptions, error);
-    if (failed(imported))
-      return fail(error);
-    module = std::move(*imported);
-  }
+  std::optional<int64_t> importBatch;
+  if (f.o.batchSize.has_value())
+    importBatch = *f.o.batchSize / m;
+  FailureOr<OwningOpRef<ModuleOp>> loaded =
+      loadModel(f.o, importBatch, context, error);
+  if (failed(loaded))
+    return fail(error);
+  OwningOpRef<ModuleOp> module = std::move(*loaded);
   std::string modelName = llvm::sys::path::filename(f.o.input).str();
   if (failed(pipedream::partitionModule(*module, config, error)))
     return fail(modelName + ": " + error);
@@ -781,76 +821,33 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       return fail(error);
   }
 
-  pipedream::ImportOptions importOptions;
-  importOptions.runChecker = f.o.runONNXChecker;
-  if (training && f.o.batchSize.has_value())
-    importOptions.batchSize = *f.o.batchSize / trainingOptions.microbatches;
-  for (const std::string &shape : f.o.inputShapes) {
-    std::string error;
-    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
-      return fail(error);
-  }
-
-  DialectRegistry registry;
-  pipedream::registerAllDialects(registry);
-  pipedream::registerONNXImportDialects(registry);
-  // The CUDA target's registrations include the CPU target's.
-  pipedream::cuda::registerCUDACodegenDialects(registry);
-  MLIRContext context(registry);
+  MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
 
   // Import.
-  OwningOpRef<ModuleOp> module;
   std::string modelName = llvm::sys::path::filename(f.o.input).str();
-  if (StringRef(f.o.input).ends_with(".mlir")) {
-    if (!f.o.inputShapes.empty())
-      return fail("--input-shape applies to ONNX models, not .mlir input");
-    std::string firstError;
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      if (diag.getSeverity() == DiagnosticSeverity::Error &&
-          firstError.empty()) {
-        llvm::raw_string_ostream os(firstError);
-        os << diag.getLocation() << ": " << diag.str();
-      }
-      return success();
-    });
-    llvm::SourceMgr sourceMgr;
-    std::string openError;
-    auto file = openInputFile(f.o.input, &openError);
-    if (!file)
-      return fail(f.o.input + ": " + openError);
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return fail(firstError.empty() ? f.o.input + ": cannot parse"
-                                     : firstError);
-  } else {
+  OwningOpRef<ModuleOp> module;
+  {
     std::string error;
-    auto imported = pipedream::importONNXFile(f.o.input, context,
-                                              importOptions, error);
-    if (failed(imported))
+    std::optional<int64_t> importBatch;
+    if (training && f.o.batchSize.has_value())
+      importBatch = *f.o.batchSize / trainingOptions.microbatches;
+    FailureOr<OwningOpRef<ModuleOp>> loaded =
+        loadModel(f.o, importBatch, context, error);
+    if (failed(loaded))
       return fail(error);
-    module = std::move(*imported);
+    module = std::move(*loaded);
   }
   if (*phase == Phase::NN && !emitTrain)
     return emitIR(result, [&](llvm::raw_ostream &os) { (*module)->print(os); });
 
   std::optional<pipedream::nn::TrainingInfo> trainingInfo;
   if (training) {
-    std::string firstError;
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      if (diag.getSeverity() == DiagnosticSeverity::Error &&
-          firstError.empty()) {
-        llvm::raw_string_ostream os(firstError);
-        os << diag.getLocation() << ": " << diag.str();
-      }
-      return success();
-    });
+    FirstError firstError(&context);
     auto info = pipedream::nn::buildTrainingFunctions(*module, trainingOptions);
     if (failed(info))
       return fail(modelName + ": " +
-                  (firstError.empty() ? "cannot build the training program"
-                                      : firstError));
+                  firstError.orElse("cannot build the training program"));
     trainingInfo = std::move(*info);
   }
   if (emitTrain)

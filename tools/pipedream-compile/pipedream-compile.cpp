@@ -7,7 +7,7 @@
 //   pipedream-compile MODEL.onnx -o OUT_DIR --inference
 //       [--input-shape NAME=DxD ...] [--emit nn|linalg|llvm-dialect|llvm|bundle]
 //       [--target cpu|cuda] [--target-cpu native|NAME] [-O0..-O3]
-//       [--gpu-arch sm_NN] [--dtype f32]
+//       [--gpu-arch sm_NN] [--dtype f32|bf16]
 //       [--gemm auto|vectorize|blas|loops]
 //
 // Compiles a model into the bundle of docs/Bundle.md (bundle.json,
@@ -79,9 +79,10 @@ static cl::opt<std::string>
                   cl::value_desc("sm_NN"), cl::cat(category));
 static cl::opt<std::string>
     dtypeOption("dtype",
-                cl::desc("--target cuda: storage type of floating-point "
-                         "tensors, f32 (default) or bf16 (not implemented "
-                         "yet)"),
+                cl::desc("--target cuda: GEMM precision, f32 (default) or "
+                         "bf16 (bf16 GEMM operands and products, f32 "
+                         "accumulation; weights, optimizer state, other "
+                         "ops and the bundle's buffers stay f32)"),
                 cl::value_desc("TYPE"), cl::cat(category));
 static cl::opt<std::string>
     targetCPU("target-cpu",

@@ -63,10 +63,6 @@ LogicalResult compileToSharedLibrary(ModuleOp module,
   if (failed(verifyGPUArch(options.gpuArch, error)) ||
       failed(verifyToolkit(options, error)))
     return failure();
-  if (options.dtype != DType::F32) {
-    error = "--dtype bf16 is not implemented for --target cuda yet";
-    return failure();
-  }
   if (failed(lowerToLLVMDialect(module, options, error)))
     return failure();
   // The host code only sets up launches: a generic x86-64 CPU keeps

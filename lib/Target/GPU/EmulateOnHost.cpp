@@ -9,7 +9,9 @@
 // CUDA lowering (index flattening, row reductions, fill folding, GEMM plans
 // and their pd_gpu_gemm_f32 arguments, allocation and frees) can be checked
 // against PyTorch on a machine without a GPU. pd_gpu_gemm_f32 gets a plain
-// loop implementation of the ABI's row-major semantics.
+// loop implementation of the ABI's row-major semantics, and so does
+// pd_gpu_gemm_bf16 (bf16 A, B and C widened to f32, f32 accumulation and
+// alpha/beta, the result rounded to bf16, round-to-nearest-even).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +34,12 @@ using namespace mlir;
 
 namespace {
 
-/// Body of pd_gpu_gemm_f32 (see docs/GPU.md):
+/// Body of pd_gpu_gemm_f32 / pd_gpu_gemm_bf16 (see docs/GPU.md):
 ///   C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b], row-major,
 ///   A element (i, p) at A + b*strideA + (transA ? p*lda + i : i*lda + p).
-static void defineGemm(func::FuncOp gemm) {
+/// `storage` is the element type of A, B and C (f32 or bf16); arithmetic
+/// is f32.
+static void defineGemm(func::FuncOp gemm, Type storage) {
   MLIRContext *ctx = gemm.getContext();
   Block *entry = gemm.addEntryBlock();
   gemm.setPrivate();
@@ -67,8 +71,12 @@ static void defineGemm(func::FuncOp gemm) {
     return arith::AddIOp::create(b, loc, x, y);
   };
   auto element = [&](Value base, Value index) -> Value {
-    return LLVM::GEPOp::create(b, loc, ptr, f32, base,
+    return LLVM::GEPOp::create(b, loc, ptr, storage, base,
                                ArrayRef<LLVM::GEPArg>{index});
+  };
+  auto load = [&](Value address) -> Value {
+    Value v = LLVM::LoadOp::create(b, loc, storage, address);
+    return storage == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
   };
   auto forB = scf::ForOp::create(b, loc, zero, batch, one);
   b.setInsertionPointToStart(forB.getBody());
@@ -88,10 +96,8 @@ static void defineGemm(func::FuncOp gemm) {
                                            add(mul(ii, lda), pp));
     Value bIndex = arith::SelectOp::create(b, loc, tb, add(mul(jj, ldb), pp),
                                            add(mul(pp, ldb), jj));
-    Value av = LLVM::LoadOp::create(
-        b, loc, f32, element(a, add(mul(ib, strideA), aIndex)));
-    Value bv = LLVM::LoadOp::create(
-        b, loc, f32, element(bm, add(mul(ib, strideB), bIndex)));
+    Value av = load(element(a, add(mul(ib, strideA), aIndex)));
+    Value bv = load(element(bm, add(mul(ib, strideB), bIndex)));
     Value prod = arith::MulFOp::create(b, loc, av, bv);
     Value sum =
         arith::AddFOp::create(b, loc, forP.getRegionIterArgs()[0], prod);
@@ -106,12 +112,15 @@ static void defineGemm(func::FuncOp gemm) {
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     scf::YieldOp::create(b, loc, scaled);
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    Value old = LLVM::LoadOp::create(b, loc, f32, cPtr);
+    Value old = load(cPtr);
     Value result = arith::AddFOp::create(
         b, loc, scaled, arith::MulFOp::create(b, loc, beta, old));
     scf::YieldOp::create(b, loc, result);
   }
-  LLVM::StoreOp::create(b, loc, ifOp.getResult(0), cPtr);
+  Value result = ifOp.getResult(0);
+  if (storage != f32)
+    result = arith::TruncFOp::create(b, loc, storage, result);
+  LLVM::StoreOp::create(b, loc, result, cPtr);
   b.setInsertionPointAfter(forB);
   func::ReturnOp::create(b, loc);
   (void)i64;
@@ -123,7 +132,10 @@ struct EmulateOnHostPass
     ModuleOp module = getOperation();
     if (auto gemm = module.lookupSymbol<func::FuncOp>("pd_gpu_gemm_f32"))
       if (gemm.isDeclaration())
-        defineGemm(gemm);
+        defineGemm(gemm, Float32Type::get(module.getContext()));
+    if (auto gemm = module.lookupSymbol<func::FuncOp>("pd_gpu_gemm_bf16"))
+      if (gemm.isDeclaration())
+        defineGemm(gemm, BFloat16Type::get(module.getContext()));
 
     SmallVector<gpu::LaunchOp> launches;
     module.walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });

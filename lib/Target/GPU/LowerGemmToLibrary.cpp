@@ -18,6 +18,15 @@
 // per-operand strides; 0 broadcasts an operand); any further loops stay on
 // the host as scf.for around the call.
 //
+// With `bf16` (pipedream-compile --target cuda --dtype bf16), f32
+// contractions run as pd_gpu_gemm_bf16 (bf16 A/B/C, f32 alpha/beta, f32
+// accumulation in cuBLAS): A and B are rounded to bf16 (arith.truncf,
+// round-to-nearest-even) into fresh buffers laid out with the operands'
+// strides (so the plan's leading dimensions and batch strides still hold),
+// the GEMM writes a bf16 product with beta = 0, and a kernel adds it (f32)
+// into C (or writes it, for a zero-filled C). Buffers stay f32 everywhere
+// else: bf16 is only the GEMMs' operand and product precision.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/GemmPlan.h"
@@ -64,8 +73,66 @@ static func::FuncOp getOrInsertGemm(ModuleOp module, Type elementType) {
   return func;
 }
 
-static void emitGemm(linalg::LinalgOp op, const GemmPlan &plan,
-                     func::FuncOp gemm) {
+/// A statically strided memref type whose elements all lie at offset >= 0
+/// from its base (non-negative static strides), or failure.
+static FailureOr<SmallVector<int64_t>> staticStrides(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type.hasStaticShape() ||
+      failed(type.getStridesAndOffset(strides, offset)))
+    return failure();
+  for (int64_t stride : strides)
+    if (ShapedType::isDynamic(stride) || stride < 0)
+      return failure();
+  return strides;
+}
+
+/// A new buffer of `elementType` with `like`'s shape and strides (offset 0):
+/// the allocation (to free) and the view.
+static std::pair<Value, Value> allocLike(OpBuilder &builder, Location loc,
+                                         MemRefType like, Type elementType) {
+  SmallVector<int64_t> strides = *staticStrides(like);
+  int64_t extent = 1;
+  for (auto [size, stride] : llvm::zip(like.getShape(), strides))
+    extent += (size > 0 ? size - 1 : 0) * stride;
+  auto flat = MemRefType::get({extent}, elementType);
+  Value alloc = memref::AllocOp::create(builder, loc, flat);
+  auto viewType = MemRefType::get(
+      like.getShape(), elementType,
+      StridedLayoutAttr::get(builder.getContext(), 0, strides));
+  Value view = memref::ReinterpretCastOp::create(
+      builder, loc, viewType, alloc, /*offset=*/0, like.getShape(), strides);
+  return {alloc, view};
+}
+
+/// An elementwise linalg.generic from `in` to `out` (same shape) whose body
+/// is `body(inElement, outElement)`.
+static void emitElementwise(
+    OpBuilder &builder, Location loc, Value in, Value out,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> body) {
+  unsigned rank = cast<MemRefType>(in.getType()).getRank();
+  AffineMap id = builder.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  linalg::GenericOp::create(
+      builder, loc, TypeRange{}, ValueRange{in}, ValueRange{out},
+      ArrayRef<AffineMap>{id, id}, iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, body(b, l, args[0], args[1]));
+      });
+}
+
+/// Whether an f32 contraction with `plan` can run as a bf16 GEMM (every
+/// operand statically strided, see allocLike).
+static bool canRunAsBF16(const GemmPlan &plan) {
+  for (int i = 0; i < 3; ++i)
+    if (failed(staticStrides(cast<MemRefType>(plan.memrefs[i].getType()))))
+      return false;
+  return true;
+}
+
+static void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
+                     bool asBF16) {
   OpBuilder builder(op);
   Location loc = op.getLoc();
   Type elementType =
@@ -77,6 +144,30 @@ static void emitGemm(linalg::LinalgOp op, const GemmPlan &plan,
   bool zeroInit = zeroFill != nullptr;
   if (zeroFill)
     zeroFill->erase();
+
+  // bf16: A and B rounded into bf16 copies with the same strides, the
+  // product into a bf16 buffer shaped like C (beta = 0).
+  Value f32C, bf16C;
+  SmallVector<Value> temporaries;
+  if (asBF16) {
+    Type bf16 = builder.getBF16Type();
+    for (int i = 0; i < 3; ++i) {
+      auto [alloc, view] = allocLike(
+          builder, loc, cast<MemRefType>(plan.memrefs[i].getType()), bf16);
+      temporaries.push_back(alloc);
+      if (i < 2)
+        emitElementwise(builder, loc, plan.memrefs[i], view,
+                        [&](OpBuilder &b, Location l, Value in, Value) {
+                          return arith::TruncFOp::create(b, l, bf16, in);
+                        });
+      else {
+        f32C = plan.memrefs[2];
+        bf16C = view;
+      }
+      plan.memrefs[i] = view;
+    }
+    elementType = bf16;
+  }
 
   Value bases[3], offsets[3];
   for (int i = 0; i < 3; ++i)
@@ -130,7 +221,8 @@ static void emitGemm(linalg::LinalgOp op, const GemmPlan &plan,
                                                cast<FloatType>(f32),
                                                APFloat(1.0f));
   Value beta = arith::ConstantFloatOp::create(
-      builder, loc, cast<FloatType>(f32), APFloat(zeroInit ? 0.0f : 1.0f));
+      builder, loc, cast<FloatType>(f32),
+      APFloat(zeroInit || asBF16 ? 0.0f : 1.0f));
   func::CallOp::create(
       builder, loc, gemm,
       ValueRange{i64Const(batch.size), i64Const(plan.m), i64Const(plan.n),
@@ -139,12 +231,29 @@ static void emitGemm(linalg::LinalgOp op, const GemmPlan &plan,
                  i64Const(plan.lda), i64Const(batch.stride[0]), pointers[1],
                  i64Const(plan.ldb), i64Const(batch.stride[1]), beta,
                  pointers[2], i64Const(plan.ldc), i64Const(batch.stride[2])});
+  if (asBF16) {
+    // After the host loops: C = product (zero-filled C) or C + product, in
+    // f32.
+    builder.setInsertionPoint(op);
+    emitElementwise(builder, loc, bf16C, f32C,
+                    [&](OpBuilder &b, Location l, Value in, Value out) {
+                      Value wide = arith::ExtFOp::create(b, l, f32, in);
+                      if (zeroInit)
+                        return wide;
+                      return arith::AddFOp::create(b, l, out, wide)
+                          .getResult();
+                    });
+    for (Value alloc : temporaries)
+      memref::DeallocOp::create(builder, loc, alloc);
+  }
   op->erase();
 }
 
 struct LowerGemmToLibraryPass
     : pipedream::cuda::impl::LowerGemmToLibraryPassBase<
           LowerGemmToLibraryPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::LinalgOp, GemmPlan>> work;
@@ -157,7 +266,10 @@ struct LowerGemmToLibraryPass
     for (auto &[op, plan] : work) {
       Type elementType =
           cast<MemRefType>(plan.memrefs[2].getType()).getElementType();
-      emitGemm(op, plan, getOrInsertGemm(module, elementType));
+      bool asBF16 = bf16 && elementType.isF32() && canRunAsBF16(plan);
+      if (asBF16)
+        elementType = BFloat16Type::get(module.getContext());
+      emitGemm(op, plan, getOrInsertGemm(module, elementType), asBF16);
     }
   }
 };

@@ -115,7 +115,9 @@ static void buildKernelPipeline(OpPassManager &pm,
 
   // Buffers: GEMMs to the library, the rest to kernels, buffers on the
   // device.
-  pm.addPass(createLowerGemmToLibraryPass());
+  LowerGemmToLibraryPassOptions gemm;
+  gemm.bf16 = options.dtype == DType::BF16;
+  pm.addPass(createLowerGemmToLibraryPass(gemm));
   MapToKernelsPassOptions map;
   map.blockSize = options.blockSize;
   pm.addNestedPass<func::FuncOp>(createMapToKernelsPass(map));
@@ -220,6 +222,25 @@ struct CUDALoweringPipelineOptions
       *this, "symbol-prefix",
       llvm::cl::desc("Prefix of the exported entry wrappers"),
       llvm::cl::init("pipedream_")};
+  Option<DType> dtype{
+      *this, "dtype",
+      llvm::cl::desc("f32, or bf16: GEMMs with bf16 operands and f32 "
+                     "accumulation (pd_gpu_gemm_bf16)"),
+      llvm::cl::init(DType::F32),
+      llvm::cl::values(clEnumValN(DType::F32, "f32", "f32 everywhere"),
+                       clEnumValN(DType::BF16, "bf16",
+                                  "bf16 GEMM operands and products"))};
+};
+
+/// Pipeline options of `pipedream-cuda-emulation` in pipedream-opt.
+struct CUDAEmulationPipelineOptions
+    : public PassPipelineOptions<CUDAEmulationPipelineOptions> {
+  Option<DType> dtype{
+      *this, "dtype", llvm::cl::desc("f32 or bf16 (see --dtype)"),
+      llvm::cl::init(DType::F32),
+      llvm::cl::values(clEnumValN(DType::F32, "f32", "f32 everywhere"),
+                       clEnumValN(DType::BF16, "bf16",
+                                  "bf16 GEMM operands and products"))};
 };
 } // namespace
 
@@ -238,17 +259,20 @@ void registerCUDACodegenPasses() {
         options.toolkitPath = pipeline.toolkit;
         options.blockSize = pipeline.blockSize;
         options.symbolPrefix = pipeline.symbolPrefix;
+        options.dtype = pipeline.dtype;
         if (pipeline.toNVVM)
           buildCUDALoweringPipelineToNVVM(pm, options);
         else
           buildCUDALoweringPipeline(pm, options);
       });
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CUDAEmulationPipelineOptions>(
       "pipedream-cuda-emulation",
       "Tests only: the CUDA lowering with its kernels and GEMM calls run on "
       "the CPU (cuda-test-emulate-on-host), down to the LLVM dialect",
-      [](OpPassManager &pm) {
-        buildCUDAEmulationPipeline(pm, CUDACodegenOptions());
+      [](OpPassManager &pm, const CUDAEmulationPipelineOptions &pipeline) {
+        CUDACodegenOptions options;
+        options.dtype = pipeline.dtype;
+        buildCUDAEmulationPipeline(pm, options);
       });
 }
 

@@ -11,7 +11,8 @@
 // `void pipedream_<fn>(void **buffers)`, where every buffer is a DEVICE
 // pointer (docs/GPU.md). Elementwise, reduction and data-movement ops become
 // CUDA kernels embedded in program.so (a fatbin: SASS for `gpuArch` + PTX);
-// contractions become calls to `pd_gpu_gemm_f32` (cuBLAS in the runtime).
+// contractions become calls to `pd_gpu_gemm_f32` (cuBLAS in the runtime), or
+// with DType::BF16 to `pd_gpu_gemm_bf16` on bf16-rounded copies.
 // program.so leaves the mgpu* functions of MLIR's GPU lowering and the
 // pd_gpu_* functions undefined: the pipedream runtime provides them, so
 // program.so has no DT_NEEDED on libcuda, libcudart or libcublas.
@@ -43,12 +44,15 @@ class DialectRegistry;
 
 namespace pipedream::cuda {
 
-/// Storage type of floating-point tensors in the generated code.
+/// Precision of the generated code's GEMMs (`--dtype`).
 enum class DType {
-  /// f32 storage and arithmetic.
+  /// f32 storage and arithmetic (pd_gpu_gemm_f32).
   F32,
-  /// bf16 storage of f32 tensors, f32 arithmetic inside kernels and f32
-  /// accumulation in GEMMs.
+  /// Mixed precision: f32 contractions call pd_gpu_gemm_bf16 with operands
+  /// rounded to bf16 (round-to-nearest-even), f32 accumulation and a bf16
+  /// product added to the f32 output. Everything else (buffers, weights,
+  /// optimizer state, elementwise ops, reductions, the bundle's interface)
+  /// stays f32.
   BF16,
 };
 

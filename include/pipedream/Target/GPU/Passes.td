@@ -65,9 +65,24 @@ def LowerGemmToLibraryPass
     (strides per operand, 0 = broadcast); further loops stay `scf.for`
     around the call on the host. A zero `linalg.fill` of the output just
     before the contraction is dropped and beta set to 0.
+
+    With `bf16=true` (`--dtype bf16`), f32 contractions call
+    `pd_gpu_gemm_bf16` instead: A and B are rounded to bf16
+    (`arith.truncf`, round-to-nearest-even) into new buffers with the
+    operands' strides, the GEMM (f32 accumulation) writes a bf16 product
+    with beta = 0 into a buffer shaped like C, and an elementwise
+    `linalg.generic` adds it to C in f32 (or stores it, when C was
+    zero-filled). Operands with dynamic or negative strides keep the f32
+    call.
   }];
+  let options = [
+    Option<"bf16", "bf16", "bool", /*default=*/"false",
+           "Run f32 contractions as bf16 GEMMs (bf16 operands and product, "
+           "f32 accumulation)">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",
+                           "mlir::linalg::LinalgDialect",
                            "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect"];
@@ -198,9 +213,11 @@ def EmulateOnHostPass : Pass<"cuda-test-emulate-on-host", "mlir::ModuleOp"> {
     Checks the numerics of the CUDA lowering on a machine without a GPU:
     every `gpu.launch` becomes loops over its blocks and threads, device
     buffers become host buffers (`gpu.alloc` / `gpu.dealloc` /
-    `gpu.memcpy` to memref ops) and `pd_gpu_gemm_f32` gets a loop
-    implementation of its documented semantics (docs/GPU.md), written
-    independently of the runtime's cuBLAS wrapper. Launches that
+    `gpu.memcpy` to memref ops) and `pd_gpu_gemm_f32` / `pd_gpu_gemm_bf16`
+    get a loop implementation of their documented semantics (docs/GPU.md;
+    bf16: operands and C widened to f32, f32 accumulation, the result
+    rounded to bf16), written independently of the runtime's cuBLAS
+    wrapper. Launches that
     synchronize threads (`gpu.all_reduce`, `gpu.barrier`) must have one
     thread per block (`pipedream-cuda-emulation` maps with block size 1).
     Used by `pipedream-cuda-emulation` and test/Target/GPU/emulation.test;

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """`pipedream-compile` whose program.so runs the CUDA lowering on the CPU.
 
-    emulated_compile.py --install DIR PIPEDREAM_BIN
-    emulated_compile.py PIPEDREAM_BIN MODEL -o OUT [flags...]
-    emulated_compile.py --install-cuda DIR PIPEDREAM_BIN
+    emulated_compile.py --install DIR PIPEDREAM_BIN [FLAG...]
+    emulated_compile.py PIPEDREAM_BIN MODEL -o OUT [--dtype f32|bf16] [flags...]
+    emulated_compile.py --install-cuda DIR PIPEDREAM_BIN [FLAG...]
 
 Compiles the bundle with the real pipedream-compile (CPU target: bundle.json
 and weights.bin), then replaces its program.so with the CUDA lowering of the
@@ -14,7 +14,8 @@ tools (LLVM 22's mlir-translate, llc, ld.lld). pipedream-run and the
 PyTorch comparisons then check the CUDA lowering's numerics without a GPU.
 
 `--install DIR` makes DIR a stand-in for PIPEDREAM_BIN: DIR/pipedream-compile
-runs this script, DIR/pipedream-run links to the real one (see
+runs this script (with any flags given after PIPEDREAM_BIN appended, e.g.
+`--dtype bf16`), DIR/pipedream-run links to the real one (see
 emulation.test). `--install-cuda DIR` instead makes DIR/pipedream-compile the
 real one with `--target cuda` added, for the same comparisons on a GPU
 (device.test).
@@ -27,16 +28,18 @@ import subprocess
 import sys
 
 
-def install(directory, pipedream_bin, cuda=False):
+def install(directory, pipedream_bin, cuda=False, extra=()):
     os.makedirs(directory, exist_ok=True)
     script = os.path.join(directory, "pipedream-compile")
+    flags = "".join(" " + flag for flag in extra)
     with open(script, "w") as f:
         if cuda:
             f.write(f"#!/bin/sh\nexec {pipedream_bin}/pipedream-compile "
-                    f"\"$@\" --target cuda\n")
+                    f"\"$@\" --target cuda{flags}\n")
         else:
             f.write(f"#!/bin/sh\nexec {sys.executable} "
-                    f"{os.path.abspath(__file__)} {pipedream_bin} \"$@\"\n")
+                    f"{os.path.abspath(__file__)} {pipedream_bin} \"$@\""
+                    f"{flags}\n")
     os.chmod(script, 0o755)
     run = os.path.join(directory, "pipedream-run")
     if os.path.lexists(run):
@@ -65,10 +68,18 @@ def tool(name):
 
 def main():
     if sys.argv[1] in ("--install", "--install-cuda"):
-        install(sys.argv[2], sys.argv[3], cuda=sys.argv[1] == "--install-cuda")
+        install(sys.argv[2], sys.argv[3], cuda=sys.argv[1] == "--install-cuda",
+                extra=sys.argv[4:])
         return
     pipedream_bin = sys.argv[1]
     args = sys.argv[2:]
+    # --dtype selects the CUDA lowering's GEMM precision; the CPU compile
+    # below (bundle.json, weights.bin) does not take it.
+    dtype = "f32"
+    if "--dtype" in args:
+        i = args.index("--dtype")
+        dtype = args[i + 1]
+        del args[i:i + 2]
     out = args[args.index("-o") + 1]
     compile_ = os.path.join(pipedream_bin, "pipedream-compile")
     run([compile_] + args)
@@ -87,7 +98,8 @@ def main():
     open(out + ".linalg.mlir", "w").write(text)
 
     run([os.path.join(pipedream_bin, "pipedream-opt"), out + ".linalg.mlir",
-         "--pipedream-cuda-emulation", "-o", out + ".llvm.mlir"])
+         f"--pipedream-cuda-emulation=dtype={dtype}", "-o",
+         out + ".llvm.mlir"])
     run([tool("mlir-translate"), "--mlir-to-llvmir", out + ".llvm.mlir", "-o",
          out + ".ll"])
     run([tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic",
