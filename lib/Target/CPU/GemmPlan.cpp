@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -256,4 +257,36 @@ void pipedream::emitBasePointerAndOffset(OpBuilder &builder, Location loc,
                                   asInt);
   offset = memref::ExtractStridedMetadataOp::create(builder, loc, memref)
                .getOffset();
+}
+
+void pipedream::emitGemmItemPointers(OpBuilder &builder, Location loc,
+                                     const Value (&bases)[3],
+                                     const Value (&offsets)[3],
+                                     ArrayRef<GemmOuterLoop> loops,
+                                     Type elementType, Value (&pointers)[3]) {
+  auto indexConst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(builder, loc, v);
+  };
+  Value current[3] = {offsets[0], offsets[1], offsets[2]};
+  Value zero = indexConst(0), one = indexConst(1);
+  for (const GemmOuterLoop &loop : loops) {
+    auto forOp =
+        scf::ForOp::create(builder, loc, zero, indexConst(loop.size), one);
+    builder.setInsertionPointToStart(forOp.getBody());
+    Value iv = forOp.getInductionVar();
+    for (int i = 0; i < 3; ++i) {
+      if (loop.stride[i] == 0)
+        continue;
+      Value step = arith::MulIOp::create(builder, loc, iv,
+                                         indexConst(loop.stride[i]));
+      current[i] = arith::AddIOp::create(builder, loc, current[i], step);
+    }
+  }
+  Type ptrType = LLVM::LLVMPointerType::get(builder.getContext());
+  for (int i = 0; i < 3; ++i) {
+    Value offset = arith::IndexCastOp::create(builder, loc,
+                                              builder.getI64Type(), current[i]);
+    pointers[i] = LLVM::GEPOp::create(builder, loc, ptrType, elementType,
+                                      bases[i], ArrayRef<LLVM::GEPArg>{offset});
+  }
 }

@@ -80,11 +80,8 @@ static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
                      func::FuncOp gemm) {
   OpBuilder builder(op);
   Location loc = op.getLoc();
-  MLIRContext *ctx = op.getContext();
   auto elementType = cast<FloatType>(
       cast<MemRefType>(plan.memrefs[2].getType()).getElementType());
-  Type ptrType = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = builder.getI64Type();
 
   // beta = 0 when the output was just zero-filled: saves a pass over C.
   Operation *zeroFill = pipedream::findZeroFillOfOutput(op);
@@ -102,9 +99,6 @@ static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
   auto i32Const = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(builder, loc, v, 32);
   };
-  auto indexConst = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(builder, loc, v);
-  };
   Value order = i32Const(kCblasRowMajor);
   Value transA = i32Const(plan.transA ? kCblasTrans : kCblasNoTrans);
   Value transB = i32Const(plan.transB ? kCblasTrans : kCblasNoTrans);
@@ -119,28 +113,9 @@ static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
                : APFloat(elementType.getFloatSemantics(), 1));
 
   // Loop nest over batch (and unmerged M/N) dimensions.
-  Value zero = indexConst(0), one = indexConst(1);
-  for (const pipedream::GemmOuterLoop &loop : plan.loops) {
-    auto forOp =
-        scf::ForOp::create(builder, loc, zero, indexConst(loop.size), one);
-    builder.setInsertionPointToStart(forOp.getBody());
-    Value iv = forOp.getInductionVar();
-    for (int i = 0; i < 3; ++i) {
-      if (loop.stride[i] == 0)
-        continue;
-      Value step = arith::MulIOp::create(builder, loc, iv,
-                                         indexConst(loop.stride[i]));
-      offsets[i] = arith::AddIOp::create(builder, loc, offsets[i], step);
-    }
-  }
-
   Value pointers[3];
-  for (int i = 0; i < 3; ++i) {
-    Value offset = arith::IndexCastOp::create(builder, loc, i64, offsets[i]);
-    pointers[i] =
-        LLVM::GEPOp::create(builder, loc, ptrType, elementType, bases[i],
-                            ArrayRef<LLVM::GEPArg>{offset});
-  }
+  pipedream::emitGemmItemPointers(builder, loc, bases, offsets, plan.loops,
+                                  elementType, pointers);
   func::CallOp::create(builder, loc, gemm,
                        ValueRange{order, transA, transB, m, n, k, alpha,
                                   pointers[0], lda, pointers[1], ldb, beta,

@@ -137,8 +137,6 @@ static void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
   Location loc = op.getLoc();
   Type elementType =
       cast<MemRefType>(plan.memrefs[2].getType()).getElementType();
-  Type ptrType = LLVM::LLVMPointerType::get(op.getContext());
-  Type i64 = builder.getI64Type();
 
   Operation *zeroFill = pipedream::findZeroFillOfOutput(op);
   bool zeroInit = zeroFill != nullptr;
@@ -180,9 +178,6 @@ static void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
   auto i32Const = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(builder, loc, v, 32);
   };
-  auto indexConst = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(builder, loc, v);
-  };
 
   // The innermost plan loop is the batch, when its C items do not
   // interleave (cuBLAS's strided batch, and the runtime's check, want each
@@ -194,28 +189,9 @@ static void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
     batch = hostLoops.back();
     hostLoops = hostLoops.drop_back();
   }
-  Value zero = indexConst(0), one = indexConst(1);
-  for (const GemmOuterLoop &loop : hostLoops) {
-    auto forOp =
-        scf::ForOp::create(builder, loc, zero, indexConst(loop.size), one);
-    builder.setInsertionPointToStart(forOp.getBody());
-    Value iv = forOp.getInductionVar();
-    for (int i = 0; i < 3; ++i) {
-      if (loop.stride[i] == 0)
-        continue;
-      Value step = arith::MulIOp::create(builder, loc, iv,
-                                         indexConst(loop.stride[i]));
-      offsets[i] = arith::AddIOp::create(builder, loc, offsets[i], step);
-    }
-  }
-
   Value pointers[3];
-  for (int i = 0; i < 3; ++i) {
-    Value offset = arith::IndexCastOp::create(builder, loc, i64, offsets[i]);
-    pointers[i] =
-        LLVM::GEPOp::create(builder, loc, ptrType, elementType, bases[i],
-                            ArrayRef<LLVM::GEPArg>{offset});
-  }
+  pipedream::emitGemmItemPointers(builder, loc, bases, offsets, hostLoops,
+                                  elementType, pointers);
   Type f32 = builder.getF32Type();
   Value alpha = arith::ConstantFloatOp::create(builder, loc,
                                                cast<FloatType>(f32),

@@ -68,6 +68,17 @@ void emitBasePointerAndOffset(mlir::OpBuilder &builder, mlir::Location loc,
                               mlir::Value memref, mlir::Value &base,
                               mlir::Value &offset);
 
+/// Emits an `scf.for` nest over `loops` (outermost first) at the builder's
+/// insertion point, leaves the insertion point in the innermost body, and
+/// returns there, for A, B and C, the `!llvm.ptr` of the current GEMM item:
+/// `bases[i]` + `offsets[i]` + sum(iv * loop.stride[i]) elements of
+/// `elementType`.
+void emitGemmItemPointers(mlir::OpBuilder &builder, mlir::Location loc,
+                          const mlir::Value (&bases)[3],
+                          const mlir::Value (&offsets)[3],
+                          llvm::ArrayRef<GemmOuterLoop> loops,
+                          mlir::Type elementType, mlir::Value (&pointers)[3]);
+
 } // namespace pipedream
 
 #endif // PIPEDREAM_TARGET_CPU_GEMMPLAN_H
