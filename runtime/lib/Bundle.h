@@ -49,6 +49,29 @@ void checkDataRows(const std::string &prefix, const std::string &name,
                    const pd_named_array &array, size_t rowBytes,
                    const pd_named_array *&first, size_t &numSamples);
 
+/// "f32[Nx4]": the type of a data array of micro-batches of `type`
+/// (N samples).
+std::string describeDataType(const TensorType &type);
+
+/// One data buffer a training step reads: its name, one micro-batch's type,
+/// whether it holds the labels, and the bytes of one sample.
+struct DataRead {
+  const std::string *name;
+  const TensorType *type;
+  bool isLabels;
+  size_t rowBytes;
+};
+
+/// Finds the array of each of `reads` among `arrays` by name and checks it
+/// (dtype and trailing shape, then checkDataRows); a mismatch reads
+/// "..., but READER labels 'y' as i64[N] (N samples)" with `reader` e.g.
+/// "the pipeline reads". Sets numSamples; returns the arrays in `reads`
+/// order. Throws Error.
+std::vector<const pd_named_array *>
+matchDataArrays(const std::vector<DataRead> &reads, const std::string &reader,
+                const pd_named_array *arrays, size_t count,
+                size_t &numSamples);
+
 /// Cross-entropy labels: throws an Error naming array `name`, the row (and
 /// the element index for multi-dimensional labels) and the value, unless
 /// the `rows` rows from `firstRow` (modulo `numSamples`) of `labels`

@@ -135,15 +135,6 @@ const PipelineSpec *pipelineOf(const pd_bundle *bundle) {
                                                 : nullptr;
 }
 
-/// "f32[Nx4]": a data array's type, N samples.
-std::string dataType(const TensorType &type) {
-  std::string text = pd_dtype_name(type.dtype);
-  text += "[N";
-  for (size_t i = 1; i < type.shape.size(); ++i)
-    text += "x" + std::to_string(type.shape[i]);
-  return text + "]";
-}
-
 size_t rowBytes(const PipelineSpec &spec, const PipelineData &data) {
   return data.type.numBytes / spec.microbatchSize;
 }
@@ -153,68 +144,14 @@ size_t rowBytes(const PipelineSpec &spec, const PipelineData &data) {
 std::vector<const pd_named_array *>
 matchData(const PipelineSpec &spec, const std::vector<size_t> &which,
           const pd_named_array *arrays, size_t count, size_t &numSamples) {
-  const std::string prefix = "training data: ";
-  if (count != 0 && !arrays)
-    throw Error(PD_ERROR_INVALID_ARGUMENT, prefix + "'arrays' is NULL");
-  std::map<std::string, const pd_named_array *> byName;
-  std::string given;
-  for (size_t i = 0; i < count; ++i) {
-    if (!arrays[i].name)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array " + std::to_string(i) + " has no name");
-    if (!byName.emplace(arrays[i].name, &arrays[i]).second)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "two arrays named '" + arrays[i].name + "'");
-    given += (given.empty() ? "" : ", ") + std::string(arrays[i].name);
-  }
-  std::vector<const pd_named_array *> matched;
-  std::string missing;
-  size_t missingCount = 0;
+  std::vector<pipedream::runtime::DataRead> reads;
   for (size_t d : which) {
     const PipelineData &data = spec.data[d];
-    auto it = byName.find(data.name);
-    if (it == byName.end()) {
-      missing += (missing.empty() ? "'" : ", '") + data.name + "' " +
-                 dataType(data.type) + (data.isLabels ? " (the labels)" : "");
-      ++missingCount;
-      continue;
-    }
-    matched.push_back(it->second);
+    reads.push_back(
+        {&data.name, &data.type, data.isLabels, rowBytes(spec, data)});
   }
-  if (missingCount)
-    throw Error(PD_ERROR_NOT_FOUND,
-                prefix + "missing " +
-                    (missingCount == 1 ? "array " : "arrays ") + missing +
-                    " (arrays given: " + (given.empty() ? "none" : given) +
-                    ")");
-  numSamples = 0;
-  const pd_named_array *first = nullptr;
-  for (size_t i = 0; i < matched.size(); ++i) {
-    const PipelineData &data = spec.data[which[i]];
-    const pd_named_array &array = *matched[i];
-    if (array.rank != 0 && !array.shape)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array '" + data.name + "' has a NULL shape");
-    const TensorType &type = data.type;
-    bool same = array.dtype == type.dtype && array.rank == type.shape.size() &&
-                array.rank >= 1 && array.shape[0] >= 0;
-    for (size_t d = 1; same && d < array.rank; ++d)
-      same = array.shape[d] == type.shape[d];
-    if (!same)
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix + "array '" + data.name + "' is " +
-                      describeType(array.dtype, array.shape, array.rank) +
-                      ", but the pipeline reads " +
-                      (data.isLabels ? "labels" : "input") + " '" + data.name +
-                      "' as " + dataType(type) + " (N samples)");
-    pipedream::runtime::checkDataRows(prefix, data.name, array,
-                                      rowBytes(spec, data), first, numSamples);
-  }
-  if (first && numSamples == 0)
-    throw Error(PD_ERROR_INVALID_ARGUMENT,
-                prefix + "array '" + first->name +
-                    "' has no samples (its first axis is 0)");
-  return matched;
+  return pipedream::runtime::matchDataArrays(reads, "the pipeline reads",
+                                             arrays, count, numSamples);
 }
 
 /// Cross-entropy: the labels of `rows` rows from `firstRow` (modulo

@@ -99,6 +99,85 @@ void checkDataRows(const std::string &prefix, const std::string &name,
   }
 }
 
+std::string describeDataType(const TensorType &type) {
+  std::string text = pd_dtype_name(type.dtype);
+  text += "[N";
+  for (size_t i = 1; i < type.shape.size(); ++i)
+    text += "x" + std::to_string(type.shape[i]);
+  return text + "]";
+}
+
+std::vector<const pd_named_array *>
+matchDataArrays(const std::vector<DataRead> &reads, const std::string &reader,
+                const pd_named_array *arrays, size_t count,
+                size_t &numSamples) {
+  const std::string prefix = "training data: ";
+  if (count != 0 && !arrays)
+    throw Error(PD_ERROR_INVALID_ARGUMENT, prefix + "'arrays' is NULL");
+  std::map<std::string, const pd_named_array *> byName;
+  std::string given;
+  for (size_t i = 0; i < count; ++i) {
+    if (!arrays[i].name)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array " + std::to_string(i) + " has no name");
+    if (!byName.emplace(arrays[i].name, &arrays[i]).second)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "two arrays named '" + arrays[i].name + "'");
+    given += (given.empty() ? "" : ", ") + std::string(arrays[i].name);
+  }
+
+  std::vector<const pd_named_array *> matched;
+  std::string missing;
+  size_t missingCount = 0;
+  for (const DataRead &read : reads) {
+    auto it = byName.find(*read.name);
+    if (it == byName.end()) {
+      missing += (missing.empty() ? "'" : ", '") + *read.name + "' " +
+                 describeDataType(*read.type) +
+                 (read.isLabels ? " (the labels)" : "");
+      ++missingCount;
+      continue;
+    }
+    matched.push_back(it->second);
+  }
+  if (missingCount)
+    throw Error(PD_ERROR_NOT_FOUND,
+                prefix + "missing " +
+                    (missingCount == 1 ? "array " : "arrays ") + missing +
+                    " (arrays given: " + (given.empty() ? "none" : given) +
+                    ")");
+
+  numSamples = 0;
+  const pd_named_array *first = nullptr;
+  for (size_t i = 0; i < matched.size(); ++i) {
+    const DataRead &read = reads[i];
+    const pd_named_array &array = *matched[i];
+    if (array.rank != 0 && !array.shape)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  prefix + "array '" + *read.name + "' has a NULL shape");
+    const TensorType &type = *read.type;
+    bool same = array.dtype == type.dtype && array.rank == type.shape.size() &&
+                array.rank >= 1 && array.shape[0] >= 0;
+    for (size_t d = 1; same && d < array.rank; ++d)
+      same = array.shape[d] == type.shape[d];
+    if (!same)
+      throw Error(PD_ERROR_MISMATCH,
+                  prefix + "array '" + *read.name + "' is " +
+                      describeType(array.dtype, array.shape, array.rank) +
+                      ", but " + reader + " " +
+                      (read.isLabels ? "labels" : "input") + " '" +
+                      *read.name + "' as " + describeDataType(type) +
+                      " (N samples)");
+    checkDataRows(prefix, *read.name, array, read.rowBytes, first,
+                  numSamples);
+  }
+  if (first && numSamples == 0)
+    throw Error(PD_ERROR_INVALID_ARGUMENT,
+                prefix + "array '" + first->name +
+                    "' has no samples (its first axis is 0)");
+  return matched;
+}
+
 void checkLabelRange(const std::string &name, pd_dtype dtype, size_t perRow,
                      int64_t numClasses, const pd_named_array &labels,
                      size_t numSamples, size_t firstRow, size_t rows) {
@@ -1070,15 +1149,6 @@ pd_function *pd_bundle_training_update_function(pd_bundle *bundle) {
 
 namespace {
 
-/// "f32[Nx4]": a data array's type, N samples.
-std::string dataType(const pd_buffer &buffer) {
-  std::string text = pd_dtype_name(buffer.type.dtype);
-  text += "[N";
-  for (size_t i = 1; i < buffer.type.shape.size(); ++i)
-    text += "x" + std::to_string(buffer.type.shape[i]);
-  return text + "]";
-}
-
 /// Bytes of one sample of a step function data buffer.
 size_t rowBytes(const pd_trainer &trainer, const pd_buffer &buffer) {
   return buffer.type.numBytes /
@@ -1091,72 +1161,13 @@ std::vector<const pd_named_array *> matchData(const pd_trainer &trainer,
                                               const pd_named_array *arrays,
                                               size_t count,
                                               size_t &numSamples) {
-  const std::string prefix = "training data: ";
-  if (count != 0 && !arrays)
-    throw Error(PD_ERROR_INVALID_ARGUMENT, prefix + "'arrays' is NULL");
-  std::map<std::string, const pd_named_array *> byName;
-  std::string given;
-  for (size_t i = 0; i < count; ++i) {
-    if (!arrays[i].name)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array " + std::to_string(i) + " has no name");
-    if (!byName.emplace(arrays[i].name, &arrays[i]).second)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "two arrays named '" + arrays[i].name + "'");
-    given += (given.empty() ? "" : ", ") + std::string(arrays[i].name);
-  }
-
-  std::vector<const pd_named_array *> matched;
-  std::string missing;
-  size_t missingCount = 0;
-  for (pd_buffer *buffer : trainer.data) {
-    auto it = byName.find(buffer->name);
-    if (it == byName.end()) {
-      missing += (missing.empty() ? "'" : ", '") + buffer->name + "' " +
-                 dataType(*buffer) +
-                 (buffer == trainer.labels ? " (the labels)" : "");
-      ++missingCount;
-      continue;
-    }
-    matched.push_back(it->second);
-  }
-  if (missingCount)
-    throw Error(PD_ERROR_NOT_FOUND,
-                prefix + "missing " +
-                    (missingCount == 1 ? "array " : "arrays ") + missing +
-                    " (arrays given: " + (given.empty() ? "none" : given) +
-                    ")");
-
-  const std::string &stepName = trainer.step->spec.name;
-  numSamples = 0;
-  const pd_named_array *first = nullptr;
-  for (size_t i = 0; i < matched.size(); ++i) {
-    const pd_buffer &buffer = *trainer.data[i];
-    const pd_named_array &array = *matched[i];
-    if (array.rank != 0 && !array.shape)
-      throw Error(PD_ERROR_INVALID_ARGUMENT,
-                  prefix + "array '" + buffer.name + "' has a NULL shape");
-    const TensorType &type = buffer.type;
-    bool same = array.dtype == type.dtype && array.rank == type.shape.size() &&
-                array.rank >= 1 && array.shape[0] >= 0;
-    for (size_t d = 1; same && d < array.rank; ++d)
-      same = array.shape[d] == type.shape[d];
-    if (!same)
-      throw Error(PD_ERROR_MISMATCH,
-                  prefix + "array '" + buffer.name + "' is " +
-                      describeType(array.dtype, array.shape, array.rank) +
-                      ", but step function '" + stepName + "' takes " +
-                      (&buffer == trainer.labels ? "labels" : "input") + " '" +
-                      buffer.name + "' as " + dataType(buffer) +
-                      " (N samples)");
-    pipedream::runtime::checkDataRows(prefix, buffer.name, array,
-                                      rowBytes(trainer, buffer), first, numSamples);
-  }
-  if (first && numSamples == 0)
-    throw Error(PD_ERROR_INVALID_ARGUMENT,
-                prefix + "array '" + first->name +
-                    "' has no samples (its first axis is 0)");
-  return matched;
+  std::vector<pipedream::runtime::DataRead> reads;
+  for (pd_buffer *buffer : trainer.data)
+    reads.push_back({&buffer->name, &buffer->type, buffer == trainer.labels,
+                     rowBytes(trainer, *buffer)});
+  return pipedream::runtime::matchDataArrays(
+      reads, "step function '" + trainer.step->spec.name + "' takes", arrays,
+      count, numSamples);
 }
 
 /// Cross-entropy: checks that the labels of `rows` rows starting at
