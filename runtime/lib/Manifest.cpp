@@ -324,6 +324,28 @@ size_t positive(Validator &v, const json &object, const char *key) {
 }
 
 /// Validates bundle.json `training` against the functions already read.
+/// The `inputs` array of a training or pipeline section (`section`): data
+/// input names, none the labels, none twice, in order.
+std::vector<std::string> parseDataInputs(Validator &v, const json &object,
+                                         const std::string &path,
+                                         const std::string &section,
+                                         const std::string &labels) {
+  std::set<std::string> names = {labels};
+  std::vector<std::string> result;
+  const json &inputs =
+      v.array(v.member(object, path, "inputs"), section + ".inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string ipath = Validator::index(section + ".inputs", i);
+    std::string name = v.string(inputs[i], ipath);
+    if (name == labels)
+      v.fail(ipath, "'" + name + "' is the labels, not an input");
+    if (!names.insert(name).second)
+      v.fail(ipath, "input '" + name + "' is listed twice");
+    result.push_back(name);
+  }
+  return result;
+}
+
 void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   const std::string path = "training";
   const json &object = v.object(value, path);
@@ -391,19 +413,11 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   };
   t.labels = v.string(v.member(object, path, "labels"), "training.labels");
   const BufferSpec &labels = stepInput(t.labels, "training.labels");
-  std::set<std::string> data = {t.labels};
-  const json &inputs =
-      v.array(v.member(object, path, "inputs"), "training.inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string ipath = Validator::index("training.inputs", i);
-    std::string name = v.string(inputs[i], ipath);
-    if (name == t.labels)
-      v.fail(ipath, "'" + name + "' is the labels, not an input");
-    if (!data.insert(name).second)
-      v.fail(ipath, "input '" + name + "' is listed twice");
-    stepInput(name, ipath);
-    t.inputs.push_back(name);
-  }
+  t.inputs = parseDataInputs(v, object, path, "training", t.labels);
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    stepInput(t.inputs[i], Validator::index("training.inputs", i));
+  std::set<std::string> data(t.inputs.begin(), t.inputs.end());
+  data.insert(t.labels);
   for (const BufferSpec &b : step.buffers)
     if (b.role == PD_ROLE_INPUT && !data.count(b.name))
       v.fail("training.inputs",
@@ -523,18 +537,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                         std::to_string(classes));
     p.numClasses = static_cast<int64_t>(classes);
   }
-  std::set<std::string> dataNames = {p.labels};
-  const json &inputs =
-      v.array(v.member(object, path, "inputs"), "pipeline.inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string ipath = Validator::index("pipeline.inputs", i);
-    std::string name = v.string(inputs[i], ipath);
-    if (name == p.labels)
-      v.fail(ipath, "'" + name + "' is the labels, not an input");
-    if (!dataNames.insert(name).second)
-      v.fail(ipath, "input '" + name + "' is listed twice");
-    p.inputs.push_back(name);
-  }
+  p.inputs = parseDataInputs(v, object, path, "pipeline", p.labels);
   p.microbatchSize = positiveAt(v, object, path, "microbatch_size");
   p.batchSize = positiveAt(v, object, path, "batch_size");
   if (p.batchSize != p.microbatches * p.microbatchSize)
