@@ -280,6 +280,78 @@ def shape_ops():
 
 
 @register
+def static_batch():
+    """A static batch of 2 baked into constants the way a static torch
+    export does (docs/Importer.md "Static batch"): Reshape targets (one
+    whose head count equals the batch, one that merges the batch with the
+    heads and back), an Expand shape, a Slice over the whole batch, and
+    constants that are the same for every sample (an added mask, a
+    concatenated pad)."""
+    rng = np.random.default_rng(3)
+    mask = np.broadcast_to(rng.standard_normal((1, 8, 32)),
+                           (2, 8, 32)).astype(np.float32)
+    pad = np.broadcast_to(rng.standard_normal((1, 8, 4)),
+                          (2, 8, 4)).astype(np.float32)
+    nodes = [
+        node("Reshape", ["x", "heads"], ["r1"], name="split_heads"),
+        node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3], name="t1"),
+        node("Reshape", ["t1", "merged"], ["r2"], name="merge_batch"),
+        node("Reshape", ["r2", "unmerged"], ["r3"], name="unmerge_batch"),
+        node("Transpose", ["r3"], ["t2"], perm=[0, 2, 1, 3], name="t2"),
+        node("Reshape", ["t2", "joined"], ["r4"], name="join_heads"),
+        const("mask", mask),
+        node("Add", ["r4", "mask"], ["a"], name="add_mask"),
+        node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=1),
+        node("Expand", ["m", "eshape"], ["ex"]),
+        node("Add", ["a", "ex"], ["a2"], name="add_mean"),
+        node("Slice", ["a2", "starts", "ends", "axes"], ["sl"]),
+        const("pad", pad),
+        node("Concat", ["sl", "pad"], ["y"], axis=2),
+    ]
+    inits = [
+        ints("heads", [2, 8, 2, 16]), ints("merged", [4, 8, 16]),
+        ints("unmerged", [2, 2, 8, 16]), ints("joined", [2, 8, 32]),
+        ints("eshape", [2, 8, 32]), ints("starts", [0]), ints("ends", [2]),
+        ints("axes", [0]),
+    ]
+    return model(nodes, [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 36])],
+                 inits)
+
+
+@register
+def static_batch_mixed():
+    """A constant that differs between the 2 samples of a static batch:
+    not the batch, cannot be re-specialized."""
+    c = np.arange(8, dtype=np.float32).reshape(2, 4)
+    return model([const("c", c), node("Add", ["x", "c"], ["y"])],
+                 [tensor("x", [2, 4])], [tensor("y", [2, 4])])
+
+
+@register
+def static_batch_weight():
+    """A weight with the static batch's size at the batch dimension."""
+    return model([node("Mul", ["x", "w"], ["y"])], [tensor("x", [2, 4])],
+                 [tensor("y", [2, 4])], [init("w", weights(5, 2, 4))])
+
+
+@register
+def static_batch_split():
+    """A Reshape that spreads the batch over two dimensions ([2, 3] ->
+    [3, 2]): no dimension of the result is the batch."""
+    return model([node("Reshape", ["x", "shape"], ["y"])],
+                 [tensor("x", [2, 3])], [tensor("y", [3, 2])],
+                 [ints("shape", [3, 2])])
+
+
+@register
+def static_batch_two():
+    """Two graph inputs with the static batch 2."""
+    return model([node("Add", ["x", "z"], ["y"])],
+                 [tensor("x", [2, 4]), tensor("z", [2, 4])],
+                 [tensor("y", [2, 4])])
+
+
+@register
 def reshape14():
     """Reshape allowzero=1 (opset 14): a 0 is a real zero-size dimension."""
     return model([node("Reshape", ["x", "shape"], ["y"], allowzero=1)],

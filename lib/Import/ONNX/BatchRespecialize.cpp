@@ -258,10 +258,11 @@ bool BatchRespecializer::checkBroadcastOperand(
   }
   error = "input " + quote(name) + " has size " + std::to_string(oldSize) +
           " at the batch dimension " + std::to_string(dim) +
-          " but does not follow the batch of the graph inputs (a " +
-          (v.constant ? "constant that differs between samples"
-                      : "weight or a value computed from constants") +
-          " that bakes the " + batchWords() + " in)";
+          " but does not follow the batch of the graph inputs: " +
+          (v.constant ? "a constant that differs between samples"
+                      : "a weight, or a value computed without the graph "
+                        "inputs,") +
+          " bakes the " + batchWords() + " in";
   return false;
 }
 

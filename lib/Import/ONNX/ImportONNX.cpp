@@ -1539,6 +1539,20 @@ static bool planBatch(const onnx::GraphProto &graph,
     if (given != options.inputShapes.end()) {
       if (given->second.size() != size_t(shape.dim_size()))
         continue; // importInputs reports the rank
+      for (int d = 1; d < shape.dim_size(); ++d) {
+        const auto &dim = shape.dim(d);
+        if (dim.has_dim_value() && dim.dim_value() >= 0 &&
+            dim.dim_value() != given->second[d]) {
+          error = "--input-shape " + sanitize(input.name()) + "=" +
+                  dimsToOption(given->second) + ": dimension " +
+                  std::to_string(d) + " of graph input '" +
+                  sanitize(input.name()) + "' is " +
+                  std::to_string(dim.dim_value()) +
+                  " in the model (only the batch dimension 0 of a static "
+                  "shape can be overridden)";
+          return false;
+        }
+      }
       requested = given->second[0];
     } else if (options.batchSize > 0) {
       requested = options.batchSize;
