@@ -319,6 +319,32 @@ def static_batch():
 
 
 @register
+def static_batch_chain():
+    """A static batch of 2 read through shape computations (Shape, Gather,
+    Unsqueeze, Concat, ConstantOfShape), which re-fold at the new batch,
+    next to one literal Reshape target, which is rewritten."""
+    nodes = [
+        node("Shape", ["x"], ["s"]),
+        node("Gather", ["s", "zero"], ["b"], axis=0),
+        node("Unsqueeze", ["b", "uaxes"], ["bu"]),
+        node("Concat", ["bu", "rest"], ["target"], axis=0),
+        node("Reshape", ["x", "target"], ["r"], name="reshape_chain"),
+        node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["t", "literal"], ["r2"], name="reshape_literal"),
+        node("Reshape", ["r2", "s"], ["r3"], name="reshape_shape"),
+        helper.make_node("ConstantOfShape", ["s"], ["half"],
+                         name="constantofshape",
+                         value=numpy_helper.from_array(
+                             np.array([0.5], dtype=np.float32))),
+        node("Mul", ["r3", "half"], ["y"]),
+    ]
+    inits = [ints("zero", 0), ints("uaxes", [0]), ints("rest", [8, 2, 16]),
+             ints("literal", [2, 2, 128])]
+    return model(nodes, [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 32])],
+                 inits)
+
+
+@register
 def static_batch_mixed():
     """A constant that differs between the 2 samples of a static batch:
     not the batch, cannot be re-specialized."""

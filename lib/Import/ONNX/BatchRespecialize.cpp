@@ -141,6 +141,17 @@ static ImportedValue replaced(const ImportedValue &original, HostTensor t) {
 
 static std::string quote(StringRef name) { return "'" + name.str() + "'"; }
 
+/// a * b, or -1 when it overflows (sizes are non-negative).
+static int64_t mulOrInvalid(int64_t a, int64_t b) {
+  int64_t r;
+  return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+
+/// The size of dimension `d` at batch `batch` (-1 on overflow).
+static int64_t sizeAt(const BatchDim &d, int64_t batch) {
+  return mulOrInvalid(mulOrInvalid(d.outer, batch), d.inner);
+}
+
 //===----------------------------------------------------------------------===//
 // BatchRespecializer
 //===----------------------------------------------------------------------===//
@@ -161,8 +172,8 @@ SmallVector<int64_t>
 BatchRespecializer::resized(ArrayRef<int64_t> old,
                             std::optional<BatchDim> dim) const {
   SmallVector<int64_t> shape(old);
-  if (dim && dim->axis < int64_t(shape.size()))
-    shape[dim->axis] = dim->outer * newBatch * dim->inner;
+  if (dim && dim->axis >= 0 && dim->axis < int64_t(shape.size()))
+    shape[dim->axis] = sizeAt(*dim, newBatch);
   return shape;
 }
 
@@ -202,9 +213,10 @@ BatchRespecializer::locateInReshape(ArrayRef<int64_t> in, const BatchDim &dim,
     if (below % suffix != 0)
       continue;
     int64_t inner = below / suffix;
-    if (out[k] % (inner * oldBatch) != 0)
+    int64_t factor = mulOrInvalid(inner, oldBatch);
+    if (factor <= 0 || out[k] % factor != 0)
       continue;
-    int64_t outer = out[k] / (inner * oldBatch);
+    int64_t outer = out[k] / factor;
     if (product(out.take_front(k)) * outer != above)
       continue;
     BatchDim found{k, outer, inner};
@@ -284,6 +296,14 @@ bool BatchRespecializer::prepare(
   }
   if (!any)
     return true;
+  for (size_t i = 0; i < numInputs; ++i) {
+    const ReferenceValue *r = in[i] ? ref(node.input(int(i))) : nullptr;
+    if (in[i] && (!r || in[i]->axis >= int64_t(r->shape.size()))) {
+      error = "input " + quote(node.input(int(i))) +
+              " has no batch dimension in the reference import";
+      return false;
+    }
+  }
   pending.computed = true;
   StringRef op = node.op_type();
   auto fails = [&](const Twine &why) {
@@ -369,7 +389,7 @@ bool BatchRespecializer::prepare(
         return fails("inputs carry the batch at different dimensions");
       outDim = d;
     }
-    int64_t newSize = outDim->outer * newBatch * outDim->inner;
+    int64_t newSize = sizeAt(*outDim, newBatch);
     for (size_t i = 0; i < numInputs && ok; ++i)
       if (!in[i] && !node.input(int(i)).empty())
         ok = checkBroadcastOperand(
@@ -471,7 +491,9 @@ bool BatchRespecializer::prepare(
       if (!place(d))
         return false;
     }
-    int64_t newSize = outDim->outer * newBatch * outDim->inner;
+    if (!outDim)
+      return fails("an operand past the second carries the batch");
+    int64_t newSize = sizeAt(*outDim, newBatch);
     for (size_t i = 0; i < 2 && ok; ++i) {
       if (in[i] || outDim->axis >= lo)
         continue;
@@ -502,7 +524,7 @@ bool BatchRespecializer::prepare(
     } else if (outDim && numInputs > 2) {
       ok = checkBroadcastOperand(
           node, 2, outDim->axis - (2 - int64_t(inShape(2).size())),
-          outDim->outer * newBatch * outDim->inner, false, values, overrides,
+          sizeAt(*outDim, newBatch), false, values, overrides,
           error);
     }
     setAll(outDim);
@@ -578,7 +600,7 @@ bool BatchRespecializer::prepare(
     }
     if (d->axis == axis)
       return fails("it concatenates along the batch dimension");
-    int64_t newSize = d->outer * newBatch * d->inner;
+    int64_t newSize = sizeAt(*d, newBatch);
     for (size_t i = 0; i < numInputs && ok; ++i) {
       if (in[i] || node.input(int(i)).empty())
         continue;
@@ -604,6 +626,8 @@ bool BatchRespecializer::prepare(
       return false;
     if (in[0] && in[1])
       return fails("both data and indices carry the batch");
+    if (!in[0] && !in[1])
+      return fails("an input past indices carries the batch");
     BatchDim d;
     if (in[0]) {
       d = *in[0];
@@ -728,7 +752,7 @@ bool BatchRespecializer::prepare(
     if (s.empty() && !ref(node.output(int(o))))
       continue;
     if (d.axis >= int64_t(s.size()) ||
-        s[d.axis] != d.outer * oldBatch * d.inner)
+        s[d.axis] != sizeAt(d, oldBatch))
       return fails("result " + quote(node.output(int(o))) + " of shape " +
                    shapeToString(s) + " broadcasts the batch dimension");
   }
@@ -776,7 +800,7 @@ bool BatchRespecializer::finish(const onnx::NodeProto &node,
       if (now[i] == old[i])
         continue;
       if (found || old[i] % oldBatch != 0 ||
-          now[i] != old[i] / oldBatch * newBatch) {
+          now[i] != mulOrInvalid(old[i] / oldBatch, newBatch)) {
         explained = false;
         break;
       }

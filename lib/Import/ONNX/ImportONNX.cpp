@@ -1571,6 +1571,11 @@ static bool planBatch(const onnx::GraphProto &graph,
     if (requested < 0 || requested == dim.dim_value())
       continue;
     std::string quoted = "graph input '" + sanitize(input.name()) + "'";
+    if (dim.dim_value() == 0) {
+      error = quoted + " has the static batch 0: an empty batch cannot be "
+                       "re-specialized";
+      return false;
+    }
     if (plan.oldBatch &&
         (plan.oldBatch != dim.dim_value() || plan.newBatch != requested)) {
       error = quoted + " resizes static batch " +
@@ -1589,6 +1594,11 @@ static bool planBatch(const onnx::GraphProto &graph,
   }
   if (!plan.oldBatch)
     return true;
+  if (plan.newBatch == 0) {
+    error = first + ": cannot re-specialize the static batch " +
+            std::to_string(plan.oldBatch) + " to an empty batch";
+    return false;
+  }
   // Another input at the old batch that nothing resizes would keep it:
   // ask rather than guess whether it carries samples.
   for (const Static &s : statics) {
