@@ -570,33 +570,6 @@ static void convertExpand(NodeContext &ctx) {
     ctx.setOutput(0, ctx.createValue<nn::ExpandOp>(x, ctx.i64s(*shape)));
 }
 
-/// Pad: only the no-op form (all pads zero, as PyTorch emits before
-/// AveragePool) is supported; the nn dialect has no pad op.
-static void convertPad(NodeContext &ctx) {
-  if (!ctx.requireInputs(1))
-    return;
-  SmallVector<int64_t> pads;
-  if (ctx.sinceVersion() < 11) {
-    // Attributes before opset 11 (`paddings` in opset 1).
-    auto given = ctx.intsAttr(ctx.sinceVersion() < 2 ? "paddings" : "pads");
-    if (ctx.failed())
-      return;
-    if (given)
-      pads = *given;
-  } else if (ctx.hasInput(1)) {
-    auto given = ctx.constantInts(1, "pads");
-    if (!given)
-      return;
-    pads = *given;
-  }
-  if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
-    ctx.unsupported("non-zero pads " + shapeToString(pads) +
-                    " (the nn dialect has no pad op)");
-    return;
-  }
-  ctx.setOutputAlias(0, *ctx.input(0));
-}
-
 //===----------------------------------------------------------------------===//
 // Range, ConstantOfShape, Trilu (evaluated only)
 //===----------------------------------------------------------------------===//
@@ -733,7 +706,7 @@ void onnx_import::registerShapeOps(OpTable &table) {
   table["Slice"] = {convertSlice, {1, 10, 11, 13}};
   table["Gather"] = {convertGather, {1, 11, 13}};
   table["Expand"] = {convertExpand, {8, 13}};
-  table["Pad"] = {convertPad, {1, 2, 11, 13, 18, 19, 21}};
+  // Pad: ConvertIndexing.cpp.
   table["Range"] = {convertRange, {11}};
   table["ConstantOfShape"] = {convertConstantOfShape, {9, 20, 21}};
   table["Trilu"] = {convertTrilu, {14}};
