@@ -21,7 +21,7 @@ configuration arguments (Reshape's shape, Slice's bounds, Resize's scales,
 ... see SHAPE_ARGUMENTS) must be constants at import (docs/Importer.md).
 Many node tests pass those as graph inputs with their value in the test
 data. For exactly the inputs SHAPE_ARGUMENTS names, the runner binds the
-test data's value into a copy of the model as an initializer before it
+test data's value into a copy of the model as a Constant node before it
 compiles (the tensor data still flows at run time), and says so per test
 with -v. A test whose data sets give such an input different values is
 UNSUPPORTED.
@@ -123,6 +123,7 @@ def bind_shape_arguments(model, inputs, ds_dirs):
                 positions[node.input[i]] = inputs.index(node.input[i])
     if not positions:
         return [], None
+    constants = []
     for name, i in sorted(positions.items()):
         values = []
         for ds_dir in ds_dirs:
@@ -137,7 +138,12 @@ def bind_shape_arguments(model, inputs, ds_dirs):
                for v in values[1:]):
             return [], f"shape argument '{name}' differs between data sets"
         values[0].name = name
-        model.graph.initializer.append(values[0])
+        # A Constant node, not an initializer: float initializers are
+        # weights (function arguments), not import-time constants.
+        constants.append(onnx.helper.make_node("Constant", [], [name], value=values[0]))
+    nodes = constants + list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
     keep = [i for i in model.graph.input if i.name not in positions]
     del model.graph.input[:]
     model.graph.input.extend(keep)
