@@ -4,6 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
+// GatherElements, GatherND, ScatterElements / Scatter and ScatterND become
+// the nn ops of the same names (constant indices are range-checked here;
+// run-time ones by the lowering's normalizeIndex).
+//
 // Tile, DepthToSpace, SpaceToDepth, Compress, OneHot, Pad and Einsum, each
 // a composition of existing nn ops (reshape / transpose / expand / slice /
 // concat / gather / matmul / reduce_sum), so that they are verified,
@@ -729,6 +733,145 @@ static void convertEinsum(NodeContext &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
+// GatherElements, GatherND, ScatterElements, Scatter, ScatterND
+//===----------------------------------------------------------------------===//
+
+/// Constant indices must be in range at import: `sizeOf(i)` is the size of
+/// the dimension element `i` of the indices addresses.
+static bool checkConstantIndices(NodeContext &ctx, size_t input,
+                                 llvm::function_ref<int64_t(int64_t)> sizeOf) {
+  const HostTensor *indices = ctx.constantInput(input);
+  if (!indices)
+    return true;
+  for (int64_t i = 0; i < indices->numElements(); ++i) {
+    int64_t index = indices->getInt(i), size = sizeOf(i);
+    if (index < -size || index >= size) {
+      ctx.fail("index " + Twine(index) + " (element " + Twine(i) +
+               " of the indices) is out of range for a dimension of size " +
+               Twine(size));
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Indices as an i32/i64 tensor (the nn ops' index types).
+static bool checkIndexType(NodeContext &ctx, size_t input) {
+  RankedTensorType type = ctx.inputType(input, "indices");
+  if (!type)
+    return false;
+  auto integer = dyn_cast<IntegerType>(type.getElementType());
+  if (!integer || (integer.getWidth() != 32 && integer.getWidth() != 64)) {
+    ctx.fail("indices must be int32 or int64");
+    return false;
+  }
+  return true;
+}
+
+static std::optional<std::string> scatterReduction(NodeContext &ctx) {
+  // Opset 16 added reduction (none/add/mul), opset 18 max/min.
+  std::string reduction = ctx.stringAttr("reduction", "none");
+  if (ctx.failed())
+    return std::nullopt;
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction)) {
+    ctx.fail("attribute 'reduction' has unknown value '" + reduction + "'");
+    return std::nullopt;
+  }
+  return reduction;
+}
+
+static void convertGatherElements(NodeContext &ctx) {
+  if (!ctx.requireInputs(2) || !checkIndexType(ctx, 1))
+    return;
+  RankedTensorType type = ctx.inputType(0);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), type.getRank());
+  if (!axis)
+    return;
+  int64_t size = type.getDimSize(*axis);
+  if (!checkConstantIndices(ctx, 1, [&](int64_t) { return size; }))
+    return;
+  Value data = ctx.operand(0), indices = ctx.operand(1);
+  if (data && indices)
+    ctx.setOutput(0, ctx.createValue<nn::GatherElementsOp>(data, indices,
+                                                           ctx.i64(*axis)));
+}
+
+static void convertScatterElements(NodeContext &ctx) {
+  if (!ctx.requireInputs(3) || !checkIndexType(ctx, 1))
+    return;
+  RankedTensorType type = ctx.inputType(0);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", 0), type.getRank());
+  auto reduction = axis ? scatterReduction(ctx) : std::nullopt;
+  if (!reduction)
+    return;
+  int64_t size = type.getDimSize(*axis);
+  if (!checkConstantIndices(ctx, 1, [&](int64_t) { return size; }))
+    return;
+  Value data = ctx.operand(0), indices = ctx.operand(1),
+        updates = ctx.operand(2);
+  if (data && indices && updates)
+    ctx.setOutput(0, ctx.createValue<nn::ScatterElementsOp>(
+                         data, indices, updates, ctx.i64(*axis),
+                         StringAttr::get(ctx.getContext(), *reduction)));
+}
+
+/// The data dimension element `i` of ND indices (last dimension q) addresses.
+static int64_t ndDimension(ArrayRef<int64_t> dataShape, int64_t q,
+                           int64_t batchDims, int64_t i) {
+  return dataShape[batchDims + i % q];
+}
+
+static void convertGatherND(NodeContext &ctx) {
+  if (!ctx.requireInputs(2) || !checkIndexType(ctx, 1))
+    return;
+  RankedTensorType type = ctx.inputType(0), indicesType = ctx.inputType(1);
+  int64_t batchDims = ctx.intAttr("batch_dims", 0);
+  if (indicesType.getRank() < 1 || batchDims < 0 ||
+      batchDims >= indicesType.getRank() ||
+      batchDims + indicesType.getShape().back() > type.getRank()) {
+    ctx.fail("indices of shape " + shapeToString(indicesType.getShape()) +
+             " with batch_dims " + Twine(batchDims) +
+             " do not address data of rank " + Twine(type.getRank()));
+    return;
+  }
+  int64_t q = indicesType.getShape().back();
+  if (q > 0 && !checkConstantIndices(ctx, 1, [&](int64_t i) {
+        return ndDimension(type.getShape(), q, batchDims, i);
+      }))
+    return;
+  Value data = ctx.operand(0), indices = ctx.operand(1);
+  if (data && indices)
+    ctx.setOutput(0, ctx.createValue<nn::GatherNDOp>(data, indices,
+                                                     ctx.i64(batchDims)));
+}
+
+static void convertScatterND(NodeContext &ctx) {
+  if (!ctx.requireInputs(3) || !checkIndexType(ctx, 1))
+    return;
+  RankedTensorType type = ctx.inputType(0), indicesType = ctx.inputType(1);
+  auto reduction = scatterReduction(ctx);
+  if (!reduction)
+    return;
+  if (indicesType.getRank() < 1 ||
+      indicesType.getShape().back() > type.getRank()) {
+    ctx.fail("indices of shape " + shapeToString(indicesType.getShape()) +
+             " do not address data of rank " + Twine(type.getRank()));
+    return;
+  }
+  int64_t q = indicesType.getShape().back();
+  if (q > 0 && !checkConstantIndices(ctx, 1, [&](int64_t i) {
+        return ndDimension(type.getShape(), q, 0, i);
+      }))
+    return;
+  Value data = ctx.operand(0), indices = ctx.operand(1),
+        updates = ctx.operand(2);
+  if (data && indices && updates)
+    ctx.setOutput(0, ctx.createValue<nn::ScatterNDOp>(
+                         data, indices, updates, ctx.i64(0),
+                         StringAttr::get(ctx.getContext(), *reduction)));
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
@@ -741,4 +884,10 @@ void onnx_import::registerIndexingOps(OpTable &table) {
   table["OneHot"] = {convertOneHot, {9, 11}};
   table["Pad"] = {convertPad, {1, 2, 11, 13, 18, 19, 21}};
   table["Einsum"] = {convertEinsum, {12}};
+  table["GatherElements"] = {convertGatherElements, {11, 13}};
+  table["GatherND"] = {convertGatherND, {11, 12, 13}};
+  table["ScatterElements"] = {convertScatterElements, {11, 13, 16, 18}};
+  // Scatter (deprecated in opset 11) is ScatterElements without reduction.
+  table["Scatter"] = {convertScatterElements, {9, 11}};
+  table["ScatterND"] = {convertScatterND, {11, 13, 16, 18}};
 }
