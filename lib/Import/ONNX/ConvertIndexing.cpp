@@ -430,8 +430,9 @@ static void convertPad(NodeContext &ctx) {
         return ctx.createValue<nn::ExpandOp>(fill, ctx.i64s(shape));
       if (mode == "edge") {
         Value edge = sliceAxis(ctx, x, axis, atStart ? 0 : dim - 1, 1);
-        return edge ? ctx.createValue<nn::ExpandOp>(edge, ctx.i64s(shape))
-                    : Value();
+        if (!edge || count == 1)
+          return edge;
+        return ctx.createValue<nn::ExpandOp>(edge, ctx.i64s(shape));
       }
       if (mode == "reflect")
         // x[count], ..., x[1] before; x[dim - 2], ..., x[dim - 1 - count]

@@ -549,6 +549,30 @@ static Value resize(NodeContext &ctx, Value x, const ResizeSpec &spec,
     }
     if (identity)
       continue;
+    // One tap of weight 1 per position (nearest, and linear at integral
+    // coordinates): a single gather.
+    std::vector<int64_t> single(out, -1);
+    for (int64_t o = 0; o < out; ++o) {
+      bool ok = taps->bias[o] == 0.0;
+      for (int64_t k = 0; ok && k < taps->taps; ++k) {
+        double w = taps->weight[o * taps->taps + k];
+        if (w == 1.0 && single[o] < 0)
+          single[o] = taps->index[o * taps->taps + k];
+        else if (w != 0.0)
+          ok = false;
+      }
+      if (!ok || single[o] < 0) {
+        single.clear();
+        break;
+      }
+    }
+    if (!single.empty()) {
+      x = ctx.createValue<nn::GatherOp>(
+          x, indexTable(ctx, {out}, std::move(single)), ctx.i64(axis));
+      if (x)
+        type = typeOf(x);
+      continue;
+    }
     // Weights broadcast along the dimensions after `axis`.
     SmallVector<int64_t> weightShape{out};
     weightShape.append(rank - axis - 1, 1);
