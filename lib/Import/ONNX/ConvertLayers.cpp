@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// ConvTranspose, Resize, Upsample, InstanceNormalization,
+// ConvTranspose, Resize, Upsample, MaxUnpool, InstanceNormalization,
 // MeanVarianceNormalization, LRN, GlobalMaxPool and LayerNormalization
 // (with its Mean / InvStdDev outputs). Each is a composition of existing nn
 // ops, so it is verified, lowered, differentiated and costed like them:
@@ -15,7 +15,8 @@
 //   tables computed at import (one `nn.gather` per tap), exactly as ONNX's
 //   reference interpolates one axis after the other;
 // - the normalizations are means, differences, square roots and quotients;
-// - LRN's window sum over channels is an `nn.average_pool`.
+// - LRN's window sum over channels is an `nn.average_pool`;
+// - MaxUnpool is an `nn.scatter_nd` of the values at their flat indices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -377,6 +378,114 @@ static void convertConvTranspose(NodeContext &ctx) {
   if (bias)
     y = binary<nn::AddOp>(ctx, y,
                           perChannel(ctx, bias, outChannels, n + 2));
+  if (y)
+    ctx.setOutput(0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// MaxUnpool
+//===----------------------------------------------------------------------===//
+
+static void convertMaxUnpool(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  RankedTensorType type = ctx.inputType(0, "X");
+  RankedTensorType indicesType = ctx.inputType(1, "I");
+  if (type.getRank() < 3 || indicesType.getShape() != type.getShape()) {
+    ctx.fail("input must be N x C x D1 ... Dn and the indices of its shape");
+    return;
+  }
+  if (!isa<IntegerType>(indicesType.getElementType())) {
+    ctx.fail("indices must be integers");
+    return;
+  }
+  size_t n = type.getRank() - 2;
+  auto kernel = ctx.intsAttr("kernel_shape");
+  if (!kernel || kernel->size() != n) {
+    if (!ctx.failed())
+      ctx.fail("attribute 'kernel_shape' with " + Twine(n) +
+               " entries is required");
+    return;
+  }
+  auto strides = spatialInts(ctx, "strides", n, 1, 1);
+  auto pads = strides ? spatialInts(ctx, "pads", 2 * n, 0, 0) : std::nullopt;
+  if (!pads)
+    return;
+  // The pooled input's shape; the indices address it flattened (N and C
+  // included), as MaxPool's Indices output does.
+  SmallVector<int64_t> shape(type.getShape().take_front(2));
+  for (size_t i = 0; i < n; ++i) {
+    int64_t size = (type.getDimSize(2 + i) - 1) * (*strides)[i] +
+                   (*kernel)[i] - (*pads)[i] - (*pads)[n + i];
+    if ((*kernel)[i] <= 0 || size <= 0 || size > kMaxDim) {
+      ctx.fail("kernel " + shapeToString(*kernel) +
+               " gives an empty or too large output");
+      return;
+    }
+    shape.push_back(size);
+  }
+  SmallVector<int64_t> outShape(shape);
+  if (ctx.hasInput(2)) {
+    auto given = ctx.constantInts(2, "output_shape");
+    if (!given)
+      return;
+    if (given->size() != shape.size()) {
+      ctx.fail("output_shape " + shapeToString(*given) + " has the wrong rank");
+      return;
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if ((*given)[d] < shape[d] || (*given)[d] > kMaxDim ||
+          (d < 2 && (*given)[d] != shape[d])) {
+        ctx.unsupported("output_shape " + shapeToString(*given) +
+                        " smaller than the unpooled shape " +
+                        shapeToString(shape));
+        return;
+      }
+    }
+    outShape = *given;
+  }
+  auto total = checkedNumElements(outShape);
+  if (!total || *total >= kMaxElements) {
+    ctx.fail("output shape " + shapeToString(outShape) + " is too large");
+    return;
+  }
+  int64_t count = type.getNumElements();
+  int64_t flat = *checkedNumElements(shape);
+  Type element = type.getElementType();
+  int64_t indexCount = indicesType.getNumElements();
+  auto indexSize = [&](int64_t) { return flat; };
+  if (const HostTensor *c = ctx.constantInput(1))
+    for (int64_t i = 0; i < indexCount; ++i)
+      if (c->getInt(i) < 0 || c->getInt(i) >= indexSize(i)) {
+        ctx.fail("index " + Twine(c->getInt(i)) + " is out of range for " +
+                 Twine(flat) + " unpooled elements");
+        return;
+      }
+  Value x = ctx.operand(0), indices = ctx.operand(1);
+  if (!x || !indices)
+    return;
+  Type i64 = ctx.builder().getI64Type();
+  if (indicesType.getElementType() != i64)
+    indices = ctx.createValue<nn::CastOp>(indices, TypeAttr::get(i64));
+  Value zeros = scalar(ctx, element, 0.0);
+  Value base = zeros ? ctx.createValue<nn::ExpandOp>(zeros, ctx.i64s({flat}))
+                     : Value();
+  Value y;
+  if (base)
+    y = ctx.createValue<nn::ScatterNDOp>(
+        base, reshape(ctx, indices, {count, 1}), reshape(ctx, x, {count}),
+        ctx.i64(0), StringAttr::get(ctx.getContext(), "none"));
+  y = reshape(ctx, y, shape);
+  // A larger output_shape adds zeros at the end of each spatial axis.
+  for (size_t d = 2; d < shape.size() && y; ++d) {
+    if (outShape[d] == shape[d])
+      continue;
+    SmallVector<int64_t> fillShape(typeOf(y).getShape());
+    fillShape[d] = outShape[d] - shape[d];
+    Value fill = ctx.createValue<nn::ExpandOp>(zeros, ctx.i64s(fillShape));
+    y = fill ? ctx.createValue<nn::ConcatOp>(ValueRange{y, fill}, ctx.i64(d))
+             : Value();
+  }
   if (y)
     ctx.setOutput(0, y);
 }
@@ -860,4 +969,5 @@ void onnx_import::registerLayerOps(OpTable &table) {
   table["ConvTranspose"] = {convertConvTranspose, {1, 11}};
   table["Resize"] = {convertResize, {10, 11, 13, 18, 19}};
   table["Upsample"] = {convertUpsample, {7, 9}};
+  table["MaxUnpool"] = {convertMaxUnpool, {9, 11}};
 }
