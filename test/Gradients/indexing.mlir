@@ -64,3 +64,13 @@ func.func @conv_transpose(%x: tensor<1x4x3x3xf64>, %w: tensor<4x1x3x2xf64>) -> t
       : (tensor<1x4x3x3xf64>, tensor<4x1x3x2xf64>) -> tensor<1x2x6x6xf64>
   return %0 : tensor<1x2x6x6xf64>
 }
+
+// A divisor broadcast along the last axis (as MeanVarianceNormalization's):
+// its gradient reduces `-(g / y) * z`, which CPU elementwise fusion turns
+// into a contraction-like generic; it must not become a GEMM (that dropped
+// the negation, flipping the gradient's sign).
+// CHECK: PASS @div_trailing_broadcast
+func.func @div_trailing_broadcast(%x: tensor<2x3xf64>, %y: tensor<2x1xf64> {gradcheck.positive}) -> tensor<2x3xf64> {
+  %0 = nn.div %x, %y : (tensor<2x3xf64>, tensor<2x1xf64>) -> tensor<2x3xf64>
+  return %0 : tensor<2x3xf64>
+}
