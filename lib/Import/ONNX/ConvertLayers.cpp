@@ -968,6 +968,7 @@ void onnx_import::registerLayerOps(OpTable &table) {
   table["GlobalMaxPool"] = {convertGlobalMaxPool, {1}};
   table["ConvTranspose"] = {convertConvTranspose, {1, 11}};
   table["Resize"] = {convertResize, {10, 11, 13, 18, 19}};
-  table["Upsample"] = {convertUpsample, {7, 9}};
+  // Upsample 1 (experimental height/width scales) is not handled.
+  table["Upsample"] = {convertUpsample, {1, 7, 9, 10}, 7};
   table["MaxUnpool"] = {convertMaxUnpool, {9, 11}};
 }
