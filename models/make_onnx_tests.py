@@ -340,6 +340,16 @@ def indexing_ops():
 
 
 @register
+def trilu_eyelike():
+    """Trilu on a run-time input (lower, k = -1) and EyeLike (k = 1, int64)."""
+    nodes = [node("Trilu", ["x", "k"], ["tl"], upper=0),
+             node("EyeLike", ["x"], ["eye"], k=1, dtype=I64)]
+    return model(nodes, [tensor("x", [3, 4])],
+                 [tensor("tl", None), tensor("eye", None)], [ints("k", -1)],
+                 opset=14)
+
+
+@register
 def layer_ops():
     """ConvTranspose (stride, pads, output_padding, group, bias), Resize
     (linear half_pixel with scales; nearest asymmetric with sizes), Upsample

@@ -110,6 +110,7 @@ SHAPE_ARGUMENTS = {
     "Unsqueeze": [1], "Split": [1], "Slice": [1, 2, 3, 4],
     "Pad": [1, 3], "Resize": [1, 2, 3], "Upsample": [1],
     "OneHot": [1], "Compress": [1], "Dropout": [1, 2], "MaxUnpool": [2],
+    "ConstantOfShape": [0], "Range": [0, 1, 2], "Trilu": [1],
 }
 
 
