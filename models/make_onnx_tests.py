@@ -396,6 +396,122 @@ def split18():
 
 
 @register
+def indexing_ops():
+    """GatherElements (negative axis), ScatterElements (add), GatherND
+    (batch_dims), ScatterND, Scatter (opset 9 form is not used: opset 13),
+    Tile, DepthToSpace (CRD), SpaceToDepth, Compress (constant condition),
+    OneHot (negative axis), Pad (reflect, edge, constant with a run-time
+    value, negative pads), Einsum (batched matmul, diagonal)."""
+    nodes = [
+        node("GatherElements", ["x", "gi"], ["ge"], axis=-1),
+        node("ScatterElements", ["x", "gi", "ge"], ["se"], axis=1,
+             reduction="add"),
+        node("GatherND", ["d3", "ni"], ["gn"], batch_dims=1),
+        node("ScatterND", ["x", "si", "su"], ["sn"]),
+        node("Tile", ["x", "reps"], ["ti"]),
+        node("DepthToSpace", ["img", ], ["d2s"], blocksize=2, mode="CRD"),
+        node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2),
+        node("Compress", ["x", "cond"], ["co"], axis=1),
+        node("OneHot", ["ids", "depth", "vals"], ["oh"], axis=-2),
+        node("Pad", ["x", "rpads"], ["pr"], mode="reflect"),
+        node("Pad", ["x", "epads"], ["pe"], name="pad_edge", mode="edge"),
+        node("Pad", ["x", "cpads", "cval"], ["pc"], name="pad_constant"),
+        node("Einsum", ["a", "b"], ["bmm"], equation="bij,bjk->bik"),
+        node("Einsum", ["sq"], ["diag"], name="einsum_diag",
+             equation="ii->i"),
+    ]
+    inits = [
+        ints("gi", [[0, -1], [2, 1], [3, 3]]), ints("ni", [[[0, 1]], [[-1, 0]]]),
+        ints("si", [[1], [-3]]), ints("reps", [2, 1]),
+        init("cond", np.array([True, False, True], np.bool_)),
+        ints("depth", 4), ints("rpads", [1, 2, 0, 1]),
+        ints("epads", [0, 1, 2, 0]), ints("cpads", [-1, 1, 0, 2]),
+    ]
+    ins = [tensor("x", [3, 4]), tensor("d3", [2, 3, 5]), tensor("su", [2, 4]),
+           tensor("img", [1, 8, 2, 3]), tensor("ids", [2, 3], I64),
+           tensor("vals", [2]), tensor("cval", []), tensor("a", [2, 3, 4]),
+           tensor("b", [2, 4, 5]), tensor("sq", [3, 3])]
+    outs = [tensor(n, None) for n in
+            ["ge", "se", "gn", "sn", "ti", "s2d", "co", "oh", "pr", "pe", "pc",
+             "bmm", "diag"]]
+    return model(nodes, ins, outs, inits, opset=16)
+
+
+@register
+def trilu_eyelike():
+    """Trilu on a run-time input (lower, k = -1) and EyeLike (k = 1, int64)."""
+    nodes = [node("Trilu", ["x", "k"], ["tl"], upper=0),
+             node("EyeLike", ["x"], ["eye"], k=1, dtype=I64)]
+    return model(nodes, [tensor("x", [3, 4])],
+                 [tensor("tl", None), tensor("eye", None)], [ints("k", -1)],
+                 opset=14)
+
+
+@register
+def layer_ops():
+    """ConvTranspose (stride, pads, output_padding, group, bias), Resize
+    (linear half_pixel with scales; nearest asymmetric with sizes), Upsample
+    (opset 9, Constant scales), InstanceNormalization, LRN,
+    MeanVarianceNormalization, GlobalMaxPool, LayerNormalization with its
+    Mean and InvStdDev outputs."""
+    nodes = [
+        node("ConvTranspose", ["x", "w", "ctb"], ["ct"], strides=[2, 2],
+             pads=[1, 0, 0, 0], output_padding=[1, 0], group=2),
+        node("Resize", ["x", "", "scales"], ["rl"], mode="linear"),
+        node("Resize", ["x", "", "", "sizes"], ["rn"], name="resize_nearest",
+             coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        node("InstanceNormalization", ["x", "s", "bias"], ["inorm"]),
+        node("LRN", ["x"], ["lrn"], size=3),
+        node("MeanVarianceNormalization", ["x"], ["mvn"]),
+        node("GlobalMaxPool", ["x"], ["gmp"]),
+        node("LayerNormalization", ["x", "g"], ["ln", "mean", "inv"], axis=2),
+    ]
+    inits = [init("w", weights(1, 2, 3, 3, 2)), init("ctb", weights(5, 6)),
+             init("bias", weights(2, 2)),
+             init("s", weights(3, 2)), init("g", weights(4, 3, 3)),
+             ints("sizes", [1, 2, 5, 4])]
+    scales = const("scales", np.array([1, 1, 2, 1.5], np.float32))
+    outs = [tensor(n, None) for n in
+            ["ct", "rl", "rn", "inorm", "lrn", "mvn", "gmp", "ln", "mean",
+             "inv"]]
+    return model([scales] + nodes, [tensor("x", [1, 2, 3, 3])], outs, inits,
+                 opset=17)
+
+
+@register
+def upsample9_const():
+    """Upsample (opset 9) with its scales from a Constant node."""
+    return old_model([const("scales", np.array([1, 1, 2, 3], np.float32)),
+                      node("Upsample", ["x", "scales"], ["y"])],
+                     [tensor("x", [1, 1, 2, 2])], [tensor("y", None)],
+                     opset=9, ir_version=4)
+
+
+@register
+def gather_elements_oob():
+    """GatherElements with a constant index past the axis (error)."""
+    return model([node("GatherElements", ["x", "i"], ["y"], axis=1)],
+                 [tensor("x", [2, 3])], [tensor("y", None)],
+                 [ints("i", [[0, 3], [1, 2]])])
+
+
+@register
+def einsum_broadcast():
+    """Einsum broadcasting a batch dimension (not supported)."""
+    return model([node("Einsum", ["a", "b"], ["y"], equation="bij,bjk->bik")],
+                 [tensor("a", [1, 2, 3]), tensor("b", [4, 3, 2])],
+                 [tensor("y", None)], opset=13)
+
+
+@register
+def pad_reflect_large():
+    """Reflect padding wider than the axis (not supported)."""
+    return model([node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                 [tensor("x", [2, 3])], [tensor("y", None)],
+                 [ints("p", [0, 3, 0, 0])], opset=13)
+
+
+@register
 def opset21():
     """A small graph at opset 21 (the newest supported)."""
     nodes = [node("Unsqueeze", ["x", "axes"], ["u"]),

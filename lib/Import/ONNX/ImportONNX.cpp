@@ -1321,6 +1321,23 @@ void NodeContext::setOutput(size_t i, HostTensor constant) {
   v.constant = std::make_shared<const HostTensor>(std::move(constant));
 }
 
+Value NodeContext::constantValue(const HostTensor &t) {
+  if (failed())
+    return nullptr;
+  std::string why;
+  RankedTensorType type = importer.typeOf(t, why);
+  if (!type) {
+    fail(why);
+    return nullptr;
+  }
+  if (!importer.budget.charge(t.numElements(), why)) {
+    fail(why);
+    return nullptr;
+  }
+  ElementsAttr attr = importer.toElementsAttr(t, type, "");
+  return nn::ConstantOp::create(builder(), loc, attr).getResult();
+}
+
 void NodeContext::setOutputAlias(size_t i, const ImportedValue &value) {
   if (i >= numOutputs() || node.output(int(i)).empty())
     return;
@@ -1490,6 +1507,8 @@ const OpTable &onnx_import::getOpTable() {
     registerElementwiseOps(t);
     registerShapeOps(t);
     registerNeuralOps(t);
+    registerIndexingOps(t);
+    registerLayerOps(t);
     return t;
   }();
   return table;
