@@ -3,7 +3,7 @@
 # sanitized tree of scripts/sanitize.sh (build-sanitize/, or
 # $PIPEDREAM_SANITIZE_BUILD_DIR), which it configures and builds as needed.
 #   scripts/fuzz.sh [TARGET...] [--runs N] [--max-time S] [--jobs J]
-#                   [-- LIBFUZZER_FLAGS...]
+#                   [--no-build] [-- LIBFUZZER_FLAGS...]
 #   scripts/fuzz.sh --list
 # No TARGET: every target, one after the other. Defaults: --runs 1000000,
 # --max-time 600 (seconds per target; whichever comes first). Each target
@@ -19,12 +19,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${PIPEDREAM_SANITIZE_BUILD_DIR:-$root/build-sanitize}
 all=(import-onnx npy npz bundle-json checkpoint schedule-csv profile-json)
-runs=1000000 max_time=600 jobs=${JOBS:-$(nproc)} targets=() extra=()
+runs=1000000 max_time=600 jobs=${JOBS:-$(nproc)} targets=() extra=() build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift ;;
     --max-time) max_time=$2; shift ;;
     --jobs) jobs=$2; shift ;;
+    --no-build) build=0 ;;
     --list) printf '%s\n' "${all[@]}"; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
@@ -40,11 +41,13 @@ while [ $# -gt 0 ]; do
 done
 [ "${#targets[@]}" -gt 0 ] || targets=("${all[@]}")
 
-PIPEDREAM_SANITIZE_BUILD_DIR=$dir "$root/scripts/sanitize.sh" --no-deps \
-  --configure-only
-build_targets=()
-for t in "${targets[@]}"; do build_targets+=("pipedream-$t-fuzzer"); done
-cmake --build "$dir" -j "$jobs" --target "${build_targets[@]}"
+if [ "$build" = 1 ]; then
+  PIPEDREAM_SANITIZE_BUILD_DIR=$dir "$root/scripts/sanitize.sh" --no-deps \
+    --configure-only
+  build_targets=()
+  for t in "${targets[@]}"; do build_targets+=("pipedream-$t-fuzzer"); done
+  cmake --build "$dir" -j "$jobs" --target "${build_targets[@]}"
+fi
 for t in "${targets[@]}"; do
   [ -x "$dir/bin/pipedream-$t-fuzzer" ] || {
     echo "fuzz.sh: $dir/bin/pipedream-$t-fuzzer was not built" >&2; exit 1; }
@@ -55,7 +58,6 @@ source "$root/scripts/sanitizer-env.sh"
 out=$dir/fuzz
 mkdir -p "$out"
 summary=$out/summary.txt
-: > "$summary"
 status=0
 for t in "${targets[@]}"; do
   corpus=$out/corpus/$t artifacts=$out/artifacts/$t/ log=$out/$t.log

@@ -328,11 +328,13 @@ CheckpointManifest parseCheckpointManifest(const std::string &text,
       view.bytes.push_back(files[r].at("bytes").get<uint64_t>());
       view.crcs.push_back(files[r].at("crc32").get<uint64_t>());
     }
-  } catch (const Error &) {
-    throw;
+  } catch (const Error &e) {
+    // Names quoted from the file may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
   } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT,
-                path + ": corrupt checkpoint manifest (" + e.what() + ")");
+    throw Error(PD_ERROR_FORMAT, oneLine(path + ": corrupt checkpoint "
+                                                "manifest (" +
+                                         e.what() + ")"));
   }
   return view;
 }
@@ -342,8 +344,9 @@ nlohmann::json parseRankFileHeader(const std::string &bytes,
                                    const CheckpointManifest &m, size_t rank) {
   nlohmann::json header;
   const std::string corrupt =
-      path + ": corrupt checkpoint file (rank " + std::to_string(rank) +
-      " of step " + std::to_string(m.step) + "): ";
+      oneLine(path + ": corrupt checkpoint file (rank " +
+              std::to_string(rank) + " of step " + std::to_string(m.step) +
+              "): ");
   if (bytes.size() != m.bytes[rank])
     throw Error(PD_ERROR_FORMAT,
                 corrupt + "it has " + std::to_string(bytes.size()) +
@@ -404,10 +407,11 @@ nlohmann::json parseRankFileHeader(const std::string &bytes,
                                      type.shape.size()) +
                         " needs " + std::to_string(type.numBytes));
     }
-  } catch (const Error &) {
-    throw;
+  } catch (const Error &e) {
+    throw Error(e.status, oneLine(e.what()));
   } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT, corrupt + "bad header (" + e.what() + ")");
+    throw Error(PD_ERROR_FORMAT,
+                oneLine(corrupt + "bad header (" + e.what() + ")"));
   }
   return header;
 }
@@ -542,8 +546,10 @@ uint64_t checkpointStep(const std::string &dir) {
   return readManifest(dir).step;
 }
 
-uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
-                        size_t rank, size_t ranks) {
+namespace {
+
+uint64_t loadCheckpointImpl(pd_bundle &bundle, const std::string &dir,
+                            size_t rank, size_t ranks) {
   ManifestView m = readManifest(dir);
   std::string manifestPath = dir + "/" + kManifestName;
   std::string ours = fingerprint(bundle);
@@ -616,6 +622,18 @@ uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
                 buffer.type.numBytes);
   }
   return m.step;
+}
+
+} // namespace
+
+uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
+                        size_t rank, size_t ranks) {
+  try {
+    return loadCheckpointImpl(bundle, dir, rank, ranks);
+  } catch (const Error &e) {
+    // Names quoted from the checkpoint (buffers, model) may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
+  }
 }
 
 } // namespace runtime

@@ -42,6 +42,27 @@ constexpr size_t kMagicSize = sizeof(kMagic);
 /// numpy aligns the data of .npy files to 64 bytes (ARRAY_ALIGN).
 constexpr size_t kHeaderAlign = 64;
 
+/// `text` for a one-line message: control and non-ASCII bytes as \xNN,
+/// cut after 64 characters (names and dtypes come from the file).
+std::string printable(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == 64) {
+      out += "...";
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 /// Parses the Python dict literal of an .npy header: string keys, and
 /// values that are strings, True/False or tuples of integers.
 class HeaderParser {
@@ -63,7 +84,7 @@ public:
         return fail("expected a quoted key", error);
       skipSpace();
       if (!consume(':'))
-        return fail("expected ':' after '" + key + "'", error);
+        return fail("expected ':' after '" + printable(key) + "'", error);
       skipSpace();
       if (key == "descr") {
         if (pos < text.size() && text[pos] == '[')
@@ -88,7 +109,7 @@ public:
                       error);
         sawShape = true;
       } else {
-        return fail("unexpected key '" + key + "'", error);
+        return fail("unexpected key '" + printable(key) + "'", error);
       }
       skipSpace();
       if (consume(','))
@@ -329,7 +350,7 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
     if (body != entry.body)
       continue;
     if (order == '>' && pd_dtype_size(entry.dtype) > 1) {
-      error = "big-endian dtype '" + descr +
+      error = "big-endian dtype '" + printable(descr) +
               "' is not supported (convert with .astype('<" + body + "'))";
       return false;
     }
@@ -337,9 +358,9 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
     return true;
   }
   if (body == "O")
-    error = "object arrays ('" + descr + "') are not supported";
+    error = "object arrays ('" + printable(descr) + "') are not supported";
   else
-    error = "numpy dtype '" + descr +
+    error = "numpy dtype '" + printable(descr) +
             "' has no pipedream equivalent (supported: <f4 <f8 <f2 <i8 <i4 "
             "|i1 |u1 |b1, and <u2 for bf16 bit patterns)";
   return false;
@@ -536,25 +557,27 @@ bool readArchive(zip_t *archive, const std::string &prefix, NamedArrays &out,
       return false;
     }
     std::string member = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "";
+    // For messages: names come from the file.
+    const std::string shown = printable(member);
     if (!member.empty() && member.back() == '/')
       continue; // A directory entry; np.savez writes none.
     if (!endsWith(member, ".npy")) {
-      error = prefix + "member '" + member + "' is not an .npy array";
+      error = prefix + "member '" + shown + "' is not an .npy array";
       return false;
     }
     std::string name = member.substr(0, member.size() - 4);
     if (!names.insert(name).second) {
-      error = prefix + "duplicate array '" + name + "'";
+      error = prefix + "duplicate array '" + printable(name) + "'";
       return false;
     }
     if (!(st.valid & ZIP_STAT_SIZE)) {
-      error = prefix + "member '" + member + "' has no size";
+      error = prefix + "member '" + shown + "' has no size";
       return false;
     }
     zip_file_t *file =
         zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
     if (!file) {
-      error = prefix + "member '" + member +
+      error = prefix + "member '" + shown +
               "': cannot open: " + zip_strerror(archive);
       return false;
     }
@@ -571,7 +594,7 @@ bool readArchive(zip_t *archive, const std::string &prefix, NamedArrays &out,
       bytes.resize(static_cast<size_t>(done + want));
       zip_int64_t n = zip_fread(file, bytes.data() + done, want);
       if (n < 0) {
-        error = prefix + "member '" + member +
+        error = prefix + "member '" + shown +
                 "': corrupt data: " + zip_file_strerror(file);
         return false;
       }
@@ -584,14 +607,14 @@ bool readArchive(zip_t *archive, const std::string &prefix, NamedArrays &out,
     char extra;
     zip_int64_t tail = zip_fread(file, &extra, 1);
     if (done != st.size || tail != 0) {
-      error = prefix + "member '" + member + "': corrupt data: " +
+      error = prefix + "member '" + shown + "': corrupt data: " +
               (tail < 0 ? std::string(zip_file_strerror(file))
                         : std::string("size does not match the directory"));
       return false;
     }
     Array array;
     if (!parseNpy(bytes.data(), bytes.size(), array, error)) {
-      error = prefix + "array '" + name + "': " + error;
+      error = prefix + "array '" + printable(name) + "': " + error;
       return false;
     }
     out.emplace_back(std::move(name), std::move(array));
