@@ -947,8 +947,9 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error &e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+  } catch (const json::exception &e) {
+    // parse_error, and out_of_range for a number like 1e999. Drop
+    // nlohmann's "[json.exception.parse_error.101] " prefix.
     std::string what = e.what();
     size_t close = what.find("] ");
     if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
