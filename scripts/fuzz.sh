@@ -78,8 +78,8 @@ for t in "${targets[@]}"; do
     > "$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
-  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)
+  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 || true)
   found=$(find "$artifacts" -type f | wc -l)
   result=ok
   if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
