@@ -1079,6 +1079,15 @@ GraphImporter::run(onnx::ModelProto &model) {
            "' is not defined by any node, input or initializer");
       return failure();
     }
+    std::string why;
+    if (respec && !respec->checkOutput(out.name(), why)) {
+      fail("cannot re-specialize the static batch " +
+           Twine(respec->getOldBatch()) + " to " +
+           Twine(respec->getNewBatch()) + ": " + why +
+           "; export the model with a dynamic batch axis "
+           "(torch.onnx.export dynamic_axes)");
+      return failure();
+    }
     results.push_back(materialize(it->second, out.name()));
     resultNames.push_back(out.name());
   }
