@@ -987,6 +987,16 @@ GraphImporter::run(onnx::ModelProto &model) {
   (*module)->setAttr(import_attrs::kProducer,
                      b.getStringAttr(sanitize(producer)));
   (*module)->setAttr(import_attrs::kOpset, b.getI64IntegerAttr(opset));
+  {
+    // For --train's error on an initializer that cannot be trained.
+    SmallVector<Attribute> constantNames;
+    for (const auto &init : graph.initializer())
+      if (!isFloatDType(init.data_type()))
+        constantNames.push_back(b.getStringAttr(init.name()));
+    if (!constantNames.empty())
+      (*module)->setAttr(import_attrs::kConstantInitializers,
+                         b.getArrayAttr(constantNames));
+  }
 
   builder.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(builder, fileLoc, "main",

@@ -63,6 +63,10 @@ inline constexpr llvm::StringLiteral kModel = "onnx.model";
 inline constexpr llvm::StringLiteral kProducer = "onnx.producer";
 /// Opset version of the default ONNX domain (i64).
 inline constexpr llvm::StringLiteral kOpset = "onnx.opset";
+/// Names of the integer and bool initializers, which the importer makes
+/// constants (array of strings; absent when there are none).
+inline constexpr llvm::StringLiteral kConstantInitializers =
+    "onnx.constant_initializers";
 } // namespace import_attrs
 
 /// Adds the dialects an imported module uses (nn, func) to `registry`.

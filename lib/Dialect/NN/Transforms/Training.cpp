@@ -26,6 +26,7 @@
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Autodiff.h"
+#include "pipedream/Dialect/NN/Transforms/Trainable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -107,18 +108,6 @@ std::string argName(func::FuncOp func, unsigned index) {
   return "arg" + std::to_string(index);
 }
 
-/// Whether every use of `arg` is as running mean/variance of a
-/// BatchNormalization (a statistic, not a trainable weight).
-bool isRunningStatistic(BlockArgument arg) {
-  if (arg.use_empty())
-    return false;
-  for (OpOperand &use : arg.getUses()) {
-    auto bn = dyn_cast<BatchNormalizationOp>(use.getOwner());
-    if (!bn || (use.get() != bn.getMean() && use.get() != bn.getVar()))
-      return false;
-  }
-  return true;
-}
 
 } // namespace
 

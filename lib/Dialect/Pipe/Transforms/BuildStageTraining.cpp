@@ -299,6 +299,9 @@ void BuildStageTrainingPass::runOnOperation() {
       }
       DictionaryAttr attrs = driver.getArgAttrDict(arg.getArgNumber());
       stageFn.setArgAttrs(i, attrs);
+      // nn-mark-trainable's decision: no gradient, not in the update.
+      if (driver.getArgAttr(arg.getArgNumber(), NNNames::kFrozenAttrName))
+        frozen[i] = true;
       stageFn.removeArgAttr(i, PipeDialect::kStageAttrName);
       if (!nn::isParamArgument(driver, arg.getArgNumber())) {
         auto name = driver.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
