@@ -749,12 +749,17 @@ CompileResult pipedream::compile(const CompileOptions &options) {
                     " is a training flag; it does not apply to --inference");
   } else {
     if (f.loss.empty())
-      return fail("training needs a loss: pass --loss cross-entropy|mse (or "
+      return fail("training needs a loss: pass --loss cross-entropy|mse|none (or "
                   "--inference for a forward-only bundle)");
     std::optional<pipedream::nn::LossKind> loss =
         pipedream::nn::parseLossKind(f.loss);
     if (!loss)
-      return fail("--loss " + f.loss + ": expected cross-entropy or mse");
+      return fail("--loss " + f.loss +
+                  ": expected cross-entropy, mse or none (the model's first "
+                  "output is the loss)");
+    if (*loss == pipedream::nn::LossKind::None && f.o.labelsName.has_value())
+      return fail("--labels-name does not apply to --loss none (the labels, "
+                  "if any, are ordinary graph inputs)");
     trainingOptions.loss = *loss;
     trainingOptions.labelsName = f.labelsName;
     int64_t m = f.o.microbatches ? *f.o.microbatches : 1;
@@ -934,7 +939,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         {"eps", o.eps}};
     llvm::json::Object section{
         {"loss", pipedream::nn::stringifyLossKind(t.loss)},
-        {"labels", t.labelsName},
         {"microbatches", t.microbatches},
         {"microbatch_size", trainingInfo->microbatchSize},
         {"batch_size", t.microbatches * trainingInfo->microbatchSize},
@@ -942,6 +946,8 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         {"step_function", "train_microbatch"},
         {"update_function", "update"},
         {"optimizer", std::move(optimizer)}};
+    if (t.loss != pipedream::nn::LossKind::None)
+      section["labels"] = t.labelsName;
     if (t.loss == pipedream::nn::LossKind::CrossEntropy)
       section["num_classes"] = trainingInfo->numClasses;
     // Informational (the runtime reads the roles of the functions).

@@ -23,6 +23,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -438,6 +439,9 @@ public:
   llvm::StringMap<ImportedValue> values;
   /// Names read by some node or listed as graph outputs.
   llvm::StringSet<> used;
+  /// Arguments (by number) converters declared constants of the model
+  /// (NodeContext::markFrozenWeight): they get `nn.frozen`.
+  llvm::DenseSet<unsigned> frozenArgs;
   /// Node name -> "node 'N' (op 'X', opset V)", to name verifier errors.
   llvm::StringMap<std::string> nodeHeaders;
   /// First error diagnostic seen during import.
@@ -1106,6 +1110,9 @@ GraphImporter::run(onnx::ModelProto &model) {
     if (i >= numInputs)
       attrs.push_back(
           b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
+    if (i >= numInputs && frozenArgs.contains(unsigned(i)))
+      attrs.push_back(
+          b.getNamedAttr(nn::NNDialect::kFrozenAttrName, b.getUnitAttr()));
     func.setArgAttrs(argIndex++, attrs);
   }
   for (auto [i, name] : llvm::enumerate(resultNames))
@@ -1182,6 +1189,16 @@ ImportedValue *NodeContext::input(size_t i) {
     return nullptr;
   auto it = importer.values.find(node.input(int(i)));
   return it == importer.values.end() ? nullptr : &it->second;
+}
+
+void NodeContext::markFrozenWeight(size_t i) {
+  ImportedValue *v = input(i);
+  if (!v || !v->value)
+    return;
+  auto arg = dyn_cast<BlockArgument>(v->value);
+  if (arg && arg.getOwner()->getParentOp() &&
+      isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    importer.frozenArgs.insert(arg.getArgNumber());
 }
 
 const HostTensor *NodeContext::constantInput(size_t i) {
@@ -1450,6 +1467,7 @@ const OpTable &onnx_import::getOpTable() {
     registerElementwiseOps(t);
     registerShapeOps(t);
     registerNeuralOps(t);
+    registerLossOps(t);
     return t;
   }();
   return table;

@@ -170,6 +170,12 @@ void BuildStageTrainingPass::runOnOperation() {
                        << "'";
     return signalPassFailure();
   }
+  if (*lossKind == nn::LossKind::None) {
+    module.emitError() << "pipe-build-stage-training: loss 'none' (the "
+                          "model's own loss output) is single-rank only; "
+                          "pipelines take --loss cross-entropy or mse";
+    return signalPassFailure();
+  }
   nn::OptimizerOptions opt;
   opt.kind = *optimizerKind;
   opt.lr = lr;

@@ -78,7 +78,7 @@ def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
     Option<"function", "function", "std::string", "\"main\"",
            "The inference function to train">,
     Option<"loss", "loss", "std::string", "\"cross-entropy\"",
-           "cross-entropy or mse">,
+           "cross-entropy, mse, or none (the first result is the loss)">,
     Option<"labelsName", "labels-name", "std::string", "\"labels\"",
            "Name of the labels input">,
     Option<"microbatches", "microbatches", "int64_t", "1",
