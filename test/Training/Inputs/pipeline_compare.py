@@ -198,6 +198,17 @@ def python_pipeline(bundle, data, steps):
                 raise RuntimeError("deadlock: every rank waits on a recv or "
                                    "an all-reduce")
         losses.append(sum(step_losses.values()) / len(step_losses))
+    # A weight several ranks hold (tied weights) is one parameter: every
+    # copy, and its optimizer state, must be the same on all of them.
+    seen = {}
+    for rank, mine in enumerate(persistent):
+        for name, arr in mine.items():
+            if name.startswith("grad:"):
+                continue
+            if name in seen and not np.array_equal(seen[name][1], arr):
+                raise RuntimeError(f"'{name}' differs between rank "
+                                   f"{seen[name][0]} and rank {rank}")
+            seen.setdefault(name, (rank, arr))
     final = {}
     for mine in persistent:
         for name, arr in mine.items():
@@ -236,7 +247,8 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
     import copy
     settings = argparse.Namespace(
         optimizer=args.optimizer, lr=0.05, momentum=0.9, weight_decay=0.0,
-        eps=1e-8, microbatches=args.microbatches,
+        eps=args.eps if args.eps is not None else 1e-8,
+        microbatches=args.microbatches,
         microbatch_size=args.microbatch_size, steps=args.steps)
     tied = copy.deepcopy(model).double()
     untied = copy.deepcopy(model).double()
@@ -299,6 +311,9 @@ def main():
                    default="python")
     p.add_argument("--work")
     p.add_argument("--torch", action="store_true")
+    p.add_argument("--eps", type=float, default=None,
+                   help="Adam epsilon (torch_compare.py explains when a "
+                        "larger one is needed)")
     args = p.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="pipeline-compare-")
     os.makedirs(work, exist_ok=True)
@@ -358,6 +373,8 @@ def main():
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer",
               args.optimizer, "--lr", "0.05", "--microbatches", str(m),
               "--batch-size", str(m * b)]
+    if args.eps is not None:
+        common += ["--eps", repr(args.eps)]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     subprocess.run([compile_, *common, "-o", single], check=True)
