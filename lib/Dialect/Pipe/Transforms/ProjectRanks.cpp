@@ -193,6 +193,12 @@ pipedream::pipe::gradientAccumulators(FunctionOpInterface fn) {
         name.getValue().starts_with("grad:"))
       out[name.getValue().drop_front(5).str()] = fn.getArgumentTypes()[i];
   }
+  // A result that updates the accumulator adds into it too.
+  for (unsigned j = 0, e = fn.getNumResults(); j < e; ++j)
+    if (auto updates = fn.getResultAttrOfType<StringAttr>(j, "nn.updates");
+        updates && updates.getValue().starts_with("grad:"))
+      out.insert({updates.getValue().drop_front(5).str(),
+                  fn.getResultTypes()[j]});
   return out;
 }
 

@@ -41,7 +41,8 @@ mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
 schedule::Schedule scheduleOfProgram(ProgramOp program);
 
 /// The gradient accumulators a stage function binds (`nn.role = "grad"`
-/// arguments named `grad:<w>`), by weight name `<w>`, with their types.
+/// arguments named `grad:<w>`, or results with `nn.updates = "grad:<w>"`),
+/// by weight name `<w>`, with their types.
 std::map<std::string, mlir::Type>
 gradientAccumulators(mlir::FunctionOpInterface fn);
 
