@@ -212,10 +212,12 @@ void recordInstruction(pd_pipeline &p, const PipelineInstruction &ins,
   using Op = PipelineInstruction::Op;
   static const char *const names[] = {"input", "call", "send", "recv",
                                       "loss",  "all_reduce"};
+  // all_reduce events name the accumulator they sum as their function.
   const char *function =
       ins.op == Op::Call
           ? p.bundle->manifest.functions[ins.function].name.c_str()
-          : "";
+      : ins.op == Op::AllReduce ? ins.name.c_str()
+                                : "";
   bool message = ins.op == Op::Send || ins.op == Op::Recv;
   p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
               ins.stage, ins.microbatch,
