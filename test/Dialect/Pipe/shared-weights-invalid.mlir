@@ -65,7 +65,7 @@ pipe.program @train schedule #pipe.schedule<kind = gpipe, stages = 3, microbatch
   %g = pipe.call_stage B @s1_B() stage 1 microbatch 0 : () -> tensor<2x4xf32>
   %h = pipe.transfer %g from stage 1 to stage 0 : tensor<2x4xf32>
   pipe.call_stage B @s0_B(%h) stage 0 microbatch 0 : (tensor<2x4xf32>) -> ()
-  // expected-error @+1 {{the all-reduce of 'grad:w' must list exactly the stages whose B adds into it}}
+  // expected-error @+1 {{the all-reduce of 'grad:w' must list exactly the stages whose B adds into it or whose U applies it}}
   pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<2>] microbatch 0 : tensor<4xf32>
   pipe.call_stage U @s0_U() stage 0 microbatch 0 : () -> ()
   pipe.call_stage U @s1_U() stage 1 microbatch 0 : () -> ()

@@ -415,7 +415,7 @@ LogicalResult AllReduceGradOp::verify() {
       return emitOpError() << "stage " << stage
                            << " is out of range for the schedule "
                            << schedule;
-  if (getMicrobatch() >= schedule.getNumMicrobatches())
+  if (static_cast<int64_t>(getMicrobatch()) >= schedule.getNumMicrobatches())
     return emitOpError() << "microbatch " << getMicrobatch()
                          << " is out of range for a schedule of "
                          << schedule.getNumMicrobatches() << " microbatches";

@@ -281,6 +281,15 @@ void BuildStageTrainingPass::runOnOperation() {
             {{name.getValue().str(), c.stage.getIndex()}, (int64_t)v});
     }
 
+  auto isFirstReaderOnRank = [&](func::FuncOp stageFn, unsigned i,
+                                 int64_t rank, int64_t v) {
+    auto name = stageFn.getArgAttrOfType<StringAttr>(i, NNNames::kNameAttrName);
+    if (!name)
+      return true;
+    auto it = firstReaderOnRank.find({name.getValue().str(), rank});
+    return it == firstReaderOnRank.end() || it->second == v;
+  };
+
   OpBuilder b(ctx);
   SmallVector<Operation *> toErase{driver};
   int64_t dropoutsBefore = 0;
@@ -442,12 +451,7 @@ void BuildStageTrainingPass::runOnOperation() {
       if (nn::isParamArgument(stageFn, i) && !frozen[i] &&
           !callee.getArgument(i).use_empty() &&
           isa<FloatType>(getElementTypeOrSelf(stageFn.getArgumentTypes()[i])) &&
-          firstReaderOnRank[{stageFn
-                                 .getArgAttrOfType<StringAttr>(
-                                     i, NNNames::kNameAttrName)
-                                 .getValue()
-                                 .str(),
-                             c.stage.getIndex()}] == (int64_t)v)
+          isFirstReaderOnRank(stageFn, i, c.stage.getIndex(), v))
         weights.push_back(
             {stageFn.getArgAttrOfType<StringAttr>(i, NNNames::kNameAttrName)
                  .getValue()

@@ -245,8 +245,8 @@ RankEvents projectMessages(const Schedule &s) {
     std::string reader = std::string(1, opLetter(a.op)) + " of stage " +
                          std::to_string(to) + " micro-batch " +
                          std::to_string(a.microbatch);
-    out[r].push_back({Event::Send, d, tag, type, ""});
-    out[d].push_back({Event::Recv, r, tag, type, reader});
+    out[r].push_back({Event::Send, d, tag, type, "", {}});
+    out[d].push_back({Event::Recv, r, tag, type, reader, {}});
   }
   // Sink every receive past the local work after it, up to the next message
   // or the action that reads it (its `what`).

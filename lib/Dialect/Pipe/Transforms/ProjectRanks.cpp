@@ -127,10 +127,10 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
       if (auto send = dyn_cast<SendOp>(op)) {
         e = {sched::Event::Send, (int64_t)send.getPeer(),
              (int64_t)send.getTag(), typeString(send.getInput().getType()),
-             ""};
+             "", {}};
       } else if (auto recv = dyn_cast<RecvOp>(op)) {
         e = {sched::Event::Recv, (int64_t)recv.getPeer(),
-             (int64_t)recv.getTag(), typeString(recv.getType()), ""};
+             (int64_t)recv.getTag(), typeString(recv.getType()), "", {}};
       } else if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
         e.kind = sched::Event::Collective;
         SmallVector<int64_t> group = reduce.getRanks();
@@ -215,7 +215,9 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
   };
   // Which weights are summed: those in some all-reduce, and (global view)
   // those whose accumulator stages of two ranks add into.
-  std::map<std::string, std::set<int64_t>> addingStages, addingRanks;
+  // Stages whose B/W add into or whose U applies grad:<w>, and the ranks
+  // whose U applies it (the holders).
+  std::map<std::string, std::set<int64_t>> stagesOf, holders;
   std::set<std::string> reduced;
   for (Operation &op : program.getBody().front()) {
     if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
@@ -223,17 +225,21 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
       continue;
     }
     auto call = dyn_cast<CallStageOp>(op);
-    if (!call || call.getAction() !=
-                     (splits ? ActionKind::WeightGrad : ActionKind::Backward))
+    if (!call)
+      continue;
+    bool update = call.getAction() == ActionKind::Update;
+    if (!update && call.getAction() != (splits ? ActionKind::WeightGrad
+                                               : ActionKind::Backward))
       continue;
     for (auto &[name, type] : accumulatorsOf(call)) {
-      addingStages[name].insert(call.getStage().getVirtualIndex(k));
-      addingRanks[name].insert(call.getStage().getRank());
+      stagesOf[name].insert(call.getStage().getVirtualIndex(k));
+      if (update)
+        holders[name].insert(call.getStage().getRank());
     }
   }
   std::set<std::string> summed = reduced;
   if (global)
-    for (auto &[name, ranks] : addingRanks)
+    for (auto &[name, ranks] : holders)
       if (ranks.size() >= 2)
         summed.insert(name);
   if (summed.empty())
@@ -247,14 +253,15 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
         std::set<int64_t> stages;
         for (auto stage : reduce.getStages().getAsRange<StageAttr>())
           stages.insert(stage.getVirtualIndex(k));
-        if (stages != addingStages[name])
+        if (stages != stagesOf[name])
           return reduce.emitError()
                  << "the all-reduce of '" << reduce.getGradName()
                  << "' must list exactly the stages whose "
-                 << (splits ? "W" : "B") << " adds into it";
+                 << (splits ? "W" : "B") << " adds into it or whose U "
+                 << "applies it";
       }
       for (int64_t r : reduce.getRanks()) {
-        if (!global && r != *program.getRank())
+        if (!global && r != static_cast<int64_t>(*program.getRank()))
           continue;
         Operation *&at = reducedAt[{r, name}];
         if (at)

@@ -258,50 +258,54 @@ void UnrollSchedulePass::runOnOperation() {
       order.push_back({sim.timeline[r][i].start, r, (int64_t)i});
   std::sort(order.begin(), order.end());
 
-  // Shared weights (docs/Pipe.md, "Shared weights"): a weight whose
-  // accumulator `grad:<w>` the B (W when split) of stages on two or more
-  // ranks add into is one parameter. Before each update of it, every rank
-  // of the group sums its accumulator with the others'
+  // Shared weights (docs/Pipe.md, "Shared weights"): a weight whose copies
+  // the U of stages on two or more ranks update is one parameter (each
+  // holder's B, W when split, adds its part into the rank's `grad:<w>`; a
+  // holder whose reads carry no gradient adds nothing). Before each update
+  // of it, every holder sums its accumulator with the others'
   // (pipe.all_reduce_grad), right before the U of the stage that applies it
   // on that rank (pipe-build-stage-training gives each rank one).
   struct SharedWeight {
     std::string name;
     Type type;
-    SmallVector<int64_t> stages;         // virtual stages adding into it
+    SmallVector<int64_t> stages;         // virtual stages adding into or applying it
     std::map<int64_t, int64_t> ownerOf;  // rank -> virtual stage whose U applies it
   };
   std::map<std::string, SharedWeight> sharedByName;
   {
     char gradLetter = config.splitsBackward() ? 'W' : 'B';
-    std::map<std::string, std::set<int64_t>> ranksOf;
+    std::map<std::string, std::set<int64_t>> stagesOf, addingRanks;
     for (int64_t v = 0; v < numStages; ++v)
-      for (auto &[name, type] : gradientAccumulators(fnOf(v, gradLetter))) {
+      for (auto &[name, type] : gradientAccumulators(fnOf(v, 'U'))) {
         SharedWeight &w = sharedByName[name];
         w.name = name;
         w.type = type;
-        w.stages.push_back(v);
-        ranksOf[name].insert(v % k);
-      }
-    for (int64_t v = 0; v < numStages; ++v)
-      for (auto &[name, type] : gradientAccumulators(fnOf(v, 'U'))) {
-        auto it = sharedByName.find(name);
-        if (it == sharedByName.end())
-          continue;
-        if (!it->second.ownerOf.insert({v % k, v}).second)
+        stagesOf[name].insert(v);
+        if (!w.ownerOf.insert({v % k, v}).second)
           return fail(fnOf(v, 'U'),
                       "two stages of rank " + Twine(v % k) + " update '" +
                           name + "'");
       }
+    for (int64_t v = 0; v < numStages; ++v)
+      for (auto &[name, type] : gradientAccumulators(fnOf(v, gradLetter))) {
+        stagesOf[name].insert(v);
+        addingRanks[name].insert(v % k);
+      }
+    for (auto &[name, ranks] : addingRanks) {
+      auto it = sharedByName.find(name);
+      for (int64_t r : ranks)
+        if (it == sharedByName.end() || !it->second.ownerOf.count(r))
+          return fail(fnOf(*stagesOf[name].begin(), gradLetter),
+                      "no stage of rank " + Twine(r) + " updates '" + name +
+                          "', whose gradient it accumulates");
+    }
     for (auto it = sharedByName.begin(); it != sharedByName.end();) {
-      if (ranksOf[it->first].size() < 2) {
+      if (it->second.ownerOf.size() < 2) {
         it = sharedByName.erase(it);
         continue;
       }
-      for (int64_t r : ranksOf[it->first])
-        if (!it->second.ownerOf.count(r))
-          return fail(fnOf(it->second.stages.front(), gradLetter),
-                      "no stage of rank " + Twine(r) + " updates '" +
-                          it->first + "', whose gradient it accumulates");
+      it->second.stages.assign(stagesOf[it->first].begin(),
+                               stagesOf[it->first].end());
       ++it;
     }
   }

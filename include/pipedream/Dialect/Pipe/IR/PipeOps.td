@@ -330,10 +330,10 @@ def Pipe_AllReduceGradOp : Pipe_Op<"all_reduce_grad", [
   let summary = "sum a shared weight's gradient over the ranks that hold it";
   let description = [{
     A weight read by several stages (tied embeddings: the first stage's
-    Gather and the last stage's LM head) is one parameter: every stage in
-    `stages` adds its contribution to the rank's accumulator
-    `grad:<weight>`, and this op replaces the accumulator on every rank of
-    `stages` by the sum over those ranks (Megatron's embedding group; an
+    Gather and the last stage's LM head) is one parameter: the stages in
+    `stages` add their contributions to their rank's accumulator
+    `grad:<weight>` or apply it, and this op replaces the accumulator on
+    every rank of `stages` by the sum over those ranks (Megatron's embedding group; an
     all-reduce of the transport: `MPI_Allreduce`, `ncclAllReduce`, or the
     threads transport's). Each rank then applies the same update to its
     copy, so the copies stay equal. `microbatch` is the micro-batch whose

@@ -49,11 +49,12 @@ gradientAccumulators(mlir::FunctionOpInterface fn);
 /// Checks the `pipe.all_reduce_grad` ops of `program` (global or per-rank
 /// view) against its stage calls (docs/Pipe.md, "Shared weights"): per rank
 /// and weight, every U that applies `grad:<w>` of a weight whose gradient
-/// is summed (one in some all-reduce or, in the global view, accumulated
-/// by stages on two ranks) follows an all-reduce of it since the previous
+/// is summed (one in some all-reduce or, in the global view, applied by
+/// the U of stages on two ranks) follows an all-reduce of it since the previous
 /// U, no B or W adds to `grad:<w>` between the all-reduce and the U, and
 /// in the global view the all-reduce's stages are exactly the stages whose
-/// B or W add to `grad:<w>`. Emits an error at the offending op.
+/// B or W add to `grad:<w>` or whose U applies it. Emits an error at the
+/// offending op.
 mlir::LogicalResult verifyGradientReductions(ProgramOp program);
 
 } // namespace pipe
