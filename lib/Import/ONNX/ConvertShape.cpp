@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Shape, Size, Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat,
-// Split, Slice, Gather, Expand and the shape-computation helpers Range,
-// ConstantOfShape and Trilu. Their ONNX-side shape arguments (Reshape's
-// shape, Slice's bounds, Squeeze's axes, ...) must be constants at import;
-// they become the nn ops' attributes in canonical form.
+// Split, Slice, Gather, Expand and the shape-computation helpers Range and
+// ConstantOfShape (Trilu is in ConvertMath.cpp). Their ONNX-side shape
+// arguments (Reshape's shape, Slice's bounds, Squeeze's axes, ...) must be
+// constants at import; they become the nn ops' attributes in canonical form.
 //
 //===----------------------------------------------------------------------===//
 
@@ -598,7 +598,7 @@ static void convertPad(NodeContext &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
-// Range, ConstantOfShape, Trilu (evaluated only)
+// Range, ConstantOfShape (evaluated only)
 //===----------------------------------------------------------------------===//
 
 static void convertRange(NodeContext &ctx) {
@@ -692,28 +692,6 @@ static void convertConstantOfShape(NodeContext &ctx) {
   ctx.setOutput(0, std::move(out));
 }
 
-static void convertTrilu(NodeContext &ctx) {
-  if (!ctx.requireInputs(1))
-    return;
-  const HostTensor *input = ctx.requireConstant(0, "input");
-  if (!input)
-    return;
-  int64_t k = 0;
-  if (ctx.hasInput(1)) {
-    const HostTensor *kt = ctx.requireConstant(1, "k");
-    if (!kt)
-      return;
-    if (kt->numElements() != 1) {
-      ctx.fail("input 'k' must be a scalar");
-      return;
-    }
-    k = kt->getInt(0);
-  }
-  bool upper = ctx.intAttr("upper", 1) != 0;
-  std::string error;
-  ctx.setFolded(foldTrilu(*input, k, upper, error), error);
-}
-
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -736,6 +714,5 @@ void onnx_import::registerShapeOps(OpTable &table) {
   table["Pad"] = {convertPad, {1, 2, 11, 13, 18, 19, 21}};
   table["Range"] = {convertRange, {11}};
   table["ConstantOfShape"] = {convertConstantOfShape, {9, 20, 21}};
-  table["Trilu"] = {convertTrilu, {14}};
 }
 

@@ -1440,6 +1440,7 @@ const OpTable &onnx_import::getOpTable() {
     registerElementwiseOps(t);
     registerShapeOps(t);
     registerNeuralOps(t);
+    registerMathOps(t);
     return t;
   }();
   return table;
