@@ -10,7 +10,8 @@
 // a (value, index) pair; `cumsum` is a `linalg.generic` with an extra
 // reduction loop `j` over the axis that adds `input[.., j, ..]` where `j`
 // is before (or after, reversed) the output position: quadratic in the axis
-// length, but one plain loop nest every target compiles.
+// length, but one plain loop nest every target compiles. `trilu` selects
+// by comparing `j - i` of the last two loop indices with its scalar `k`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -457,6 +458,48 @@ struct CumSumLowering : OpConversionPattern<nn::CumSumOp> {
   }
 };
 
+/// trilu: a generic over the result reading the input and the scalar `k`;
+/// the element is kept when `j - i` (last two loop indices) compares with
+/// `k`, else zero.
+struct TriluLowering : OpConversionPattern<nn::TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t rank = type.getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    AffineMap scalarMap = AffineMap::get(rank, 0, {}, ctx);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    bool upper = op.getUpper();
+    Type element = type.getElementType();
+    Value result = buildGeneric(
+        rewriter, loc, createEmpty(rewriter, loc, type),
+        ValueRange{adaptor.getInput(), adaptor.getK()},
+        {identity, scalarMap, identity}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Type i64 = b.getI64Type();
+          Value i = arith::IndexCastOp::create(
+              b, l, i64, linalg::IndexOp::create(b, l, rank - 2));
+          Value j = arith::IndexCastOp::create(
+              b, l, i64, linalg::IndexOp::create(b, l, rank - 1));
+          // j - i cannot overflow (both are dimension indices); comparing
+          // it with k needs no arithmetic on k.
+          Value diff = arith::SubIOp::create(b, l, j, i);
+          Value keep = arith::CmpIOp::create(
+              b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+              diff, args[1]);
+          return select(b, l, keep, args[0], createScalar(b, l, element, 0.0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateMathPatterns(RewritePatternSet &patterns) {
@@ -491,7 +534,8 @@ void populateMathPatterns(RewritePatternSet &patterns) {
       MathElementwiseLowering<nn::AndOp>, MathElementwiseLowering<nn::OrOp>,
       MathElementwiseLowering<nn::XorOp>,
       ArgReduceLowering<nn::ArgMaxOp, true>,
-      ArgReduceLowering<nn::ArgMinOp, false>, CumSumLowering>(ctx);
+      ArgReduceLowering<nn::ArgMinOp, false>, CumSumLowering, TriluLowering>(
+      ctx);
 }
 
 } // namespace pipedream::nn_to_linalg

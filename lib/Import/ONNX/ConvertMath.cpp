@@ -389,8 +389,8 @@ static void convertCumSum(NodeContext &ctx) {
 // Trilu, EyeLike
 //===----------------------------------------------------------------------===//
 
-/// Trilu: folded for a constant input; otherwise `where(mask, x, 0)` with
-/// the triangle mask of the last two dimensions a constant.
+/// Trilu: folded when the input and `k` are constants, else `nn.trilu`
+/// (`k` may be computed at run time; absent, it is 0).
 static void convertTrilu(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
@@ -401,48 +401,40 @@ static void convertTrilu(NodeContext &ctx) {
     ctx.fail("input must have rank >= 2");
     return;
   }
-  int64_t k = 0;
-  if (ctx.hasInput(1)) {
-    const HostTensor *kt = ctx.requireConstant(1, "k");
-    if (!kt)
-      return;
-    if (kt->numElements() != 1) {
-      ctx.fail("input 'k' must be a scalar");
-      return;
-    }
-    k = kt->getInt(0);
-  }
   bool upper = ctx.intAttr("upper", 1) != 0;
   if (ctx.failed())
     return;
-  if (const HostTensor *input = ctx.constantInput(0)) {
+  const HostTensor *kConstant = nullptr;
+  if (ctx.hasInput(1)) {
+    RankedTensorType kType = ctx.inputType(1, "k");
+    if (!kType)
+      return;
+    if (kType.getNumElements() != 1 || !kType.getElementType().isInteger(64)) {
+      ctx.fail("input 'k' must be an int64 scalar");
+      return;
+    }
+    kConstant = ctx.constantInput(1);
+  }
+  const HostTensor *input = ctx.constantInput(0);
+  if (input && (kConstant || !ctx.hasInput(1))) {
     std::string error;
-    ctx.setFolded(foldTrilu(*input, k, upper, error), error);
+    ctx.setFolded(foldTrilu(*input, kConstant ? kConstant->getInt(0) : 0,
+                            upper, error),
+                  error);
     return;
   }
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  int64_t cols = type.getDimSize(type.getRank() - 1);
-  if (rows * cols > kMaxElements / 2) {
-    ctx.unsupported("a triangle mask of " + Twine(rows) + " x " +
-                    Twine(cols) + " elements");
-    return;
-  }
-  // Keep (i, j) when j - i >= k (upper) or j - i <= k (lower). k is clamped
-  // so j - i never overflows against it.
-  int64_t kc = std::clamp<int64_t>(k, -kMaxDim - 1, kMaxDim + 1);
-  SmallVector<bool> keep;
-  keep.reserve(rows * cols);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      keep.push_back(upper ? j - i >= kc : j - i <= kc);
-  auto maskType =
-      RankedTensorType::get({rows, cols}, IntegerType::get(ctx.getContext(), 1));
-  Value mask = ctx.createValue<nn::ConstantOp>(
-      DenseElementsAttr::get(maskType, ArrayRef<bool>(keep)));
-  Value zero = scalarConstant(ctx, type.getElementType(), 0.0);
   Value x = ctx.operand(0);
-  if (mask && zero && x)
-    ctx.setOutput(0, ctx.createValue<nn::WhereOp>(mask, x, zero));
+  Value k;
+  if (!ctx.hasInput(1)) {
+    k = scalarConstant(ctx, IntegerType::get(ctx.getContext(), 64), 0.0);
+  } else {
+    k = ctx.operand(1, "k");
+    // A one-element [1] tensor becomes the scalar the op takes.
+    if (k && cast<RankedTensorType>(k.getType()).getRank() != 0)
+      k = ctx.createValue<nn::ReshapeOp>(k, ctx.i64s({}));
+  }
+  if (x && k)
+    ctx.setOutput(0, ctx.createValue<nn::TriluOp>(x, k, ctx.boolean(upper)));
 }
 
 /// EyeLike: a constant (only the input's shape matters).

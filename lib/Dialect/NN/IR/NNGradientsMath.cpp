@@ -6,7 +6,7 @@
 //
 // Vector-Jacobian products of the ops of NNMathOps.td: trigonometric and
 // hyperbolic functions, reciprocal, abs, the activations, binary
-// max/min/mod/prelu, reduce_min/reduce_prod and cumsum. floor, ceil, round
+// max/min/mod/prelu, reduce_min/reduce_prod, cumsum and trilu. floor, ceil, round
 // and sign have a zero derivative (PyTorch's convention). Comparisons,
 // logic, is_nan/is_inf and arg_max/arg_min have integer or boolean results,
 // so no gradient ever reaches them and they have no rule.
@@ -358,6 +358,17 @@ LogicalResult cumsumGrad(CumSumOp op, OpBuilder &b, ValueRange grads,
   return success();
 }
 
+// trilu is linear: its adjoint keeps the same triangle of the gradient.
+LogicalResult triluGrad(TriluOp op, OpBuilder &b, ValueRange grads,
+                        SmallVectorImpl<Value> &out) {
+  out.push_back(isFloatTensor(op.getInput())
+                    ? Value(TriluOp::create(b, op.getLoc(), grads[0], op.getK(),
+                                            op.getUpper()))
+                    : Value());
+  out.push_back(Value());
+  return success();
+}
+
 } // namespace
 
 void attachMathGradientModels(MLIRContext *context) {
@@ -395,6 +406,7 @@ void attachMathGradientModels(MLIRContext *context) {
   attach<ReduceMinOp, reduceMinGrad>(context);
   attach<ReduceProdOp, reduceProdGrad>(context);
   attach<CumSumOp, cumsumGrad>(context);
+  attach<TriluOp, triluGrad>(context);
 }
 
 } // namespace pipedream::nn::detail

@@ -102,3 +102,19 @@ int64_t CumSumOp::getForwardFlops() {
   int64_t length = axis >= 0 && axis < type.getRank() ? type.getDimSize(axis) : 1;
   return type.getNumElements() * std::max<int64_t>(length, 1);
 }
+
+//===----------------------------------------------------------------------===//
+// TriluOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "'nn.trilu' input must have rank >= 2, got ",
+                             input.getRank());
+  inferred.push_back(input);
+  return success();
+}

@@ -431,4 +431,20 @@ def NN_CumSumOp : NN_Op<"cumsum", [SameOperandsAndResultType], NN_OverrideCost,
   let hasVerifier = 1;
 }
 
+def NN_TriluOp : NN_GenericFormatOp<"trilu"> {
+  let summary = "upper or lower triangle of the last two dimensions";
+  let description = [{
+    ONNX `Trilu`: keeps `input[..., i, j]` where `j - i >= k` (`upper`) or
+    `j - i <= k` (lower) and zeroes the rest; `k` is a run-time scalar.
+
+    ```mlir
+    %0 = nn.trilu %x, %k {upper = false}
+        : (tensor<2x4x5xf32>, tensor<i64>) -> tensor<2x4x5xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, 0DTensorOf<[I64]>:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$upper);
+  let results = (outs NN_Tensor:$output);
+}
+
 #endif // PIPEDREAM_DIALECT_NN_IR_NNMATHOPS_TD
