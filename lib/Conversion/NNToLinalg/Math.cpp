@@ -99,7 +99,12 @@ Value compute(nn::ReciprocalOp, OpBuilder &b, Location loc, ValueRange args,
 Value compute(nn::AbsOp, OpBuilder &b, Location loc, ValueRange args, Type t) {
   if (isa<FloatType>(t))
     return math::AbsFOp::create(b, loc, args[0]);
-  return math::AbsIOp::create(b, loc, args[0]);
+  // x < 0 ? 0 - x : x (not math.absi, which not every pipeline lowers);
+  // the most negative value wraps to itself, as in numpy.
+  Value x = args[0], zero = cst(b, loc, t, 0);
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+  return select(b, loc, negative, arith::SubIOp::create(b, loc, zero, x), x);
 }
 
 // Floats: 1, -1, or the input itself (zeros keep their sign, NaN stays).

@@ -188,12 +188,37 @@ static void convertShrink(NodeContext &ctx) {
   convertActivation<nn::ShrinkOp>(ctx, names, {0.0, 0.5});
 }
 
-// PRelu: the slope broadcasts to the input (unidirectionally).
+// PRelu: the slope broadcasts to the input (unidirectionally, opset 7+).
+// Before opset 7 the slope is one value or one per channel (axis 1), as
+// PyTorch's exporter of that time emits it; it is reshaped to [C, 1, ...].
 static void convertPRelu(NodeContext &ctx) {
   if (!ctx.requireInputs(2) || !requireFloatInput(ctx, 0) ||
       !requireFloatInput(ctx, 1))
     return;
   RankedTensorType x = ctx.inputType(0), slope = ctx.inputType(1);
+  Value a = ctx.operand(0), b = ctx.operand(1);
+  if (!a || !b)
+    return;
+  if (ctx.sinceVersion() < 7 && slope.getShape() != x.getShape()) {
+    SmallVector<int64_t> shape;
+    if (slope.getNumElements() == 1) {
+      // A scalar broadcasts to anything.
+    } else if (slope.getRank() == 1 && x.getRank() >= 2 &&
+               slope.getDimSize(0) == x.getDimSize(1)) {
+      shape.push_back(slope.getDimSize(0));
+      shape.append(x.getRank() - 2, 1);
+    } else {
+      ctx.unsupported("an opset-6 slope of shape " +
+                      shapeToString(slope.getShape()) + " for input " +
+                      shapeToString(x.getShape()) +
+                      " (one value or one per channel)");
+      return;
+    }
+    b = ctx.createValue<nn::ReshapeOp>(b, ctx.i64s(shape));
+    if (!b)
+      return;
+    slope = cast<RankedTensorType>(b.getType());
+  }
   auto shape = nn::detail::broadcastShapes(x.getShape(), slope.getShape());
   if (!shape || ArrayRef<int64_t>(*shape) != x.getShape()) {
     ctx.fail("slope shape " + shapeToString(slope.getShape()) +
@@ -201,9 +226,7 @@ static void convertPRelu(NodeContext &ctx) {
              shapeToString(x.getShape()));
     return;
   }
-  Value a = ctx.operand(0), b = ctx.operand(1);
-  if (a && b)
-    ctx.setOutput(0, ctx.createValue<nn::PReluOp>(a, b));
+  ctx.setOutput(0, ctx.createValue<nn::PReluOp>(a, b));
 }
 
 /// Hardmax: 1 at the first maximum along the axis, 0 elsewhere, built as
@@ -520,8 +543,8 @@ void onnx_import::registerMathOps(OpTable &table) {
   table["HardSigmoid"] = {convertHardSigmoid, {1, 6}};
   table["ThresholdedRelu"] = {convertThresholdedRelu, {10}};
   table["Shrink"] = {convertShrink, {9}};
-  // Before opset 7 the slope broadcast differently.
-  table["PRelu"] = {convertPRelu, {1, 6, 7, 9, 16}, 7};
+  // Before opset 6 PRelu had `consumed_inputs` (ignored).
+  table["PRelu"] = {convertPRelu, {1, 6, 7, 9, 16}};
   table["Hardmax"] = {convertHardmax, {1, 11, 13}};
 
   table["ReduceL1"] = {convertCompositeReduce<Composite::L1>, {1, 11, 13, 18}};
