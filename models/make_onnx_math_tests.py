@@ -105,6 +105,23 @@ def math_reduce():
 
 
 @register
+def topk():
+    """TopK with a constant K (opset 11, smallest) and the attribute form
+    (opset 1)."""
+    nodes = [const("k", np.array([2], np.int64)),
+             node("TopK", ["x", "k"], ["v", "i"], axis=0, largest=0)]
+    return model(nodes, [tensor("x", [3, 4])],
+                 [tensor("v", None), tensor("i", None)], opset=11)
+
+
+@register
+def topk1():
+    return model([node("TopK", ["x"], ["v", "i"], k=3)],
+                 [tensor("x", [3, 4])], [tensor("v", None), tensor("i", None)],
+                 opset=1)
+
+
+@register
 def hardmax11():
     """Hardmax before opset 13: coerced to 2-D at the axis."""
     return model([node("Hardmax", ["x"], ["y"], axis=1)],

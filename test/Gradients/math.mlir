@@ -2,7 +2,7 @@
 // Derivative rules of the ops of NNMathOps.td (NNGradientsMath.cpp):
 // trigonometric and hyperbolic functions, reciprocal, abs, the piecewise
 // constant ops (zero derivative), the activations, binary max/min/mod/prelu,
-// reduce_min, reduce_prod and cumsum, checked against central finite
+// reduce_min, reduce_prod, cumsum, trilu and top_k, checked against central finite
 // differences in f64.
 // CHECK-NOT: FAIL
 
@@ -224,4 +224,23 @@ func.func @cumsum_exclusive_reverse(%x: tensor<4x3xf64>) -> tensor<4x3xf64> {
 func.func @cumsum_exclusive(%x: tensor<6xf64>) -> tensor<6xf64> {
   %0 = nn.cumsum %x {axis = 0 : i64, exclusive = true} : tensor<6xf64>
   return %0 : tensor<6xf64>
+}
+
+// The gradient of the k selected values goes back to their positions.
+// CHECK: PASS @top_k_grad
+func.func @top_k_grad(%x: tensor<3x5xf64>) -> tensor<3x2xf64> {
+  %v, %i = nn.top_k %x {axis = 1 : i64, k = 2 : i64} : (tensor<3x5xf64>) -> (tensor<3x2xf64>, tensor<3x2xi64>)
+  return %v : tensor<3x2xf64>
+}
+
+// CHECK: PASS @top_k_smallest_axis0
+func.func @top_k_smallest_axis0(%x: tensor<4x3xf64>) -> tensor<3x3xf64> {
+  %v, %i = nn.top_k %x {axis = 0 : i64, k = 3 : i64, largest = false} : (tensor<4x3xf64>) -> (tensor<3x3xf64>, tensor<3x3xi64>)
+  return %v : tensor<3x3xf64>
+}
+
+// CHECK: PASS @trilu_grad
+func.func @trilu_grad(%x: tensor<2x3x4xf64>, %k: tensor<i64> {gradcheck.values = [1]}) -> tensor<2x3x4xf64> {
+  %0 = nn.trilu %x, %k {upper = false} : (tensor<2x3x4xf64>, tensor<i64>) -> tensor<2x3x4xf64>
+  return %0 : tensor<2x3x4xf64>
 }

@@ -505,6 +505,120 @@ struct TriluLowering : OpConversionPattern<nn::TriluOp> {
   }
 };
 
+/// top_k in two generics, both with an extra reduction loop over the axis:
+/// 1. rank[.., i, ..] = number of j that come before i in the order
+///    (better value, or equal value and j < i): a permutation of 0..n-1;
+/// 2. values/indices[.., p, ..] = the element (and its index i) whose rank
+///    is p, for p < k.
+/// NaN is larger than every number and equal to NaN, so the order is total.
+struct TopKLowering : OpConversionPattern<nn::TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    Type element = type.getElementType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    bool largest = op.getLargest();
+    MLIRContext *ctx = rewriter.getContext();
+    Type i64 = rewriter.getI64Type();
+
+    // Loops (d0 .. d{rank-1}, j): the input at d (as i) and at j.
+    SmallVector<AffineExpr> atJ;
+    for (int64_t d = 0; d < rank; ++d)
+      atJ.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    AffineMap atI =
+        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
+    AffineMap atJMap = AffineMap::get(rank + 1, 0, atJ, ctx);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    bool isFloat = isa<FloatType>(element);
+
+    // Whether (a at index ia) comes strictly before (c at index ic).
+    auto before = [&](OpBuilder &b, Location l, Value a, Value c, Value ia,
+                      Value ic) -> Value {
+      Value better, equal;
+      if (isFloat) {
+        Value aNan = cmpf(b, l, arith::CmpFPredicate::UNO, a, a);
+        Value cNan = cmpf(b, l, arith::CmpFPredicate::UNO, c, c);
+        Value notA = arith::XOrIOp::create(
+            b, l, aNan, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+        Value notC = arith::XOrIOp::create(
+            b, l, cNan, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+        // Largest: a > c, or a is NaN and c is not. Smallest: a < c, or c
+        // is NaN and a is not.
+        better = largest
+                     ? arith::OrIOp::create(
+                           b, l, cmpf(b, l, arith::CmpFPredicate::OGT, a, c),
+                           arith::AndIOp::create(b, l, aNan, notC))
+                     : arith::OrIOp::create(
+                           b, l, cmpf(b, l, arith::CmpFPredicate::OLT, a, c),
+                           arith::AndIOp::create(b, l, cNan, notA));
+        equal = arith::OrIOp::create(
+            b, l, cmpf(b, l, arith::CmpFPredicate::OEQ, a, c),
+            arith::AndIOp::create(b, l, aNan, cNan));
+      } else {
+        bool isBool = element.isInteger(1);
+        better = arith::CmpIOp::create(
+            b, l,
+            largest ? (isBool ? arith::CmpIPredicate::ugt
+                              : arith::CmpIPredicate::sgt)
+                    : (isBool ? arith::CmpIPredicate::ult
+                              : arith::CmpIPredicate::slt),
+            a, c);
+        equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a, c);
+      }
+      Value earlier =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, ia, ic);
+      return arith::OrIOp::create(b, l, better,
+                                  arith::AndIOp::create(b, l, equal, earlier));
+    };
+
+    auto ranksType = RankedTensorType::get(type.getShape(), i64);
+    Value zero = createScalar(rewriter, loc, i64, 0);
+    Value ranks = buildGeneric(
+        rewriter, loc, createFilled(rewriter, loc, ranksType, zero),
+        ValueRange{input, input}, {atI, atJMap, atI}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value j = linalg::IndexOp::create(b, l, rank);
+          Value one = createScalar(b, l, b.getI64Type(), 1);
+          Value counts = before(b, l, args[1], args[0], j, i);
+          return select(b, l, counts,
+                        arith::AddIOp::create(b, l, args[2], one), args[2]);
+        });
+
+    // Loops (d0 .. d{rank-1} with d{axis} = p < k, i): read input and rank
+    // at i, write position p.
+    auto resultType = cast<RankedTensorType>(op.getValues().getType());
+    auto indicesType = cast<RankedTensorType>(op.getIndices().getType());
+    Value values = createFilled(rewriter, loc, resultType,
+                                createScalar(rewriter, loc, element, 0.0));
+    Value indices = createFilled(rewriter, loc, indicesType, zero);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType, indicesType},
+        ValueRange{input, ranks}, ValueRange{values, indices},
+        ArrayRef<AffineMap>{atJMap, atJMap, atI, atI}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value p = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
+          Value i = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, rank));
+          Value hit =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[1], p);
+          linalg::YieldOp::create(b, l,
+                                  ValueRange{select(b, l, hit, args[0], args[2]),
+                                             select(b, l, hit, i, args[3])});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void populateMathPatterns(RewritePatternSet &patterns) {
@@ -539,8 +653,8 @@ void populateMathPatterns(RewritePatternSet &patterns) {
       MathElementwiseLowering<nn::AndOp>, MathElementwiseLowering<nn::OrOp>,
       MathElementwiseLowering<nn::XorOp>,
       ArgReduceLowering<nn::ArgMaxOp, true>,
-      ArgReduceLowering<nn::ArgMinOp, false>, CumSumLowering, TriluLowering>(
-      ctx);
+      ArgReduceLowering<nn::ArgMinOp, false>, CumSumLowering, TriluLowering,
+      TopKLowering>(ctx);
 }
 
 } // namespace pipedream::nn_to_linalg

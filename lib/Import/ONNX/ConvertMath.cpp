@@ -9,8 +9,9 @@
 // Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign, ThresholdedRelu,
 // Shrink, PRelu, Hardmax), CastLike, the reductions built from others
 // (ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp),
-// ArgMax/ArgMin, CumSum, Trilu and EyeLike. Ops are folded when a folding
-// kernel exists and the inputs are constants; otherwise they become nn ops.
+// ArgMax/ArgMin, CumSum, TopK, Trilu and EyeLike. Ops are folded when a
+// folding kernel exists and the inputs are constants; otherwise they become
+// nn ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -408,6 +409,52 @@ static void convertCumSum(NodeContext &ctx) {
                                                    ctx.boolean(reverse)));
 }
 
+/// TopK: `k` from the attribute (opset 1) or the constant `K` input
+/// (10+); `largest` (11+). `sorted` = 0 lets any order through, so the
+/// sorted result is always right.
+static void convertTopK(NodeContext &ctx) {
+  if (!ctx.requireInputs(1) || !requireNumericInput(ctx, 0))
+    return;
+  RankedTensorType type = ctx.inputType(0);
+  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank());
+  bool largest = ctx.intAttr("largest", 1) != 0;
+  int64_t k;
+  if (ctx.sinceVersion() < 10) {
+    k = ctx.intAttr("k", -1);
+  } else {
+    if (!ctx.requireInputs(2))
+      return;
+    const HostTensor *kt = ctx.requireConstant(1, "K");
+    if (!kt)
+      return;
+    if (kt->numElements() != 1 || kt->isFloat()) {
+      ctx.fail("input 'K' must hold one integer");
+      return;
+    }
+    k = kt->getInt(0);
+  }
+  if (!axis || ctx.failed())
+    return;
+  if (k < 0 || k > type.getDimSize(*axis)) {
+    ctx.fail("k = " + Twine(k) + " is out of range [0, " +
+             Twine(type.getDimSize(*axis)) + "]");
+    return;
+  }
+  Value x = ctx.operand(0);
+  if (!x)
+    return;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*axis] = k;
+  // The result types are computed here (k and axis are checked above), as
+  // the op has two results.
+  auto op = nn::TopKOp::create(
+      ctx.builder(), ctx.getLoc(), type.clone(shape),
+      RankedTensorType::get(shape, IntegerType::get(ctx.getContext(), 64)), x,
+      ctx.i64(*axis), ctx.i64(k), ctx.boolean(largest));
+  ctx.setOutput(0, op.getValues());
+  ctx.setOutput(1, op.getIndices());
+}
+
 //===----------------------------------------------------------------------===//
 // Trilu, EyeLike
 //===----------------------------------------------------------------------===//
@@ -558,6 +605,7 @@ void onnx_import::registerMathOps(OpTable &table) {
   table["ArgMax"] = {convertArgReduce<nn::ArgMaxOp>, {1, 11, 12, 13}};
   table["ArgMin"] = {convertArgReduce<nn::ArgMinOp>, {1, 11, 12, 13}};
   table["CumSum"] = {convertCumSum, {11, 14}};
+  table["TopK"] = {convertTopK, {1, 10, 11}};
   table["Trilu"] = {convertTrilu, {14}};
   table["EyeLike"] = {convertEyeLike, {9}};
 }

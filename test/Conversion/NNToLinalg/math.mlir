@@ -9,7 +9,8 @@
 // RUN:   --implicit-check-not="{{[^.a-z_](nn|linalg|tensor|memref|bufferization|arith|math|scf|cf|affine|func|builtin)\.}}"
 // The ops of NNMathOps.td: elementwise ones are one linalg.generic with a
 // math/arith body; arg_max/arg_min a (value, index) reduction; cumsum a
-// masked reduction over an extra loop; trilu a select on j - i against k.
+// masked reduction over an extra loop; trilu a select on j - i against k;
+// top_k a rank computation and a gather by rank.
 
 // CHECK-LABEL: func.func @trig(
 // CHECK: linalg.generic
@@ -150,4 +151,22 @@ func.func @reduce_min_prod(%x: tensor<3x4xf32>) -> (tensor<3xf32>, tensor<4xf32>
   %0 = nn.reduce_min %x {axes = array<i64: 1>, keepdims = false} : (tensor<3x4xf32>) -> tensor<3xf32>
   %1 = nn.reduce_prod %x {axes = array<i64: 0>, keepdims = false} : (tensor<3x4xf32>) -> tensor<4xf32>
   return %0, %1 : tensor<3xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Two generics with an extra reduction loop: the rank of every element in
+// its row, then the element of rank p for each of the k outputs.
+// CHECK-LABEL: func.func @top_k(
+// CHECK: %[[RANKS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<3x5xi64>)
+// CHECK: arith.cmpf ogt
+// CHECK: %[[R:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %[[RANKS]] : tensor<3x5xf32>, tensor<3x5xi64>)
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<3x2xf32>, tensor<3x2xi64>)
+// CHECK: return %[[R]]#0, %[[R]]#1
+// LLVM-LABEL: llvm.func @top_k(
+func.func @top_k(%x: tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+  %v, %i = nn.top_k %x {axis = 1 : i64, k = 2 : i64} : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  return %v, %i : tensor<3x2xf32>, tensor<3x2xi64>
 }

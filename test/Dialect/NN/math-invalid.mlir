@@ -109,3 +109,21 @@ func.func @reduce_prod_bad_axis(%x: tensor<4xf32>) -> tensor<1xf32> {
   %0 = nn.reduce_prod %x {axes = array<i64: 1>} : (tensor<4xf32>) -> tensor<1xf32>
   return %0 : tensor<1xf32>
 }
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>) {
+  // expected-error @+2 {{'nn.top_k' k = 4 is out of range [0, 3]}}
+  // expected-error @+1 {{'nn.top_k' op failed to infer returned types}}
+  %v, %i = nn.top_k %x {axis = 1 : i64, k = 4 : i64} : (tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
+  return %v, %i : tensor<2x4xf32>, tensor<2x4xi64>
+}
+
+// -----
+
+func.func @top_k_bad_axis(%x: tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xi64>) {
+  // expected-error @+2 {{'nn.top_k' axis -1 is out of range [0, 2)}}
+  // expected-error @+1 {{'nn.top_k' op failed to infer returned types}}
+  %v, %i = nn.top_k %x {axis = -1 : i64, k = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xi64>)
+  return %v, %i : tensor<2x1xf32>, tensor<2x1xi64>
+}

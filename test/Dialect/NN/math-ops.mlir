@@ -56,3 +56,10 @@ func.func @reductions_and_scans(%x: tensor<2x3xf32>, %k: tensor<i64>) -> (tensor
   %5 = nn.trilu %x, %k {upper = false} : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>
   return %0, %1, %2, %3, %4, %5 : tensor<2xi64>, tensor<1x3xi64>, tensor<2x3xf32>, tensor<2x1xf32>, tensor<3xf32>, tensor<2x3xf32>
 }
+
+// CHECK-LABEL: func.func @top_k
+func.func @top_k(%x: tensor<3x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>) {
+  // CHECK: %{{.*}}, %{{.*}} = nn.top_k %{{.*}} {axis = 0 : i64, k = 2 : i64, largest = false} : (tensor<3x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>)
+  %v, %i = nn.top_k %x {axis = 0 : i64, k = 2 : i64, largest = false} : (tensor<3x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>)
+  return %v, %i : tensor<2x5xf32>, tensor<2x5xi64>
+}

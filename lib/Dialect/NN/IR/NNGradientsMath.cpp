@@ -6,7 +6,7 @@
 //
 // Vector-Jacobian products of the ops of NNMathOps.td: trigonometric and
 // hyperbolic functions, reciprocal, abs, the activations, binary
-// max/min/mod/prelu, reduce_min/reduce_prod, cumsum and trilu. floor, ceil, round
+// max/min/mod/prelu, reduce_min/reduce_prod, cumsum, trilu and top_k. floor, ceil, round
 // and sign have a zero derivative (PyTorch's convention). Comparisons,
 // logic, is_nan/is_inf and arg_max/arg_min have integer or boolean results,
 // so no gradient ever reaches them and they have no rule.
@@ -369,6 +369,35 @@ LogicalResult triluGrad(TriluOp op, OpBuilder &b, ValueRange grads,
   return success();
 }
 
+// dx[.., i, ..] = sum over p of g[.., p, ..] where indices[.., p, ..] == i:
+// one_hot(indices, n) * g summed over the k positions, the one-hot axis
+// moved back to `axis`.
+LogicalResult topKGrad(TopKOp op, OpBuilder &b, ValueRange grads,
+                       SmallVectorImpl<Value> &out) {
+  Value x = op.getInput();
+  if (!isFloatTensor(x) || !grads[0]) {
+    out.push_back(Value());
+    return success();
+  }
+  Location loc = op.getLoc();
+  RankedTensorType type = typeOf(x);
+  int64_t rank = type.getRank(), axis = op.getAxis();
+  Value oneHot = OneHotOp::create(
+      b, loc, op.getIndices(), b.getI64IntegerAttr(type.getDimSize(axis)),
+      TypeAttr::get(type.getElementType()));
+  Value g = UnsqueezeOp::create(b, loc, grads[0], ArrayRef<int64_t>{rank});
+  Value dx = ReduceSumOp::create(b, loc, mul(b, loc, oneHot, g),
+                                 ArrayRef<int64_t>{axis}, /*keepdims=*/false);
+  if (axis != rank - 1) {
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < rank; ++d)
+      perm.push_back(d < axis ? d : d == axis ? rank - 1 : d - 1);
+    dx = TransposeOp::create(b, loc, dx, perm);
+  }
+  out.push_back(dx);
+  return success();
+}
+
 } // namespace
 
 void attachMathGradientModels(MLIRContext *context) {
@@ -407,6 +436,7 @@ void attachMathGradientModels(MLIRContext *context) {
   attach<ReduceProdOp, reduceProdGrad>(context);
   attach<CumSumOp, cumsumGrad>(context);
   attach<TriluOp, triluGrad>(context);
+  attach<TopKOp, topKGrad>(context);
 }
 
 } // namespace pipedream::nn::detail

@@ -118,3 +118,37 @@ LogicalResult TriluOp::inferReturnTypes(MLIRContext *,
   inferred.push_back(input);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// TopKOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t rank = input.getRank(), axis = adaptor.getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(loc, "'nn.top_k' axis ", axis,
+                             " is out of range [0, ", rank, ")");
+  int64_t k = adaptor.getK();
+  if (k < 0 || k > input.getDimSize(axis))
+    return emitOptionalError(loc, "'nn.top_k' k = ", k,
+                             " is out of range [0, ", input.getDimSize(axis),
+                             "]");
+  SmallVector<int64_t> shape(input.getShape());
+  shape[axis] = k;
+  inferred.push_back(input.clone(shape));
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+// The lowering ranks every element against its whole row, then gathers k
+// of them: n^2 + k n per row of n.
+int64_t TopKOp::getForwardFlops() {
+  auto type = getInput().getType();
+  int64_t axis = getAxis();
+  int64_t n = axis >= 0 && axis < type.getRank() ? type.getDimSize(axis) : 1;
+  return type.getNumElements() * (n + std::max<int64_t>(getK(), 0));
+}

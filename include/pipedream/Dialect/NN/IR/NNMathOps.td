@@ -447,4 +447,22 @@ def NN_TriluOp : NN_GenericFormatOp<"trilu"> {
   let results = (outs NN_Tensor:$output);
 }
 
+def NN_TopKOp : NN_GenericFormatOp<"top_k", [], NN_OverrideCost> {
+  let summary = "the k largest (or smallest) elements along an axis";
+  let description = [{
+    ONNX `TopK` with a constant `k`: `values` and their `i64` `indices`
+    along `axis`, sorted (largest first, or smallest first without
+    `largest`); equal values keep their input order. NaN counts as larger
+    than every number (numpy's sort order).
+
+    ```mlir
+    %v, %i = nn.top_k %x {axis = 1 : i64, k = 2 : i64}
+        : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, I64Attr:$axis, I64Attr:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs NN_Tensor:$values, TensorOf<[I64]>:$indices);
+}
+
 #endif // PIPEDREAM_DIALECT_NN_IR_NNMATHOPS_TD

@@ -983,6 +983,41 @@ def arg_ref(x, axis, keepdims, last, fn):
     return np.expand_dims(r, axis) if keepdims else r
 
 
+def top_k_ref(x, axis, k, largest):
+    """Values and indices of numpy's stable sort (NaN sorts last, so it is
+    the largest), the first k, largest first when `largest`."""
+    n = x.shape[axis]
+    order = np.argsort(x, axis=axis, kind="stable")
+    if largest:
+        # Descending and stable: sort the reversed input ascending, reverse
+        # the result, and map positions back.
+        rev = np.flip(x, axis)
+        order = n - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
+    idx = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
+
+
+class TopKCase(Case):
+    """nn.top_k has two results: the case function returns one."""
+
+    def __init__(self, name, x, axis, k, largest, result):
+        self.attrs = "{axis = %d : i64, k = %d : i64%s}" % (
+            axis, k, "" if largest else ", largest = false")
+        self.result = result
+        super().__init__(name, "", [x],
+                         lambda v: top_k_ref(v, axis, k, largest)[result])
+        values, indices = top_k_ref(x, axis, k, largest)
+        self.types = (tensor_type(values), tensor_type(indices))
+
+    def function(self):
+        t = tensor_type(self.inputs[0])
+        r = self.types[self.result]
+        return (f"func.func @case_{self.name}(%a0: {t}) -> {r} {{\n"
+                f"  %r:2 = nn.top_k %a0 {self.attrs} : ({t}) -> "
+                f"({self.types[0]}, {self.types[1]})\n"
+                f"  return %r#{self.result} : {r}\n}}\n")
+
+
 def math_cases():
     c = []
     x = randf(3, 4)
@@ -1073,6 +1108,14 @@ def math_cases():
                           generic("trilu", 2, "{upper = %s}" % str(upper).lower()),
                           [randf(2, 3, 4), np.array(k, np.int64)],
                           lambda v, kk, u=upper: trilu_ref(v, kk, u)))
+    # top_k: ties keep the input order (a stable sort), NaN is the largest.
+    tk = np.array([[1, 3, 3, 0, 2], [2, 2, 2, 2, 2], [5, np.nan, 5, 4, -1]],
+                  np.float32)
+    for largest in (True, False):
+        for result in (0, 1):
+            c.append(TopKCase(f"top_k_{int(largest)}_{result}", tk, 1, 3,
+                              largest, result))
+    c.append(TopKCase("top_k_i64_axis0", randi(6, 2), 0, 4, True, 0))
     x = randf(3, 4)
     c.append(Case("reduce_min", generic("reduce_min", 1,
                                         "{axes = array<i64: 1>, keepdims = false}"),
