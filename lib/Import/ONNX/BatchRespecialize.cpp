@@ -362,11 +362,20 @@ bool BatchRespecializer::prepare(
   static const llvm::StringSet<> broadcasting = {
       "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where", "Less", "Greater",
       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Mod", "Min",
-      "Max"};
+      "Max", "Sum", "Mean", "PRelu"};
   static const llvm::StringSet<> sameShape = {
       "Identity", "Dropout", "Cast", "Clip", "Sqrt", "Neg", "Exp", "Log",
       "Tanh", "Erf", "Sigmoid", "Relu", "LeakyRelu", "Gelu", "Abs", "Floor",
-      "Ceil", "Reciprocal", "Not", "Pad"};
+      "Ceil", "Reciprocal", "Not", "Pad", "Sin", "Cos", "Tan", "Asin",
+      "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Sign",
+      "Round", "IsNaN", "IsInf", "Softplus", "Softsign", "Elu", "Selu",
+      "Celu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Shrink"};
+  // Reductions whose `axes` are an attribute before opset 18 and an input
+  // from 18 (ReduceSum: from 13).
+  static const llvm::StringSet<> reductions = {
+      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+      "ReduceLogSumExp"};
   static const llvm::StringSet<> batchFirst = {
       "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
       "BatchNormalization"};
@@ -405,7 +414,7 @@ bool BatchRespecializer::prepare(
       return fails("the batch is at dimension " + Twine(in[0]->axis) +
                    ", not 0");
     setAll(in[0]);
-  } else if (op == "Softmax" || op == "LogSoftmax" ||
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax" ||
              op == "LayerNormalization") {
     if (!(ok = onlyInput(0)))
       return false;
@@ -420,7 +429,7 @@ bool BatchRespecializer::prepare(
     if (mixes)
       return fails("it normalizes over the batch dimension");
     setAll(in[0]);
-  } else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax") {
+  } else if (reductions.contains(op)) {
     if (!(ok = onlyInput(0)))
       return false;
     int64_t rank = inShape(0).size();
