@@ -213,23 +213,27 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
                                 rewriter.getMultiDimIdentityMap(rank)};
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
+    // Indices are data: checked once, up front (nn.check_index_range), and
+    // clamped in the loop so a bad one reads a valid row, never past the
+    // table.
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, "Gather");
+    if (axisSize == 0 && resultType.getNumElements() != 0) {
+      // Every index is out of range (reported above); nothing to read.
+      rewriter.replaceOp(
+          op, createFilled(rewriter, loc, resultType,
+                           createScalar(rewriter, loc,
+                                        resultType.getElementType(), 0)));
+      return success();
+    }
     Value result = buildGeneric(
         rewriter, loc, createEmpty(rewriter, loc, resultType),
         ValueRange{indices}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value index = args[0];
-          Type indexType = index.getType();
-          Value zero = createScalar(b, l, indexType, 0);
-          Value size = createScalar(b, l, indexType, axisSize);
-          Value negative = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, index, zero);
-          Value wrapped = arith::SelectOp::create(
-              b, l, negative, arith::AddIOp::create(b, l, index, size), index);
+          NormalizedIndex index = normalizeIndex(b, l, args[0], axisSize);
           SmallVector<Value> coords;
           for (int64_t d = 0; d < axis; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
-          coords.push_back(
-              arith::IndexCastOp::create(b, l, b.getIndexType(), wrapped));
+          coords.push_back(index.position);
           for (int64_t d = axis + indexRank; d < rank; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
           return tensor::ExtractOp::create(b, l, data, coords);

@@ -124,6 +124,8 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
       return success();
     }
 
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
+                        "Gather (gradient)");
     Value grad3 = reshapeTo(rewriter, loc, grad, {outer, count, inner});
     Value flatIndices = reshapeTo(rewriter, loc, indices, {count});
     auto accType = RankedTensorType::get({outer, axisSize, inner}, element);
@@ -137,19 +139,11 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
         rewriter, loc, lower, upper, one, ValueRange{init},
         [&](OpBuilder &b, Location l, Value iv, ValueRange iterArgs) {
           Value acc = iterArgs[0];
-          // ONNX wraps a negative index once (`index + axis_size`).
+          // ONNX wraps a negative index once (`index + axis_size`); a bad
+          // one (reported by the forward's and this op's check) is clamped
+          // so the scatter never writes outside the accumulator.
           Value index = tensor::ExtractOp::create(b, l, flatIndices, iv);
-          Type indexType = index.getType();
-          Value negative = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, index,
-              createScalar(b, l, indexType, 0));
-          Value wrapped = arith::SelectOp::create(
-              b, l, negative,
-              arith::AddIOp::create(b, l, index,
-                                    createScalar(b, l, indexType, axisSize)),
-              index);
-          Value row =
-              arith::IndexCastOp::create(b, l, b.getIndexType(), wrapped);
+          Value row = normalizeIndex(b, l, index, axisSize).position;
 
           SmallVector<OpFoldResult> sizes{b.getIndexAttr(outer),
                                           b.getIndexAttr(1),

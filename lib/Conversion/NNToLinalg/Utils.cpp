@@ -6,7 +6,10 @@
 
 #include "Utils.h"
 
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
@@ -256,6 +259,96 @@ Value accumulateWindows(OpBuilder &b, Location loc, Value acc,
     }
   }
   return acc;
+}
+
+//===----------------------------------------------------------------------===//
+// Data-dependent indices
+//===----------------------------------------------------------------------===//
+
+NormalizedIndex normalizeIndex(OpBuilder &b, Location loc, Value index,
+                               int64_t size) {
+  Type type = index.getType();
+  Value zero = createScalar(b, loc, type, 0);
+  Value sizeValue = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, size));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::SelectOp::create(
+      b, loc, negative, arith::AddIOp::create(b, loc, index, sizeValue), index);
+  Value inBounds = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped,
+                            sizeValue));
+  // NOTE: min then max, so size 0 (no valid position) still gives 0.
+  Value last = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, std::max<int64_t>(size - 1, 0)));
+  Value clamped = arith::MaxSIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, wrapped, last), zero);
+  Value position =
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+  return {position, inBounds};
+}
+
+std::string getONNXNodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+std::string getIndexInputName(Operation *op, Value indices) {
+  if (auto attr = op->getAttrOfType<StringAttr>("nn.index_input"))
+    return attr.str();
+  if (auto arg = dyn_cast<BlockArgument>(indices))
+    if (auto named = dyn_cast<NameLoc>(arg.getLoc()))
+      return named.getName().str();
+  return "";
+}
+
+void emitIndexRangeCheck(OpBuilder &b, Location loc, Value indices,
+                         int64_t size, Operation *op, StringRef opType) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t count = type.getNumElements();
+  if (count == 0)
+    return;
+  Type element = type.getElementType();
+  unsigned width = element.getIntOrFloatBitWidth();
+  MLIRContext *ctx = b.getContext();
+  Value flat = reshapeTo(b, loc, indices, {count});
+  auto scalarType = RankedTensorType::get({}, element);
+  Value lowest = createFilled(
+      b, loc, scalarType,
+      arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(element, APInt::getSignedMaxValue(width))));
+  Value highest = createFilled(
+      b, loc, scalarType,
+      arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(element, APInt::getSignedMinValue(width))));
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(1, ctx),
+                              AffineMap::get(1, 0, {}, ctx),
+                              AffineMap::get(1, 0, {}, ctx)};
+  auto range = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType, scalarType}, ValueRange{flat},
+      ValueRange{lowest, highest}, maps,
+      SmallVector<utils::IteratorType>{utils::IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        Value min = arith::MinSIOp::create(nb, l, args[0], args[1]);
+        Value max = arith::MaxSIOp::create(nb, l, args[0], args[2]);
+        linalg::YieldOp::create(nb, l, ValueRange{min, max});
+      });
+  Value min = tensor::ExtractOp::create(b, loc, range.getResult(0),
+                                        ValueRange{});
+  Value max = tensor::ExtractOp::create(b, loc, range.getResult(1),
+                                        ValueRange{});
+  nn::CheckIndexRangeOp::create(
+      b, loc, min, max, b.getI64IntegerAttr(-size), b.getI64IntegerAttr(size),
+      b.getStringAttr(getONNXNodeName(op->getLoc())), b.getStringAttr(opType),
+      b.getStringAttr(getIndexInputName(op, indices)));
 }
 
 } // namespace pipedream::nn_to_linalg

@@ -133,6 +133,42 @@ mlir::Value accumulateWindows(mlir::OpBuilder &b, mlir::Location loc,
                               WindowContributionFn contribution);
 
 //===----------------------------------------------------------------------===//
+// Data-dependent indices (run-time checks, docs/Bundle.md "Run-time checks")
+//===----------------------------------------------------------------------===//
+
+/// An ONNX index into a dimension of `size` made safe to use: negative
+/// values count from the end once (the valid range is [-size, size)), and
+/// the result is clamped into [0, size) so an access with it stays in
+/// bounds whatever the value (a wrong value is reported by
+/// emitIndexRangeCheck, not here).
+struct NormalizedIndex {
+  /// The position, of `index` type, in [0, size) (0 when size is 0).
+  mlir::Value position;
+  /// i1: the value was in [-size, size).
+  mlir::Value inBounds;
+};
+NormalizedIndex normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value index, int64_t size);
+
+/// The ONNX node an op comes from: the name of the first NameLoc in `loc`
+/// (the importer's), or "" when there is none.
+std::string getONNXNodeName(mlir::Location loc);
+
+/// The name of the ONNX value `op` reads its indices from: the importer's
+/// `nn.index_input` attribute on `op`, else the name of a function argument
+/// `indices` is, else "".
+std::string getIndexInputName(mlir::Operation *op, mlir::Value indices);
+
+/// The run-time check of an index tensor: one pass over `indices` (any
+/// shape, i32 or i64) computing its minimum and maximum (a vectorizable
+/// reduction, not a branch per element), then `nn.check_index_range`
+/// against [-size, size), naming `op`'s ONNX node, `opType` and the
+/// indices' input. Nothing for an empty `indices`.
+void emitIndexRangeCheck(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value indices, int64_t size,
+                         mlir::Operation *op, llvm::StringRef opType);
+
+//===----------------------------------------------------------------------===//
 // Pattern population, one function per op family
 //===----------------------------------------------------------------------===//
 

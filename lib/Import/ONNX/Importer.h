@@ -82,6 +82,8 @@ public:
   bool hasInput(size_t i) const;
   /// Input `i`, or null when absent.
   ImportedValue *input(size_t i);
+  /// The ONNX value name of input `i` ("" when absent).
+  std::string inputName(size_t i) const;
   /// Input `i` when it is a constant known at import, else null.
   const HostTensor *constantInput(size_t i);
   /// Input `i`, which must be a known constant; reports why not otherwise.

@@ -102,7 +102,12 @@ std::string ptxFeatureFor(StringRef arch) {
 static void buildKernelPipeline(OpPassManager &pm,
                                 const CUDACodegenOptions &options) {
   // Tensor level: as for the CPU (conv as im2col + GEMM, elementwise
-  // fusion), then parallel loops outermost.
+  // fusion), then parallel loops outermost. The status channel is there
+  // (its accessor), but index checks are not lowered yet: their min/max
+  // would live in device memory (indices are still clamped).
+  cpu::LowerRunTimeChecksPassOptions checks;
+  checks.dropChecks = true;
+  pm.addPass(cpu::createLowerRunTimeChecksPass(checks));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(cpu::createLowerConvToGemmPass());
   pm.addNestedPass<func::FuncOp>(cpu::createFuseElementwiseOpsPass());
