@@ -1092,7 +1092,10 @@ int runMpiRank(const Options &options) {
   message = runRank(run, rank, transport, quiet, agreed);
   if (!message.empty() && agreed) {
     // Every rank stopped at the same failed step, told by the others: an
-    // orderly end (MPI_Finalize together), rank 0 prints the message.
+    // orderly end (MPI_Finalize together), rank 0 prints the message. The
+    // first to exit non-zero makes mpirun stop the others, which need not
+    // say so: their message is rank 0's.
+    std::signal(SIGTERM, SIG_DFL);
     if (rank == 0)
       std::fprintf(stderr, "error: %s\n", message.c_str());
     std::fflush(stdout);
