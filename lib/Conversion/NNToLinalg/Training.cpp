@@ -125,7 +125,7 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
     }
 
     emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
-                        "Gather (gradient)");
+                        "Gather, backward");
     Value grad3 = reshapeTo(rewriter, loc, grad, {outer, count, inner});
     Value flatIndices = reshapeTo(rewriter, loc, indices, {count});
     auto accType = RankedTensorType::get({outer, axisSize, inner}, element);

@@ -302,11 +302,17 @@ std::string getONNXNodeName(Location loc) {
 }
 
 std::string getIndexInputName(Operation *op, Value indices) {
-  if (auto attr = op->getAttrOfType<StringAttr>("nn.index_input"))
-    return attr.str();
-  if (auto arg = dyn_cast<BlockArgument>(indices))
-    if (auto named = dyn_cast<NameLoc>(arg.getLoc()))
-      return named.getName().str();
+  auto arg = dyn_cast<BlockArgument>(indices);
+  if (!arg)
+    return "";
+  if (auto named = dyn_cast<NameLoc>(arg.getLoc()))
+    return named.getName().str();
+  // Training and stage functions name their arguments with `nn.name`.
+  if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+    if (arg.getOwner()->isEntryBlock())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "nn.name"))
+        return name.str();
   return "";
 }
 

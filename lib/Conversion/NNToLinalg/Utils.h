@@ -154,9 +154,9 @@ NormalizedIndex normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
 /// (the importer's), or "" when there is none.
 std::string getONNXNodeName(mlir::Location loc);
 
-/// The name of the ONNX value `op` reads its indices from: the importer's
-/// `nn.index_input` attribute on `op`, else the name of a function argument
-/// `indices` is, else "".
+/// The name of the ONNX value `op` reads its indices from when they are a
+/// function argument (the importer names graph inputs with a NameLoc; the
+/// training and stage functions keep it), else "".
 std::string getIndexInputName(mlir::Operation *op, mlir::Value indices);
 
 /// The run-time check of an index tensor: one pass over `indices` (any

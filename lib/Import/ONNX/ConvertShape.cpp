@@ -558,12 +558,8 @@ static void convertGather(NodeContext &ctx) {
   Value data = ctx.operand(0), indices = ctx.operand(1);
   if (!data || !indices)
     return;
-  Value gathered = ctx.createValue<nn::GatherOp>(data, indices, ctx.i64(*axis));
-  // The run-time check's message names the indices' ONNX value.
-  if (gathered)
-    gathered.getDefiningOp()->setAttr(
-        "nn.index_input", ctx.builder().getStringAttr(ctx.inputName(1)));
-  ctx.setOutput(0, gathered);
+  ctx.setOutput(0, ctx.createValue<nn::GatherOp>(data, indices,
+                                                 ctx.i64(*axis)));
 }
 
 static void convertExpand(NodeContext &ctx) {

@@ -54,6 +54,10 @@ struct LowerRunTimeChecksPass
           << kAccessorName << "' is already defined";
       return signalPassFailure();
     }
+    if (dropChecks) {
+      module.walk([](pipedream::nn::CheckIndexRangeOp op) { op.erase(); });
+      return;
+    }
     Type i64 = IntegerType::get(ctx, 64);
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     auto recordType =
@@ -92,10 +96,6 @@ struct LowerRunTimeChecksPass
     });
     unsigned counter = 0;
     for (pipedream::nn::CheckIndexRangeOp op : checks) {
-      if (dropChecks) {
-        op.erase();
-        continue;
-      }
       Location l = op.getLoc();
       b.setInsertionPoint(op);
       auto widen = [&](Value v) -> Value {

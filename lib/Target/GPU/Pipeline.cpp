@@ -102,9 +102,10 @@ std::string ptxFeatureFor(StringRef arch) {
 static void buildKernelPipeline(OpPassManager &pm,
                                 const CUDACodegenOptions &options) {
   // Tensor level: as for the CPU (conv as im2col + GEMM, elementwise
-  // fusion), then parallel loops outermost. The status channel is there
-  // (its accessor), but index checks are not lowered yet: their min/max
-  // would live in device memory (indices are still clamped).
+  // fusion), then parallel loops outermost. Index checks are not lowered
+  // yet (their min/max would live in device memory; indices are still
+  // clamped), and the bundle has no status record: its thread-local
+  // storage would make program.so depend on the dynamic loader.
   cpu::LowerRunTimeChecksPassOptions checks;
   checks.dropChecks = true;
   pm.addPass(cpu::createLowerRunTimeChecksPass(checks));

@@ -220,9 +220,10 @@ def LowerRunTimeChecksPass
     the offending index (`max` if too large, else `min`), the bounds and
     `info`. The runtime reads and clears the record after every call.
 
-    With `drop-checks` the checks are erased instead (the CUDA pipeline,
-    whose index tensors live in device memory; its bundles still export the
-    accessor, whose record then never fails).
+    With `drop-checks` the checks are erased instead and no record is
+    added (`pipedream-compile --no-run-time-checks`, and the CUDA pipeline,
+    whose index tensors live in device memory): the runtime treats a
+    library without the accessor as one whose calls never fail a check.
   }];
   let options = [
     Option<"dropChecks", "drop-checks", "bool", /*default=*/"false",
