@@ -85,14 +85,16 @@ class Bundle:
             os.path.join(directory, manifest["library"])))
         self.entry = getattr(self.lib, fn["symbol"])
         self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        self.status = self.lib.pipedream_run_time_status
-        self.status.restype = ctypes.POINTER(ctypes.c_int64)
+        # --no-run-time-checks bundles have no status record.
+        self.status = getattr(self.lib, "pipedream_run_time_status", None)
+        if self.status:
+            self.status.restype = ctypes.POINTER(ctypes.c_int64)
 
     def run(self):
         self.entry(self.pointers)
 
     def failed(self):
-        return self.status()[0] != 0
+        return bool(self.status) and self.status()[0] != 0
 
 
 def embed_model(path):

@@ -43,7 +43,7 @@ std::string errorAfter(const std::function<void(json &)> &edit) {
 
 TEST(Manifest, ParsesTheTestBundle) {
   Manifest m = parse(pipedream::test::testManifest());
-  EXPECT_EQ(m.version, 1);
+  EXPECT_EQ(m.version, 2);
   EXPECT_EQ(m.model, "test.onnx");
   EXPECT_EQ(m.library, "program.so");
   EXPECT_EQ(m.weightsFile, "weights.bin");
