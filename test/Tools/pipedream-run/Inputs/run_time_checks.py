@@ -16,6 +16,11 @@ test needs no committed model files).
   run_time_checks.py exp OUT.onnx
       x f32[4 x 6] -> Exp -> MatMul(6 x 5) -> `logits`: exp overflows to
       inf for large x (--check-finite)
+  run_time_checks.py sqrt OUT.onnx OUT.npz
+      x f32[4 x 6] -> MatMul(|w1|) -> Sqrt -> MatMul -> `logits`, and 32
+      samples of x >= 0 where sample 13 is all zeros: its forward is finite
+      (sqrt(0) = 0) but d sqrt/dh = inf at 0, so grad(w1) = x^T (inf * ...)
+      = 0 * inf is NaN
   run_time_checks.py exp-data OUT.npz [--bad SAMPLE]
       32 samples of x f32[32 x 6] in [-1, 1), labels in [0, 5); with
       --bad, x[SAMPLE, 0] = 200 (exp(200) is inf in f32)
@@ -130,5 +135,23 @@ elif args.command == "exp-data":
     if args.bad:
         x[int(args.bad), 0] = 200.0
     np.savez(args.paths[0], x=x, labels=labels)
+elif args.command == "sqrt":
+    rng = np.random.default_rng(5)
+    w1 = np.abs(rng.standard_normal((6, 4))).astype(np.float32)
+    w2 = rng.standard_normal((4, CLASSES)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="/fc1"),
+         helper.make_node("Sqrt", ["h"], ["s"], name="/Sqrt"),
+         helper.make_node("MatMul", ["s", "w2"], ["logits"], name="/fc2")],
+        "sqrt",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                       [BATCH, CLASSES])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    save(graph, args.paths[0])
+    x = np.abs(rng.standard_normal((32, 6))).astype(np.float32)
+    x[13] = 0
+    np.savez(args.paths[1], x=x,
+             labels=rng.integers(0, CLASSES, 32).astype(np.int64))
 else:
     sys.exit("unknown command " + args.command)
