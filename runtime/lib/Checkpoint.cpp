@@ -45,6 +45,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -252,16 +253,44 @@ size_t alignUp(size_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-/// The manifest, checked.
-struct ManifestView {
-  uint64_t step = 0;
-  size_t ranks = 0;
-  std::string fingerprint;
-  std::string model;
-  std::vector<std::string> files;
-  std::vector<uint64_t> bytes;
-  std::vector<uint64_t> crcs;
-};
+/// The non-negative integer `object[key]`. Not get<uint64_t>() directly:
+/// nlohmann converts a float such as 1e22 with a cast whose overflow is
+/// undefined behaviour (found by the checkpoint fuzzer).
+uint64_t unsignedAt(const nlohmann::json &object, const char *key) {
+  const nlohmann::json &value = object.at(key);
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(value.get<int64_t>());
+  throw std::invalid_argument(std::string("'") + key +
+                              "' is not a non-negative integer");
+}
+
+/// `object[key]` as a shape: an array of non-negative integers.
+std::vector<int64_t> shapeAt(const nlohmann::json &object, const char *key) {
+  const nlohmann::json &value = object.at(key);
+  if (!value.is_array())
+    throw std::invalid_argument(std::string("'") + key + "' is not an array");
+  std::vector<int64_t> shape;
+  for (const nlohmann::json &extent : value) {
+    if (!extent.is_number_integer() || extent.get<int64_t>() < 0)
+      throw std::invalid_argument(std::string("'") + key +
+                                  "' holds a value that is not a "
+                                  "non-negative integer");
+    shape.push_back(extent.get<int64_t>());
+  }
+  return shape;
+}
+
+using ManifestView = CheckpointManifest;
+
+} // namespace
+
+nlohmann::json parseRankFileHeader(const std::string &bytes,
+                                   const std::string &path,
+                                   const CheckpointManifest &m, size_t rank);
+
+namespace {
 
 ManifestView readManifest(const std::string &dir) {
   std::string path = dir + "/" + kManifestName;
@@ -269,43 +298,7 @@ ManifestView readManifest(const std::string &dir) {
   if (::stat(path.c_str(), &st) != 0)
     throw Error(PD_ERROR_NOT_FOUND,
                 dir + ": no checkpoint (no " + kManifestName + ")");
-  std::string text = readWhole(path, PD_ERROR_IO);
-  ManifestView view;
-  try {
-    nlohmann::json json = nlohmann::json::parse(text);
-    if (json.at("format").get<std::string>() != kFormat ||
-        json.at("version").get<int64_t>() != kVersion)
-      throw Error(PD_ERROR_FORMAT, path + ": not a pipedream checkpoint "
-                                          "manifest of version 1");
-    view.step = json.at("step").get<uint64_t>();
-    view.ranks = json.at("ranks").get<size_t>();
-    view.fingerprint = json.at("bundle_fingerprint").get<std::string>();
-    view.model = json.value("model", "");
-    const nlohmann::json &files = json.at("files");
-    if (!files.is_array() || files.size() != view.ranks || view.ranks == 0)
-      throw Error(PD_ERROR_FORMAT,
-                  path + ": 'files' must list one file per rank");
-    for (size_t r = 0; r < files.size(); ++r) {
-      if (files[r].at("rank").get<size_t>() != r)
-        throw Error(PD_ERROR_FORMAT,
-                    path + ": files[" + std::to_string(r) + "] is not rank " +
-                        std::to_string(r) + "'s");
-      std::string name = files[r].at("file").get<std::string>();
-      if (name.empty() || name.find('/') != std::string::npos)
-        throw Error(PD_ERROR_FORMAT, path + ": files[" + std::to_string(r) +
-                                         "].file must be a file name in " +
-                                         dir);
-      view.files.push_back(name);
-      view.bytes.push_back(files[r].at("bytes").get<uint64_t>());
-      view.crcs.push_back(files[r].at("crc32").get<uint64_t>());
-    }
-  } catch (const Error &) {
-    throw;
-  } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT,
-                path + ": corrupt checkpoint manifest (" + e.what() + ")");
-  }
-  return view;
+  return parseCheckpointManifest(readWhole(path, PD_ERROR_IO), path, dir);
 }
 
 struct RankFileView {
@@ -319,17 +312,80 @@ RankFileView readRankFile(const std::string &dir, const ManifestView &m,
   std::string path = dir + "/" + m.files[rank];
   RankFileView view;
   view.bytes = readWhole(path, PD_ERROR_NOT_FOUND);
+  view.header = parseRankFileHeader(view.bytes, path, m, rank);
+  return view;
+}
+
+std::string describeSpec(const nlohmann::json &b) {
+  pd_dtype dtype = PD_DTYPE_F32;
+  parseDtype(b.at("dtype").get<std::string>(), dtype);
+  std::vector<int64_t> shape = shapeAt(b, "shape");
+  return b.at("role").get<std::string>() + " " +
+         describeType(dtype, shape.data(), shape.size());
+}
+
+} // namespace
+
+CheckpointManifest parseCheckpointManifest(const std::string &text,
+                                           const std::string &path,
+                                           const std::string &dir) {
+  ManifestView view;
+  try {
+    nlohmann::json json = nlohmann::json::parse(text);
+    if (json.at("format").get<std::string>() != kFormat ||
+        !json.at("version").is_number_integer() ||
+        json.at("version").get<int64_t>() != kVersion)
+      throw Error(PD_ERROR_FORMAT, path + ": not a pipedream checkpoint "
+                                          "manifest of version 1");
+    view.step = unsignedAt(json, "step");
+    view.ranks = unsignedAt(json, "ranks");
+    view.fingerprint = json.at("bundle_fingerprint").get<std::string>();
+    view.model = json.value("model", "");
+    const nlohmann::json &files = json.at("files");
+    if (!files.is_array() || files.size() != view.ranks || view.ranks == 0)
+      throw Error(PD_ERROR_FORMAT,
+                  path + ": 'files' must list one file per rank");
+    for (size_t r = 0; r < files.size(); ++r) {
+      if (unsignedAt(files[r], "rank") != r)
+        throw Error(PD_ERROR_FORMAT,
+                    path + ": files[" + std::to_string(r) + "] is not rank " +
+                        std::to_string(r) + "'s");
+      std::string name = files[r].at("file").get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos)
+        throw Error(PD_ERROR_FORMAT, path + ": files[" + std::to_string(r) +
+                                         "].file must be a file name in " +
+                                         dir);
+      view.files.push_back(name);
+      view.bytes.push_back(unsignedAt(files[r], "bytes"));
+      view.crcs.push_back(unsignedAt(files[r], "crc32"));
+    }
+  } catch (const Error &e) {
+    // Names quoted from the file may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
+  } catch (const std::exception &e) {
+    throw Error(PD_ERROR_FORMAT, oneLine(path + ": corrupt checkpoint "
+                                                "manifest (" +
+                                         e.what() + ")"));
+  }
+  return view;
+}
+
+nlohmann::json parseRankFileHeader(const std::string &bytes,
+                                   const std::string &path,
+                                   const CheckpointManifest &m, size_t rank) {
+  nlohmann::json header;
   const std::string corrupt =
-      path + ": corrupt checkpoint file (rank " + std::to_string(rank) +
-      " of step " + std::to_string(m.step) + "): ";
-  if (view.bytes.size() != m.bytes[rank])
+      oneLine(path + ": corrupt checkpoint file (rank " +
+              std::to_string(rank) + " of step " + std::to_string(m.step) +
+              "): ");
+  if (bytes.size() != m.bytes[rank])
     throw Error(PD_ERROR_FORMAT,
-                corrupt + "it has " + std::to_string(view.bytes.size()) +
+                corrupt + "it has " + std::to_string(bytes.size()) +
                     " bytes, the manifest says " +
                     std::to_string(m.bytes[rank]));
   const unsigned char *data =
-      reinterpret_cast<const unsigned char *>(view.bytes.data());
-  size_t size = view.bytes.size();
+      reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t size = bytes.size();
   if (size < 32 || std::memcmp(data, kFileMagic, 8) != 0 ||
       std::memcmp(data + size - 16, kEndMagic, 8) != 0)
     throw Error(PD_ERROR_FORMAT, corrupt + "bad magic");
@@ -340,39 +396,64 @@ RankFileView readRankFile(const std::string &dir, const ManifestView &m,
   if (headerSize > size - 32)
     throw Error(PD_ERROR_FORMAT, corrupt + "bad header length");
   try {
-    view.header = nlohmann::json::parse(view.bytes.substr(16, headerSize));
-    if (view.header.at("step").get<uint64_t>() != m.step ||
-        view.header.at("rank").get<size_t>() != rank ||
-        view.header.at("ranks").get<size_t>() != m.ranks ||
-        view.header.at("bundle_fingerprint").get<std::string>() !=
+    header = nlohmann::json::parse(bytes.substr(16, headerSize));
+    if (unsignedAt(header, "step") != m.step ||
+        unsignedAt(header, "rank") != rank ||
+        unsignedAt(header, "ranks") != m.ranks ||
+        header.at("bundle_fingerprint").get<std::string>() !=
             m.fingerprint)
       throw Error(PD_ERROR_FORMAT,
                   corrupt + "its header does not match the manifest");
-    for (const nlohmann::json &b : view.header.at("buffers")) {
-      uint64_t offset = b.at("offset").get<uint64_t>();
-      uint64_t bytes = b.at("bytes").get<uint64_t>();
-      if (offset > size - 16 || bytes > size - 16 - offset)
-        throw Error(PD_ERROR_FORMAT, corrupt + "buffer '" +
-                                         b.at("name").get<std::string>() +
-                                         "' lies outside the file");
+    for (const nlohmann::json &b : header.at("buffers")) {
+      uint64_t offset = unsignedAt(b, "offset");
+      uint64_t length = unsignedAt(b, "bytes");
+      std::string name = b.at("name").get<std::string>();
+      if (offset > size - 16 || length > size - 16 - offset)
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' lies outside the file");
+      // Its dtype, shape and role are what loadCheckpoint matches against
+      // the bundle's buffer, whose byte size it then copies: they must
+      // agree with `bytes`.
+      TensorType type;
+      if (!b.at("dtype").is_string() ||
+          !parseDtype(b.at("dtype").get<std::string>(), type.dtype))
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has an unknown dtype");
+      pd_role role;
+      if (!b.at("role").is_string() ||
+          !parseRole(b.at("role").get<std::string>(), role))
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has an unknown role");
+      type.shape = shapeAt(b, "shape");
+      for (int64_t extent : type.shape)
+        if (extent < 0)
+          throw Error(PD_ERROR_FORMAT, corrupt + "buffer '" + name +
+                                           "' has a negative extent");
+      computeSizes(type, corrupt + "buffer '" + name + "'");
+      if (type.numBytes != length)
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has " +
+                        std::to_string(length) + " bytes, its type " +
+                        describeType(type.dtype, type.shape.data(),
+                                     type.shape.size()) +
+                        " needs " + std::to_string(type.numBytes));
     }
-  } catch (const Error &) {
-    throw;
+  } catch (const Error &e) {
+    throw Error(e.status, oneLine(e.what()));
   } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT, corrupt + "bad header (" + e.what() + ")");
+    throw Error(PD_ERROR_FORMAT,
+                oneLine(corrupt + "bad header (" + e.what() + ")"));
   }
-  return view;
+  return header;
 }
 
-std::string describeSpec(const nlohmann::json &b) {
-  pd_dtype dtype = PD_DTYPE_F32;
-  parseDtype(b.at("dtype").get<std::string>(), dtype);
-  std::vector<int64_t> shape = b.at("shape").get<std::vector<int64_t>>();
-  return b.at("role").get<std::string>() + " " +
-         describeType(dtype, shape.data(), shape.size());
+void checkRankFile(const std::string &bytes, const std::string &path,
+                   const CheckpointManifest &m, size_t rank) {
+  if (rank >= m.files.size())
+    throw Error(PD_ERROR_FORMAT, path + ": no rank " + std::to_string(rank) +
+                                     " in the manifest");
+  parseRankFileHeader(bytes, path, m, rank);
 }
-
-} // namespace
 
 std::vector<pd_buffer *> checkpointBuffers(pd_bundle &bundle) {
   std::vector<pd_buffer *> buffers;
@@ -496,8 +577,10 @@ uint64_t checkpointStep(const std::string &dir) {
   return readManifest(dir).step;
 }
 
-uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
-                        size_t rank, size_t ranks) {
+namespace {
+
+uint64_t loadCheckpointImpl(pd_bundle &bundle, const std::string &dir,
+                            size_t rank, size_t ranks) {
   ManifestView m = readManifest(dir);
   std::string manifestPath = dir + "/" + kManifestName;
   std::string ours = fingerprint(bundle);
@@ -566,10 +649,22 @@ uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
     pd_buffer &buffer = *byName[name];
     if (!buffer.onRank)
       continue;
-    std::memcpy(ensureMemory(buffer), data + b->at("offset").get<uint64_t>(),
+    std::memcpy(ensureMemory(buffer), data + unsignedAt(*b, "offset"),
                 buffer.type.numBytes);
   }
   return m.step;
+}
+
+} // namespace
+
+uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
+                        size_t rank, size_t ranks) {
+  try {
+    return loadCheckpointImpl(bundle, dir, rank, ranks);
+  } catch (const Error &e) {
+    // Names quoted from the checkpoint (buffers, model) may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
+  }
 }
 
 } // namespace runtime

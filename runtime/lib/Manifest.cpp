@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -79,7 +80,8 @@ public:
     std::string message = source + ": ";
     if (!path.empty())
       message += path + ": ";
-    throw Error(PD_ERROR_FORMAT, message + what);
+    // Names and values quoted from the file may hold newlines.
+    throw Error(PD_ERROR_FORMAT, oneLine(message + what));
   }
 
   static std::string join(const std::string &path, const std::string &key) {
@@ -187,6 +189,22 @@ bool isIdentifier(const std::string &name) {
 }
 
 } // namespace
+
+std::string oneLine(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 bool parseDtype(const std::string &name, pd_dtype &out) {
   for (const DtypeEntry &entry : kDtypes)
@@ -352,9 +370,12 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   TrainingSpec &t = manifest.training;
 
   t.loss = v.string(v.member(object, path, "loss"), "training.loss");
-  if (t.loss != "cross-entropy" && t.loss != "mse")
-    v.fail("training.loss",
-           "unknown loss '" + t.loss + "' (expected cross-entropy or mse)");
+  if (t.loss != "cross-entropy" && t.loss != "mse" && t.loss != "none")
+    v.fail("training.loss", "unknown loss '" + t.loss +
+                                "' (expected cross-entropy, mse or none)");
+  // "none": the model's first output is the loss; labels, if any, are
+  // ordinary inputs, and there is no `labels` member.
+  bool hasLabels = t.loss != "none";
 
   std::string functionNames;
   for (const FunctionSpec &f : manifest.functions)
@@ -411,13 +432,19 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
     v.fail(where,
            "step function '" + step.name + "' has no input '" + name + "'");
   };
-  t.labels = v.string(v.member(object, path, "labels"), "training.labels");
-  const BufferSpec &labels = stepInput(t.labels, "training.labels");
+  if (!hasLabels && object.contains("labels"))
+    v.fail("training.labels", "loss 'none' has no labels (they are "
+                              "ordinary inputs); remove the member");
+  if (hasLabels)
+    t.labels = v.string(v.member(object, path, "labels"), "training.labels");
+  const BufferSpec *labels =
+      hasLabels ? &stepInput(t.labels, "training.labels") : nullptr;
   t.inputs = parseDataInputs(v, object, path, "training", t.labels);
   for (size_t i = 0; i < t.inputs.size(); ++i)
     stepInput(t.inputs[i], Validator::index("training.inputs", i));
   std::set<std::string> data(t.inputs.begin(), t.inputs.end());
-  data.insert(t.labels);
+  if (hasLabels)
+    data.insert(t.labels);
   for (const BufferSpec &b : step.buffers)
     if (b.role == PD_ROLE_INPUT && !data.count(b.name))
       v.fail("training.inputs",
@@ -433,13 +460,14 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
       v.fail(npath, "must be a positive number of classes, got " +
                         std::to_string(classes));
     t.numClasses = static_cast<int64_t>(classes);
-    if (labels.type.dtype != PD_DTYPE_I64 && labels.type.dtype != PD_DTYPE_I32)
+    if (labels->type.dtype != PD_DTYPE_I64 &&
+        labels->type.dtype != PD_DTYPE_I32)
       v.fail("training.labels",
              "cross-entropy takes class indices (i64), but labels '" +
-                 t.labels + "' are " + describe(labels.type));
-  } else if (!isFloat(labels.type.dtype)) {
+                 t.labels + "' are " + describe(labels->type));
+  } else if (t.loss == "mse" && !isFloat(labels->type.dtype)) {
     v.fail("training.labels", "mse takes a float target, but labels '" +
-                                  t.labels + "' are " + describe(labels.type));
+                                  t.labels + "' are " + describe(labels->type));
   }
 
   // The loss: the step function's only output that updates nothing.
@@ -929,8 +957,9 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error &e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+  } catch (const json::exception &e) {
+    // parse_error, and out_of_range for a number like 1e999. Drop
+    // nlohmann's "[json.exception.parse_error.101] " prefix.
     std::string what = e.what();
     size_t close = what.find("] ");
     if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos)

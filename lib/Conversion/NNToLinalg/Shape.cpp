@@ -12,7 +12,8 @@
 // - `slice`: a strided `tensor.extract_slice` (positive strides), then a
 //   generic reversing the dimensions with negative steps;
 // - `gather`: a generic over the result whose body reads the index, wraps a
-//   negative one (`index + dim`), and `tensor.extract`s the element.
+//   negative one and clamps it (`normalizeIndex`), and `tensor.extract`s the
+//   element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +205,16 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
     int64_t indexRank = indicesType.getRank();
     int64_t rank = resultType.getRank();
     int64_t axisSize = dataType.getDimSize(axis);
+    if (resultType.getNumElements() == 0) {
+      rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
+      return success();
+    }
+    if (axisSize == 0)
+      return rewriter.notifyMatchFailure(op, "indexes an empty dimension");
+    // Indices are data: checked once, up front (nn.check_index_range);
+    // the access clamps them (normalizeIndex), so a bad one reads a valid
+    // row, never past the table.
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, "Gather");
 
     // Result dims [axis, axis + indexRank) walk the indices.
     SmallVector<AffineExpr> indexExprs;
@@ -213,27 +224,14 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
                                 rewriter.getMultiDimIdentityMap(rank)};
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    // Indices are data: checked once, up front (nn.check_index_range), and
-    // clamped in the loop so a bad one reads a valid row, never past the
-    // table.
-    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, "Gather");
-    if (axisSize == 0 && resultType.getNumElements() != 0) {
-      // Every index is out of range (reported above); nothing to read.
-      rewriter.replaceOp(
-          op, createFilled(rewriter, loc, resultType,
-                           createScalar(rewriter, loc,
-                                        resultType.getElementType(), 0)));
-      return success();
-    }
     Value result = buildGeneric(
         rewriter, loc, createEmpty(rewriter, loc, resultType),
         ValueRange{indices}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          NormalizedIndex index = normalizeIndex(b, l, args[0], axisSize);
           SmallVector<Value> coords;
           for (int64_t d = 0; d < axis; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
-          coords.push_back(index.position);
+          coords.push_back(normalizeIndex(b, l, args[0], axisSize).index);
           for (int64_t d = axis + indexRank; d < rank; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
           return tensor::ExtractOp::create(b, l, data, coords);

@@ -139,11 +139,10 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
         rewriter, loc, lower, upper, one, ValueRange{init},
         [&](OpBuilder &b, Location l, Value iv, ValueRange iterArgs) {
           Value acc = iterArgs[0];
-          // ONNX wraps a negative index once (`index + axis_size`); a bad
-          // one (reported by the forward's and this op's check) is clamped
-          // so the scatter never writes outside the accumulator.
+          // ONNX wraps a negative index once (`index + axis_size`).
           Value index = tensor::ExtractOp::create(b, l, flatIndices, iv);
-          Value row = normalizeIndex(b, l, index, axisSize).position;
+          NormalizedIndex normalized = normalizeIndex(b, l, index, axisSize);
+          Value row = normalized.index;
 
           SmallVector<OpFoldResult> sizes{b.getIndexAttr(outer),
                                           b.getIndexAttr(1),
@@ -165,6 +164,9 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
               [](OpBuilder &bb, Location ll, ValueRange args) -> Value {
                 return arith::AddFOp::create(bb, ll, args[1], args[0]);
               });
+          // An out-of-range index adds nothing.
+          sum = arith::SelectOp::create(b, l, normalized.inBounds, sum,
+                                        current);
           Value updated = tensor::InsertSliceOp::create(
               b, l, sum, acc, rowOffsets, sizes, strides);
           scf::YieldOp::create(b, l, updated);

@@ -261,32 +261,26 @@ Value accumulateWindows(OpBuilder &b, Location loc, Value acc,
   return acc;
 }
 
-//===----------------------------------------------------------------------===//
-// Data-dependent indices
-//===----------------------------------------------------------------------===//
-
 NormalizedIndex normalizeIndex(OpBuilder &b, Location loc, Value index,
-                               int64_t size) {
+                               int64_t dimSize) {
   Type type = index.getType();
   Value zero = createScalar(b, loc, type, 0);
-  Value sizeValue = arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, size));
+  Value size = createScalar(b, loc, type, double(dimSize));
+  Value last = createScalar(b, loc, type, double(dimSize - 1));
   Value negative =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
   Value wrapped = arith::SelectOp::create(
-      b, loc, negative, arith::AddIOp::create(b, loc, index, sizeValue), index);
-  Value inBounds = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped,
-                            sizeValue));
-  // NOTE: min then max, so size 0 (no valid position) still gives 0.
-  Value last = arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(type, std::max<int64_t>(size - 1, 0)));
+      b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
+  Value aboveZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero);
+  Value belowSize =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped, size);
+  NormalizedIndex result;
+  result.inBounds = arith::AndIOp::create(b, loc, aboveZero, belowSize);
   Value clamped = arith::MaxSIOp::create(
       b, loc, arith::MinSIOp::create(b, loc, wrapped, last), zero);
-  Value position =
-      arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
-  return {position, inBounds};
+  result.index = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+  return result;
 }
 
 std::string getONNXNodeName(Location loc) {

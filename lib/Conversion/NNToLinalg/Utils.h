@@ -133,22 +133,31 @@ mlir::Value accumulateWindows(mlir::OpBuilder &b, mlir::Location loc,
                               WindowContributionFn contribution);
 
 //===----------------------------------------------------------------------===//
-// Data-dependent indices (run-time checks, docs/Bundle.md "Run-time checks")
+// Data-dependent indices
 //===----------------------------------------------------------------------===//
 
-/// An ONNX index into a dimension of `size` made safe to use: negative
-/// values count from the end once (the valid range is [-size, size)), and
-/// the result is clamped into [0, size) so an access with it stays in
-/// bounds whatever the value (a wrong value is reported by
-/// emitIndexRangeCheck, not here).
+/// A run-time index made safe to address a dimension with.
 struct NormalizedIndex {
-  /// The position, of `index` type, in [0, size) (0 when size is 0).
-  mlir::Value position;
-  /// i1: the value was in [-size, size).
+  /// `index` type, always in `[0, dimSize)`.
+  mlir::Value index;
+  /// i1: the ONNX index was in `[-dimSize, dimSize)`.
   mlir::Value inBounds;
 };
+
+/// Normalizes a run-time ONNX index (signless integer scalar) for a
+/// dimension of static size `dimSize > 0`: a negative index counts from the
+/// end (`index + dimSize`), then the result is clamped into range, so that
+/// no read or write leaves the tensor, and `inBounds` says whether it had
+/// to be.
+///
+/// NOTE: every lowering that addresses a tensor with data-dependent indices
+/// (gather, gather_grad, gather_elements, gather_nd, the scatters) goes
+/// through this one function: it is the place where an out-of-range index
+/// is reported at run time by emitIndexRangeCheck, before the access;
+/// reads use the clamped index and writes are skipped when `inBounds` is
+/// false.
 NormalizedIndex normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
-                               mlir::Value index, int64_t size);
+                               mlir::Value index, int64_t dimSize);
 
 /// The ONNX node an op comes from: the name of the first NameLoc in `loc`
 /// (the importer's), or "" when there is none.
@@ -156,14 +165,15 @@ std::string getONNXNodeName(mlir::Location loc);
 
 /// The name of the ONNX value `op` reads its indices from when they are a
 /// function argument (the importer names graph inputs with a NameLoc; the
-/// training and stage functions keep it), else "".
+/// training and stage functions keep it with `nn.name`), else "".
 std::string getIndexInputName(mlir::Operation *op, mlir::Value indices);
 
-/// The run-time check of an index tensor: one pass over `indices` (any
-/// shape, i32 or i64) computing its minimum and maximum (a vectorizable
-/// reduction, not a branch per element), then `nn.check_index_range`
-/// against [-size, size), naming `op`'s ONNX node, `opType` and the
-/// indices' input. Nothing for an empty `indices`.
+/// The run-time check of an index tensor (docs/Bundle.md "Run-time
+/// checks"): one pass over `indices` (any shape, i32 or i64) computing its
+/// minimum and maximum (a vectorizable reduction, not a branch per element
+/// in the access loop), then `nn.check_index_range` against [-size, size),
+/// naming `op`'s ONNX node, `opType` and the indices' input. Nothing for an
+/// empty `indices`. The access itself uses normalizeIndex (clamped).
 void emitIndexRangeCheck(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value indices, int64_t size,
                          mlir::Operation *op, llvm::StringRef opType);
@@ -180,6 +190,7 @@ void populateNormalizationPatterns(mlir::RewritePatternSet &patterns,
                                    const NNToLinalgOptions &options);
 void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
+void populateIndexingPatterns(mlir::RewritePatternSet &patterns);
 void populateTrainingPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace pipedream::nn_to_linalg

@@ -94,13 +94,44 @@ int64_t leadingDim(int64_t size, int64_t stride, int64_t minimum) {
 /// run (the op then goes to the loop lowering).
 } // namespace
 
+bool pipedream::isMulAddContraction(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(op))
+    return false;
+  Block *body = op.getBlock();
+  if (!body || body->getNumArguments() != 3)
+    return false;
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!yield || yield.getNumOperands() != 1)
+    return false;
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) ||
+      add->getBlock() != body)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1),
+        out = body->getArgument(2);
+  auto isProduct = [&](Value v) {
+    Operation *mul = v.getDefiningOp();
+    if (!mul || !isa<arith::MulFOp, arith::MulIOp>(mul) ||
+        mul->getBlock() != body)
+      return false;
+    return (mul->getOperand(0) == a && mul->getOperand(1) == b) ||
+           (mul->getOperand(0) == b && mul->getOperand(1) == a);
+  };
+  // Exactly the mul, the add and the yield.
+  if (!llvm::hasNItems(body->getOperations(), 3))
+    return false;
+  return (add->getOperand(0) == out && isProduct(add->getOperand(1))) ||
+         (add->getOperand(1) == out && isProduct(add->getOperand(0)));
+}
+
 FailureOr<GemmPlan>
 pipedream::planGemm(linalg::LinalgOp op,
                     llvm::function_ref<bool(Type)> acceptElementType) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1)
     return failure();
-  if (!linalg::isaContractionOpInterface(op))
+  if (!isMulAddContraction(op))
     return failure();
 
   // One element type everywhere (no mixed-precision contractions).

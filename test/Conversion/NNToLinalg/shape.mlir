@@ -145,31 +145,25 @@ func.func @slice_negative_step(%x: tensor<5x6xf32>) -> tensor<5x2xf32> {
 
 // -----
 
-// Gather: one min/max pass over the indices feeds nn.check_index_range
-// against [-100, 100); the body wraps a negative index by the axis size,
-// clamps it into [0, 100) (a bad index reads a valid row, never past the
-// table) and extracts the element.
+// Gather: the body reads the index, wraps a negative one by the axis size,
+// clamps it into range (normalizeIndex: no read leaves the table), and
+// extracts the element.
 // CHECK-DAG: #[[$IDX:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[$ID3:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[T:.*]]: tensor<100x16xf32>, %[[I:.*]]: tensor<2x8xi64>)
-// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[I]] {{\[}}[0, 1]] : tensor<2x8xi64> into tensor<16xi64>
-// CHECK: %[[RANGE:.*]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[FLAT]] : tensor<16xi64>)
-// CHECK: arith.minsi
-// CHECK: arith.maxsi
-// CHECK: %[[MIN:.*]] = tensor.extract %[[RANGE]]#0[]
-// CHECK: %[[MAX:.*]] = tensor.extract %[[RANGE]]#1[]
-// CHECK: nn.check_index_range %[[MIN]], %[[MAX]] {input = "", lower = -100 : i64, node = "", op_type = "Gather", upper = 100 : i64} : i64
+// CHECK: %[[RANGE:.*]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]}
+// CHECK: nn.check_index_range %{{.*}}, %{{.*}} {input = "", lower = -100 : i64, node = "", op_type = "Gather", upper = 100 : i64} : i64
 // CHECK: linalg.generic {indexing_maps = [#[[$IDX]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[I]] : tensor<2x8xi64>)
 // CHECK: ^bb0(%[[IN:.*]]: i64, %{{.*}}: f32):
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[SIZE:.*]] = arith.constant 100 : i64
+// CHECK-DAG: %[[LAST:.*]] = arith.constant 99 : i64
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IN]], %[[ZERO]] : i64
 // CHECK: %[[WRAP:.*]] = arith.addi %[[IN]], %[[SIZE]] : i64
 // CHECK: %[[SEL:.*]] = arith.select %[[NEG]], %[[WRAP]], %[[IN]] : i64
-// CHECK: %[[LAST:.*]] = arith.constant 99 : i64
-// CHECK: %[[BELOW:.*]] = arith.minsi %[[SEL]], %[[LAST]] : i64
-// CHECK: %[[CLAMPED:.*]] = arith.maxsi %[[BELOW]], %[[ZERO]] : i64
+// CHECK: %[[MIN:.*]] = arith.minsi %[[SEL]], %[[LAST]] : i64
+// CHECK: %[[CLAMPED:.*]] = arith.maxsi %[[MIN]], %[[ZERO]] : i64
 // CHECK: %[[ROW:.*]] = arith.index_cast %[[CLAMPED]] : i64 to index
 // CHECK: %[[COL:.*]] = linalg.index 2 : index
 // CHECK: %[[E:.*]] = tensor.extract %[[T]][%[[ROW]], %[[COL]]] : tensor<100x16xf32>
@@ -186,9 +180,9 @@ func.func @gather(%t: tensor<100x16xf32>, %i: tensor<2x8xi64>) -> tensor<2x8x16x
 // CHECK-LABEL: func.func @gather_axis1(
 // CHECK: linalg.generic {indexing_maps = [#[[$IDX]], #{{.*}}]
 // CHECK: ^bb0(%[[IN:.*]]: i32, %{{.*}}: f32):
+// CHECK: %[[D0:.*]] = linalg.index 0 : index
 // CHECK: arith.constant 5 : i32
 // CHECK: %[[D1:.*]] = arith.index_cast %{{.*}} : i32 to index
-// CHECK: %[[D0:.*]] = linalg.index 0 : index
 // CHECK: %[[D2:.*]] = linalg.index 2 : index
 // CHECK: tensor.extract %{{.*}}[%[[D0]], %[[D1]], %[[D2]]] : tensor<3x5x2xf32>
 // LLVM-LABEL: llvm.func @gather_axis1(

@@ -118,3 +118,55 @@ func.func @matmul_i32(%a: tensor<4x2xi32>, %b: tensor<2x8xi32>) -> tensor<4x8xi3
   %r = linalg.matmul ins(%a, %b : tensor<4x2xi32>, tensor<2x8xi32>) outs(%f : tensor<4x8xi32>) -> tensor<4x8xi32>
   return %r : tensor<4x8xi32>
 }
+
+// A contraction-like body with an op between the multiply and the add
+// (elementwise fusion of a negation into a reduction: sum(-(a * b))) is not
+// a GEMM: it stays loops and keeps the negation, which LLVM folds into an
+// fsub (upstream's isaContractionOpInterface accepts such bodies;
+// isMulAddContraction does not).
+// CHECK-LABEL: define void @pipedream_negated_contraction(
+// CHECK-NOT: cblas
+// CHECK: fsub
+// CHECK: ret void
+func.func @negated_contraction(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %n = arith.negf %p : f32
+    %s = arith.addf %n, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}
+
+// `out + -(a * b)` passes linalg's contraction matcher (it skips unary ops)
+// but is not a GEMM: the elementwise fusion makes it from the gradient of
+// x / d with a broadcast d (neg, then a sum). It stays loops, the negation
+// kept (LLVM folds it into subtractions from the accumulator).
+// CHECK-LABEL: define void @pipedream_negated_dot(
+// CHECK-NOT: cblas
+// CHECK: fmul double
+// CHECK-NEXT: fsub double 0.000000e+00,
+// CHECK-NOT: cblas
+// CHECK: ret void
+#nd_in = affine_map<(d0, d1) -> (d0, d1)>
+#nd_out = affine_map<(d0, d1) -> (d0)>
+func.func @negated_dot(%a: tensor<4x8xf64>, %b: tensor<4x8xf64>) -> tensor<4xf64> {
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4xf64>
+  %f = linalg.fill ins(%zero : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.generic {indexing_maps = [#nd_in, #nd_in, #nd_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf64>, tensor<4x8xf64>) outs(%f : tensor<4xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %n = arith.negf %p : f64
+    %s = arith.addf %n, %acc : f64
+    linalg.yield %s : f64
+  } -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}

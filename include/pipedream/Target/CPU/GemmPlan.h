@@ -49,6 +49,14 @@ struct GemmPlan {
   llvm::SmallVector<GemmOuterLoop> loops;
 };
 
+/// Whether `op` is a contraction whose body is exactly `out + a * b` (or
+/// `out + b * a`, `a * b + out`) on its block arguments: what a GEMM
+/// computes. NOTE: linalg::isaContractionOpInterface alone also accepts
+/// bodies with unary ops around the multiply (`out + -(a * b)`, which the
+/// elementwise fusion makes from a negated product feeding a sum); a GEMM
+/// would drop them.
+bool isMulAddContraction(mlir::linalg::LinalgOp op);
+
 /// Builds the plan for `op` (a linalg op on statically shaped memrefs with
 /// two inputs and one output, all of one element type accepted by
 /// `acceptElementType`), or fails when it is not a contraction a strided
