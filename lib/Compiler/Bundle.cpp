@@ -289,7 +289,8 @@ std::string renderBundleManifest(const Bundle &bundle) {
   llvm::raw_string_ostream os(text);
   os << "{\n";
   os << "  \"format\": \"pipedream-bundle\",\n";
-  os << "  \"version\": 1,\n";
+  // 2: program.so has the run-time status record (docs/Bundle.md).
+  os << "  \"version\": 2,\n";
   os << "  \"model\": " << quote(bundle.model) << ",\n";
   os << "  \"target\": " << quote(bundle.target) << ",\n";
   if (!bundle.gpuArch.empty())

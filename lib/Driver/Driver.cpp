@@ -674,6 +674,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     codegen.cpu = f.o.targetCPU;
     if (auto gemmLowering = pipedream::cpu::parseGemmLowering(f.o.gemm))
       codegen.gemm = *gemmLowering;
+    codegen.runTimeChecks = f.o.runTimeChecks;
     if (f.o.output.empty())
       return fail("no output: pass -o OUT_DIR");
     if (failed(pipedream::writeBundle(
@@ -865,6 +866,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     return fail("--gemm " + f.o.gemm +
                 ": expected auto, vectorize, blas or loops");
   codegen.gemm = *gemmLowering;
+  codegen.runTimeChecks = f.o.runTimeChecks;
   if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
       !pipedream::cpu::isBLASAvailable())
     return fail("--gemm blas: this pipedream was built without OpenBLAS "

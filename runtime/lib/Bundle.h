@@ -18,6 +18,8 @@
 
 #include "Manifest.h"
 
+#include <cstdint>
+
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -29,6 +31,29 @@ namespace runtime {
 
 /// The ABI of every compiled function (docs/Bundle.md).
 using EntryPoint = void (*)(void **);
+
+/// The run-time status record of program.so (docs/Bundle.md "Run-time
+/// checks"), one per thread; the field order is cpu-lower-run-time-checks'.
+struct CheckRecord {
+  int64_t failed;
+  int64_t value;
+  int64_t lower;
+  int64_t upper;
+  /// Three NUL-terminated strings: ONNX op type, node name, input name.
+  const char *info;
+};
+/// `pipedream_run_time_status`: the calling thread's record.
+using CheckRecordAccessor = CheckRecord *(*)();
+
+/// The first failed check of the last call of `function` on this thread
+/// ("node '/tok/Gather' (op Gather): index 500 out of range [-61, 61) in
+/// input 'idx'"), clearing the record; "" when none failed.
+std::string takeCheckFailure(const pd_function &function);
+
+/// The first non-finite element of a floating-point buffer's host memory
+/// ("inf at element 3"), or "" when every element is finite (or the buffer
+/// is not floating-point).
+std::string describeNonFinite(const pd_buffer &buffer);
 
 struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
@@ -141,6 +166,9 @@ struct pd_function {
   /// Index into Manifest::functions.
   size_t index = 0;
   pipedream::runtime::EntryPoint entry = nullptr;
+  /// program.so's status record accessor (NULL for a library without one:
+  /// hand-written test bundles; their calls never fail a check).
+  pipedream::runtime::CheckRecordAccessor checkRecord = nullptr;
   /// Its bundle targets cuda: `entry` takes device pointers
   /// (invokeFunction translates).
   bool cuda = false;

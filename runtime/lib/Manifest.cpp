@@ -1060,6 +1060,14 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
     v.fail("format", "expected \"" + std::string(kBundleFormat) +
                          "\", got \"" + format + "\"");
   const json &version = v.member(root, "", "version");
+  if (version.is_number_integer() && version.get<int64_t>() >= 1 &&
+      version.get<int64_t>() < kBundleVersion)
+    v.fail("version", "bundle version " + show(version) +
+                          " was written by an older pipedream-compile, "
+                          "whose code does not check indices at run time "
+                          "(this runtime reads version " +
+                          std::to_string(kBundleVersion) +
+                          "): recompile the model with pipedream-compile");
   if (!version.is_number_integer() || version.get<int64_t>() != kBundleVersion)
     v.fail("version", "unsupported bundle version " + show(version) +
                           " (this runtime reads version " +

@@ -34,7 +34,9 @@ public:
 
 /// The only bundle.json `format` and `version` this runtime reads.
 constexpr const char *kBundleFormat = "pipedream-bundle";
-constexpr int64_t kBundleVersion = 1;
+/// 2: program.so exports the run-time status record (docs/Bundle.md
+/// "Run-time checks"); version 1 bundles' code does not check indices.
+constexpr int64_t kBundleVersion = 2;
 /// Alignment of every buffer and of every weight's offset in weights.bin.
 constexpr size_t kAlignment = 64;
 /// Largest rank a shape may have.

@@ -115,6 +115,24 @@ struct pd_pipeline {
   /// cuda: the bound slots of the native call being run (call_begin to
   /// call_end).
   std::vector<bool> callBound;
+  /// Run-time checks (docs/Runtime.md "Run-time checks"): the running
+  /// step's first failure on this rank ("" if none) and its micro-batch
+  /// (-1: not one micro-batch's).
+  std::string stepFailure;
+  int64_t failureMicrobatch = -1;
+  /// The ranks have agreed on this step's status (once per step: before
+  /// the first update of synchronous schedules, else after the program).
+  bool stepAgreed = false;
+  bool agreeBeforeUpdate = true;
+  /// (micro-batch, loss) of the step's `loss` instructions run so far.
+  std::vector<std::pair<int64_t, double>> stepLosses;
+  /// pd_pipeline_set_check_finite.
+  bool checkFinite = false;
+  /// Persistent buffers (not grads) that the rank's non-update calls
+  /// update (BatchNorm running statistics), saved at the start of each
+  /// step and restored when it fails.
+  std::vector<pd_buffer *> stepUpdated;
+  std::vector<std::vector<unsigned char>> stepSaved;
 };
 
 namespace pipedream {
@@ -247,7 +265,9 @@ double readScalar(const unsigned char *memory, pd_dtype dtype) {
 /// the status.
 template <typename Body> pd_status onRank(pd_pipeline &p, Body &&body) {
   pd_status status = guarded(body);
-  if (status != PD_OK) {
+  // NOTE: every rank returns the same agreed check failure; no rank is to
+  // blame and the transport stays usable.
+  if (status != PD_OK && status != PD_ERROR_CHECK_FAILED) {
     std::string message = pd_last_error();
     pd_transport_abort(p.transport, message.c_str());
     fail(status, "rank " + std::to_string(p.rank) + ": " + message);
@@ -272,6 +292,9 @@ void atInstruction(const pd_pipeline &p, size_t index, Body &&body) {
   try {
     body();
   } catch (const Error &e) {
+    // The ranks' agreed step failure is already the whole message.
+    if (e.status == PD_ERROR_CHECK_FAILED)
+      throw;
     throw Error(e.status, "instruction " + std::to_string(index) + " (" +
                               describeInstruction(p, p.program->program[index]) +
                               "): " + e.what());
@@ -361,12 +384,150 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
   }
 }
 
+/// Keeps the rank's first failure of the step (the others are consequences
+/// of the first, or later).
+void noteFailure(pd_pipeline &p, int64_t microbatch, std::string message) {
+  if (!p.stepFailure.empty() || message.empty())
+    return;
+  p.stepFailure = std::move(message);
+  p.failureMicrobatch = microbatch;
+}
+
+/// After any stage function call: its run-time checks.
+void noteCheckFailure(pd_pipeline &p, const PipelineInstruction &ins) {
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  noteFailure(p, ins.microbatch,
+              pipedream::runtime::takeCheckFailure(function));
+}
+
 /// call, after the function ran.
 void finishCall(pd_pipeline &p, const PipelineInstruction &ins) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   // NOTE: as in runFunction, new persistent values are swapped in.
   for (auto &[output, target] : function.updates)
     std::swap(output->memory, target->memory);
+}
+
+/// What one rank tells the others about its step (PD_TAG_STEP_STATUS).
+struct StepStatus {
+  int64_t failed = 0;
+  int64_t microbatch = -1;
+  int64_t rank = 0;
+  char message[1000] = {};
+};
+
+/// The ranks agree on whether the step failed, before any update of it
+/// (synchronous schedules: at the first U, after every F and B of the
+/// rank; the agreement is the last message of each rank's step): every
+/// rank sends its status to rank 0, which picks the failure of the lowest
+/// micro-batch (then rank) and sends it back. On failure the step's
+/// persistent changes are undone and every rank throws the same Error.
+void agreeOnStep(pd_pipeline &p) {
+  p.stepAgreed = true;
+  if (p.checkFinite) {
+    // The loss rank's losses: their `loss` instructions may come after the
+    // update, but F/B computed them before it (their registers are live).
+    auto checkLoss = [&](int64_t microbatch, double loss) {
+      if (!std::isfinite(loss))
+        noteFailure(p, microbatch,
+                    std::string("the loss is ") +
+                        (std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf") +
+                        " (check-finite)");
+    };
+    std::set<int64_t> seen;
+    for (auto &[microbatch, loss] : p.stepLosses) {
+      checkLoss(microbatch, loss);
+      seen.insert(microbatch);
+    }
+    const auto &program = p.program->program;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const PipelineInstruction &ins = program[i];
+      if (ins.op != PipelineInstruction::Op::Loss || seen.count(ins.microbatch))
+        continue;
+      const TensorType &type = p.program->registers[ins.src];
+      double value[1] = {0};
+      const void *memory = p.registerTable[ins.src];
+      if (p.cuda) {
+        pipedream::runtime::copyToHost(value, memory,
+                                       pd_dtype_size(type.dtype),
+                                       "downloading the loss: ");
+        memory = value;
+      }
+      checkLoss(ins.microbatch,
+                readScalar(static_cast<const unsigned char *>(memory),
+                           type.dtype));
+    }
+    for (pd_buffer *grad : p.grads) {
+      if (grad->cuda)
+        pipedream::runtime::downloadBuffer(*grad);
+      std::string bad = pipedream::runtime::describeNonFinite(*grad);
+      if (!bad.empty())
+        noteFailure(p, -1, "gradient '" + grad->name + "' is not finite (" +
+                               bad + ", check-finite)");
+    }
+  }
+  StepStatus mine;
+  mine.rank = static_cast<int64_t>(p.rank);
+  if (!p.stepFailure.empty()) {
+    mine.failed = 1;
+    mine.microbatch = p.failureMicrobatch;
+    std::snprintf(mine.message, sizeof(mine.message), "%s",
+                  p.stepFailure.c_str());
+  }
+  StepStatus agreed = mine;
+  size_t ranks = p.spec->ranks.size();
+  auto earlier = [](const StepStatus &a, const StepStatus &b) {
+    if (!a.failed)
+      return false;
+    if (!b.failed)
+      return true;
+    uint64_t ma = static_cast<uint64_t>(a.microbatch),
+             mb = static_cast<uint64_t>(b.microbatch); // -1 sorts last
+    return std::tie(ma, a.rank) < std::tie(mb, b.rank);
+  };
+  if (ranks > 1) {
+    const char *where = "agreeing on the step's status: ";
+    if (p.rank == 0) {
+      for (size_t r = 1; r < ranks; ++r) {
+        StepStatus theirs;
+        transportCall(pd_transport_recv(p.transport, r, PD_TAG_STEP_STATUS,
+                                        &theirs, sizeof(theirs)),
+                      where);
+        theirs.message[sizeof(theirs.message) - 1] = '\0';
+        if (earlier(theirs, agreed))
+          agreed = theirs;
+      }
+      for (size_t r = 1; r < ranks; ++r)
+        transportCall(pd_transport_send(p.transport, r, PD_TAG_STEP_STATUS,
+                                        &agreed, sizeof(agreed)),
+                      where);
+    } else {
+      transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_STATUS,
+                                      &mine, sizeof(mine)),
+                    where);
+      transportCall(pd_transport_recv(p.transport, 0, PD_TAG_STEP_STATUS,
+                                      &agreed, sizeof(agreed)),
+                    where);
+      agreed.message[sizeof(agreed.message) - 1] = '\0';
+    }
+  }
+  if (!agreed.failed)
+    return;
+  for (size_t k = 0; k < p.stepUpdated.size(); ++k)
+    std::memcpy(p.stepUpdated[k]->memory.get(), p.stepSaved[k].data(),
+                p.stepSaved[k].size());
+  std::string where =
+      (agreed.microbatch >= 0
+           ? "micro-batch " + std::to_string(agreed.microbatch) + ", "
+           : std::string()) +
+      "rank " + std::to_string(agreed.rank) + ": ";
+  throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
+}
+
+/// Before a call: the agreement comes before the step's first update.
+void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
+  if (!p.stepAgreed && p.agreeBeforeUpdate && ins.action == "U")
+    agreeOnStep(p);
 }
 
 void runSend(pd_pipeline &p, const PipelineInstruction &ins,
@@ -408,8 +569,10 @@ void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
                                    "downloading the loss: ");
     value = p.staging.get();
   }
-  p.stepTotal +=
+  double loss =
       readScalar(static_cast<const unsigned char *>(value), type.dtype);
+  p.stepLosses.emplace_back(ins.microbatch, loss);
+  p.stepTotal += loss;
 }
 
 /// all_reduce: the rank's accumulator `ins.name` summed in place over the
@@ -473,6 +636,7 @@ void interpretProgram(pd_pipeline &p) {
                                ? p.registerTable[ins.args[a++]]
                                : p.registerTable[ins.results[r++]];
         }
+        beforeCall(p, ins);
         bindCall(p, ins, p.arguments.data());
         if (function.cuda) {
           // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
@@ -481,6 +645,7 @@ void interpretProgram(pd_pipeline &p) {
           function.entry(p.arguments.data());
           finishCall(p, ins);
         }
+        noteCheckFailure(p, ins);
         break;
       }
       case PipelineInstruction::Op::Send:
@@ -575,6 +740,7 @@ int32_t nativeCallBegin(pd_rank_context *ctx, int64_t index,
   return nativeInstruction(
       ctx, index, PipelineInstruction::Op::Call, TracePart::Begin,
       [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        beforeCall(p, ins);
         bindCall(p, ins, buffers);
         pd_function &function = *p.bundle->functionByIndex[ins.function];
         // cuda: the entry calls the stage function with `buffers`: bound
@@ -594,6 +760,7 @@ int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
           pipedream::runtime::finishDeviceCall(function, p.callBound);
         else
           finishCall(p, ins);
+        noteCheckFailure(p, ins);
       });
 }
 
@@ -833,6 +1000,24 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     for (auto &buffer : bundle->persistent)
       if (grads.count(buffer.get()))
         p->grads.push_back(buffer.get());
+    // Asynchronous schedules interleave updates with other micro-batches'
+    // messages: an agreement before the first one could wait on a rank
+    // that waits on this one.
+    p->agreeBeforeUpdate = spec->kind != "pipedream" && spec->kind != "2bw";
+    std::set<pd_buffer *> updated;
+    for (const PipelineInstruction &ins : p->program->program)
+      if (ins.op == PipelineInstruction::Op::Call && ins.action != "U")
+        for (auto &[output, target] :
+             bundle->functionByIndex[ins.function]->updates)
+          if (target->role != PD_ROLE_GRAD && !target->cuda)
+            updated.insert(target);
+    for (auto &buffer : bundle->weights)
+      if (updated.count(buffer.get()))
+        p->stepUpdated.push_back(buffer.get());
+    for (auto &buffer : bundle->persistent)
+      if (updated.count(buffer.get()))
+        p->stepUpdated.push_back(buffer.get());
+    p->stepSaved.resize(p->stepUpdated.size());
     for (size_t d = 0; d < spec->data.size(); ++d)
       if (std::binary_search(spec->data[d].ranks.begin(),
                              spec->data[d].ranks.end(), rank))
@@ -908,10 +1093,22 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     p.stepFirst = first;
     p.stepSamples = samples;
     p.stepTotal = 0;
+    p.stepFailure.clear();
+    p.failureMicrobatch = -1;
+    p.stepLosses.clear();
+    p.stepAgreed = false;
+    for (size_t k = 0; k < p.stepUpdated.size(); ++k) {
+      const pd_buffer &buffer = *p.stepUpdated[k];
+      const unsigned char *memory = buffer.memory.get();
+      p.stepSaved[k].assign(memory, memory + buffer.type.numBytes);
+    }
     if (p.entry)
       runNativeEntry(p);
     else
       interpretProgram(p);
+    // A program without updates (or an asynchronous schedule): agree now.
+    if (!p.stepAgreed)
+      agreeOnStep(p);
     double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
@@ -931,6 +1128,13 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     ++trace.steps;
     return PD_OK;
   });
+}
+
+pd_status pd_pipeline_set_check_finite(pd_pipeline *pipeline, int enabled) {
+  if (!pipeline)
+    return nullArgument("pd_pipeline_set_check_finite", "pipeline");
+  pipeline->checkFinite = enabled != 0;
+  return PD_OK;
 }
 
 pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline) {

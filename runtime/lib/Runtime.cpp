@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -246,6 +247,88 @@ pd_status nullArgument(const char *function, const char *argument) {
               std::string(function) + ": '" + argument + "' is NULL");
 }
 
+std::string takeCheckFailure(const pd_function &function) {
+  if (!function.checkRecord)
+    return "";
+  CheckRecord *record = function.checkRecord();
+  if (!record || !record->failed)
+    return "";
+  std::string op, node, input;
+  if (const char *info = record->info) {
+    op = info;
+    info += op.size() + 1;
+    node = info;
+    info += node.size() + 1;
+    input = info;
+  }
+  std::string text =
+      (node.empty() ? std::string("a node") : "node '" + node + "'") +
+      (op.empty() ? std::string() : " (op " + op + ")") + ": index " +
+      std::to_string(record->value) + " out of range [" +
+      std::to_string(record->lower) + ", " + std::to_string(record->upper) +
+      ")" + (input.empty() ? std::string() : " in input '" + input + "'");
+  *record = CheckRecord{};
+  return text;
+}
+
+std::string describeNonFinite(const pd_buffer &buffer) {
+  const unsigned char *memory = buffer.memory.get();
+  if (!memory)
+    return "";
+  size_t count = buffer.type.numBytes / std::max<size_t>(
+                                            pd_dtype_size(buffer.type.dtype), 1);
+  auto describe = [](double value, size_t index) {
+    return std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+           " at element " + std::to_string(index);
+  };
+  switch (buffer.type.dtype) {
+  case PD_DTYPE_F32: {
+    // NOTE: a branch-free scan first (vectorizes); the slow search only
+    // when something is not finite.
+    const float *values = reinterpret_cast<const float *>(memory);
+    float sum = 0;
+    for (size_t i = 0; i < count; ++i)
+      sum += values[i] * 0.0f;
+    if (sum == 0)
+      return "";
+    for (size_t i = 0; i < count; ++i)
+      if (!std::isfinite(values[i]))
+        return describe(values[i], i);
+    return "";
+  }
+  case PD_DTYPE_F64: {
+    const double *values = reinterpret_cast<const double *>(memory);
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i)
+      sum += values[i] * 0.0;
+    if (sum == 0)
+      return "";
+    for (size_t i = 0; i < count; ++i)
+      if (!std::isfinite(values[i]))
+        return describe(values[i], i);
+    return "";
+  }
+  case PD_DTYPE_F16:
+  case PD_DTYPE_BF16: {
+    // Exponent all ones: 5 bits (f16) or 8 bits (bf16) below the sign.
+    const uint16_t mask = buffer.type.dtype == PD_DTYPE_F16 ? 0x7c00 : 0x7f80;
+    const uint16_t mantissa = static_cast<uint16_t>(~mask & 0x7fff);
+    for (size_t i = 0; i < count; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, memory + 2 * i, 2);
+      if ((bits & mask) == mask) {
+        double value = (bits & mantissa) ? NAN : (bits & 0x8000) ? -INFINITY
+                                                                  : INFINITY;
+        return describe(value, i);
+      }
+    }
+    return "";
+  }
+  default:
+    return "";
+  }
+}
+
 unsigned char *ensureMemory(pd_buffer &buffer) {
   if (!buffer.memory) {
     if (!buffer.onRank)
@@ -277,6 +360,13 @@ struct pd_trainer {
   pd_buffer *loss = nullptr;
   /// Every `grad` buffer of the bundle, zeroed before each step.
   std::vector<pd_buffer *> grads;
+  /// Persistent buffers (not grads) the step function updates (BatchNorm
+  /// running statistics), copied at the start of each step and restored
+  /// when the step fails, so a failed step changes nothing.
+  std::vector<pd_buffer *> stepUpdated;
+  std::vector<std::vector<unsigned char>> stepSaved;
+  /// pd_trainer_set_check_finite.
+  bool checkFinite = false;
   /// Measured events (pd_trainer_set_tracing).
   pipedream::runtime::TraceLog trace;
 };
@@ -459,6 +549,11 @@ void loadLibrary(pd_bundle &bundle) {
                                    (reason ? reason : "unknown dlopen error"));
   }
   bundle.functionByIndex.assign(bundle.manifest.functions.size(), nullptr);
+  // The run-time status record (docs/Bundle.md "Run-time checks"); every
+  // library pipedream-compile writes exports it.
+  dlerror();
+  void *checkRecord = dlsym(bundle.library, "pipedream_run_time_status");
+  dlerror();
   for (size_t index : functionsToLoad(bundle)) {
     const FunctionSpec &spec = bundle.manifest.functions[index];
     dlerror();
@@ -473,6 +568,8 @@ void loadLibrary(pd_bundle &bundle) {
     // NOTE: converting an object pointer to a function pointer is what
     // dlsym is specified for (POSIX).
     function->entry = reinterpret_cast<EntryPoint>(symbol);
+    function->checkRecord =
+        reinterpret_cast<pipedream::runtime::CheckRecordAccessor>(checkRecord);
     bundle.functionByIndex[index] = function.get();
     bundle.functions.push_back(std::move(function));
   }
@@ -545,6 +642,9 @@ void runFunction(pd_function &function) {
                                 : ensureMemory(*buffer);
   }
   pipedream::runtime::invokeFunction(function, function.arguments.data());
+  std::string failure = pipedream::runtime::takeCheckFailure(function);
+  if (!failure.empty())
+    throw Error(PD_ERROR_CHECK_FAILED, failure);
 }
 
 /// The buffer's host memory for reading: a cuda buffer's device-newer
@@ -623,6 +723,8 @@ const char *pd_status_string(pd_status status) {
     return "timed out";
   case PD_ERROR_PEER:
     return "peer failed";
+  case PD_ERROR_CHECK_FAILED:
+    return "run-time check failed";
   case PD_STATUS_MAX_ENUM_:
     break;
   }
@@ -1242,6 +1344,12 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     for (auto &buffer : bundle->persistent)
       if (buffer->role == PD_ROLE_GRAD)
         trainer->grads.push_back(buffer.get());
+    // NOTE: cuda buffers' values may be on the device only; they are not
+    // restored (docs/Runtime.md "Run-time checks").
+    for (auto &[output, target] : trainer->step->updates)
+      if (target->role != PD_ROLE_GRAD && !target->cuda)
+        trainer->stepUpdated.push_back(target);
+    trainer->stepSaved.resize(trainer->stepUpdated.size());
     bundle->trainers.push_back(std::move(trainer));
     *out = bundle->trainers.back().get();
     return PD_OK;
@@ -1257,6 +1365,13 @@ void pd_trainer_destroy(pd_trainer *trainer) {
       trainers.erase(it);
       return;
     }
+}
+
+pd_status pd_trainer_set_check_finite(pd_trainer *trainer, int enabled) {
+  if (!trainer)
+    return nullArgument("pd_trainer_set_check_finite", "trainer");
+  trainer->checkFinite = enabled != 0;
+  return PD_OK;
 }
 
 size_t pd_trainer_batch_size(const pd_trainer *trainer) {
@@ -1303,6 +1418,19 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
       pipedream::runtime::zeroBuffer(*grad);
+    for (size_t k = 0; k < trainer->stepUpdated.size(); ++k) {
+      const pd_buffer &buffer = *trainer->stepUpdated[k];
+      const unsigned char *memory = buffer.memory.get();
+      trainer->stepSaved[k].assign(memory, memory + buffer.type.numBytes);
+    }
+    // A failed check: the step's persistent changes are undone, the update
+    // does not run.
+    auto failStep = [&](const std::string &message) {
+      for (size_t k = 0; k < trainer->stepUpdated.size(); ++k)
+        std::memcpy(trainer->stepUpdated[k]->memory.get(),
+                    trainer->stepSaved[k].data(), trainer->stepSaved[k].size());
+      throw Error(PD_ERROR_CHECK_FAILED, message);
+    };
     double total = 0;
     size_t b = spec.microbatchSize;
     const int64_t noValue = -1;
@@ -1330,13 +1458,32 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
         trace.add("input", "", "", noValue, m, noValue, noValue, inputStart);
         callStart = traceNow();
       }
-      runFunction(*trainer->step);
+      try {
+        runFunction(*trainer->step);
+      } catch (const Error &e) {
+        if (e.status != PD_ERROR_CHECK_FAILED)
+          throw;
+        failStep("micro-batch " + std::to_string(i) + ": " + e.what());
+      }
       if (trace.enabled)
         trace.add("call", trainer->step->spec.name.c_str(), "FB", 0, m,
                   noValue, noValue, callStart);
       readMemory(*trainer->loss);
-      total += readLoss(*trainer->loss);
+      double value = readLoss(*trainer->loss);
+      if (trainer->checkFinite && !std::isfinite(value))
+        failStep("micro-batch " + std::to_string(i) + ": the loss is " +
+                 (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+                 " (check-finite)");
+      total += value;
     }
+    if (trainer->checkFinite)
+      for (pd_buffer *grad : trainer->grads) {
+        readMemory(*grad);
+        std::string bad = pipedream::runtime::describeNonFinite(*grad);
+        if (!bad.empty())
+          failStep("gradient '" + grad->name + "' is not finite (" + bad +
+                   ", check-finite)");
+      }
     const double updateStart = trace.enabled ? traceNow() : 0;
     runFunction(*trainer->update);
     if (trace.enabled) {

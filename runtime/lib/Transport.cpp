@@ -59,6 +59,8 @@ std::string describeTag(int64_t tag) {
     return "the checkpoint report";
   if (tag == PD_TAG_TRACE)
     return "the trace";
+  if (tag == PD_TAG_STEP_STATUS)
+    return "the step status";
   return "tag " + std::to_string(tag);
 }
 
@@ -434,7 +436,8 @@ pd_status checkPeer(const pd_transport *transport, size_t peer,
                     " is not another rank of " +
                     std::to_string(transport->size));
   if (tag < 0 && tag != PD_TAG_STEP_LOSS && tag != PD_TAG_WEIGHTS &&
-      tag != PD_TAG_CHECKPOINT && tag != PD_TAG_TRACE)
+      tag != PD_TAG_CHECKPOINT && tag != PD_TAG_TRACE &&
+      tag != PD_TAG_STEP_STATUS)
     return fail(PD_ERROR_INVALID_ARGUMENT,
                 std::string(caller) + ": tag " + std::to_string(tag) +
                     " is negative and not one of the runtime's");

@@ -39,7 +39,7 @@ static int writeFile(const char *path, const void *data, size_t size) {
 }
 
 static const char kManifest[] =
-    "{\"format\": \"pipedream-bundle\", \"version\": 1,"
+    "{\"format\": \"pipedream-bundle\", \"version\": 2,"
     " \"library\": \"program.so\", \"weights_file\": \"weights.bin\","
     " \"weights\": [{\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [2, 3],"
     "               \"offset\": 0, \"bytes\": 24}],"

@@ -275,7 +275,7 @@ TEST(GemmArguments, OneRowMatricesMayHaveAnyRowStride) {
 
 nlohmann::json minimalManifest() {
   return {{"format", "pipedream-bundle"},
-          {"version", 1},
+          {"version", 2},
           {"library", "program.so"},
           {"functions",
            {{{"name", "main"},

@@ -43,7 +43,7 @@ std::string errorAfter(const std::function<void(json &)> &edit) {
 
 TEST(Manifest, ParsesTheTestBundle) {
   Manifest m = parse(pipedream::test::testManifest());
-  EXPECT_EQ(m.version, 1);
+  EXPECT_EQ(m.version, 2);
   EXPECT_EQ(m.model, "test.onnx");
   EXPECT_EQ(m.library, "program.so");
   EXPECT_EQ(m.weightsFile, "weights.bin");
@@ -133,10 +133,14 @@ const BadCase kBadCases[] = {
      "format: expected \"pipedream-bundle\", got \"onnx\""},
     {"FormatNotString", [](json &m) { m["format"] = 3; },
      "format: expected a string, got an integer 3"},
-    {"FutureVersion", [](json &m) { m["version"] = 2; },
-     "version: unsupported bundle version 2 (this runtime reads version 1)"},
-    {"VersionString", [](json &m) { m["version"] = "1"; },
-     "version: unsupported bundle version \"1\""},
+    {"FutureVersion", [](json &m) { m["version"] = 3; },
+     "version: unsupported bundle version 3 (this runtime reads version 2)"},
+    {"OldVersion", [](json &m) { m["version"] = 1; },
+     "version: bundle version 1 was written by an older pipedream-compile, "
+     "whose code does not check indices at run time (this runtime reads "
+     "version 2): recompile the model with pipedream-compile"},
+    {"VersionString", [](json &m) { m["version"] = "2"; },
+     "version: unsupported bundle version \"2\""},
     {"MissingVersion", [](json &m) { m.erase("version"); },
      "missing required field 'version'"},
     {"ModelNotString", [](json &m) { m["model"] = json::array(); },

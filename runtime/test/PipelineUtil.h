@@ -74,7 +74,7 @@ inline nlohmann::json chainBuffer(const std::string &name, const char *role,
 }
 
 inline nlohmann::json chainBase(nlohmann::json weights) {
-  return {{"format", "pipedream-bundle"}, {"version", 1},
+  return {{"format", "pipedream-bundle"}, {"version", 2},
           {"model", "model.onnx"},        {"library", "program.so"},
           {"weights_file", "weights.bin"}, {"weights", std::move(weights)}};
 }

@@ -63,7 +63,7 @@ inline std::vector<float> testB() { return {10.f, 20.f, 30.f}; }
 inline std::string testManifest() {
   return R"({
   "format": "pipedream-bundle",
-  "version": 1,
+  "version": 2,
   "model": "test.onnx",
   "library": "program.so",
   "weights_file": "weights.bin",
@@ -109,7 +109,7 @@ inline std::vector<float> linearW() { return {0.5f, -1.f, 2.f}; }
 inline std::string linearManifest() {
   return R"({
   "format": "pipedream-bundle",
-  "version": 1,
+  "version": 2,
   "model": "model.onnx",
   "library": "program.so",
   "weights_file": "weights.bin",
@@ -169,7 +169,7 @@ inline std::string linearWeights() {
 inline std::string probeManifest() {
   return R"({
   "format": "pipedream-bundle",
-  "version": 1,
+  "version": 2,
   "library": "program.so",
   "functions": [
     {"name": "train_probe", "symbol": "pipedream_train_probe",

@@ -98,6 +98,11 @@ static cl::opt<std::string>
          cl::desc("GEMM lowering: auto (default: vectorized kernel, else "
                   "OpenBLAS), vectorize (no BLAS), blas, loops"),
          cl::value_desc("MODE"), cl::init("auto"), cl::cat(category));
+static cl::opt<bool> noRunTimeChecks(
+    "no-run-time-checks",
+    cl::desc("Do not report out-of-range indices at run time (they are "
+             "still clamped); for measuring the checks' cost"),
+    cl::cat(category));
 static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
                                cl::cat(category));
@@ -274,6 +279,7 @@ static pipedream::CompileOptions readOptions() {
   o.targetCPU = targetCPU;
   o.optLevel = optLevel;
   o.gemm = gemm;
+  o.runTimeChecks = !noRunTimeChecks;
   o.gpuArch = given(gpuArchOption);
   o.dtype = given(dtypeOption);
   o.loss = given(lossOption);

@@ -80,7 +80,7 @@ const char kUsage[] =
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
     "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
     "                     --checkpoint-every S] [--resume]\n"
-    "                     [--ranks K] [--transport threads|mpi|nccl]\n"
+    "                     [--check-finite] [--ranks K] [--transport threads|mpi|nccl]\n"
     "                     [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
@@ -113,6 +113,8 @@ const char kUsage[] =
     "                           stays valid until the new one is complete)\n"
     "  --resume                 continue from DIR's latest checkpoint up to\n"
     "                           --steps, with the same data order\n"
+    "  --check-finite           stop at the first non-finite loss or\n"
+    "                           gradient (the step is not applied)\n"
     "\n"
     "Pipeline bundles (compiled with --stages K):\n"
     "  --ranks K                run K MPI processes: re-executes itself under\n"
@@ -153,6 +155,7 @@ struct Options {
   std::string checkpointEvery;
   uint64_t checkpointSteps = 0;
   bool resume = false;
+  bool checkFinite = false;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -209,16 +212,16 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         value = arg.substr(equals + 1);
         hasValue = true;
       }
-      if (flag == "--resume") {
+      if (flag == "--resume" || flag == "--check-finite") {
         if (hasValue) {
-          message = "--resume takes no value";
+          message = flag + " takes no value";
           return false;
         }
         if (!seen.insert(flag).second) {
           message = flag + " given twice";
           return false;
         }
-        options.resume = true;
+        (flag == "--resume" ? options.resume : options.checkFinite) = true;
         continue;
       }
       std::string *target = valueOf(options, flag);
@@ -339,7 +342,8 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     for (const char *flag : {"--steps", "--save-onnx", "--loss-log",
                              "--ranks", "--transport", "--timeout",
                              "--trace", "--checkpoint-dir",
-                             "--checkpoint-every", "--resume"})
+                             "--checkpoint-every", "--resume",
+                             "--check-finite"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";
@@ -735,6 +739,8 @@ int train(const Options &options, pd_bundle *bundle) {
     return error(message);
   if (!options.trace.empty())
     pd_trainer_set_tracing(trainer, 1);
+  if (options.checkFinite)
+    pd_trainer_set_check_finite(trainer, 1);
 
   size_t batch = pd_trainer_batch_size(trainer);
   Progress progress(options.numSteps, batch);
@@ -745,9 +751,16 @@ int train(const Options &options, pd_bundle *bundle) {
                                            batch % samples);
     double loss = 0;
     auto begin = std::chrono::steady_clock::now();
-    if (pd_trainer_step(trainer, views.data(), views.size(), first, &loss) !=
-        PD_OK)
+    if (pd_status status =
+            pd_trainer_step(trainer, views.data(), views.size(), first, &loss);
+        status != PD_OK) {
+      // A failed run-time check: the step was not applied, the last
+      // checkpoint is intact.
+      if (status == PD_ERROR_CHECK_FAILED)
+        return error("step " + std::to_string(s + 1) + ", " +
+                     pd_last_error());
       return dataError();
+    }
     std::chrono::duration<double> seconds =
         std::chrono::steady_clock::now() - begin;
     if (checkpointDue(options, s + 1) &&
@@ -822,9 +835,10 @@ std::string dataMessage(const Options &options, std::string text) {
 /// error; `quiet` is set for an error every rank reports the same way
 /// (data, model), which only rank 0 prints.
 std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
-                    bool &quiet) {
+                    bool &quiet, bool &agreed) {
   const Options &options = *run.options;
   quiet = false;
+  agreed = false;
   pd_bundle *bundle = nullptr;
   if (pd_bundle_open_rank(options.bundleDir.c_str(), rank, &bundle) != PD_OK)
     return pd_last_error();
@@ -863,6 +877,8 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   }
   if (!options.trace.empty())
     pd_pipeline_set_tracing(pipeline, 1);
+  if (options.checkFinite)
+    pd_pipeline_set_check_finite(pipeline, 1);
 
   size_t batch = pd_pipeline_batch_size(pipeline);
   Progress progress(options.numSteps, batch);
@@ -890,9 +906,17 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
                                            batch % samples);
     double loss = 0;
     auto begin = std::chrono::steady_clock::now();
-    if (pd_pipeline_step(pipeline, run.views.data(), run.views.size(), first,
-                         &loss) != PD_OK)
+    if (pd_status status = pd_pipeline_step(pipeline, run.views.data(),
+                                            run.views.size(), first, &loss);
+        status != PD_OK) {
+      // Every rank has the same agreed message (it names the rank that
+      // failed): printed once.
+      if (status == PD_ERROR_CHECK_FAILED) {
+        quiet = agreed = true;
+        return "step " + std::to_string(s + 1) + ", " + pd_last_error();
+      }
       return pd_last_error();
+    }
     std::chrono::duration<double> seconds =
         std::chrono::steady_clock::now() - begin;
     if (checkpointDue(options, s + 1) &&
@@ -1069,8 +1093,23 @@ int runMpiRank(const Options &options) {
                rank == 0);
   if (!loaded)
     return die(message, rank == 0);
-  bool quiet = false;
-  message = runRank(run, rank, transport, quiet);
+  bool quiet = false, agreed = false;
+  message = runRank(run, rank, transport, quiet, agreed);
+  if (!message.empty() && agreed) {
+    // Every rank stopped at the same failed step, told by the others: an
+    // orderly end (MPI_Finalize together), rank 0 prints the message. The
+    // first to exit non-zero makes mpirun stop the others, which need not
+    // say so: their message is rank 0's.
+    std::signal(SIGTERM, SIG_DFL);
+    if (rank == 0)
+      std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pd_transport_destroy(transport);
+    if (bootstrap)
+      pd_transport_destroy(bootstrap);
+    return 1;
+  }
   if (!message.empty())
     return die(message, !quiet || rank == 0);
   std::fflush(stdout);
@@ -1108,9 +1147,9 @@ int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
   std::vector<std::thread> threads;
   for (size_t r = 0; r < ranks; ++r)
     threads.emplace_back([run, outcome, r, &transports] {
-      bool quiet = false;
-      std::string error = runRank(*run, r, transports[r], quiet);
-      if (!error.empty()) {
+      bool quiet = false, agreed = false;
+      std::string error = runRank(*run, r, transports[r], quiet, agreed);
+      if (!error.empty() && !agreed) {
         run->failed = true;
         pd_transport_abort(transports[r], error.c_str());
       }

@@ -39,8 +39,14 @@ def ConvertNNToLinalgPass : Pass<"convert-nn-to-linalg"> {
       into zeros, `gather_grad` an `scf.for` over the indices adding one
       slice per index in place, `bernoulli` a generic hashing `linalg.index`.
 
-    Every `nn` op is illegal afterwards: an op without a lowering fails the
-    pass with an error at its location.
+    Every `nn` op is illegal afterwards but `nn.check_index_range`: an op
+    without a lowering fails the pass with an error at its location.
+
+    Ops that index with data (`gather`, `gather_grad`) clamp each index into
+    its dimension, so no access leaves its tensor, and check the index
+    tensor once, before the access: a min/max reduction over it feeding
+    `nn.check_index_range` (the code generator turns it into a write of the
+    runtime's status record, docs/Bundle.md "Run-time checks").
 
     `math.erf` (from `nn.erf` and exact `nn.gelu`) has no LLVM intrinsic: on
     CPU run `convert-math-to-libm` before `convert-to-llvm`.

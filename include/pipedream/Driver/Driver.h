@@ -55,6 +55,8 @@ struct CompileOptions {
   std::string targetCPU = "native";
   unsigned optLevel = 3;
   std::string gemm = "auto";
+  /// --no-run-time-checks clears it (CPUCodegenOptions::runTimeChecks).
+  bool runTimeChecks = true;
   /// --target cuda: GPU architecture (default sm_90) and storage type of
   /// floating-point tensors (f32; bf16 not implemented yet). Unset when not
   /// given (refused with --target cpu).

@@ -122,6 +122,8 @@ struct GatherElementsLowering : OpConversionPattern<nn::GatherElementsOp> {
     }
     if (failed(checkAddressable(op, rewriter, {axisSize})))
       return failure();
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
+                        "GatherElements");
     Value result = buildIndexedGeneric(
         rewriter, loc, resultType,
         [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
@@ -153,6 +155,8 @@ struct ScatterElementsLowering : OpConversionPattern<nn::ScatterElementsOp> {
     }
     if (failed(checkAddressable(op, rewriter, {axisSize})))
       return failure();
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
+                        "ScatterElements");
     StringRef reduction = op.getReduction();
     Value result = forEachPosition(
         rewriter, loc, updatesType.getShape(), data,
@@ -199,6 +203,28 @@ NDAddress addressND(OpBuilder &b, Location loc, Value indices,
   return a;
 }
 
+/// The run-time checks of an ND index tensor: coordinate k of every tuple
+/// (indices[..., k]) against data dimension batchDims + k.
+void emitIndexTupleRangeChecks(OpBuilder &b, Location loc, Value indices,
+                               ArrayRef<int64_t> dataShape, int64_t batchDims,
+                               Operation *op, StringRef opType) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t rank = type.getRank(), q = type.getShape().back();
+  auto sliceType = RankedTensorType::get(type.getShape().drop_back(),
+                                         type.getElementType());
+  for (int64_t k = 0; k < q; ++k) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+        strides(rank, b.getIndexAttr(1));
+    offsets.back() = b.getIndexAttr(k);
+    for (int64_t d : type.getShape().drop_back())
+      sizes.push_back(b.getIndexAttr(d));
+    sizes.push_back(b.getIndexAttr(1));
+    Value column = tensor::ExtractSliceOp::create(b, loc, sliceType, indices,
+                                                  offsets, sizes, strides);
+    emitIndexRangeCheck(b, loc, column, dataShape[batchDims + k], op, opType);
+  }
+}
+
 struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -221,6 +247,8 @@ struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
     if (failed(checkAddressable(op, rewriter,
                                 dataShape.slice(batchDims, q))))
       return failure();
+    emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
+                              "GatherND");
     Value result = buildIndexedGeneric(
         rewriter, loc, resultType,
         [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
@@ -257,6 +285,8 @@ struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
     if (failed(checkAddressable(op, rewriter,
                                 dataShape.slice(batchDims, q))))
       return failure();
+    emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
+                              "ScatterND");
     StringRef reduction = op.getReduction();
     Value result = forEachPosition(
         rewriter, loc, updatesType.getShape(), data,

@@ -16,6 +16,7 @@
 #include "Utils.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -61,6 +62,9 @@ struct ConvertNNToLinalgPass
     // NOTE: every nn op must be lowered; one without a pattern (or whose
     // pattern rejects it) fails the pass with an error at the op.
     target.addIllegalDialect<pipedream::nn::NNDialect>();
+    // The run-time checks the lowering creates stay until the code
+    // generator turns them into status-record writes.
+    target.addLegalOp<pipedream::nn::CheckIndexRangeOp>();
 
     pipedream::NNToLinalgOptions options;
     options.decomposeSoftmax = decomposeSoftmax;

@@ -211,6 +211,10 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
     }
     if (axisSize == 0)
       return rewriter.notifyMatchFailure(op, "indexes an empty dimension");
+    // Indices are data: checked once, up front (nn.check_index_range);
+    // the access clamps them (normalizeIndex), so a bad one reads a valid
+    // row, never past the table.
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, "Gather");
 
     // Result dims [axis, axis + indexRank) walk the indices.
     SmallVector<AffineExpr> indexExprs;

@@ -124,6 +124,8 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
       return success();
     }
 
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
+                        "Gather, backward");
     Value grad3 = reshapeTo(rewriter, loc, grad, {outer, count, inner});
     Value flatIndices = reshapeTo(rewriter, loc, indices, {count});
     auto accType = RankedTensorType::get({outer, axisSize, inner}, element);

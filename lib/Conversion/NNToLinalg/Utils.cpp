@@ -6,7 +6,10 @@
 
 #include "Utils.h"
 
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
@@ -290,6 +293,74 @@ NormalizedIndex normalizeIndex(OpBuilder &b, Location loc, Value index,
       b, loc, arith::MinSIOp::create(b, loc, wrapped, last), zero);
   result.index = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
   return result;
+}
+
+std::string getONNXNodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+std::string getIndexInputName(Operation *op, Value indices) {
+  auto arg = dyn_cast<BlockArgument>(indices);
+  if (!arg)
+    return "";
+  if (auto named = dyn_cast<NameLoc>(arg.getLoc()))
+    return named.getName().str();
+  // Training and stage functions name their arguments with `nn.name`.
+  if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+    if (arg.getOwner()->isEntryBlock())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "nn.name"))
+        return name.str();
+  return "";
+}
+
+void emitIndexRangeCheck(OpBuilder &b, Location loc, Value indices,
+                         int64_t size, Operation *op, StringRef opType) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t count = type.getNumElements();
+  if (count == 0)
+    return;
+  Type element = type.getElementType();
+  unsigned width = element.getIntOrFloatBitWidth();
+  MLIRContext *ctx = b.getContext();
+  Value flat = reshapeTo(b, loc, indices, {count});
+  auto scalarType = RankedTensorType::get({}, element);
+  Value lowest = createFilled(
+      b, loc, scalarType,
+      arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(element, APInt::getSignedMaxValue(width))));
+  Value highest = createFilled(
+      b, loc, scalarType,
+      arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(element, APInt::getSignedMinValue(width))));
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(1, ctx),
+                              AffineMap::get(1, 0, {}, ctx),
+                              AffineMap::get(1, 0, {}, ctx)};
+  auto range = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType, scalarType}, ValueRange{flat},
+      ValueRange{lowest, highest}, maps,
+      SmallVector<utils::IteratorType>{utils::IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        Value min = arith::MinSIOp::create(nb, l, args[0], args[1]);
+        Value max = arith::MaxSIOp::create(nb, l, args[0], args[2]);
+        linalg::YieldOp::create(nb, l, ValueRange{min, max});
+      });
+  Value min = tensor::ExtractOp::create(b, loc, range.getResult(0),
+                                        ValueRange{});
+  Value max = tensor::ExtractOp::create(b, loc, range.getResult(1),
+                                        ValueRange{});
+  nn::CheckIndexRangeOp::create(
+      b, loc, min, max, b.getI64IntegerAttr(-size), b.getI64IntegerAttr(size),
+      b.getStringAttr(getONNXNodeName(op->getLoc())), b.getStringAttr(opType),
+      b.getStringAttr(getIndexInputName(op, indices)));
 }
 
 } // namespace pipedream::nn_to_linalg

@@ -158,10 +158,30 @@ struct NormalizedIndex {
 /// NOTE: every lowering that addresses a tensor with data-dependent indices
 /// (gather, gather_grad, gather_elements, gather_nd, the scatters) goes
 /// through this one function: it is the place where an out-of-range index
-/// is to be reported at run time. Until that error channel exists, reads
-/// use the clamped index and writes are skipped when `inBounds` is false.
+/// is reported at run time by emitIndexRangeCheck, before the access;
+/// reads use the clamped index and writes are skipped when `inBounds` is
+/// false.
 NormalizedIndex normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value index, int64_t dimSize);
+
+/// The ONNX node an op comes from: the name of the first NameLoc in `loc`
+/// (the importer's), or "" when there is none.
+std::string getONNXNodeName(mlir::Location loc);
+
+/// The name of the ONNX value `op` reads its indices from when they are a
+/// function argument (the importer names graph inputs with a NameLoc; the
+/// training and stage functions keep it with `nn.name`), else "".
+std::string getIndexInputName(mlir::Operation *op, mlir::Value indices);
+
+/// The run-time check of an index tensor (docs/Bundle.md "Run-time
+/// checks"): one pass over `indices` (any shape, i32 or i64) computing its
+/// minimum and maximum (a vectorizable reduction, not a branch per element
+/// in the access loop), then `nn.check_index_range` against [-size, size),
+/// naming `op`'s ONNX node, `opType` and the indices' input. Nothing for an
+/// empty `indices`. The access itself uses normalizeIndex (clamped).
+void emitIndexRangeCheck(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value indices, int64_t size,
+                         mlir::Operation *op, llvm::StringRef opType);
 
 //===----------------------------------------------------------------------===//
 // Pattern population, one function per op family

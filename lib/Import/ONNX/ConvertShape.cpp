@@ -538,10 +538,28 @@ static void convertGather(NodeContext &ctx) {
                   error);
     return;
   }
+  // Constant indices into a run-time table (an embedding read at fixed
+  // positions) are checked now; run-time ones by the compiled code.
+  int64_t dim = ctx.input(0)->type.getDimSize(*axis);
+  if (const HostTensor *constant = ctx.constantInput(1)) {
+    for (int64_t i = 0, n = constant->numElements(); i < n; ++i) {
+      int64_t index = constant->ints[i];
+      if (index < -dim || index >= dim) {
+        ctx.fail("index " + std::to_string(index) + " (element " +
+                 std::to_string(i) + " of the constant indices '" +
+                 ctx.inputName(1) + "') is out of range [" +
+                 std::to_string(-dim) + ", " + std::to_string(dim) +
+                 ") of axis " + std::to_string(*axis) + " of '" +
+                 ctx.inputName(0) + "'");
+        return;
+      }
+    }
+  }
   Value data = ctx.operand(0), indices = ctx.operand(1);
-  if (data && indices)
-    ctx.setOutput(0, ctx.createValue<nn::GatherOp>(data, indices,
-                                                   ctx.i64(*axis)));
+  if (!data || !indices)
+    return;
+  ctx.setOutput(0, ctx.createValue<nn::GatherOp>(data, indices,
+                                                 ctx.i64(*axis)));
 }
 
 static void convertExpand(NodeContext &ctx) {

@@ -1240,6 +1240,10 @@ bool NodeContext::hasInput(size_t i) const {
   return i < numInputs() && !node.input(int(i)).empty();
 }
 
+std::string NodeContext::inputName(size_t i) const {
+  return hasInput(i) ? sanitize(node.input(int(i))) : std::string();
+}
+
 ImportedValue *NodeContext::input(size_t i) {
   if (!hasInput(i))
     return nullptr;

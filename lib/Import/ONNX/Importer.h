@@ -82,6 +82,8 @@ public:
   bool hasInput(size_t i) const;
   /// Input `i`, or null when absent.
   ImportedValue *input(size_t i);
+  /// The ONNX value name of input `i` ("" when absent).
+  std::string inputName(size_t i) const;
   /// When input `i` is a weight (a float initializer), marks it `nn.frozen`:
   /// an operand the model treats as a constant (a loss's class weights).
   void markFrozenWeight(size_t i);

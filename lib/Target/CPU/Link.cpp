@@ -41,6 +41,8 @@ namespace pipedream::cpu {
 // (lib/Target/CPU/CMakeLists.txt).
 static constexpr const char *kLibcPath = PIPEDREAM_LIBC_PATH;
 static constexpr const char *kLibmPath = PIPEDREAM_LIBM_PATH;
+// The dynamic loader, for __tls_get_addr (the run-time status record).
+static constexpr const char *kLdsoPath = PIPEDREAM_LDSO_PATH;
 static constexpr const char *kOpenBLASPath = PIPEDREAM_OPENBLAS_PATH;
 // compiler-rt's libclang_rt.builtins archive (static, hidden symbols).
 static constexpr const char *kBuiltinsPath = PIPEDREAM_BUILTINS_PATH;
@@ -77,9 +79,9 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
   args.push_back(kBuiltinsPath);
   // Only libraries whose symbols are used become DT_NEEDED.
   args.push_back("--as-needed");
-  for (const char *library : {kLibmPath, kLibcPath}) {
+  for (const char *library : {kLibmPath, kLibcPath, kLdsoPath}) {
     if (library[0] == '\0') {
-      error = "pipedream was built without the path of libc/libm; "
+      error = "pipedream was built without the path of libc/libm/ld.so; "
               "reconfigure it with CMake";
       return failure();
     }

@@ -185,6 +185,9 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   if (usesBLAS(options))
     pm.addPass(createLowerGemmToBLASPass());
   pm.addPass(createLowerStridedCopiesPass());
+  LowerRunTimeChecksPassOptions checks;
+  checks.dropChecks = !options.runTimeChecks;
+  pm.addPass(createLowerRunTimeChecksPass(checks));
   GenerateEntryPointsPassOptions entry;
   entry.symbolPrefix = options.symbolPrefix;
   pm.addPass(createGenerateEntryPointsPass(entry));

@@ -102,7 +102,13 @@ std::string ptxFeatureFor(StringRef arch) {
 static void buildKernelPipeline(OpPassManager &pm,
                                 const CUDACodegenOptions &options) {
   // Tensor level: as for the CPU (conv as im2col + GEMM, elementwise
-  // fusion), then parallel loops outermost.
+  // fusion), then parallel loops outermost. Index checks are not lowered
+  // yet (their min/max would live in device memory; indices are still
+  // clamped), and the bundle has no status record: its thread-local
+  // storage would make program.so depend on the dynamic loader.
+  cpu::LowerRunTimeChecksPassOptions checks;
+  checks.dropChecks = true;
+  pm.addPass(cpu::createLowerRunTimeChecksPass(checks));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(cpu::createLowerConvToGemmPass());
   pm.addNestedPass<func::FuncOp>(cpu::createFuseElementwiseOpsPass());

@@ -49,8 +49,11 @@ extern "C" {
  *     PD_ERROR_TIMEOUT and PD_ERROR_PEER.
  *  4: checkpoints (pd_trainer_/pd_pipeline_save_checkpoint, _load_checkpoint,
  *     pd_checkpoint_step), traces (pd_trace_event, pd_*_set_tracing,
- *     pd_*_trace_*), tags PD_TAG_CHECKPOINT and PD_TAG_TRACE. */
-#define PD_RUNTIME_API_VERSION 4
+ *     pd_*_trace_*), tags PD_TAG_CHECKPOINT and PD_TAG_TRACE.
+ *  5: run-time checks: PD_ERROR_CHECK_FAILED, pd_trainer_set_check_finite,
+ *     pd_pipeline_set_check_finite, tag PD_TAG_STEP_STATUS (bundle
+ *     version 2). */
+#define PD_RUNTIME_API_VERSION 5
 
 /** Result of every fallible call. Values are stable; more may be added. */
 typedef enum pd_status {
@@ -78,6 +81,12 @@ typedef enum pd_status {
   PD_ERROR_TIMEOUT = 10,
   /** Another rank failed or went away (the message names it). */
   PD_ERROR_PEER = 11,
+  /** A run-time check of the compiled code failed (an index out of range,
+   *  naming the ONNX node, the value and the bound), or a non-finite loss
+   *  or gradient with check-finite on. A training step that fails so is
+   *  not applied: weights, optimizer state and step count are as before
+   *  it. In a pipeline every rank returns it with the same message. */
+  PD_ERROR_CHECK_FAILED = 12,
   /* Not a status: keeps the enum int-sized, so any int is a valid value. */
   PD_STATUS_MAX_ENUM_ = 0x7fffffff
 } pd_status;
@@ -325,6 +334,14 @@ PD_API pd_status pd_trainer_step(pd_trainer *trainer,
                                  const pd_named_array *arrays, size_t count,
                                  uint64_t first_sample, double *loss);
 
+/** With `enabled` non-zero, every later step also checks that each
+ *  micro-batch's loss and, before the update, every gradient is finite: a
+ *  NaN or infinity fails the step with PD_ERROR_CHECK_FAILED (the message
+ *  names the micro-batch or the gradient) and the update is not applied.
+ *  Off by default. */
+PD_API pd_status pd_trainer_set_check_finite(pd_trainer *trainer,
+                                             int enabled);
+
 /*===-- Pipeline information (bundle.json `pipeline`) ----------------------===*/
 
 /** 1 when bundle.json has a `pipeline` section, else 0. The accessors below
@@ -362,6 +379,9 @@ PD_API size_t pd_bundle_pipeline_loss_rank(const pd_bundle *bundle);
 /** Free for embedders' own runtime-level messages (pipedream-run gathers
  *  traces with it). */
 #define PD_TAG_TRACE (-4)
+/** The pipeline ranks' agreement on whether a step failed (run-time
+ *  checks), before any rank applies its update. */
+#define PD_TAG_STEP_STATUS (-6)
 
 /** A user-defined transport (pd_transport_create). Every callback gets the
  *  `state` given there. send and recv move exactly num_bytes; recv takes
@@ -475,10 +495,22 @@ PD_API pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
  *  PD_TAG_STEP_LOSS). *loss (may be NULL) is the step loss on rank 0 and
  *  the loss rank, NaN on the others. Every rank must call it with the same
  *  first_sample. On failure the transport is aborted (the other ranks stop
- *  within their timeout, naming this one). */
+ *  within their timeout, naming this one), except for
+ *  PD_ERROR_CHECK_FAILED: a failed run-time check (or, with check-finite,
+ *  a non-finite loss or gradient) of any rank is agreed on by all ranks
+ *  (tag PD_TAG_STEP_STATUS) before any applies its update, so every rank
+ *  returns PD_ERROR_CHECK_FAILED with the same message ("micro-batch m,
+ *  rank r: ...") and none applies the step (synchronous schedules; with
+ *  the asynchronous `pipedream` and `2bw` schedules the agreement comes at
+ *  the end of the step, after their updates, docs/Runtime.md). */
 PD_API pd_status pd_pipeline_step(pd_pipeline *pipeline,
                                   const pd_named_array *arrays, size_t count,
                                   uint64_t first_sample, double *loss);
+/** pd_trainer_set_check_finite for one rank of a pipeline: the loss rank
+ *  checks the micro-batch losses, every rank its gradients before its
+ *  update. Every rank must set the same. */
+PD_API pd_status pd_pipeline_set_check_finite(pd_pipeline *pipeline,
+                                              int enabled);
 /** Collective: every rank sends the current value of each weight it owns
  *  (the lowest rank whose program uses it) to rank 0 (tag PD_TAG_WEIGHTS),
  *  in manifest order. Afterwards every weight buffer of rank 0's bundle

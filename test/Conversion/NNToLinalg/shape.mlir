@@ -5,7 +5,7 @@
 // RUN: pipedream-opt %s -split-input-file -convert-nn-to-linalg \
 // RUN:   -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   -buffer-deallocation-pipeline -convert-bufferization-to-memref \
-// RUN:   -convert-linalg-to-loops -convert-scf-to-cf -expand-strided-metadata \
+// RUN:   -cpu-lower-run-time-checks -convert-linalg-to-loops -convert-scf-to-cf -expand-strided-metadata \
 // RUN:   -lower-affine -convert-math-to-libm -convert-to-llvm -reconcile-unrealized-casts \
 // RUN: | FileCheck %s --check-prefix=LLVM \
 // RUN:   --implicit-check-not="{{[^.a-z_](nn|linalg|tensor|memref|bufferization|arith|math|scf|cf|affine|func|builtin)\.}}"
@@ -152,6 +152,8 @@ func.func @slice_negative_step(%x: tensor<5x6xf32>) -> tensor<5x2xf32> {
 // CHECK-DAG: #[[$ID3:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @gather(
 // CHECK-SAME: %[[T:.*]]: tensor<100x16xf32>, %[[I:.*]]: tensor<2x8xi64>)
+// CHECK: %[[RANGE:.*]]:2 = linalg.generic {{.*}}iterator_types = ["reduction"]}
+// CHECK: nn.check_index_range %{{.*}}, %{{.*}} {input = "", lower = -100 : i64, node = "", op_type = "Gather", upper = 100 : i64} : i64
 // CHECK: linalg.generic {indexing_maps = [#[[$IDX]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[I]] : tensor<2x8xi64>)
 // CHECK: ^bb0(%[[IN:.*]]: i64, %{{.*}}: f32):
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64

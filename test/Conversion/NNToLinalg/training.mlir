@@ -5,7 +5,7 @@
 // RUN: pipedream-opt %s -split-input-file -convert-nn-to-linalg \
 // RUN:   -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   -buffer-deallocation-pipeline -convert-bufferization-to-memref \
-// RUN:   -convert-linalg-to-loops -convert-scf-to-cf -expand-strided-metadata \
+// RUN:   -cpu-lower-run-time-checks -convert-linalg-to-loops -convert-scf-to-cf -expand-strided-metadata \
 // RUN:   -lower-affine -convert-math-to-libm -convert-to-llvm -reconcile-unrealized-casts \
 // RUN: | FileCheck %s --check-prefix=LLVM \
 // RUN:   --implicit-check-not="{{[^.a-z_](nn|linalg|tensor|memref|bufferization|arith|math|scf|cf|affine|func|builtin)\.}}"

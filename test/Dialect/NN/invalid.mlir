@@ -1315,3 +1315,19 @@ func.func @batch_norm_train_momentum(%x: tensor<2x4xf32>, %s: tensor<4xf32>) {
       -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @check_index_range_empty(%min: i64, %max: i64) {
+  // expected-error @+1 {{'nn.check_index_range' op needs lower <= upper, got [5, -5)}}
+  nn.check_index_range %min, %max {input = "idx", lower = 5 : i64, node = "n", op_type = "Gather", upper = -5 : i64} : i64
+  return
+}
+
+// -----
+
+func.func @check_index_range_types(%min: i64, %max: i32) {
+  // expected-error @+1 {{'nn.check_index_range' op failed to verify that all of {min, max} have same type}}
+  "nn.check_index_range"(%min, %max) {input = "idx", lower = -5 : i64, node = "n", op_type = "Gather", upper = 5 : i64} : (i64, i32) -> ()
+  return
+}

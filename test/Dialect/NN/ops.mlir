@@ -706,3 +706,10 @@ func.func @batch_norm_train(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tens
       -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
   return %0#0, %0#1, %0#2 : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @check_index_range(
+// CHECK: nn.check_index_range %{{.*}}, %{{.*}} {input = "idx", lower = -61 : i64, node = "/tok/Gather", op_type = "Gather", upper = 61 : i64} : i32
+func.func @check_index_range(%min: i32, %max: i32) {
+  nn.check_index_range %min, %max {input = "idx", lower = -61 : i64, node = "/tok/Gather", op_type = "Gather", upper = 61 : i64} : i32
+  return
+}

@@ -32,7 +32,8 @@
 // IR-NOT: define {{.*}}@two_results(
 
 // NM-NOT: {{ T }}
-// NM: T pipedream_scalar
+// NM: T pipedream_run_time_status
+// NM-NEXT: T pipedream_scalar
 // NM-NEXT: T pipedream_two_results
 // NM-NOT: {{ T }}
 

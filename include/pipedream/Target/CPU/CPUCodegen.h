@@ -79,6 +79,10 @@ struct CPUCodegenOptions {
   std::string features;
   /// How contractions are compiled.
   GemmLowering gemm = GemmLowering::Auto;
+  /// Lower the index checks (nn.check_index_range) to the run-time status
+  /// record; false drops them (indices are still clamped), for measuring
+  /// their cost (bench/run_time_checks.py).
+  bool runTimeChecks = true;
   /// Symbol prefix of the exported entry wrappers.
   std::string symbolPrefix = "pipedream_";
 };

@@ -201,6 +201,39 @@ def LowerStridedCopiesPass
 // cpu-generate-entry-points
 //===----------------------------------------------------------------------===//
 
+def LowerRunTimeChecksPass
+    : Pass<"cpu-lower-run-time-checks", "mlir::ModuleOp"> {
+  let summary = "Turn `nn.check_index_range` into writes of the status record";
+  let description = [{
+    Adds the run-time status channel of docs/Bundle.md ("Run-time checks")
+    to the module: a thread-local record
+
+    ```c
+    struct { int64_t failed, value, lower, upper; const char *info; }
+    ```
+
+    (`info` points at three NUL-terminated strings: the ONNX op type, node
+    and input name), zero-initialized, and the exported accessor
+    `pipedream_run_time_status()` returning its address (marked
+    `pipedream.cpu.export`). Each `nn.check_index_range` becomes: if
+    `min < lower || max >= upper` and the record's `failed` is 0, store 1,
+    the offending index (`max` if too large, else `min`), the bounds and
+    `info`. The runtime reads and clears the record after every call.
+
+    With `drop-checks` the checks are erased instead and no record is
+    added (`pipedream-compile --no-run-time-checks`, and the CUDA pipeline,
+    whose index tensors live in device memory): the runtime treats a
+    library without the accessor as one whose calls never fail a check.
+  }];
+  let options = [
+    Option<"dropChecks", "drop-checks", "bool", /*default=*/"false",
+           "Erase the checks instead of lowering them">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::func::FuncDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def GenerateEntryPointsPass
     : Pass<"cpu-generate-entry-points", "mlir::ModuleOp"> {
   let summary = "Add the `pipedream_<fn>(void **buffers)` entry wrappers";

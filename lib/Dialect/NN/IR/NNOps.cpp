@@ -220,6 +220,15 @@ LogicalResult OneHotOp::verify() {
   return success();
 }
 
+LogicalResult CheckIndexRangeOp::verify() {
+  // NOTE: I64Attr getters return uint64_t; the bounds are signed.
+  int64_t lower = getLowerAttr().getInt(), upper = getUpperAttr().getInt();
+  if (lower > upper)
+    return emitOpError("needs lower <= upper, got [")
+           << lower << ", " << upper << ")";
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {

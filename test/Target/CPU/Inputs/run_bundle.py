@@ -52,7 +52,7 @@ def main():
     with open(os.path.join(args.bundle, "bundle.json")) as f:
         manifest = json.load(f)
     assert manifest["format"] == "pipedream-bundle", manifest["format"]
-    assert manifest["version"] == 1
+    assert manifest["version"] == 2
 
     blob = np.fromfile(os.path.join(args.bundle, manifest["weights_file"]),
                        dtype=np.uint8)

@@ -162,7 +162,7 @@ def cmd_bundle(args):
         weights.append({"name": name, "dtype": "f32", "shape": list(value.shape),
                         "offset": offset, "bytes": len(data)})
     manifest = {
-        "format": "pipedream-bundle", "version": 1, "model": "model.onnx",
+        "format": "pipedream-bundle", "version": 2, "model": "model.onnx",
         "library": "program.so", "weights_file": "weights.bin", "weights": weights,
         "functions": stage_functions(k),
         "pipeline": {

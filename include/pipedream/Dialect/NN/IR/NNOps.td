@@ -1066,4 +1066,38 @@ def NN_BernoulliOp : NN_Op<"bernoulli", [], NN_CostOpInterface, []> {
 
 include "pipedream/Dialect/NN/IR/NNMathOps.td"
 
+//===----------------------------------------------------------------------===//
+// Run-time checks (created by convert-nn-to-linalg, lowered by the targets)
+//===----------------------------------------------------------------------===//
+
+def NN_CheckIndexRangeOp
+    : Op<NN_Dialect, "check_index_range",
+         [MemoryEffects<[MemWrite]>, AllTypesMatch<["min", "max"]>]> {
+  let summary = "report indices outside [lower, upper) to the runtime";
+  let description = [{
+    `min` and `max` are the smallest and largest index a data-dependent
+    indexing op (Gather, its gradient, ...) reads at run time. When
+    `min < lower` or `max >= upper`, the op records the failure in the
+    calling thread's status record (docs/Bundle.md "Run-time checks"),
+    unless an earlier check of the same call already did: the offending
+    index (`max` when it is too large, else `min`), the bounds, and the
+    ONNX node (`node`), op type (`op_type`) and input (`input`) the
+    runtime names in its message. It does not stop the computation: the
+    indexing op clamps its indices, so what it reads or writes stays in
+    bounds, and the runtime discards the call's results. Created on
+    tensors by `convert-nn-to-linalg`, lowered by the code generators
+    (`cpu-lower-run-time-checks`).
+
+    ```mlir
+    nn.check_index_range %min, %max {lower = -61 : i64, upper = 61 : i64,
+        node = "/tok/Gather", op_type = "Gather", input = "idx"} : i64
+    ```
+  }];
+  let arguments = (ins AnySignlessInteger:$min, AnySignlessInteger:$max,
+                       I64Attr:$lower, I64Attr:$upper, StrAttr:$node,
+                       StrAttr:$op_type, StrAttr:$input);
+  let assemblyFormat = "$min `,` $max attr-dict `:` type($min)";
+  let hasVerifier = 1;
+}
+
 #endif // PIPEDREAM_DIALECT_NN_IR_NNOPS_TD
