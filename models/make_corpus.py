@@ -46,6 +46,7 @@ values):
 - `forward/<input>`, `forward/output`: the float64 model's first output
   (eval mode) for a fixed input of the export's static batch;
 - `data/<input>`, `data/labels`: the training samples (3 steps x M x B);
+  float inputs (images, multiples of 1/64) are stored as float16, exactly;
 - `sgd/loss`, `sgd/w/<initializer>`: 3 steps of SGD (lr from corpus.json),
   one micro-batch of B per step, mean cross-entropy over every position
   of the first output's last axis;
@@ -188,7 +189,8 @@ def t5():
 
 def resnet():
     """torchvision's ResNet(BasicBlock, [1, 1, 1, 1]) at 1/16 width
-    (stem and stages 4-8-16-32 channels instead of 64-128-256-512)."""
+    (stem and stages 4-8-16-32 channels instead of 64-128-256-512),
+    without the stem's max-pool."""
     from torch import nn
     from torchvision.models.resnet import BasicBlock, ResNet
 
@@ -209,18 +211,38 @@ def resnet():
     model.fc = nn.Linear(32, 10)
     nn.init.kaiming_normal_(model.conv1.weight, mode="fan_out",
                             nonlinearity="relu")
+    # No stem max-pool (the usual adaptation to 32x32 inputs): the last
+    # stage sees 2x2 pixels, so its BatchNorms normalize 8 values per
+    # channel at batch 2, not 2 (degenerate: outputs +-1, gradients
+    # rounding noise).
+    model.maxpool = nn.Identity()
     return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
 
 
 def mobilenetv2():
     """torchvision's MobileNetV2, width_mult 0.25, its first four inverted
-    residual stages (the full model has 250k parameters)."""
+    residual stages and a last convolution to 64 channels (the full model
+    has 250k parameters)."""
     from torchvision.models.mobilenetv2 import MobileNetV2
     model = MobileNetV2(num_classes=10, width_mult=0.25,
                         inverted_residual_setting=[[1, 16, 1, 1],
                                                    [6, 24, 2, 2],
                                                    [6, 32, 2, 2],
                                                    [6, 64, 1, 2]])
+    # The last 1x1 convolution to 64 channels, not 1280 (which would be
+    # three quarters of the parameters).
+    from torchvision.ops.misc import Conv2dNormActivation
+    from torch import nn
+    model.features[-1] = Conv2dNormActivation(16, 64, kernel_size=1,
+                                              activation_layer=nn.ReLU6)
+    model.classifier[1] = nn.Linear(64, 10)
+    model.last_channel = 64
+    for m in list(model.features[-1].modules()) + [model.classifier[1]]:
+        if isinstance(m, nn.Conv2d):        # torchvision's initialization
+            nn.init.kaiming_normal_(m.weight, mode="fan_out")
+        elif isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0, 0.01)
+            nn.init.zeros_(m.bias)
     model.classifier[0].p = 0.0    # Dropout: not in the eval-mode export
     return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
 
@@ -233,7 +255,7 @@ CORPUS = [(f"{m}-{e}", m, e, MICRO) for m in BUILDERS for e in ("ts", "dynamo")]
 CORPUS += [("gpt2-ts-b4", "gpt2", "ts", 4), ("resnet-ts-b4", "resnet", "ts", 4)]
 
 LR = {"gpt2": 0.1, "bert": 0.1, "llama": 0.1, "vit": 0.1, "t5": 0.1,
-      "resnet": 0.05, "mobilenetv2": 0.05}
+      "resnet": 0.02, "mobilenetv2": 0.01}
 
 
 # ---------------------------------------------------------------- export
@@ -322,6 +344,42 @@ def unfaithful(model, proto):
     return problems
 
 
+def constants(model, proto):
+    """Float initializers that are no parameter or BatchNorm statistic of
+    the model (equal or transposed): attention masks, scalars, rotary
+    tables, Clip bounds. Training must leave them bit-exact."""
+    tensors = [t.detach().numpy() for t in model.parameters()]
+    tensors += [b.detach().numpy() for n, b in model.named_buffers()
+                if n.endswith(("running_mean", "running_var"))]
+    out = []
+    for name, v in initializers(proto).items():
+        if v.dtype != np.float32:
+            continue
+        if not any(v.shape == t.shape and np.array_equal(v, t)
+                   or t.ndim == 2 and v.shape == t.T.shape
+                   and np.array_equal(v, t.T) for t in tensors):
+            out.append(name)
+    return out
+
+
+def built(model_name):
+    """The model as exported: seeded, perturbed, eval mode."""
+    torch.manual_seed(0)
+    model, specs, label_spec = BUILDERS[model_name]()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+        # BatchNorm running statistics too, as a trained model has them
+        # (the torchscript exporter would merge the equal fresh ones).
+        for n, b in model.named_buffers():
+            if n.endswith("running_mean"):
+                b.add_(torch.randn_like(b) * 0.02)
+            elif n.endswith("running_var"):
+                b.mul_(torch.exp(torch.randn_like(b) * 0.1))
+    model.eval()
+    return model, specs, label_spec
+
+
 # ---------------------------------------------------------------- data, training
 
 def make_inputs(specs, rows, rng):
@@ -330,7 +388,10 @@ def make_inputs(specs, rows, rng):
         if kind == "tokens":
             out[name] = rng.integers(0, vocab, size=(rows,) + shape).astype(np.int64)
         else:
-            out[name] = rng.standard_normal((rows,) + shape).astype(np.float32)
+            # Images quantized to multiples of 1/64 in [-2, 2), like 8-bit
+            # pixels normalized: exact in float32, and the .npz compresses.
+            out[name] = (rng.integers(-128, 128, size=(rows,) + shape)
+                         / 64.0).astype(np.float32)
     return out
 
 
@@ -349,8 +410,10 @@ def to_torch(arrays, names, rows, double):
     return out
 
 
-def train(model32, names, data, labels, micro, m_count, lr):
-    model = copy.deepcopy(model32).double()
+def train(model32, names, data, labels, micro, m_count, lr, double=True):
+    model = copy.deepcopy(model32)
+    if double:
+        model = model.double()
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
@@ -360,7 +423,7 @@ def train(model32, names, data, labels, micro, m_count, lr):
         for i in range(m_count):
             lo = (step * m_count + i) * micro
             rows = slice(lo, lo + micro)
-            out = model(*to_torch(data, names, rows, True))
+            out = model(*to_torch(data, names, rows, double))
             loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
                                    torch.from_numpy(labels[rows]).reshape(-1))
             (loss / m_count).backward()
@@ -387,20 +450,19 @@ def expected_weights(trained, example, names, exporter, tie_safe, initial):
 
 # ---------------------------------------------------------------- main
 
+def compact(key, value):
+    """Image inputs are stored as float16, which holds their values (k/64
+    in [-2, 2)) exactly; models.py widens them back to float32."""
+    if key.startswith(("data/", "forward/")) and key != "forward/output" \
+            and value.dtype == np.float32:
+        half = value.astype(np.float16)
+        assert np.array_equal(half.astype(np.float32), value)
+        return half
+    return value
+
+
 def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
-    torch.manual_seed(0)
-    model, specs, label_spec = BUILDERS[model_name]()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.02)
-        # BatchNorm running statistics too, as a trained model has them
-        # (the torchscript exporter would merge the equal fresh ones).
-        for n, b in model.named_buffers():
-            if n.endswith("running_mean"):
-                b.add_(torch.randn_like(b) * 0.02)
-            elif n.endswith("running_var"):
-                b.mul_(torch.exp(torch.randn_like(b) * 0.1))
-    model.eval()
+    model, specs, label_spec = built(model_name)
     names = list(specs)
     rng = np.random.default_rng(1234)
     fwd = make_inputs(specs, static_batch, rng)
@@ -452,6 +514,7 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
               "steps": STEPS, "pipeline_microbatches": PIPE_M,
               "tie_safe_export": tie_safe, "default_export_loses": split,
               "onnxruntime_rel_error": ort_rel,
+              "constants": constants(model, proto),
               "ops": sorted({n.op_type for n in proto.graph.node}),
               "nodes": len(proto.graph.node),
               "parameters": int(sum(p.numel() for p in model.parameters()))}
@@ -463,11 +526,26 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
                                      tie_safe, initial).items():
             ref[f"{key}/w/{w}"] = v
         record[f"{key}_losses"] = losses
-    np.savez_compressed(os.path.join(out_dir, name + ".npz"), **ref)
+        # Conditioning: how far PyTorch's own float32 run is from float64
+        # (a model whose float32 training drifts by more than about 1e-5
+        # cannot be checked to 1e-4).
+        l32, t32 = train(model, names, data, labels, MICRO, m_count,
+                         LR[model_name], double=False)
+        drift = max(abs(a - b) / abs(b) for a, b in zip(l32, losses))
+        s64 = dict(trained.named_parameters())
+        for n, t in t32.named_parameters():
+            ref64 = s64[n].detach().double()
+            drift = max(drift, float((t.detach().double() - ref64).abs().max()
+                                     / max(float(ref64.abs().max()), 1e-12)))
+        record[f"{key}_torch_f32_drift"] = drift
+    np.savez_compressed(os.path.join(out_dir, name + ".npz"),
+                        **{k: compact(k, v) for k, v in ref.items()})
     print(f"{name}: {len(proto.graph.node)} nodes, "
           f"{os.path.getsize(path) // 1024} KB, tie_safe={tie_safe}, "
           f"onnxruntime rel {ort_rel}, sgd losses "
-          f"{' '.join(f'{v:.4f}' for v in record['sgd_losses'])}",
+          f"{' '.join(f'{v:.4f}' for v in record['sgd_losses'])}, torch "
+          f"f32 drift sgd {record['sgd_torch_f32_drift']:.2g} pipe "
+          f"{record['pipe_torch_f32_drift']:.2g}",
           flush=True)
     return record
 
@@ -477,6 +555,9 @@ def main():
     p.add_argument("--out", default=os.path.join(HERE, "corpus"))
     p.add_argument("--only", default="")
     p.add_argument("--no-ort", action="store_true")
+    p.add_argument("--refresh-constants", action="store_true",
+                   help="only recompute corpus.json's 'constants' of the "
+                        "existing exports")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
@@ -487,6 +568,13 @@ def main():
             index = {r["name"]: r for r in json.load(f)["models"]}
     for name, model_name, exporter, batch in CORPUS:
         if only and name not in only:
+            continue
+        if args.refresh_constants:
+            if name in index and "export_error" not in index[name]:
+                proto = onnx.load(os.path.join(args.out, name + ".onnx"))
+                index[name]["constants"] = constants(built(model_name)[0],
+                                                     proto)
+                write_index(index_path, index)
             continue
         try:
             index[name] = build_one(name, model_name, exporter, batch,

@@ -17,7 +17,9 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
   loss within 1e-4 relative of PyTorch's, every float initializer of the
   trained model within 1e-4 relative to its largest entry of the
   reference (the trained PyTorch model exported again; an initializer
-  the reference does not list must keep its initial value);
+  the reference does not list must keep its initial value, bit-exact for
+  corpus.json's `constants`: masks, scalars, tables that are no
+  parameter);
 - `1f1b`: the same with M micro-batches per step on a 2-stage 1F1B
   pipeline over 2 MPI processes (`pipedream-run --ranks 2`), against
   PyTorch with gradient accumulation over the M micro-batches;
@@ -26,13 +28,14 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
   by the reference interpreter of test/Training/Inputs/pipeline_compare.py
   (no PyTorch equivalent), and some weight changed.
 
-Compiles use -O1 (LLVM optimization level; CI time is compile time).
+Compiles use -O0 (LLVM optimization level: a sixth of -O1's compile
+time on these models; CI time is compile time, the runs are 3 steps).
 Prints `OK NAME CHECK: ...`, or `FAIL NAME CHECK: ...` with the first
 error line of the tool that failed or the first mismatches, and exits
 non-zero on failure. `--matrix` runs every check of every model and
-prints a table (for docs/Models.md). Needs only numpy and onnx, except
-`async`, which imports pipeline_compare (and so torch, for its other
-uses).
+prints the matrix as a Markdown table (docs/Models.md). Needs only numpy
+and onnx, except `async`, which imports pipeline_compare (and so torch,
+for its other uses).
 """
 
 import argparse
@@ -81,21 +84,34 @@ def initializers(path):
 
 
 def rel_err(got, ref):
+    """max |got - ref| / max |ref|; inf when either is not finite (so that
+    a NaN never compares as small)."""
     ref = np.asarray(ref, dtype=np.float64)
-    scale = max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-12)
-    return float(np.max(np.abs(np.asarray(got, np.float64) - ref))) / scale \
-        if ref.size else 0.0
+    got = np.asarray(got, dtype=np.float64)
+    if not (np.all(np.isfinite(got)) and np.all(np.isfinite(ref))):
+        return float("inf")
+    if not ref.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(ref))), 1e-12)
+    return float(np.max(np.abs(got - ref))) / scale
+
+
+def rel_loss(a, b):
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return float("inf")
+    return abs(a - b) / max(abs(b), 1e-12)
 
 
 def compare_training(entry, initial, ref, key, losses, trained):
     """Losses and every float initializer against the PyTorch reference."""
     problems = []
+    constants = set(entry.get("constants", []))
     want = ref[f"{key}/loss"]
     if len(losses) != len(want):
         raise Failure(f"{len(losses)} losses, PyTorch has {len(want)}")
     worst_loss = 0.0
     for s, (a, b) in enumerate(zip(losses, want)):
-        r = abs(a - b) / max(abs(b), 1e-12)
+        r = rel_loss(a, b)
         worst_loss = max(worst_loss, r)
         if r > RTOL:
             problems.append(f"step {s + 1} loss {a:.7g} vs PyTorch {b:.7g}")
@@ -113,6 +129,10 @@ def compare_training(entry, initial, ref, key, losses, trained):
             problems.append(f"initializer {name} has shape {got.shape}")
             continue
         changed += not np.array_equal(got, init)
+        if name in constants and not np.array_equal(got, init):
+            problems.append(f"constant initializer {name} changed "
+                            f"(by {rel_err(got, init):.3g} relative)")
+            continue
         r = rel_err(got, expected)
         if r > worst:
             worst, worst_name = r, name
@@ -149,6 +169,9 @@ def run_check(bin_dir, entry, corpus, check, work):
     run = os.path.join(bin_dir, "pipedream-run")
     onnx_path = os.path.join(corpus, entry["file"])
     ref = dict(np.load(os.path.join(corpus, entry["name"] + ".npz")))
+    for k, v in ref.items():   # images are stored as float16 (exactly)
+        if v.dtype == np.float16:
+            ref[k] = v.astype(np.float32)
     os.makedirs(work, exist_ok=True)
     if check == "import":
         out = os.path.join(work, "model.nn.mlir")
@@ -157,7 +180,7 @@ def run_check(bin_dir, entry, corpus, check, work):
         return f"{sum(1 for _ in open(out))} lines of nn IR"
     if check == "forward":
         bundle = os.path.join(work, "forward")
-        tool([compile_, onnx_path, "--inference", "-O1", "-o", bundle],
+        tool([compile_, onnx_path, "--inference", "-O0", "-o", bundle],
              "pipedream-compile --inference")
         ins = os.path.join(work, "inputs.npz")
         outs = os.path.join(work, "outputs.npz")
@@ -180,7 +203,7 @@ def run_check(bin_dir, entry, corpus, check, work):
     initial = initializers(onnx_path)
     b = entry["microbatch_size"]
     steps = entry["steps"]
-    common = [onnx_path, "-O1", "--loss", "cross-entropy", "--optimizer",
+    common = [onnx_path, "-O0", "--loss", "cross-entropy", "--optimizer",
               "sgd", "--lr", repr(entry["lr"])]
     if check == "sgd":
         bundle = os.path.join(work, "sgd")
@@ -225,8 +248,7 @@ def run_check(bin_dir, entry, corpus, check, work):
         except Exception as e:  # the interpreter's own limits
             raise Failure(f"sequential reference: {type(e).__name__}: {e}")
         problems = []
-        worst_loss = max(abs(a - r) / max(abs(r), 1e-12)
-                         for a, r in zip(losses, ref_losses))
+        worst_loss = max(rel_loss(a, r) for a, r in zip(losses, ref_losses))
         if len(losses) != len(ref_losses) or worst_loss > RTOL_ASYNC:
             problems.append(f"losses {losses} vs sequential {ref_losses}")
         worst, changed = 0.0, 0
@@ -255,18 +277,40 @@ def load_corpus(corpus):
 
 
 def one(bin_dir, entry, corpus, check, work):
+    """Runs one check; prints its line; returns (ok, detail)."""
     name = entry["name"]
     if "export_error" in entry:
-        print(f"FAIL {name} {check}: not exported: {entry['export_error']}")
-        return False
+        detail = f"not exported: {entry['export_error']}"
+        print(f"FAIL {name} {check}: {detail}")
+        return False, detail
     start = time.time()
     try:
         detail = run_check(bin_dir, entry, corpus, check, work)
     except Failure as e:
         print(f"FAIL {name} {check}: {e} [{time.time() - start:.0f} s]")
-        return False
+        return False, str(e)
     print(f"OK {name} {check}: {detail} [{time.time() - start:.0f} s]")
-    return True
+    return True, detail
+
+
+def markdown(results, checks):
+    """The matrix as a Markdown table, failures' first lines below it."""
+    lines = ["| model | " + " | ".join(checks) + " |",
+             "| --- |" + " --- |" * len(checks)]
+    notes = []
+    for name, row in results.items():
+        cells = []
+        for c in checks:
+            ok, detail = row[c]
+            if ok:
+                cells.append("pass")
+            else:
+                notes.append(f"- {name} {c}: {detail}")
+                cells.append(f"FAIL ({len(notes)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + [""] + [
+        f"{n.split(':', 1)[0]} ({i + 1}):{n.split(':', 1)[1]}"
+        for i, n in enumerate(notes)])
 
 
 def main():
@@ -287,16 +331,20 @@ def main():
             raise SystemExit(f"--model one of {', '.join(entries)} and "
                              "--check are required")
         return 0 if one(args.bin, entries[args.model], args.corpus,
-                        args.check, work) else 1
+                        args.check, work)[0] else 1
     names = [n for n in args.models.split(",") if n] or list(entries)
-    ok = True
+    checks = args.checks.split(",")
+    results = {}
     for n in names:
-        for c in args.checks.split(","):
+        results[n] = {}
+        for c in checks:
             d = os.path.join(work, n, c)
             shutil.rmtree(d, ignore_errors=True)
-            ok &= one(args.bin, entries[n], args.corpus, c, d)
+            results[n][c] = one(args.bin, entries[n], args.corpus, c, d)
             sys.stdout.flush()
-    return 0 if ok else 1
+    print(markdown(results, checks))
+    return 0 if all(ok for r in results.values() for ok, _ in r.values()) \
+        else 1
 
 
 if __name__ == "__main__":
