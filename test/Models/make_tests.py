@@ -34,6 +34,8 @@ BATCH = ("static batch 4 > micro-batch 2 needs batch re-specialization "
          "(DESIGN.md 'Batch', helper batch)")
 FROZEN = ("float constants of the export (the attention mask 'where', "
           "rank-0 scalars val_*) are trained as parameters (helper frozen)")
+CLIP = ("Clip bounds that are float initializers (min_val_cast) are read "
+        "as weights, not import-time constants (helper frozen)")
 GATHER_ELEMENTS = "GatherElements not supported (helper ops-idx)"
 COS = "Cos (rotary embeddings) not supported (helper ops-ew)"
 RECIPROCAL = ("Reciprocal (RMSNorm's rsqrt) not supported on non-constants "
@@ -55,6 +57,7 @@ known(["gpt2-dynamo", "bert-dynamo", "vit-dynamo"], TRAINING, FROZEN)
 known(["bert-ts"], CHECKS, GATHER_ELEMENTS)
 known(["llama-ts"], CHECKS, COS)
 known(["llama-dynamo", "t5-dynamo"], CHECKS, RECIPROCAL)
+known(["mobilenetv2-dynamo"], CHECKS, CLIP)
 known(["gpt2-ts-b4", "resnet-ts-b4"], TRAINING, BATCH)
 
 
