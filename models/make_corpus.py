@@ -112,13 +112,20 @@ def gpt2():
     return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("tokens", (SEQ,), 64)
 
 
+# pad_token_id=None for BERT and Llama: with a pad token, the embedding is
+# nn.Embedding(padding_idx=...), whose padding row PyTorch never updates;
+# the ONNX export (a plain Gather) cannot say so, so no ONNX trainer could
+# match PyTorch on data that contains the pad token.
+
+
 def bert():
     from transformers import BertConfig, BertForSequenceClassification
     cfg = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=2, intermediate_size=64,
                      max_position_embeddings=16, type_vocab_size=2,
                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                     classifier_dropout=0.0, num_labels=4, pad_token_id=0)
+                     classifier_dropout=0.0, num_labels=4,
+                     pad_token_id=None)
     cfg._attn_implementation = "eager"
     cls = BertForSequenceClassification
 
@@ -137,7 +144,7 @@ def llama():
                       num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2, max_position_embeddings=16,
                       use_cache=False, tie_word_embeddings=False,
-                      bos_token_id=0, eos_token_id=0, pad_token_id=0)
+                      bos_token_id=0, eos_token_id=0, pad_token_id=None)
     cfg._attn_implementation = "eager"
     cls = LlamaForCausalLM
 
