@@ -280,6 +280,104 @@ def shape_ops():
 
 
 @register
+def static_batch():
+    """A static batch of 2 baked into constants the way a static torch
+    export does (docs/Importer.md "Static batch"): Reshape targets (one
+    whose head count equals the batch, one that merges the batch with the
+    heads and back), an Expand shape, a Slice over the whole batch, and
+    constants that are the same for every sample (an added mask, a
+    concatenated pad)."""
+    rng = np.random.default_rng(3)
+    mask = np.broadcast_to(rng.standard_normal((1, 8, 32)),
+                           (2, 8, 32)).astype(np.float32)
+    pad = np.broadcast_to(rng.standard_normal((1, 8, 4)),
+                          (2, 8, 4)).astype(np.float32)
+    nodes = [
+        node("Reshape", ["x", "heads"], ["r1"], name="split_heads"),
+        node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3], name="t1"),
+        node("Reshape", ["t1", "merged"], ["r2"], name="merge_batch"),
+        node("Reshape", ["r2", "unmerged"], ["r3"], name="unmerge_batch"),
+        node("Transpose", ["r3"], ["t2"], perm=[0, 2, 1, 3], name="t2"),
+        node("Reshape", ["t2", "joined"], ["r4"], name="join_heads"),
+        const("mask", mask),
+        node("Add", ["r4", "mask"], ["a"], name="add_mask"),
+        node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=1),
+        node("Expand", ["m", "eshape"], ["ex"]),
+        node("Add", ["a", "ex"], ["a2"], name="add_mean"),
+        node("Slice", ["a2", "starts", "ends", "axes"], ["sl"]),
+        const("pad", pad),
+        node("Concat", ["sl", "pad"], ["y"], axis=2),
+    ]
+    inits = [
+        ints("heads", [2, 8, 2, 16]), ints("merged", [4, 8, 16]),
+        ints("unmerged", [2, 2, 8, 16]), ints("joined", [2, 8, 32]),
+        ints("eshape", [2, 8, 32]), ints("starts", [0]), ints("ends", [2]),
+        ints("axes", [0]),
+    ]
+    return model(nodes, [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 36])],
+                 inits)
+
+
+@register
+def static_batch_chain():
+    """A static batch of 2 read through shape computations (Shape, Gather,
+    Unsqueeze, Concat, ConstantOfShape), which re-fold at the new batch,
+    next to one literal Reshape target, which is rewritten."""
+    nodes = [
+        node("Shape", ["x"], ["s"]),
+        node("Gather", ["s", "zero"], ["b"], axis=0),
+        node("Unsqueeze", ["b", "uaxes"], ["bu"]),
+        node("Concat", ["bu", "rest"], ["target"], axis=0),
+        node("Reshape", ["x", "target"], ["r"], name="reshape_chain"),
+        node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["t", "literal"], ["r2"], name="reshape_literal"),
+        node("Reshape", ["r2", "s"], ["r3"], name="reshape_shape"),
+        helper.make_node("ConstantOfShape", ["s"], ["half"],
+                         name="constantofshape",
+                         value=numpy_helper.from_array(
+                             np.array([0.5], dtype=np.float32))),
+        node("Mul", ["r3", "half"], ["y"]),
+    ]
+    inits = [ints("zero", 0), ints("uaxes", [0]), ints("rest", [8, 2, 16]),
+             ints("literal", [2, 2, 128])]
+    return model(nodes, [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 32])],
+                 inits)
+
+
+@register
+def static_batch_mixed():
+    """A constant that differs between the 2 samples of a static batch:
+    not the batch, cannot be re-specialized."""
+    c = np.arange(8, dtype=np.float32).reshape(2, 4)
+    return model([const("c", c), node("Add", ["x", "c"], ["y"])],
+                 [tensor("x", [2, 4])], [tensor("y", [2, 4])])
+
+
+@register
+def static_batch_weight():
+    """A weight with the static batch's size at the batch dimension."""
+    return model([node("Mul", ["x", "w"], ["y"])], [tensor("x", [2, 4])],
+                 [tensor("y", [2, 4])], [init("w", weights(5, 2, 4))])
+
+
+@register
+def static_batch_split():
+    """A Reshape that spreads the batch over two dimensions ([2, 3] ->
+    [3, 2]): no dimension of the result is the batch."""
+    return model([node("Reshape", ["x", "shape"], ["y"])],
+                 [tensor("x", [2, 3])], [tensor("y", [3, 2])],
+                 [ints("shape", [3, 2])])
+
+
+@register
+def static_batch_two():
+    """Two graph inputs with the static batch 2."""
+    return model([node("Add", ["x", "z"], ["y"])],
+                 [tensor("x", [2, 4]), tensor("z", [2, 4])],
+                 [tensor("y", [2, 4])])
+
+
+@register
 def reshape14():
     """Reshape allowzero=1 (opset 14): a 0 is a real zero-size dimension."""
     return model([node("Reshape", ["x", "shape"], ["y"], allowzero=1)],
@@ -295,6 +393,122 @@ def split18():
              node("Split", ["x"], ["d", "e"], axis=0, name="split_even")]
     return model(nodes, [tensor("x", [4, 7])],
                  [tensor(n, None) for n in "abcde"], opset=18)
+
+
+@register
+def indexing_ops():
+    """GatherElements (negative axis), ScatterElements (add), GatherND
+    (batch_dims), ScatterND, Scatter (opset 9 form is not used: opset 13),
+    Tile, DepthToSpace (CRD), SpaceToDepth, Compress (constant condition),
+    OneHot (negative axis), Pad (reflect, edge, constant with a run-time
+    value, negative pads), Einsum (batched matmul, diagonal)."""
+    nodes = [
+        node("GatherElements", ["x", "gi"], ["ge"], axis=-1),
+        node("ScatterElements", ["x", "gi", "ge"], ["se"], axis=1,
+             reduction="add"),
+        node("GatherND", ["d3", "ni"], ["gn"], batch_dims=1),
+        node("ScatterND", ["x", "si", "su"], ["sn"]),
+        node("Tile", ["x", "reps"], ["ti"]),
+        node("DepthToSpace", ["img", ], ["d2s"], blocksize=2, mode="CRD"),
+        node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2),
+        node("Compress", ["x", "cond"], ["co"], axis=1),
+        node("OneHot", ["ids", "depth", "vals"], ["oh"], axis=-2),
+        node("Pad", ["x", "rpads"], ["pr"], mode="reflect"),
+        node("Pad", ["x", "epads"], ["pe"], name="pad_edge", mode="edge"),
+        node("Pad", ["x", "cpads", "cval"], ["pc"], name="pad_constant"),
+        node("Einsum", ["a", "b"], ["bmm"], equation="bij,bjk->bik"),
+        node("Einsum", ["sq"], ["diag"], name="einsum_diag",
+             equation="ii->i"),
+    ]
+    inits = [
+        ints("gi", [[0, -1], [2, 1], [3, 3]]), ints("ni", [[[0, 1]], [[-1, 0]]]),
+        ints("si", [[1], [-3]]), ints("reps", [2, 1]),
+        init("cond", np.array([True, False, True], np.bool_)),
+        ints("depth", 4), ints("rpads", [1, 2, 0, 1]),
+        ints("epads", [0, 1, 2, 0]), ints("cpads", [-1, 1, 0, 2]),
+    ]
+    ins = [tensor("x", [3, 4]), tensor("d3", [2, 3, 5]), tensor("su", [2, 4]),
+           tensor("img", [1, 8, 2, 3]), tensor("ids", [2, 3], I64),
+           tensor("vals", [2]), tensor("cval", []), tensor("a", [2, 3, 4]),
+           tensor("b", [2, 4, 5]), tensor("sq", [3, 3])]
+    outs = [tensor(n, None) for n in
+            ["ge", "se", "gn", "sn", "ti", "s2d", "co", "oh", "pr", "pe", "pc",
+             "bmm", "diag"]]
+    return model(nodes, ins, outs, inits, opset=16)
+
+
+@register
+def trilu_eyelike():
+    """Trilu on a run-time input (lower, k = -1) and EyeLike (k = 1, int64)."""
+    nodes = [node("Trilu", ["x", "k"], ["tl"], upper=0),
+             node("EyeLike", ["x"], ["eye"], k=1, dtype=I64)]
+    return model(nodes, [tensor("x", [3, 4])],
+                 [tensor("tl", None), tensor("eye", None)], [ints("k", -1)],
+                 opset=14)
+
+
+@register
+def layer_ops():
+    """ConvTranspose (stride, pads, output_padding, group, bias), Resize
+    (linear half_pixel with scales; nearest asymmetric with sizes), Upsample
+    (opset 9, Constant scales), InstanceNormalization, LRN,
+    MeanVarianceNormalization, GlobalMaxPool, LayerNormalization with its
+    Mean and InvStdDev outputs."""
+    nodes = [
+        node("ConvTranspose", ["x", "w", "ctb"], ["ct"], strides=[2, 2],
+             pads=[1, 0, 0, 0], output_padding=[1, 0], group=2),
+        node("Resize", ["x", "", "scales"], ["rl"], mode="linear"),
+        node("Resize", ["x", "", "", "sizes"], ["rn"], name="resize_nearest",
+             coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        node("InstanceNormalization", ["x", "s", "bias"], ["inorm"]),
+        node("LRN", ["x"], ["lrn"], size=3),
+        node("MeanVarianceNormalization", ["x"], ["mvn"]),
+        node("GlobalMaxPool", ["x"], ["gmp"]),
+        node("LayerNormalization", ["x", "g"], ["ln", "mean", "inv"], axis=2),
+    ]
+    inits = [init("w", weights(1, 2, 3, 3, 2)), init("ctb", weights(5, 6)),
+             init("bias", weights(2, 2)),
+             init("s", weights(3, 2)), init("g", weights(4, 3, 3)),
+             ints("sizes", [1, 2, 5, 4])]
+    scales = const("scales", np.array([1, 1, 2, 1.5], np.float32))
+    outs = [tensor(n, None) for n in
+            ["ct", "rl", "rn", "inorm", "lrn", "mvn", "gmp", "ln", "mean",
+             "inv"]]
+    return model([scales] + nodes, [tensor("x", [1, 2, 3, 3])], outs, inits,
+                 opset=17)
+
+
+@register
+def upsample9_const():
+    """Upsample (opset 9) with its scales from a Constant node."""
+    return old_model([const("scales", np.array([1, 1, 2, 3], np.float32)),
+                      node("Upsample", ["x", "scales"], ["y"])],
+                     [tensor("x", [1, 1, 2, 2])], [tensor("y", None)],
+                     opset=9, ir_version=4)
+
+
+@register
+def gather_elements_oob():
+    """GatherElements with a constant index past the axis (error)."""
+    return model([node("GatherElements", ["x", "i"], ["y"], axis=1)],
+                 [tensor("x", [2, 3])], [tensor("y", None)],
+                 [ints("i", [[0, 3], [1, 2]])])
+
+
+@register
+def einsum_broadcast():
+    """Einsum broadcasting a batch dimension (not supported)."""
+    return model([node("Einsum", ["a", "b"], ["y"], equation="bij,bjk->bik")],
+                 [tensor("a", [1, 2, 3]), tensor("b", [4, 3, 2])],
+                 [tensor("y", None)], opset=13)
+
+
+@register
+def pad_reflect_large():
+    """Reflect padding wider than the axis (not supported)."""
+    return model([node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                 [tensor("x", [2, 3])], [tensor("y", None)],
+                 [ints("p", [0, 3, 0, 0])], opset=13)
 
 
 @register

@@ -170,6 +170,9 @@ loadModel(const pipedream::CompileOptions &o, std::optional<int64_t> batchSize,
       pipedream::importONNXFile(o.input, context, importOptions, error);
   if (failed(imported))
     return failure();
+  if (auto note = (**imported)->getAttrOfType<StringAttr>(
+          pipedream::import_attrs::kBatchRespecialized))
+    llvm::errs() << "note: " << o.input << ": " << note.getValue() << "\n";
   return std::move(*imported);
 }
 

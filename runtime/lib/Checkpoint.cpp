@@ -252,16 +252,15 @@ size_t alignUp(size_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-/// The manifest, checked.
-struct ManifestView {
-  uint64_t step = 0;
-  size_t ranks = 0;
-  std::string fingerprint;
-  std::string model;
-  std::vector<std::string> files;
-  std::vector<uint64_t> bytes;
-  std::vector<uint64_t> crcs;
-};
+using ManifestView = CheckpointManifest;
+
+} // namespace
+
+nlohmann::json parseRankFileHeader(const std::string &bytes,
+                                   const std::string &path,
+                                   const CheckpointManifest &m, size_t rank);
+
+namespace {
 
 ManifestView readManifest(const std::string &dir) {
   std::string path = dir + "/" + kManifestName;
@@ -269,7 +268,37 @@ ManifestView readManifest(const std::string &dir) {
   if (::stat(path.c_str(), &st) != 0)
     throw Error(PD_ERROR_NOT_FOUND,
                 dir + ": no checkpoint (no " + kManifestName + ")");
-  std::string text = readWhole(path, PD_ERROR_IO);
+  return parseCheckpointManifest(readWhole(path, PD_ERROR_IO), path, dir);
+}
+
+struct RankFileView {
+  std::string bytes;
+  nlohmann::json header;
+};
+
+/// Reads and verifies rank `rank`'s file against the manifest.
+RankFileView readRankFile(const std::string &dir, const ManifestView &m,
+                          size_t rank) {
+  std::string path = dir + "/" + m.files[rank];
+  RankFileView view;
+  view.bytes = readWhole(path, PD_ERROR_NOT_FOUND);
+  view.header = parseRankFileHeader(view.bytes, path, m, rank);
+  return view;
+}
+
+std::string describeSpec(const nlohmann::json &b) {
+  pd_dtype dtype = PD_DTYPE_F32;
+  parseDtype(b.at("dtype").get<std::string>(), dtype);
+  std::vector<int64_t> shape = b.at("shape").get<std::vector<int64_t>>();
+  return b.at("role").get<std::string>() + " " +
+         describeType(dtype, shape.data(), shape.size());
+}
+
+} // namespace
+
+CheckpointManifest parseCheckpointManifest(const std::string &text,
+                                           const std::string &path,
+                                           const std::string &dir) {
   ManifestView view;
   try {
     nlohmann::json json = nlohmann::json::parse(text);
@@ -299,37 +328,33 @@ ManifestView readManifest(const std::string &dir) {
       view.bytes.push_back(files[r].at("bytes").get<uint64_t>());
       view.crcs.push_back(files[r].at("crc32").get<uint64_t>());
     }
-  } catch (const Error &) {
-    throw;
+  } catch (const Error &e) {
+    // Names quoted from the file may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
   } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT,
-                path + ": corrupt checkpoint manifest (" + e.what() + ")");
+    throw Error(PD_ERROR_FORMAT, oneLine(path + ": corrupt checkpoint "
+                                                "manifest (" +
+                                         e.what() + ")"));
   }
   return view;
 }
 
-struct RankFileView {
-  std::string bytes;
+nlohmann::json parseRankFileHeader(const std::string &bytes,
+                                   const std::string &path,
+                                   const CheckpointManifest &m, size_t rank) {
   nlohmann::json header;
-};
-
-/// Reads and verifies rank `rank`'s file against the manifest.
-RankFileView readRankFile(const std::string &dir, const ManifestView &m,
-                          size_t rank) {
-  std::string path = dir + "/" + m.files[rank];
-  RankFileView view;
-  view.bytes = readWhole(path, PD_ERROR_NOT_FOUND);
   const std::string corrupt =
-      path + ": corrupt checkpoint file (rank " + std::to_string(rank) +
-      " of step " + std::to_string(m.step) + "): ";
-  if (view.bytes.size() != m.bytes[rank])
+      oneLine(path + ": corrupt checkpoint file (rank " +
+              std::to_string(rank) + " of step " + std::to_string(m.step) +
+              "): ");
+  if (bytes.size() != m.bytes[rank])
     throw Error(PD_ERROR_FORMAT,
-                corrupt + "it has " + std::to_string(view.bytes.size()) +
+                corrupt + "it has " + std::to_string(bytes.size()) +
                     " bytes, the manifest says " +
                     std::to_string(m.bytes[rank]));
   const unsigned char *data =
-      reinterpret_cast<const unsigned char *>(view.bytes.data());
-  size_t size = view.bytes.size();
+      reinterpret_cast<const unsigned char *>(bytes.data());
+  size_t size = bytes.size();
   if (size < 32 || std::memcmp(data, kFileMagic, 8) != 0 ||
       std::memcmp(data + size - 16, kEndMagic, 8) != 0)
     throw Error(PD_ERROR_FORMAT, corrupt + "bad magic");
@@ -340,39 +365,64 @@ RankFileView readRankFile(const std::string &dir, const ManifestView &m,
   if (headerSize > size - 32)
     throw Error(PD_ERROR_FORMAT, corrupt + "bad header length");
   try {
-    view.header = nlohmann::json::parse(view.bytes.substr(16, headerSize));
-    if (view.header.at("step").get<uint64_t>() != m.step ||
-        view.header.at("rank").get<size_t>() != rank ||
-        view.header.at("ranks").get<size_t>() != m.ranks ||
-        view.header.at("bundle_fingerprint").get<std::string>() !=
+    header = nlohmann::json::parse(bytes.substr(16, headerSize));
+    if (header.at("step").get<uint64_t>() != m.step ||
+        header.at("rank").get<size_t>() != rank ||
+        header.at("ranks").get<size_t>() != m.ranks ||
+        header.at("bundle_fingerprint").get<std::string>() !=
             m.fingerprint)
       throw Error(PD_ERROR_FORMAT,
                   corrupt + "its header does not match the manifest");
-    for (const nlohmann::json &b : view.header.at("buffers")) {
+    for (const nlohmann::json &b : header.at("buffers")) {
       uint64_t offset = b.at("offset").get<uint64_t>();
-      uint64_t bytes = b.at("bytes").get<uint64_t>();
-      if (offset > size - 16 || bytes > size - 16 - offset)
-        throw Error(PD_ERROR_FORMAT, corrupt + "buffer '" +
-                                         b.at("name").get<std::string>() +
-                                         "' lies outside the file");
+      uint64_t length = b.at("bytes").get<uint64_t>();
+      std::string name = b.at("name").get<std::string>();
+      if (offset > size - 16 || length > size - 16 - offset)
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' lies outside the file");
+      // Its dtype, shape and role are what loadCheckpoint matches against
+      // the bundle's buffer, whose byte size it then copies: they must
+      // agree with `bytes`.
+      TensorType type;
+      if (!b.at("dtype").is_string() ||
+          !parseDtype(b.at("dtype").get<std::string>(), type.dtype))
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has an unknown dtype");
+      pd_role role;
+      if (!b.at("role").is_string() ||
+          !parseRole(b.at("role").get<std::string>(), role))
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has an unknown role");
+      type.shape = b.at("shape").get<std::vector<int64_t>>();
+      for (int64_t extent : type.shape)
+        if (extent < 0)
+          throw Error(PD_ERROR_FORMAT, corrupt + "buffer '" + name +
+                                           "' has a negative extent");
+      computeSizes(type, corrupt + "buffer '" + name + "'");
+      if (type.numBytes != length)
+        throw Error(PD_ERROR_FORMAT,
+                    corrupt + "buffer '" + name + "' has " +
+                        std::to_string(length) + " bytes, its type " +
+                        describeType(type.dtype, type.shape.data(),
+                                     type.shape.size()) +
+                        " needs " + std::to_string(type.numBytes));
     }
-  } catch (const Error &) {
-    throw;
+  } catch (const Error &e) {
+    throw Error(e.status, oneLine(e.what()));
   } catch (const std::exception &e) {
-    throw Error(PD_ERROR_FORMAT, corrupt + "bad header (" + e.what() + ")");
+    throw Error(PD_ERROR_FORMAT,
+                oneLine(corrupt + "bad header (" + e.what() + ")"));
   }
-  return view;
+  return header;
 }
 
-std::string describeSpec(const nlohmann::json &b) {
-  pd_dtype dtype = PD_DTYPE_F32;
-  parseDtype(b.at("dtype").get<std::string>(), dtype);
-  std::vector<int64_t> shape = b.at("shape").get<std::vector<int64_t>>();
-  return b.at("role").get<std::string>() + " " +
-         describeType(dtype, shape.data(), shape.size());
+void checkRankFile(const std::string &bytes, const std::string &path,
+                   const CheckpointManifest &m, size_t rank) {
+  if (rank >= m.files.size())
+    throw Error(PD_ERROR_FORMAT, path + ": no rank " + std::to_string(rank) +
+                                     " in the manifest");
+  parseRankFileHeader(bytes, path, m, rank);
 }
-
-} // namespace
 
 std::vector<pd_buffer *> checkpointBuffers(pd_bundle &bundle) {
   std::vector<pd_buffer *> buffers;
@@ -496,8 +546,10 @@ uint64_t checkpointStep(const std::string &dir) {
   return readManifest(dir).step;
 }
 
-uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
-                        size_t rank, size_t ranks) {
+namespace {
+
+uint64_t loadCheckpointImpl(pd_bundle &bundle, const std::string &dir,
+                            size_t rank, size_t ranks) {
   ManifestView m = readManifest(dir);
   std::string manifestPath = dir + "/" + kManifestName;
   std::string ours = fingerprint(bundle);
@@ -570,6 +622,18 @@ uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
                 buffer.type.numBytes);
   }
   return m.step;
+}
+
+} // namespace
+
+uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
+                        size_t rank, size_t ranks) {
+  try {
+    return loadCheckpointImpl(bundle, dir, rank, ranks);
+  } catch (const Error &e) {
+    // Names quoted from the checkpoint (buffers, model) may hold newlines.
+    throw Error(e.status, oneLine(e.what()));
+  }
 }
 
 } // namespace runtime

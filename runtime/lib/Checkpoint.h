@@ -57,6 +57,29 @@ uint64_t loadCheckpoint(pd_bundle &bundle, const std::string &dir,
 /// when there is none).
 uint64_t checkpointStep(const std::string &dir);
 
+/// checkpoint.json, checked.
+struct CheckpointManifest {
+  uint64_t step = 0;
+  size_t ranks = 0;
+  std::string fingerprint;
+  std::string model;
+  std::vector<std::string> files;
+  std::vector<uint64_t> bytes;
+  std::vector<uint64_t> crcs;
+};
+
+/// Parses checkpoint.json text read from `path` (in directory `dir`).
+/// Throws Error (PD_ERROR_FORMAT) with a one-line message naming `path`.
+CheckpointManifest parseCheckpointManifest(const std::string &text,
+                                           const std::string &path,
+                                           const std::string &dir);
+
+/// Verifies the image `bytes` of rank `rank`'s file (read from `path`)
+/// against `m`: size, magic, CRC-32, header and every buffer's extent,
+/// dtype, shape and role. Throws Error (PD_ERROR_FORMAT).
+void checkRankFile(const std::string &bytes, const std::string &path,
+                   const CheckpointManifest &m, size_t rank);
+
 /// Internal accessors of the handles (Runtime.cpp, Pipeline.cpp).
 pd_bundle *trainerBundle(pd_trainer *trainer);
 pd_bundle *pipelineBundle(pd_pipeline *pipeline);

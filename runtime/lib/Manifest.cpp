@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -79,7 +80,8 @@ public:
     std::string message = source + ": ";
     if (!path.empty())
       message += path + ": ";
-    throw Error(PD_ERROR_FORMAT, message + what);
+    // Names and values quoted from the file may hold newlines.
+    throw Error(PD_ERROR_FORMAT, oneLine(message + what));
   }
 
   static std::string join(const std::string &path, const std::string &key) {
@@ -187,6 +189,22 @@ bool isIdentifier(const std::string &name) {
 }
 
 } // namespace
+
+std::string oneLine(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 bool parseDtype(const std::string &name, pd_dtype &out) {
   for (const DtypeEntry &entry : kDtypes)
@@ -929,8 +947,9 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error &e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+  } catch (const json::exception &e) {
+    // parse_error, and out_of_range for a number like 1e999. Drop
+    // nlohmann's "[json.exception.parse_error.101] " prefix.
     std::string what = e.what();
     size_t close = what.find("] ");
     if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos)

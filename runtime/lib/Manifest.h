@@ -229,6 +229,10 @@ struct Manifest {
 /// Unknown keys are ignored so later bundle versions can add fields.
 Manifest parseManifest(const std::string &text, const std::string &source);
 
+/// `text` with control characters (a newline in a name read from a file)
+/// written as \xNN, so a message that quotes a file's strings stays one line.
+std::string oneLine(const std::string &text);
+
 /// "f32[2x3]" ("f32[]" for a scalar).
 std::string describeType(pd_dtype dtype, const int64_t *shape, size_t rank);
 

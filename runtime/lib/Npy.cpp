@@ -20,6 +20,7 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +41,27 @@ constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr size_t kMagicSize = sizeof(kMagic);
 /// numpy aligns the data of .npy files to 64 bytes (ARRAY_ALIGN).
 constexpr size_t kHeaderAlign = 64;
+
+/// `text` for a one-line message: control and non-ASCII bytes as \xNN,
+/// cut after 64 characters (names and dtypes come from the file).
+std::string printable(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == 64) {
+      out += "...";
+      break;
+    }
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
 
 /// Parses the Python dict literal of an .npy header: string keys, and
 /// values that are strings, True/False or tuples of integers.
@@ -62,7 +84,7 @@ public:
         return fail("expected a quoted key", error);
       skipSpace();
       if (!consume(':'))
-        return fail("expected ':' after '" + key + "'", error);
+        return fail("expected ':' after '" + printable(key) + "'", error);
       skipSpace();
       if (key == "descr") {
         if (pos < text.size() && text[pos] == '[')
@@ -87,7 +109,7 @@ public:
                       error);
         sawShape = true;
       } else {
-        return fail("unexpected key '" + key + "'", error);
+        return fail("unexpected key '" + printable(key) + "'", error);
       }
       skipSpace();
       if (consume(','))
@@ -328,7 +350,7 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
     if (body != entry.body)
       continue;
     if (order == '>' && pd_dtype_size(entry.dtype) > 1) {
-      error = "big-endian dtype '" + descr +
+      error = "big-endian dtype '" + printable(descr) +
               "' is not supported (convert with .astype('<" + body + "'))";
       return false;
     }
@@ -336,9 +358,9 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
     return true;
   }
   if (body == "O")
-    error = "object arrays ('" + descr + "') are not supported";
+    error = "object arrays ('" + printable(descr) + "') are not supported";
   else
-    error = "numpy dtype '" + descr +
+    error = "numpy dtype '" + printable(descr) +
             "' has no pipedream equivalent (supported: <f4 <f8 <f2 <i8 <i4 "
             "|i1 |u1 |b1, and <u2 for bf16 bit patterns)";
   return false;
@@ -514,6 +536,94 @@ bool writeNpy(const std::string &path, const Array &array,
   }
 }
 
+namespace {
+
+/// Reads every member of an open archive; messages start with `prefix`
+/// ("PATH: ", or "" for an image in memory).
+bool readArchive(zip_t *archive, const std::string &prefix, NamedArrays &out,
+                 std::string &error) {
+  zip_int64_t count = zip_get_num_entries(archive, 0);
+  if (count < 0) {
+    error = prefix + zip_strerror(archive);
+    return false;
+  }
+  std::set<std::string> names;
+  std::vector<unsigned char> bytes;
+  for (zip_int64_t i = 0; i < count; ++i) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(archive, static_cast<zip_uint64_t>(i), 0, &st) != 0) {
+      error = prefix + zip_strerror(archive);
+      return false;
+    }
+    std::string member = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "";
+    // For messages: names come from the file.
+    const std::string shown = printable(member);
+    if (!member.empty() && member.back() == '/')
+      continue; // A directory entry; np.savez writes none.
+    if (!endsWith(member, ".npy")) {
+      error = prefix + "member '" + shown + "' is not an .npy array";
+      return false;
+    }
+    std::string name = member.substr(0, member.size() - 4);
+    if (!names.insert(name).second) {
+      error = prefix + "duplicate array '" + printable(name) + "'";
+      return false;
+    }
+    if (!(st.valid & ZIP_STAT_SIZE)) {
+      error = prefix + "member '" + shown + "' has no size";
+      return false;
+    }
+    zip_file_t *file =
+        zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
+    if (!file) {
+      error = prefix + "member '" + shown +
+              "': cannot open: " + zip_strerror(archive);
+      return false;
+    }
+    std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> fileCloser(file,
+                                                                  zip_fclose);
+    // The size in the directory is the file's word, not a fact: grow the
+    // buffer with the data actually read (a damaged directory announcing
+    // terabytes must not allocate them).
+    bytes.clear();
+    constexpr zip_uint64_t kChunk = 1 << 20;
+    zip_uint64_t done = 0;
+    while (done < st.size) {
+      zip_uint64_t want = std::min<zip_uint64_t>(kChunk, st.size - done);
+      bytes.resize(static_cast<size_t>(done + want));
+      zip_int64_t n = zip_fread(file, bytes.data() + done, want);
+      if (n < 0) {
+        error = prefix + "member '" + shown +
+                "': corrupt data: " + zip_file_strerror(file);
+        return false;
+      }
+      if (n == 0)
+        break;
+      done += static_cast<zip_uint64_t>(n);
+    }
+    bytes.resize(static_cast<size_t>(done));
+    // Reading to the end makes libzip check the CRC.
+    char extra;
+    zip_int64_t tail = zip_fread(file, &extra, 1);
+    if (done != st.size || tail != 0) {
+      error = prefix + "member '" + shown + "': corrupt data: " +
+              (tail < 0 ? std::string(zip_file_strerror(file))
+                        : std::string("size does not match the directory"));
+      return false;
+    }
+    Array array;
+    if (!parseNpy(bytes.data(), bytes.size(), array, error)) {
+      error = prefix + "array '" + printable(name) + "': " + error;
+      return false;
+    }
+    out.emplace_back(std::move(name), std::move(array));
+  }
+  return true;
+}
+
+} // namespace
+
 bool readNpz(const std::string &path, NamedArrays &out, std::string &error) {
   out.clear();
   try {
@@ -544,77 +654,45 @@ bool readNpz(const std::string &path, NamedArrays &out, std::string &error) {
       return false;
     }
     std::unique_ptr<zip_t, void (*)(zip_t *)> closer(archive, zip_discard);
-    zip_int64_t count = zip_get_num_entries(archive, 0);
-    if (count < 0) {
-      error = path + ": " + zip_strerror(archive);
-      return false;
-    }
-    std::set<std::string> names;
-    std::vector<unsigned char> bytes;
-    for (zip_int64_t i = 0; i < count; ++i) {
-      zip_stat_t st;
-      zip_stat_init(&st);
-      if (zip_stat_index(archive, static_cast<zip_uint64_t>(i), 0, &st) != 0) {
-        error = path + ": " + zip_strerror(archive);
-        return false;
-      }
-      std::string member = (st.valid & ZIP_STAT_NAME) && st.name ? st.name : "";
-      if (!member.empty() && member.back() == '/')
-        continue; // A directory entry; np.savez writes none.
-      if (!endsWith(member, ".npy")) {
-        error = path + ": member '" + member + "' is not an .npy array";
-        return false;
-      }
-      std::string name = member.substr(0, member.size() - 4);
-      if (!names.insert(name).second) {
-        error = path + ": duplicate array '" + name + "'";
-        return false;
-      }
-      if (!(st.valid & ZIP_STAT_SIZE)) {
-        error = path + ": member '" + member + "' has no size";
-        return false;
-      }
-      zip_file_t *file =
-          zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
-      if (!file) {
-        error = path + ": member '" + member +
-                "': cannot open: " + zip_strerror(archive);
-        return false;
-      }
-      std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> fileCloser(
-          file, zip_fclose);
-      bytes.resize(static_cast<size_t>(st.size));
-      zip_uint64_t done = 0;
-      while (done < st.size) {
-        zip_int64_t n = zip_fread(file, bytes.data() + done, st.size - done);
-        if (n < 0) {
-          error = path + ": member '" + member +
-                  "': corrupt data: " + zip_file_strerror(file);
-          return false;
-        }
-        if (n == 0)
-          break;
-        done += static_cast<zip_uint64_t>(n);
-      }
-      // Reading to the end makes libzip check the CRC.
-      char extra;
-      zip_int64_t tail = zip_fread(file, &extra, 1);
-      if (done != st.size || tail != 0) {
-        error = path + ": member '" + member + "': corrupt data: " +
-                (tail < 0 ? std::string(zip_file_strerror(file))
-                          : std::string("size does not match the directory"));
-        return false;
-      }
-      Array array;
-      if (!parseNpy(bytes.data(), bytes.size(), array, error)) {
-        error = path + ": array '" + name + "': " + error;
-        return false;
-      }
-      out.emplace_back(std::move(name), std::move(array));
-    }
-    return true;
+    return readArchive(archive, path + ": ", out, error);
   } catch (const std::exception &e) {
     error = path + ": " + e.what();
+    return false;
+  }
+}
+
+bool parseNpz(const void *bytes, size_t size, NamedArrays &out,
+              std::string &error) {
+  out.clear();
+  try {
+    if (size == 0) {
+      error = "not an .npz file (empty)";
+      return false;
+    }
+    zip_error_t zipError;
+    zip_error_init(&zipError);
+    zip_source_t *source =
+        zip_source_buffer_create(bytes, size, /*freep=*/0, &zipError);
+    if (!source) {
+      error = std::string("cannot read the .npz image: ") +
+              zip_error_strerror(&zipError);
+      zip_error_fini(&zipError);
+      return false;
+    }
+    zip_t *archive = zip_open_from_source(source, ZIP_RDONLY, &zipError);
+    if (!archive) {
+      error = std::string("not a readable .npz (zip) file: ") +
+              zip_error_strerror(&zipError);
+      zip_source_free(source);
+      zip_error_fini(&zipError);
+      return false;
+    }
+    zip_error_fini(&zipError);
+    // The archive owns the source from here.
+    std::unique_ptr<zip_t, void (*)(zip_t *)> closer(archive, zip_discard);
+    return readArchive(archive, "", out, error);
+  } catch (const std::exception &e) {
+    error = e.what();
     return false;
   }
 }

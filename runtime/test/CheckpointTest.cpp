@@ -189,6 +189,55 @@ pd_status loadInto(const std::string &bundleDir, const std::string &dir,
   return status;
 }
 
+/// CRC-32 (IEEE), as the checkpoint writer computes it.
+uint32_t testCrc32(const std::string &bytes, size_t size) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i) {
+    crc ^= static_cast<unsigned char>(bytes[i]);
+    for (int k = 0; k < 8; ++k)
+      crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// A rank file with a valid CRC whose header gives a buffer fewer bytes than
+// its dtype and shape need: refused (the load copies the bundle buffer's
+// size from the file, so trusting the shape alone read past the file).
+TEST(TrainerCheckpoint, BufferBytesMustMatchItsType) {
+  TempDir bundle, ckpt;
+  trainingBundle(bundle);
+  std::string dir = ckpt.path();
+  trainRange(bundle.path(), dir, false, 0, 2, 2);
+  std::string file = dir + "/step-00000002.rank-0.pdckpt";
+  std::string bytes = readFile(file);
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = headerSize << 8 | static_cast<unsigned char>(bytes[8 + i]);
+  json header = json::parse(bytes.substr(16, headerSize));
+  ASSERT_FALSE(header["buffers"].empty());
+  header["buffers"][0]["bytes"] = 1;
+  std::string text = header.dump();
+  ASSERT_LE(text.size(), headerSize);
+  text.resize(headerSize, ' ');
+  bytes.replace(16, headerSize, text);
+  uint32_t crc = testCrc32(bytes, bytes.size() - 16);
+  for (int i = 0; i < 8; ++i)
+    bytes[bytes.size() - 8 + i] =
+        static_cast<char>(static_cast<uint64_t>(crc) >> (8 * i));
+  writeFile(file, bytes);
+  json manifest = json::parse(readFile(dir + "/checkpoint.json"));
+  manifest["files"][0]["crc32"] = crc;
+  writeFile(dir + "/checkpoint.json", manifest.dump());
+
+  std::string message;
+  EXPECT_EQ(loadInto(bundle.path(), dir, message), PD_ERROR_FORMAT);
+  EXPECT_NE(message.find("corrupt checkpoint file"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("has 1 bytes, its type"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
 TEST(TrainerCheckpoint, Errors) {
   TempDir bundle, ckpt, other;
   trainingBundle(bundle);

@@ -246,6 +246,19 @@ TEST(Manifest, MalformedJsonSaysWhere) {
   EXPECT_EQ(message.find("[json.exception"), std::string::npos) << message;
 }
 
+// nlohmann throws out_of_range, not parse_error, for a number too large
+// for a double: still a format error naming the file (was "internal
+// error: [json.exception.out_of_range.406]...", found by fuzzing).
+TEST(Manifest, NumberOverflowIsMalformed) {
+  std::string message =
+      errorOf("{\"format\": \"pipedream-bundle\", \"version\": 1e999}");
+  EXPECT_EQ(message.rfind("b/bundle.json: malformed JSON: number overflow "
+                          "parsing '1e999'",
+                          0),
+            0u)
+      << message;
+}
+
 TEST(Manifest, EmptyTextIsMalformed) {
   EXPECT_NE(errorOf("").find("malformed JSON"), std::string::npos);
 }

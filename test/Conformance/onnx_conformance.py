@@ -16,6 +16,16 @@ instead, and says so in its output. A test whose input data contradicts the
 static shape its own model declares (ONNX 1.12's *_expanded CastLike tests)
 is INVALID: reported, not counted as a failure.
 
+pipedream compiles static shapes: the ONNX inputs that are shape or
+configuration arguments (Reshape's shape, Slice's bounds, Resize's scales,
+... see SHAPE_ARGUMENTS) must be constants at import (docs/Importer.md).
+Many node tests pass those as graph inputs with their value in the test
+data. For exactly the inputs SHAPE_ARGUMENTS names, the runner binds the
+test data's value into a copy of the model as a Constant node before it
+compiles (the tensor data still flows at run time), and says so per test
+with -v. A test whose data sets give such an input different values is
+UNSUPPORTED.
+
 Uses Debian's /usr/bin/python3 (python3-onnx, python3-numpy).
 
   test/Conformance/onnx_conformance.py --build build [--suite node] [-k REGEX] [-j N] [-v]
@@ -92,6 +102,55 @@ KNOWN_DIVERGENCES = {
 }
 
 
+# op type -> input positions that are shape / configuration arguments: the
+# importer needs them as constants. Only these graph inputs are bound at
+# compile time (see the module docstring).
+SHAPE_ARGUMENTS = {
+    "Reshape": [1], "Expand": [1], "Tile": [1], "Squeeze": [1],
+    "Unsqueeze": [1], "Split": [1], "Slice": [1, 2, 3, 4],
+    "Pad": [1, 3], "Resize": [1, 2, 3], "Upsample": [1],
+    "OneHot": [1], "Compress": [1], "Dropout": [1, 2], "MaxUnpool": [2],
+    "ConstantOfShape": [0], "Range": [0, 1, 2], "Trilu": [1],
+}
+
+
+def bind_shape_arguments(model, inputs, ds_dirs):
+    """Moves the graph inputs SHAPE_ARGUMENTS names into the initializers
+    with their test-data values. Returns (bound input names, error)."""
+    positions = {}
+    for node in model.graph.node:
+        for i in SHAPE_ARGUMENTS.get(node.op_type, []):
+            if i < len(node.input) and node.input[i] in inputs:
+                positions[node.input[i]] = inputs.index(node.input[i])
+    if not positions:
+        return [], None
+    constants = []
+    for name, i in sorted(positions.items()):
+        values = []
+        for ds_dir in ds_dirs:
+            pb = os.path.join(ds_dir, f"input_{i}.pb")
+            if not os.path.exists(pb):
+                return [], f"shape argument '{name}' has no test data"
+            t = onnx.TensorProto()
+            with open(pb, "rb") as f:
+                t.ParseFromString(f.read())
+            values.append(t)
+        if any(numpy_helper.to_array(v).tolist() != numpy_helper.to_array(values[0]).tolist()
+               for v in values[1:]):
+            return [], f"shape argument '{name}' differs between data sets"
+        values[0].name = name
+        # A Constant node, not an initializer: float initializers are
+        # weights (function arguments), not import-time constants.
+        constants.append(onnx.helper.make_node("Constant", [], [name], value=values[0]))
+    nodes = constants + list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    keep = [i for i in model.graph.input if i.name not in positions]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    return sorted(positions), None
+
+
 def save_npz(path, arrays):
     """np.savez without its keyword pitfalls: numpy's dispatch swallows an
     array named 'like' (an input name in ONNX's CastLike tests)."""
@@ -157,6 +216,14 @@ def run_test(build, suite, name, keep):
     divergence = KNOWN_DIVERGENCES.get(name) if suite == "node" else None
     work = tempfile.mkdtemp(prefix=f"pd-{name}-")
     try:
+        bound, error = bind_shape_arguments(
+            model, inputs, [os.path.join(test_dir, ds) for ds in data_sets(test_dir)])
+        if error:
+            return Result(suite, name, "UNSUPPORTED", error)
+        if bound:
+            model_path = os.path.join(work, "model.onnx")
+            onnx.save(model, model_path)
+        bound_note = f"shape arguments bound at compile time: {', '.join(bound)}" if bound else ""
         bundle = os.path.join(work, "bundle")
         proc = subprocess.run(
             [os.path.join(build, "bin", "pipedream-compile"), model_path, "--inference", "-o", bundle],
@@ -170,6 +237,8 @@ def run_test(build, suite, name, keep):
             ds_dir = os.path.join(test_dir, ds)
             feeds = {}
             for i, input_name in enumerate(inputs):
+                if input_name in bound:
+                    continue
                 pb = os.path.join(ds_dir, f"input_{i}.pb")
                 if not os.path.exists(pb):
                     # Optional trailing inputs may have no data.
@@ -207,7 +276,7 @@ def run_test(build, suite, name, keep):
                     return Result(suite, name, "FAIL", f"{ds}: {reason}{note}")
         if divergence:
             return Result(suite, name, "PASS", f"shipped reference replaced: {divergence[0]}")
-        return Result(suite, name, "PASS", "")
+        return Result(suite, name, "PASS", bound_note)
     except subprocess.TimeoutExpired as e:
         return Result(suite, name, "FAIL", f"timed out after {TIMEOUT} s: {' '.join(e.cmd[:2])}")
     finally:
@@ -265,6 +334,9 @@ def main():
             reasons[m.group(1) if m else r.detail] += 1
     if reasons:
         print("  unsupported by op: " + ", ".join(f"{op} {n}" for op, n in reasons.most_common()))
+    bound = sum(1 for r in results if r.status == "PASS" and r.detail.startswith("shape arguments bound"))
+    if bound:
+        print(f"  {bound} of the passed tests had shape arguments bound at compile time")
     print(f"conformance: {counts['PASS']} passed, {counts['FAIL']} failed, "
           f"{counts['UNSUPPORTED']} skipped as unsupported, "
           f"{counts['INVALID']} skipped as invalid (data contradicts the model)")

@@ -656,6 +656,10 @@ int main(int argc, char **argv) {
                                               importOptions, error);
     if (failed(imported))
       return fail(error);
+    if (auto note = (**imported)->getAttrOfType<StringAttr>(
+            pipedream::import_attrs::kBatchRespecialized))
+      llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
+                   << "\n";
     model = std::move(*imported);
   }
   std::string error;

@@ -161,6 +161,10 @@ int main(int argc, char **argv) {
       pipedream::importONNXFile(inputFilename, context, options, error);
   if (failed(module))
     return fail(error);
+  if (auto note = (**module)->getAttrOfType<StringAttr>(
+          pipedream::import_attrs::kBatchRespecialized))
+    llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
+                 << "\n";
 
   std::string openError;
   auto output = openOutputFile(outputFilename, &openError);

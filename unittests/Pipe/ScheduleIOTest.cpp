@@ -165,6 +165,18 @@ TEST(ScheduleCSV, MalformedInputsNameRowAndColumn) {
        "the schedule CSV has 3 rows, one per rank, but the pipeline has 2 "
        "ranks"},
       {"\n\n", {}, "the schedule CSV is empty"},
+      // Inferred counts: a stage or micro-batch no complete schedule of
+      // this size can have (the parser looped over 10^12 chunks; M = 10^11
+      // was accepted).
+      {"0F0,999999999999F0\n", {},
+       "row 1, column 2: '999999999999F0': stage 999999999999 cannot be "
+       "part of a complete schedule of 2 actions"},
+      {"0F0,0F99999999999\n", {},
+       "row 1, column 2: '0F99999999999': micro-batch 99999999999 cannot be "
+       "part of a complete schedule of 2 actions"},
+      {"0F0,0F1,0F2\n1F0\n", {},
+       "the schedule CSV has 4 actions, too few for 2 ranks x 1 chunks x 3 "
+       "micro-batches"},
   };
   for (const Case &c : cases) {
     Schedule s;

@@ -41,6 +41,7 @@ void pipedream::populateNNToLinalgConversionPatterns(
   nn_to_linalg::populateNormalizationPatterns(patterns, options);
   nn_to_linalg::populateReductionPatterns(patterns);
   nn_to_linalg::populateShapePatterns(patterns);
+  nn_to_linalg::populateIndexingPatterns(patterns);
   nn_to_linalg::populateTrainingPatterns(patterns);
 }
 

@@ -12,7 +12,8 @@
 // - `slice`: a strided `tensor.extract_slice` (positive strides), then a
 //   generic reversing the dimensions with negative steps;
 // - `gather`: a generic over the result whose body reads the index, wraps a
-//   negative one (`index + dim`), and `tensor.extract`s the element.
+//   negative one and clamps it (`normalizeIndex`), and `tensor.extract`s the
+//   element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +205,12 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
     int64_t indexRank = indicesType.getRank();
     int64_t rank = resultType.getRank();
     int64_t axisSize = dataType.getDimSize(axis);
+    if (resultType.getNumElements() == 0) {
+      rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
+      return success();
+    }
+    if (axisSize == 0)
+      return rewriter.notifyMatchFailure(op, "indexes an empty dimension");
 
     // Result dims [axis, axis + indexRank) walk the indices.
     SmallVector<AffineExpr> indexExprs;
@@ -217,19 +224,10 @@ struct GatherLowering : OpConversionPattern<nn::GatherOp> {
         rewriter, loc, createEmpty(rewriter, loc, resultType),
         ValueRange{indices}, maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value index = args[0];
-          Type indexType = index.getType();
-          Value zero = createScalar(b, l, indexType, 0);
-          Value size = createScalar(b, l, indexType, axisSize);
-          Value negative = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, index, zero);
-          Value wrapped = arith::SelectOp::create(
-              b, l, negative, arith::AddIOp::create(b, l, index, size), index);
           SmallVector<Value> coords;
           for (int64_t d = 0; d < axis; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
-          coords.push_back(
-              arith::IndexCastOp::create(b, l, b.getIndexType(), wrapped));
+          coords.push_back(normalizeIndex(b, l, args[0], axisSize).index);
           for (int64_t d = axis + indexRank; d < rank; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
           return tensor::ExtractOp::create(b, l, data, coords);

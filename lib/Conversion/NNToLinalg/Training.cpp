@@ -139,17 +139,8 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
           Value acc = iterArgs[0];
           // ONNX wraps a negative index once (`index + axis_size`).
           Value index = tensor::ExtractOp::create(b, l, flatIndices, iv);
-          Type indexType = index.getType();
-          Value negative = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, index,
-              createScalar(b, l, indexType, 0));
-          Value wrapped = arith::SelectOp::create(
-              b, l, negative,
-              arith::AddIOp::create(b, l, index,
-                                    createScalar(b, l, indexType, axisSize)),
-              index);
-          Value row =
-              arith::IndexCastOp::create(b, l, b.getIndexType(), wrapped);
+          NormalizedIndex normalized = normalizeIndex(b, l, index, axisSize);
+          Value row = normalized.index;
 
           SmallVector<OpFoldResult> sizes{b.getIndexAttr(outer),
                                           b.getIndexAttr(1),
@@ -171,6 +162,9 @@ struct GatherGradLowering : OpConversionPattern<nn::GatherGradOp> {
               [](OpBuilder &bb, Location ll, ValueRange args) -> Value {
                 return arith::AddFOp::create(bb, ll, args[1], args[0]);
               });
+          // An out-of-range index adds nothing.
+          sum = arith::SelectOp::create(b, l, normalized.inBounds, sum,
+                                        current);
           Value updated = tensor::InsertSliceOp::create(
               b, l, sum, acc, rowOffsets, sizes, strides);
           scf::YieldOp::create(b, l, updated);

@@ -258,4 +258,26 @@ Value accumulateWindows(OpBuilder &b, Location loc, Value acc,
   return acc;
 }
 
+NormalizedIndex normalizeIndex(OpBuilder &b, Location loc, Value index,
+                               int64_t dimSize) {
+  Type type = index.getType();
+  Value zero = createScalar(b, loc, type, 0);
+  Value size = createScalar(b, loc, type, double(dimSize));
+  Value last = createScalar(b, loc, type, double(dimSize - 1));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::SelectOp::create(
+      b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
+  Value aboveZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, wrapped, zero);
+  Value belowSize =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, wrapped, size);
+  NormalizedIndex result;
+  result.inBounds = arith::AndIOp::create(b, loc, aboveZero, belowSize);
+  Value clamped = arith::MaxSIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, wrapped, last), zero);
+  result.index = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+  return result;
+}
+
 } // namespace pipedream::nn_to_linalg

@@ -133,6 +133,32 @@ mlir::Value accumulateWindows(mlir::OpBuilder &b, mlir::Location loc,
                               WindowContributionFn contribution);
 
 //===----------------------------------------------------------------------===//
+// Data-dependent indices
+//===----------------------------------------------------------------------===//
+
+/// A run-time index made safe to address a dimension with.
+struct NormalizedIndex {
+  /// `index` type, always in `[0, dimSize)`.
+  mlir::Value index;
+  /// i1: the ONNX index was in `[-dimSize, dimSize)`.
+  mlir::Value inBounds;
+};
+
+/// Normalizes a run-time ONNX index (signless integer scalar) for a
+/// dimension of static size `dimSize > 0`: a negative index counts from the
+/// end (`index + dimSize`), then the result is clamped into range, so that
+/// no read or write leaves the tensor, and `inBounds` says whether it had
+/// to be.
+///
+/// NOTE: every lowering that addresses a tensor with data-dependent indices
+/// (gather, gather_grad, gather_elements, gather_nd, the scatters) goes
+/// through this one function: it is the place where an out-of-range index
+/// is to be reported at run time. Until that error channel exists, reads
+/// use the clamped index and writes are skipped when `inBounds` is false.
+NormalizedIndex normalizeIndex(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value index, int64_t dimSize);
+
+//===----------------------------------------------------------------------===//
 // Pattern population, one function per op family
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +170,7 @@ void populateNormalizationPatterns(mlir::RewritePatternSet &patterns,
                                    const NNToLinalgOptions &options);
 void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
+void populateIndexingPatterns(mlir::RewritePatternSet &patterns);
 void populateTrainingPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace pipedream::nn_to_linalg

@@ -388,23 +388,35 @@ static void convertDropout(NodeContext &ctx) {
       ctx.fail("input 'training_mode' must be a scalar");
       return;
     }
-    if (training->getInt(0) != 0) {
+    // With ratio 0 training mode is the identity too.
+    if (training->getInt(0) != 0 && ratio != 0.0) {
       ctx.unsupported("training_mode=true (export the model in eval mode; "
                       "training is pipedream's job)");
       return;
     }
   }
-  if (ctx.outputUsed(1)) {
-    ctx.unsupported("the mask output is used");
-    return;
-  }
   if (!(ratio >= 0.0 && ratio < 1.0)) {
     ctx.fail("ratio " + std::to_string(ratio) + " is not in [0, 1)");
+    return;
+  }
+  // The mask is known only when nothing is ever dropped (ratio 0): with a
+  // positive ratio pipedream's training would draw a mask the output could
+  // not follow.
+  if (ctx.outputUsed(1) && ratio != 0.0) {
+    ctx.unsupported("the mask output is used with ratio " +
+                    std::to_string(ratio) +
+                    " (supported only for ratio 0, where it is all true)");
     return;
   }
   int64_t seed = ctx.intAttr("seed", 0);
   if (ratio == 0.0) {
     ctx.setOutputAlias(0, *ctx.input(0));
+    if (ctx.outputUsed(1)) {
+      ArrayRef<int64_t> shape = ctx.input(0)->type.getShape();
+      auto n = checkedNumElements(shape);
+      ctx.setOutput(1, HostTensor::fromInts(kBool, shape,
+                                            std::vector<int64_t>(*n, 1)));
+    }
     return;
   }
   if (Value x = ctx.operand(0))

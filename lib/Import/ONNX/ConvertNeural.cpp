@@ -387,29 +387,6 @@ static void convertBatchNormalization(NodeContext &ctx) {
                        operands[4], ctx.f64(epsilon), ctx.f64(momentum)));
 }
 
-static void convertLayerNormalization(NodeContext &ctx) {
-  if (!ctx.requireInputs(2))
-    return;
-  RankedTensorType type = ctx.inputType(0);
-  auto axis = ctx.normalizeAxis(ctx.intAttr("axis", -1), type.getRank());
-  double epsilon = ctx.floatAttr("epsilon", 1e-5);
-  if (!axis)
-    return;
-  for (size_t i = 1; i < ctx.numOutputs(); ++i) {
-    if (ctx.outputUsed(i)) {
-      ctx.unsupported("output " + Twine(i) + (i == 1 ? " (Mean)" : " (InvStdDev)") +
-                      " is used");
-      return;
-    }
-  }
-  Value x = ctx.operand(0), scale = ctx.operand(1);
-  Value bias = ctx.hasInput(2) ? ctx.operand(2) : Value();
-  if (!x || !scale || (ctx.hasInput(2) && !bias))
-    return;
-  ctx.setOutput(0, ctx.createValue<nn::LayerNormalizationOp>(
-                       x, scale, bias, ctx.i64(*axis), ctx.f64(epsilon)));
-}
-
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -469,7 +446,7 @@ void onnx_import::registerNeuralOps(OpTable &table) {
   table["GlobalAveragePool"] = {convertGlobalAveragePool, {1}};
   table["BatchNormalization"] = {convertBatchNormalization,
                                  {1, 6, 7, 9, 14, 15}};
-  table["LayerNormalization"] = {convertLayerNormalization, {17}};
+  // LayerNormalization: ConvertLayers.cpp.
   table["ReduceMean"] = {convertReduce<nn::ReduceMeanOp, ReduceKind::Mean, 18>,
                          {1, 11, 13, 18}};
   table["ReduceSum"] = {convertReduce<nn::ReduceSumOp, ReduceKind::Sum, 13>,

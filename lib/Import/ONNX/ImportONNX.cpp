@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchRespecialize.h"
 #include "Importer.h"
 #include "Proto/ONNXChecker.h"
 
@@ -443,6 +444,17 @@ public:
   /// First error diagnostic seen during import.
   std::string diagnostic;
   std::optional<Location> diagnosticLoc;
+  /// Static batch re-specialization (docs/Importer.md "Static batch"): the
+  /// tracker, the graph inputs whose static dimension 0 is resized, and the
+  /// replaced constant inputs of the node being converted.
+  BatchRespecializer *respec = nullptr;
+  const llvm::StringSet<> *resizedInputs = nullptr;
+  llvm::DenseMap<size_t, ImportedValue> inputOverrides;
+  /// Words for the note ("micro-batch" or "batch").
+  std::string batchNoun = "batch";
+  /// The reference import of a re-specialization: shapes only, no weight
+  /// values.
+  bool referenceOnly = false;
 
 private:
   bool collectOpset(const onnx::ModelProto &model);
@@ -459,6 +471,12 @@ private:
   std::string nodeHeader(const onnx::NodeProto &node, int index) const;
   std::string describeDiagnostic(const std::string &message,
                                  std::optional<Location> loc);
+  void failRespecialization(const std::string &header, const std::string &why) {
+    fail(header + ": cannot re-specialize the static batch " +
+         Twine(respec->getOldBatch()) + " to " + Twine(respec->getNewBatch()) +
+         ": " + why + "; export the model with a dynamic batch axis "
+         "(torch.onnx.export dynamic_axes)");
+  }
 
   llvm::StringMap<int64_t> domainOpsets;
 };
@@ -660,10 +678,15 @@ bool GraphImporter::importInputs(const onnx::GraphProto &graph,
              Twine(modelDims->size()) + ", not " + Twine(dims.size()));
         return false;
       }
+      bool resized = resizedInputs && resizedInputs->contains(name);
       for (size_t d = 0; modelDims && d < dims.size(); ++d) {
+        if (d == 0 && resized)
+          continue; // the static batch, re-specialized
         if ((*modelDims)[d] >= 0 && (*modelDims)[d] != dims[d]) {
           fail(option + ": dimension " + Twine(d) + " of " + quoted +
-               " is " + Twine((*modelDims)[d]) + " in the model");
+               " is " + Twine((*modelDims)[d]) +
+               " in the model (only the batch dimension 0 of a static "
+               "shape can be overridden)");
           return false;
         }
       }
@@ -674,7 +697,8 @@ bool GraphImporter::importInputs(const onnx::GraphProto &graph,
     } else {
       dims = *modelDims;
       if (options.batchSize > 0 && !dims.empty()) {
-        if (dims[0] >= 0 && dims[0] != options.batchSize) {
+        if (dims[0] >= 0 && dims[0] != options.batchSize &&
+            !(resizedInputs && resizedInputs->contains(name))) {
           fail(quoted + " has a static batch dimension of " + Twine(dims[0]) +
                ", but the micro-batch is " + Twine(options.batchSize) +
                " samples (--batch-size / --microbatches); export the model "
@@ -1020,9 +1044,21 @@ GraphImporter::run(onnx::ModelProto &model) {
     nodeHeaders[name] = nodeHeader(node, i);
     Location loc = NameLoc::get(StringAttr::get(&context, name), fileLoc);
     NodeContext ctx(*this, node, name, loc);
+    std::string why;
+    inputOverrides.clear();
+    if (respec && !respec->prepare(node, ctx.sinceVersion(), values,
+                                   inputOverrides, why)) {
+      failRespecialization(nodeHeaders[name], why);
+      return failure();
+    }
     table.lookup(node.op_type()).convert(ctx);
+    inputOverrides.clear();
     if (failed())
       return failure();
+    if (respec && !respec->finish(node, values, why)) {
+      failRespecialization(nodeHeaders[name], why);
+      return failure();
+    }
     // Every output a later node reads must have been defined.
     for (const std::string &out : node.output()) {
       if (!out.empty() && used.contains(out) && !values.count(out)) {
@@ -1064,7 +1100,7 @@ GraphImporter::run(onnx::ModelProto &model) {
 
   // Weight values (nn.param) of the remaining weights.
   SmallVector<ElementsAttr> params;
-  for (size_t w = 0; w < weights.size(); ++w) {
+  for (size_t w = 0; w < weights.size() && !referenceOnly; ++w) {
     if (unusedArgs.test(numInputs + w))
       continue;
     const onnx::TensorProto &init = *weights[w];
@@ -1093,13 +1129,24 @@ GraphImporter::run(onnx::ModelProto &model) {
     if (unusedArgs.test(i))
       continue;
     SmallVector<NamedAttribute> attrs{nameAttr(argNames[i])};
-    if (i >= numInputs)
+    if (i >= numInputs && !referenceOnly)
       attrs.push_back(
           b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
     func.setArgAttrs(argIndex++, attrs);
   }
   for (auto [i, name] : llvm::enumerate(resultNames))
     func.setResultAttrs(i, {nameAttr(name)});
+  if (respec) {
+    std::string what = respec->rewrittenSummary();
+    (*module)->setAttr(
+        import_attrs::kBatchRespecialized,
+        b.getStringAttr("static batch " + Twine(respec->getOldBatch()) +
+                        " re-specialized to " + batchNoun + " " +
+                        Twine(respec->getNewBatch()) + " (" +
+                        (what.empty() ? std::string("no constants")
+                                      : what) +
+                        " rewritten)"));
+  }
 
   if (::mlir::failed(mlir::verify(*module))) {
     fail(describeDiagnostic(diagnostic.empty() ? "the imported module does "
@@ -1170,6 +1217,9 @@ bool NodeContext::hasInput(size_t i) const {
 ImportedValue *NodeContext::input(size_t i) {
   if (!hasInput(i))
     return nullptr;
+  auto replaced = importer.inputOverrides.find(i);
+  if (replaced != importer.inputOverrides.end())
+    return &replaced->second;
   auto it = importer.values.find(node.input(int(i)));
   return it == importer.values.end() ? nullptr : &it->second;
 }
@@ -1269,6 +1319,23 @@ void NodeContext::setOutput(size_t i, HostTensor constant) {
   v.dtype = constant.dtype;
   v.loc = loc;
   v.constant = std::make_shared<const HostTensor>(std::move(constant));
+}
+
+Value NodeContext::constantValue(const HostTensor &t) {
+  if (failed())
+    return nullptr;
+  std::string why;
+  RankedTensorType type = importer.typeOf(t, why);
+  if (!type) {
+    fail(why);
+    return nullptr;
+  }
+  if (!importer.budget.charge(t.numElements(), why)) {
+    fail(why);
+    return nullptr;
+  }
+  ElementsAttr attr = importer.toElementsAttr(t, type, "");
+  return nn::ConstantOp::create(builder(), loc, attr).getResult();
 }
 
 void NodeContext::setOutputAlias(size_t i, const ImportedValue &value) {
@@ -1440,9 +1507,129 @@ const OpTable &onnx_import::getOpTable() {
     registerElementwiseOps(t);
     registerShapeOps(t);
     registerNeuralOps(t);
+    registerIndexingOps(t);
+    registerLayerOps(t);
     return t;
   }();
   return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Static batch re-specialization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The graph inputs whose static batch dimension (0) an import resizes.
+struct BatchPlan {
+  int64_t oldBatch = 0, newBatch = 0;
+  /// Static dimension 0 resized.
+  llvm::StringSet<> resized;
+  /// Dynamic dimension 0 set by ImportOptions::batchSize: batch inputs too.
+  llvm::StringSet<> filled;
+};
+} // namespace
+
+/// Finds the graph inputs whose static dimension 0 differs from the one
+/// asked for (--input-shape, ImportOptions::batchSize). False with `error`
+/// when they disagree on the batch.
+static bool planBatch(const onnx::GraphProto &graph,
+                      const ImportOptions &options, BatchPlan &plan,
+                      std::string &error) {
+  llvm::StringSet<> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  struct Static {
+    std::string name;
+    int64_t dim0;
+    bool given;
+  };
+  SmallVector<Static> statics;
+  std::string first;
+  for (const auto &input : graph.input()) {
+    if (initializers.contains(input.name()) || !input.has_type() ||
+        !input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape())
+      continue;
+    const auto &shape = input.type().tensor_type().shape();
+    if (shape.dim_size() == 0)
+      continue;
+    auto given = options.inputShapes.find(input.name());
+    int64_t requested;
+    if (given != options.inputShapes.end()) {
+      if (given->second.size() != size_t(shape.dim_size()))
+        continue; // importInputs reports the rank
+      for (int d = 1; d < shape.dim_size(); ++d) {
+        const auto &dim = shape.dim(d);
+        if (dim.has_dim_value() && dim.dim_value() >= 0 &&
+            dim.dim_value() != given->second[d]) {
+          error = "--input-shape " + sanitize(input.name()) + "=" +
+                  dimsToOption(given->second) + ": dimension " +
+                  std::to_string(d) + " of graph input '" +
+                  sanitize(input.name()) + "' is " +
+                  std::to_string(dim.dim_value()) +
+                  " in the model (only the batch dimension 0 of a static "
+                  "shape can be overridden)";
+          return false;
+        }
+      }
+      requested = given->second[0];
+    } else if (options.batchSize > 0) {
+      requested = options.batchSize;
+    } else {
+      requested = -1;
+    }
+    const auto &dim = shape.dim(0);
+    bool isStatic = dim.has_dim_value() && dim.dim_value() >= 0;
+    if (!isStatic) {
+      if (given == options.inputShapes.end() && requested > 0)
+        plan.filled.insert(input.name());
+      continue;
+    }
+    statics.push_back(
+        {input.name(), dim.dim_value(), given != options.inputShapes.end()});
+    if (requested < 0 || requested == dim.dim_value())
+      continue;
+    std::string quoted = "graph input '" + sanitize(input.name()) + "'";
+    if (dim.dim_value() == 0) {
+      error = quoted + " has the static batch 0: an empty batch cannot be "
+                       "re-specialized";
+      return false;
+    }
+    if (plan.oldBatch &&
+        (plan.oldBatch != dim.dim_value() || plan.newBatch != requested)) {
+      error = quoted + " resizes static batch " +
+              std::to_string(dim.dim_value()) + " to " +
+              std::to_string(requested) + ", but " + first + " resizes " +
+              std::to_string(plan.oldBatch) + " to " +
+              std::to_string(plan.newBatch) +
+              "; the batch inputs must agree";
+      return false;
+    }
+    plan.oldBatch = dim.dim_value();
+    plan.newBatch = requested;
+    plan.resized.insert(input.name());
+    if (first.empty())
+      first = quoted;
+  }
+  if (!plan.oldBatch)
+    return true;
+  if (plan.newBatch == 0) {
+    error = first + ": cannot re-specialize the static batch " +
+            std::to_string(plan.oldBatch) + " to an empty batch";
+    return false;
+  }
+  // Another input at the old batch that nothing resizes would keep it:
+  // ask rather than guess whether it carries samples.
+  for (const Static &s : statics) {
+    if (s.given || plan.resized.contains(s.name) || s.dim0 != plan.oldBatch)
+      continue;
+    error = "graph input '" + sanitize(s.name) + "' also has the static batch " +
+            std::to_string(plan.oldBatch) + " that " + first +
+            " re-specializes to " + std::to_string(plan.newBatch) +
+            ": give its shape with --input-shape too";
+    return false;
+  }
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1472,9 +1659,51 @@ pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
             "not ONNX)";
     return failure();
   }
-  GraphImporter importer(context, modelName,
-                         options.allowExternalData ? baseDir : StringRef(),
-                         options, error);
+  StringRef dataDir = options.allowExternalData ? baseDir : StringRef();
+  BatchPlan plan;
+  std::string planError;
+  if (model.has_graph() && !planBatch(model.graph(), options, plan, planError)) {
+    error = sanitize(modelName) + ": " + planError;
+    return failure();
+  }
+  std::optional<BatchRespecializer> respec;
+  if (plan.oldBatch) {
+    // The reference: the model at its own batch, shapes only.
+    ImportOptions refOptions = options;
+    for (auto &entry : refOptions.inputShapes)
+      if (plan.resized.contains(entry.getKey()))
+        entry.getValue()[0] = plan.oldBatch;
+    if (refOptions.batchSize > 0)
+      refOptions.batchSize = plan.oldBatch;
+    onnx::ModelProto refModel = model;
+    std::string refError;
+    llvm::StringMap<ReferenceValue> reference;
+    {
+      GraphImporter ref(context, modelName, dataDir, refOptions, refError);
+      ref.referenceOnly = true;
+      if (::mlir::failed(ref.run(refModel))) {
+        error = refError.empty() ? sanitize(modelName) + ": import failed"
+                                 : refError;
+        return failure();
+      }
+      for (auto &entry : ref.values)
+        reference[entry.getKey()] = ReferenceValue{
+            SmallVector<int64_t>(entry.getValue().type.getShape()),
+            entry.getValue().constant};
+    }
+    respec.emplace(plan.oldBatch, plan.newBatch, std::move(reference));
+    for (const auto &entry : plan.resized)
+      respec->addBatchInput(entry.getKey());
+    for (const auto &entry : plan.filled)
+      respec->addBatchInput(entry.getKey());
+  }
+  GraphImporter importer(context, modelName, dataDir, options, error);
+  if (respec) {
+    importer.respec = &*respec;
+    importer.resizedInputs = &plan.resized;
+    if (options.batchSize > 0)
+      importer.batchNoun = "micro-batch";
+  }
   auto module = importer.run(model);
   if (::mlir::failed(module) && error.empty())
     error = sanitize(modelName) + ": import failed";

@@ -105,6 +105,10 @@ public:
   void setOutputAlias(size_t i, const ImportedValue &value);
   /// Sets output 0 from a folding kernel's result or reports its error.
   void setFolded(HostResult result, const std::string &error);
+  /// `t` as an `nn.constant` at the node's location (for the constant
+  /// operands of decompositions: interpolation weights, index tables); null
+  /// (reported) when its type is unsupported.
+  mlir::Value constantValue(const HostTensor &t);
 
   //===--- Attributes -----------------------------------------------------===//
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
@@ -220,6 +224,13 @@ int64_t getSinceVersion(const OpInfo &info, int64_t opset);
 void registerElementwiseOps(OpTable &table);
 void registerShapeOps(OpTable &table);
 void registerNeuralOps(OpTable &table);
+/// ConvertIndexing.cpp: GatherElements/ND, Scatter*, Tile, Pad, OneHot,
+/// Compress, DepthToSpace/SpaceToDepth, ReverseSequence, Einsum.
+void registerIndexingOps(OpTable &table);
+/// ConvertLayers.cpp: ConvTranspose, Resize/Upsample, InstanceNormalization,
+/// MeanVarianceNormalization, LRN, GlobalMaxPool, LayerNormalization with
+/// its statistics outputs.
+void registerLayerOps(OpTable &table);
 
 /// MLIR element type of ONNX data type `dtype` (null when unsupported).
 mlir::Type getElementType(mlir::MLIRContext *context, int32_t dtype);

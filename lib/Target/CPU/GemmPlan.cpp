@@ -94,13 +94,25 @@ int64_t leadingDim(int64_t size, int64_t stride, int64_t minimum) {
 /// run (the op then goes to the loop lowering).
 } // namespace
 
+bool pipedream::isMulAddContraction(linalg::LinalgOp op) {
+  if (!linalg::isaContractionOpInterface(op))
+    return false;
+  Block *body = op.getBlock();
+  if (!body || body->getOperations().size() != 3)
+    return false;
+  Operation &mul = body->front();
+  Operation &add = *std::next(body->begin());
+  return isa<arith::MulFOp, arith::MulIOp>(mul) &&
+         isa<arith::AddFOp, arith::AddIOp>(add);
+}
+
 FailureOr<GemmPlan>
 pipedream::planGemm(linalg::LinalgOp op,
                     llvm::function_ref<bool(Type)> acceptElementType) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1)
     return failure();
-  if (!linalg::isaContractionOpInterface(op))
+  if (!isMulAddContraction(op))
     return failure();
 
   // One element type everywhere (no mixed-precision contractions).

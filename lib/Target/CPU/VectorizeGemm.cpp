@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipedream/Target/CPU/GemmPlan.h"
 #include "pipedream/Target/CPU/Passes.h"
 
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
@@ -80,7 +81,7 @@ static int64_t resultPosition(AffineMap map, unsigned dim) {
 /// Chooses the tiling of `op`, or fails when the kernel does not apply.
 static FailureOr<GemmTiling> planTiling(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+      op.getNumDpsInits() != 1 || !pipedream::isMulAddContraction(op))
     return failure();
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());

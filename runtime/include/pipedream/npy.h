@@ -71,6 +71,10 @@ bool writeNpy(const std::string &path, const Array &array, std::string &error);
 /// Reads every member of an .npz; names lose their ".npy" suffix. Members
 /// that are not .npy arrays, duplicate names and corrupt data are errors.
 bool readNpz(const std::string &path, NamedArrays &out, std::string &error);
+/// Parses a whole .npz image in memory, as readNpz does a file (messages
+/// without the path).
+bool parseNpz(const void *bytes, size_t size, NamedArrays &out,
+              std::string &error);
 /// Writes an .npz that np.load reads; replaces an existing file.
 bool writeNpz(const std::string &path, const NamedArrays &arrays,
               Compression compression, std::string &error);

@@ -146,7 +146,8 @@ func.func @slice_negative_step(%x: tensor<5x6xf32>) -> tensor<5x2xf32> {
 // -----
 
 // Gather: the body reads the index, wraps a negative one by the axis size,
-// and extracts the element.
+// clamps it into range (normalizeIndex: no read leaves the table), and
+// extracts the element.
 // CHECK-DAG: #[[$IDX:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[$ID3:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @gather(
@@ -155,10 +156,13 @@ func.func @slice_negative_step(%x: tensor<5x6xf32>) -> tensor<5x2xf32> {
 // CHECK: ^bb0(%[[IN:.*]]: i64, %{{.*}}: f32):
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[SIZE:.*]] = arith.constant 100 : i64
+// CHECK-DAG: %[[LAST:.*]] = arith.constant 99 : i64
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IN]], %[[ZERO]] : i64
 // CHECK: %[[WRAP:.*]] = arith.addi %[[IN]], %[[SIZE]] : i64
 // CHECK: %[[SEL:.*]] = arith.select %[[NEG]], %[[WRAP]], %[[IN]] : i64
-// CHECK: %[[ROW:.*]] = arith.index_cast %[[SEL]] : i64 to index
+// CHECK: %[[MIN:.*]] = arith.minsi %[[SEL]], %[[LAST]] : i64
+// CHECK: %[[CLAMPED:.*]] = arith.maxsi %[[MIN]], %[[ZERO]] : i64
+// CHECK: %[[ROW:.*]] = arith.index_cast %[[CLAMPED]] : i64 to index
 // CHECK: %[[COL:.*]] = linalg.index 2 : index
 // CHECK: %[[E:.*]] = tensor.extract %[[T]][%[[ROW]], %[[COL]]] : tensor<100x16xf32>
 // CHECK: linalg.yield %[[E]] : f32
@@ -174,8 +178,8 @@ func.func @gather(%t: tensor<100x16xf32>, %i: tensor<2x8xi64>) -> tensor<2x8x16x
 // CHECK-LABEL: func.func @gather_axis1(
 // CHECK: linalg.generic {indexing_maps = [#[[$IDX]], #{{.*}}]
 // CHECK: ^bb0(%[[IN:.*]]: i32, %{{.*}}: f32):
-// CHECK: arith.constant 5 : i32
 // CHECK: %[[D0:.*]] = linalg.index 0 : index
+// CHECK: arith.constant 5 : i32
 // CHECK: %[[D1:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK: %[[D2:.*]] = linalg.index 2 : index
 // CHECK: tensor.extract %{{.*}}[%[[D0]], %[[D1]], %[[D2]]] : tensor<3x5x2xf32>

@@ -46,7 +46,8 @@ func.func @slice_grad_reversed(%g: tensor<4x3xf64>) -> tensor<4x10xf64> {
 // -----
 
 // One loop trip per index, each adding a [outer, 1, inner] slice into the
-// row the (wrapped) index names.
+// row the (wrapped, clamped) index names; an out-of-range index adds
+// nothing.
 // CHECK-LABEL: func.func @gather_grad(
 // CHECK-SAME: %[[G:.*]]: tensor<2x3x4xf32>, %[[I:.*]]: tensor<3xi64>)
 // CHECK: %[[FILL:.*]] = linalg.fill {{.*}} -> tensor<2x5x4xf32>
@@ -54,12 +55,16 @@ func.func @slice_grad_reversed(%g: tensor<4x3xf64>) -> tensor<4x10xf64> {
 // CHECK:   %[[IDX:.*]] = tensor.extract %[[I]][%[[IV]]]
 // CHECK:   %[[NEG:.*]] = arith.cmpi slt, %[[IDX]]
 // CHECK:   %[[WRAPPED:.*]] = arith.select %[[NEG]]
-// CHECK:   %[[ROW:.*]] = arith.index_cast %[[WRAPPED]] : i64 to index
+// CHECK:   %[[OK:.*]] = arith.andi
+// CHECK:   %[[MIN:.*]] = arith.minsi %[[WRAPPED]]
+// CHECK:   %[[CLAMPED:.*]] = arith.maxsi %[[MIN]]
+// CHECK:   %[[ROW:.*]] = arith.index_cast %[[CLAMPED]] : i64 to index
 // CHECK:   %[[PIECE:.*]] = tensor.extract_slice %[[G]][0, %[[IV]], 0] [2, 1, 4] [1, 1, 1]
 // CHECK:   %[[CUR:.*]] = tensor.extract_slice %[[ACC]][0, %[[ROW]], 0] [2, 1, 4] [1, 1, 1]
 // CHECK:   %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[PIECE]] : tensor<2x1x4xf32>) outs(%[[CUR]] : tensor<2x1x4xf32>)
 // CHECK:     arith.addf
-// CHECK:   %[[NEW:.*]] = tensor.insert_slice %[[SUM]] into %[[ACC]][0, %[[ROW]], 0] [2, 1, 4] [1, 1, 1]
+// CHECK:   %[[KEPT:.*]] = arith.select %[[OK]], %[[SUM]], %[[CUR]] : tensor<2x1x4xf32>
+// CHECK:   %[[NEW:.*]] = tensor.insert_slice %[[KEPT]] into %[[ACC]][0, %[[ROW]], 0] [2, 1, 4] [1, 1, 1]
 // CHECK:   scf.yield %[[NEW]]
 // CHECK: return %[[LOOP]]
 // LLVM-LABEL: llvm.func @gather_grad(

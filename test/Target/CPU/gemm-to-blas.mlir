@@ -118,3 +118,28 @@ func.func @matmul_i32(%a: tensor<4x2xi32>, %b: tensor<2x8xi32>) -> tensor<4x8xi3
   %r = linalg.matmul ins(%a, %b : tensor<4x2xi32>, tensor<2x8xi32>) outs(%f : tensor<4x8xi32>) -> tensor<4x8xi32>
   return %r : tensor<4x8xi32>
 }
+
+// A contraction-like body with an op between the multiply and the add
+// (elementwise fusion of a negation into a reduction: sum(-(a * b))) is not
+// a GEMM: it stays loops and keeps the negation, which LLVM folds into an
+// fsub (upstream's isaContractionOpInterface accepts such bodies;
+// isMulAddContraction does not).
+// CHECK-LABEL: define void @pipedream_negated_contraction(
+// CHECK-NOT: cblas
+// CHECK: fsub
+// CHECK: ret void
+func.func @negated_contraction(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %n = arith.negf %p : f32
+    %s = arith.addf %n, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}

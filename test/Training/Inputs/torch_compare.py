@@ -4,16 +4,26 @@
     torch_compare.py --bin BUILD/bin --model mlp|gpt|cnn
         --optimizer sgd|momentum|adam|adamw [--microbatches M] [--steps N]
         [--microbatch-size B] [--lr F] [--runner run|python] [--work DIR]
+        [--export-batch N | --onnx FILE] [--stages K --schedule S]
+        [--inference]
 
 The model comes from models/export_torch.py (same seed, so the ONNX file and
 the torch module start from the same weights; exported with a dynamic batch
-axis). Both sides train N steps on the same seeded data, each step one
+axis, or with `--export-batch N` a static batch of N samples, which
+pipedream-compile re-specializes to the micro-batch), or `--onnx FILE`, a
+model exported elsewhere from export_torch.build's module with the same
+seed (models/export_dynamo.py: torch 2's dynamo exporter). Both sides train N steps on the same seeded data, each step one
 batch of M x B samples in M micro-batches with gradient accumulation (the
 step loss is the mean of the micro-batch losses), with torch.optim's
 optimizer. pipedream's side is `pipedream-compile` + `pipedream-run --data
 --steps --loss-log --save-onnx` (`--runner run`, the default) or a direct
 ctypes driver of the bundle's functions that follows docs/Bundle.md
-(`--runner python`, a cross-check of the runtime's training loop).
+(`--runner python`, a cross-check of the runtime's training loop). With
+`--stages K --schedule S` pipedream trains a K-stage pipeline bundle
+(`pipedream-run --transport threads`) instead of a single-rank one.
+`--inference` compares only the forward pass instead: an inference bundle
+compiled with `--input-shape` at the micro-batch size against the torch
+module in eval mode (logits within 1e-4 relative to the largest).
 
 Compared, with tolerance 1e-4 relative: every step's loss, and every
 trained weight (read back from the --save-onnx model; an initializer is
@@ -175,6 +185,37 @@ def python_runner(bundle, x_name, x, labels, steps):
     return losses, weights
 
 
+def compare_inference(args, model, example, in_name, out_name, onnx_path,
+                      work):
+    rng = np.random.default_rng(7)
+    x, _ = make_data(args.model, example, args.microbatch_size, rng)
+    bundle = os.path.join(work, "bundle")
+    shape = "x".join(str(d) for d in x.shape)
+    subprocess.run([os.path.join(args.bin, "pipedream-compile"), onnx_path,
+                    "-o", bundle, "--inference", "--input-shape",
+                    f"{in_name}={shape}"], check=True)
+    inputs = os.path.join(work, "inputs.npz")
+    outputs = os.path.join(work, "outputs.npz")
+    np.savez(inputs, **{in_name: x})
+    subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle,
+                    "--inputs", inputs, "--outputs", outputs], check=True,
+                   stdout=subprocess.DEVNULL)
+    got = np.load(outputs)[out_name]
+    with torch.no_grad():
+        ref = model(torch.from_numpy(x)).numpy()
+    tag = f"{args.model} inference batch={args.microbatch_size}"
+    if got.shape != ref.shape:
+        print(f"MISMATCH {tag}: output shape {got.shape}, torch {ref.shape}")
+        return 1
+    scale = max(float(np.max(np.abs(ref))), 1e-12)
+    rel = float(np.max(np.abs(got.astype(np.float64) - ref))) / scale
+    if rel > RTOL:
+        print(f"MISMATCH {tag}: outputs differ by {rel:.3g}")
+        return 1
+    print(f"OK {tag}: worst relative error {rel:.2g} over {got.size} outputs")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -195,6 +236,14 @@ def main():
                         "lr with the default 1e-8: compare such models "
                         "with a larger eps")
     p.add_argument("--runner", choices=["run", "python"], default="run")
+    p.add_argument("--export-batch", type=int, default=None,
+                   help="export with this static batch (no dynamic axes)")
+    p.add_argument("--onnx", default=None,
+                   help="train this export of the model instead of "
+                        "exporting it here")
+    p.add_argument("--inference", action="store_true")
+    p.add_argument("--stages", type=int, default=None)
+    p.add_argument("--schedule", default="1f1b")
     p.add_argument("--work")
     args = p.parse_args()
     if args.lr is None:
@@ -204,30 +253,50 @@ def main():
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     model, example, in_name, out_name = export_torch.build(
-        args.model, args.microbatch_size)
+        args.model, args.export_batch or args.microbatch_size)
     model.eval()
     onnx_path = os.path.join(work, "model.onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (example,), onnx_path,
-                          input_names=[in_name], output_names=[out_name],
-                          opset_version=17,
-                          dynamic_axes={in_name: {0: "batch"},
-                                        out_name: {0: "batch"}},
-                          training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=True)
+    dynamic = None
+    if not args.export_batch:
+        dynamic = {in_name: {0: "batch"}, out_name: {0: "batch"}}
+    if args.onnx:
+        onnx_path = args.onnx
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (example,), onnx_path,
+                              input_names=[in_name], output_names=[out_name],
+                              opset_version=17,
+                              dynamic_axes=dynamic,
+                              training=torch.onnx.TrainingMode.PRESERVE,
+                              do_constant_folding=True)
+    if args.inference:
+        return compare_inference(args, model, example, in_name, out_name,
+                                 onnx_path, work)
     # Initializer -> (torch tensor getter, transposed?) by name or value.
     initial = {i.name: numpy_helper.to_array(i)
                for i in onnx.load(onnx_path).graph.initializer}
     state = dict(model.state_dict())
     mapping = {}
     for name, value in initial.items():
+        if value.dtype.kind != "f":
+            continue  # shape constants, masks
         if name in state:
             mapping[name] = (name, False)
             continue
         hits = [(k, t) for k, v in state.items() for t in (False, True)
                 if v.dim() == 2 and tuple((v.T if t else v).shape) == value.shape
                 and np.array_equal((v.T if t else v).numpy(), value)]
+        if not hits:
+            # A static export folds a parameter read at constant indices
+            # (the positional Embedding of arange(t)) into a new
+            # initializer: the leading rows of the parameter, whose gradient
+            # it receives, so it trains like them.
+            hits = [(k, "prefix") for k, v in state.items()
+                    if v.is_floating_point() and v.numel() > value.size
+                    and np.array_equal(
+                        v.numpy().reshape(-1)[:value.size],
+                        value.reshape(-1))]
         if len(hits) != 1:
             print(f"MISMATCH cannot map initializer {name} to a torch tensor")
             return 1
@@ -248,6 +317,11 @@ def main():
         cmd += ["--momentum", repr(args.momentum)]
     if args.weight_decay:
         cmd += ["--weight-decay", repr(args.weight_decay)]
+    if args.stages:
+        if args.runner != "run":
+            print("error: a pipeline bundle runs with --runner run")
+            return 1
+        cmd += ["--stages", str(args.stages), "--schedule", args.schedule]
     if args.optimizer in ("adam", "adamw"):
         cmd += ["--eps", repr(args.eps)]
     subprocess.run(cmd, check=True)
@@ -259,10 +333,12 @@ def main():
         np.savez(data, **{in_name: x, "labels": labels})
         log = os.path.join(work, "loss.csv")
         trained = os.path.join(work, "trained.onnx")
-        subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle,
-                        "--data", data, "--steps", str(args.steps),
-                        "--loss-log", log, "--save-onnx", trained],
-                       check=True, stdout=subprocess.DEVNULL)
+        run = [os.path.join(args.bin, "pipedream-run"), bundle,
+               "--data", data, "--steps", str(args.steps),
+               "--loss-log", log, "--save-onnx", trained]
+        if args.stages:
+            run += ["--transport", "threads"]
+        subprocess.run(run, check=True, stdout=subprocess.DEVNULL)
         with open(log) as f:
             rows_ = list(csv.DictReader(f))
         ours = [float(r["loss"]) for r in rows_]
@@ -273,6 +349,10 @@ def main():
 
     bad = 0
     tag = f"{args.model} {args.optimizer} M={args.microbatches}"
+    if args.export_batch:
+        tag += f" static-batch={args.export_batch}"
+    if args.stages:
+        tag += f" {args.schedule} K={args.stages}"
     if len(ours) != len(torch_losses):
         print(f"MISMATCH {tag}: {len(ours)} losses, torch has {len(torch_losses)}")
         return 1
@@ -289,8 +369,11 @@ def main():
             print(f"MISMATCH {tag}: trained model lacks {name}")
             bad += 1
             continue
-        ref = final[key].T if transposed else final[key]
         got = weights[name]
+        if transposed == "prefix":
+            ref = final[key].reshape(-1)[:got.size].reshape(got.shape)
+        else:
+            ref = final[key].T if transposed else final[key]
         scale = max(float(np.max(np.abs(ref))), 1e-12)
         rel = float(np.max(np.abs(got.astype(np.float64) - ref))) / scale
         if rel > worst_weight:

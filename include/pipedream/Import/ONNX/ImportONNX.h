@@ -40,11 +40,13 @@ namespace pipedream {
 struct ImportOptions {
   /// Full shapes for graph inputs, by ONNX name (`--input-shape x=2x16`).
   /// They fix dynamic (`dim_param` / unknown) dimensions; a static dimension
-  /// of the model must agree with the given one.
+  /// of the model must agree with the given one, except the batch
+  /// (dimension 0), which is re-specialized (docs/Importer.md "Static
+  /// batch").
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
   /// When positive, the size of the first (batch) dimension of every graph
   /// input not in `inputShapes` (pipedream-compile --batch-size / M): it
-  /// fixes a dynamic first dimension; a static one must agree.
+  /// fixes a dynamic first dimension; a static one is re-specialized.
   int64_t batchSize = 0;
   /// Run the ONNX checker on the model (only for the IR versions and opsets
   /// the linked ONNX library knows; see docs/Importer.md).
@@ -63,6 +65,11 @@ inline constexpr llvm::StringLiteral kModel = "onnx.model";
 inline constexpr llvm::StringLiteral kProducer = "onnx.producer";
 /// Opset version of the default ONNX domain (i64).
 inline constexpr llvm::StringLiteral kOpset = "onnx.opset";
+/// Set when the import re-specialized a static batch: what it did, in one
+/// line ("static batch 2 re-specialized to micro-batch 1 (3 Reshape targets
+/// rewritten)"); tools print it as a note.
+inline constexpr llvm::StringLiteral kBatchRespecialized =
+    "onnx.batch_respecialized";
 } // namespace import_attrs
 
 /// Adds the dialects an imported module uses (nn, func) to `registry`.

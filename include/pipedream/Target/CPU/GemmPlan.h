@@ -49,6 +49,12 @@ struct GemmPlan {
   llvm::SmallVector<GemmOuterLoop> loops;
 };
 
+/// `op` is a contraction whose body is exactly `out + a * b` (a multiply, an
+/// add, the yield). Upstream's isaContractionOpInterface also accepts
+/// side-effect-free unary ops between them (`out + -(a * b)` after
+/// elementwise fusion), which a GEMM call or kernel would silently drop.
+bool isMulAddContraction(mlir::linalg::LinalgOp op);
+
 /// Builds the plan for `op` (a linalg op on statically shaped memrefs with
 /// two inputs and one output, all of one element type accepted by
 /// `acceptElementType`), or fails when it is not a contraction a strided

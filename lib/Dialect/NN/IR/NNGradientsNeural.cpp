@@ -95,6 +95,31 @@ struct ConvGrad : GradientOpInterface::ExternalModel<ConvGrad, ConvOp> {
   }
 };
 
+/// `z = conv_backward_input(x, w)` (ONNX ConvTranspose) is linear in each
+/// operand with `<z, dz> = <x, conv(dz, w)>`: the gradient of `x` is the
+/// forward convolution of `dz`, and that of `w` the weight gradient of a
+/// convolution of `dz` whose output gradient is `x`.
+struct ConvBackwardInputGrad
+    : GradientOpInterface::ExternalModel<ConvBackwardInputGrad,
+                                         ConvBackwardInputOp> {
+  LogicalResult buildGradient(Operation *op, OpBuilder &b,
+                              ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) const {
+    auto conv = cast<ConvBackwardInputOp>(op);
+    Location loc = conv.getLoc();
+    Value dz = resultGrads[0];
+    auto weightType = conv.getWeight().getType();
+    operandGrads.push_back(ConvOp::create(
+        b, loc, dz, conv.getWeight(), Value(), conv.getStrides(),
+        conv.getPads(), conv.getDilations(), conv.getGroup()));
+    operandGrads.push_back(ConvBackwardWeightOp::create(
+        b, loc, conv.getOutputGrad(), dz, weightType.getShape().drop_front(2),
+        conv.getStrides(), conv.getPads(), conv.getDilations(),
+        conv.getGroup()));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
@@ -269,6 +294,7 @@ void attachNeuralGradientModels(MLIRContext *context) {
   ConvOp::attachInterface<ConvGrad>(*context);
   MaxPoolOp::attachInterface<MaxPoolGrad>(*context);
   AveragePoolOp::attachInterface<AveragePoolGrad>(*context);
+  ConvBackwardInputOp::attachInterface<ConvBackwardInputGrad>(*context);
   GlobalAveragePoolOp::attachInterface<GlobalAveragePoolGrad>(*context);
   BatchNormalizationOp::attachInterface<BatchNormalizationGrad>(*context);
   BatchNormTrainOp::attachInterface<BatchNormTrainGrad>(*context);

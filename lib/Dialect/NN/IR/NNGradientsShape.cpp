@@ -312,6 +312,92 @@ LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Data-dependent indexing: a gather's adjoint is a scatter-add, a scatter's
+// is a gather (and, for `none`, the data gradient with the overwritten
+// positions zeroed). ONNX leaves duplicate indices undefined for `none`.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gatherElementsGrad(GatherElementsOp op, OpBuilder &b,
+                                 ValueRange grads,
+                                 SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value()});
+    return success();
+  }
+  Location loc = op.getLoc();
+  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
+  out.push_back(ScatterElementsOp::create(b, loc, zeros, op.getIndices(),
+                                          grads[0], op.getAxis(), "add"));
+  out.push_back(Value());
+  return success();
+}
+
+LogicalResult scatterElementsGrad(ScatterElementsOp op, OpBuilder &b,
+                                  ValueRange grads,
+                                  SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value(), Value()});
+    return success();
+  }
+  StringRef reduction = op.getReduction();
+  if (reduction != "none" && reduction != "add")
+    return op.emitOpError("has no derivative rule for reduction '")
+           << reduction << "'";
+  Location loc = op.getLoc();
+  Value g = grads[0];
+  Value dataGrad = g;
+  if (reduction == "none")
+    dataGrad = ScatterElementsOp::create(
+        b, loc, g, op.getIndices(),
+        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getAxis(),
+        "none");
+  out.push_back(dataGrad);
+  out.push_back(Value());
+  out.push_back(
+      GatherElementsOp::create(b, loc, g, op.getIndices(), op.getAxis()));
+  return success();
+}
+
+LogicalResult gatherNDGrad(GatherNDOp op, OpBuilder &b, ValueRange grads,
+                           SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value()});
+    return success();
+  }
+  Location loc = op.getLoc();
+  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
+  out.push_back(ScatterNDOp::create(b, loc, zeros, op.getIndices(), grads[0],
+                                    op.getBatchDims(), "add"));
+  out.push_back(Value());
+  return success();
+}
+
+LogicalResult scatterNDGrad(ScatterNDOp op, OpBuilder &b, ValueRange grads,
+                            SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value(), Value()});
+    return success();
+  }
+  StringRef reduction = op.getReduction();
+  if (reduction != "none" && reduction != "add")
+    return op.emitOpError("has no derivative rule for reduction '")
+           << reduction << "'";
+  Location loc = op.getLoc();
+  Value g = grads[0];
+  Value dataGrad = g;
+  if (reduction == "none")
+    dataGrad = ScatterNDOp::create(
+        b, loc, g, op.getIndices(),
+        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getBatchDims(),
+        "none");
+  out.push_back(dataGrad);
+  out.push_back(Value());
+  out.push_back(GatherNDOp::create(b, loc, g, op.getIndices(),
+                                   op.getBatchDims()));
+  return success();
+}
+
 } // namespace
 
 void attachShapeGradientModels(MLIRContext *context) {
@@ -335,6 +421,10 @@ void attachShapeGradientModels(MLIRContext *context) {
   attach<SplitOp, splitGrad>(context);
   attach<SliceOp, sliceGrad>(context);
   attach<GatherOp, gatherGrad>(context);
+  attach<GatherElementsOp, gatherElementsGrad>(context);
+  attach<ScatterElementsOp, scatterElementsGrad>(context);
+  attach<GatherNDOp, gatherNDGrad>(context);
+  attach<ScatterNDOp, scatterNDGrad>(context);
 }
 
 } // namespace pipedream::nn::detail

@@ -1089,6 +1089,143 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Data-dependent indexing
+//===----------------------------------------------------------------------===//
+
+/// `indices` (and `updates`, when given) of an element-wise gather/scatter
+/// along `axis` of `data`: same rank, no dimension larger except at `axis`.
+static LogicalResult checkElementIndices(std::optional<Location> loc,
+                                         RankedTensorType data,
+                                         RankedTensorType indices,
+                                         int64_t axis) {
+  if (failed(checkAxis(loc, axis, data.getRank())))
+    return failure();
+  if (indices.getRank() != data.getRank())
+    return emitOptionalError(loc, "indices of rank ", indices.getRank(),
+                             " differ in rank from data of rank ",
+                             data.getRank());
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+      return emitOptionalError(loc, "indices shape ",
+                               shapeStr(indices.getShape()),
+                               " exceeds data shape ",
+                               shapeStr(data.getShape()), " in dimension ", d);
+  return success();
+}
+
+static LogicalResult checkReduction(Operation *op, StringRef reduction) {
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return op->emitOpError("reduction must be none, add, mul, max or min, "
+                           "got '")
+           << reduction << "'";
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto data = tensorType(adaptor.getData().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  if (failed(checkElementIndices(loc, data, indices, adaptor.getAxis())))
+    return failure();
+  inferred.push_back(data.clone(indices.getShape()));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  auto data = tensorType(adaptor.getData().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  auto updates = tensorType(adaptor.getUpdates().getType());
+  if (failed(checkElementIndices(loc, data, indices, adaptor.getAxis())))
+    return failure();
+  if (updates.getShape() != indices.getShape() ||
+      updates.getElementType() != data.getElementType())
+    return emitOptionalError(loc, "updates ", updates,
+                             " must have the indices' shape ",
+                             shapeStr(indices.getShape()),
+                             " and the data's element type");
+  inferred.push_back(data);
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  return checkReduction(*this, getReduction());
+}
+
+int64_t ScatterElementsOp::getForwardFlops() {
+  return getUpdates().getType().getNumElements();
+}
+
+/// The shape gather_nd reads (and scatter_nd writes): indices.shape[:-1] ++
+/// data.shape[batch_dims + q:].
+static FailureOr<SmallVector<int64_t>>
+inferNDSliceShape(std::optional<Location> loc, RankedTensorType data,
+                  RankedTensorType indices, int64_t batchDims) {
+  int64_t rank = data.getRank(), indexRank = indices.getRank();
+  if (indexRank < 1)
+    return emitOptionalError(loc, "indices must have rank >= 1");
+  if (batchDims < 0 || batchDims >= indexRank || batchDims > rank)
+    return emitOptionalError(loc, "batch_dims ", batchDims,
+                             " must be in [0, min(data rank ", rank,
+                             ", indices rank ", indexRank, " - 1)]");
+  int64_t q = indices.getDimSize(indexRank - 1);
+  if (q < 1 || batchDims + q > rank)
+    return emitOptionalError(loc, "index tuples of length ", q,
+                             " do not fit data of rank ", rank,
+                             " after ", batchDims, " batch dimensions");
+  if (data.getShape().take_front(batchDims) !=
+      indices.getShape().take_front(batchDims))
+    return emitOptionalError(loc, "batch dimensions of data ",
+                             shapeStr(data.getShape()), " and indices ",
+                             shapeStr(indices.getShape()), " differ");
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(batchDims + q));
+  return shape;
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto data = tensorType(adaptor.getData().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  auto shape = inferNDSliceShape(loc, data, indices, adaptor.getBatchDims());
+  if (failed(shape))
+    return failure();
+  inferred.push_back(data.clone(*shape));
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto data = tensorType(adaptor.getData().getType());
+  auto indices = tensorType(adaptor.getIndices().getType());
+  auto updates = tensorType(adaptor.getUpdates().getType());
+  auto shape = inferNDSliceShape(loc, data, indices, adaptor.getBatchDims());
+  if (failed(shape))
+    return failure();
+  if (updates.getShape() != ArrayRef<int64_t>(*shape) ||
+      updates.getElementType() != data.getElementType())
+    return emitOptionalError(loc, "updates ", updates, " must have shape ",
+                             shapeStr(*shape),
+                             " and the data's element type");
+  inferred.push_back(data);
+  return success();
+}
+
+LogicalResult ScatterNDOp::verify() {
+  return checkReduction(*this, getReduction());
+}
+
+int64_t ScatterNDOp::getForwardFlops() {
+  return getUpdates().getType().getNumElements();
+}
+
+//===----------------------------------------------------------------------===//
 // Training support
 //===----------------------------------------------------------------------===//
 

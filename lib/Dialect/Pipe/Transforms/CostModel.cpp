@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace pipedream;
@@ -228,7 +229,12 @@ std::optional<Profile> Profile::read(StringRef path, std::string &error) {
     error = (path + ": " + buffer.getError().message()).str();
     return std::nullopt;
   }
-  auto json = llvm::json::parse((*buffer)->getBuffer());
+  return parse((*buffer)->getBuffer(), path, error);
+}
+
+std::optional<Profile> Profile::parse(StringRef text, StringRef path,
+                                      std::string &error) {
+  auto json = llvm::json::parse(text);
   if (!json) {
     error = (path + ": invalid JSON: " + llvm::toString(json.takeError())).str();
     return std::nullopt;
@@ -260,8 +266,11 @@ std::optional<Profile> Profile::read(StringRef path, std::string &error) {
     auto forward = obj->getNumber("forward");
     if (!op || !signature || !forward)
       return fail("needs \"op\", \"signature\" and \"forward\" (seconds)");
-    if (*forward < 0)
-      return fail("negative time");
+    // Times are finite and non-negative (JSON's 1e999 parses as infinity).
+    for (const char *field : {"forward", "backward_input", "backward_weight"})
+      if (auto v = obj->getNumber(field); v && !(*v >= 0 && std::isfinite(*v)))
+        return fail(Twine("\"") + field +
+                    "\" must be a finite, non-negative time in seconds");
     e.op = op->str();
     e.signature = signature->str();
     e.forward = *forward;

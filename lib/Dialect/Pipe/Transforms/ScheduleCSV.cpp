@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace pipedream {
@@ -131,6 +132,26 @@ std::string parseScheduleCSV(const std::string &text,
     }
   }
 
+  // A complete schedule has an F (and a backward) of every stage and
+  // micro-batch, so no stage or micro-batch number exceeds the number of
+  // actions. Where the counts are inferred from the file, one that does is
+  // an error here: the counts inferred from it would make verification
+  // enumerate stages x micro-batches the file cannot hold (or overflow).
+  const int64_t numCells = (int64_t)cells.size();
+  const bool inferChunks = options.numChunks <= 0;
+  const bool inferMicrobatches = options.numMicrobatches <= 0;
+  for (const Cell &cell : cells) {
+    bool badStage = inferChunks && cell.stage >= numCells;
+    if (badStage || (inferMicrobatches && cell.microbatch >= numCells))
+      return where(cell.row, cell.column) + ": '" +
+             std::to_string(cell.stage) + cell.type +
+             std::to_string(cell.microbatch) + "': " +
+             (badStage ? "stage " : "micro-batch ") +
+             std::to_string(badStage ? cell.stage : cell.microbatch) +
+             " cannot be part of a complete schedule of " +
+             std::to_string(numCells) + " actions";
+  }
+
   Config config;
   config.numRanks = options.numRanks > 0 ? options.numRanks
                                          : (int64_t)lines.size();
@@ -155,6 +176,14 @@ std::string parseScheduleCSV(const std::string &text,
     config.kind = Kind::OneFOneB;
   bool split = config.splitsBackward();
   int64_t numStages = config.numVirtualStages();
+  if ((inferChunks || inferMicrobatches) &&
+      (numStages / k != config.numChunks ||
+       numStages > numCells / config.numMicrobatches))
+    return "the schedule CSV has " + std::to_string(numCells) +
+           " actions, too few for " + std::to_string(k) + " ranks x " +
+           std::to_string(config.numChunks) + " chunks x " +
+           std::to_string(config.numMicrobatches) +
+           " micro-batches (each stage and micro-batch needs a forward)";
 
   Schedule s;
   s.config = config;
@@ -216,12 +245,12 @@ std::string parseScheduleCSV(const std::string &text,
   for (int64_t r = 0; r < k; ++r) {
     auto &list = s.ranks[r];
     if (config.isSynchronous()) {
-      for (int64_t chunk = 0; chunk < config.numChunks; ++chunk) {
-        int64_t stage = chunk * k + r;
-        if (std::any_of(list.begin(), list.end(),
-                        [&](const Action &a) { return a.stage == stage; }))
-          list.push_back({Op::U, stage, last});
-      }
+      // One U per stage the rank runs, in chunk (= stage) order.
+      std::set<int64_t> stages;
+      for (const Action &a : list)
+        stages.insert(a.stage);
+      for (int64_t stage : stages)
+        list.push_back({Op::U, stage, last});
       continue;
     }
     std::vector<Action> withUpdates;

@@ -907,6 +907,99 @@ def NN_GatherOp : NN_GenericFormatOp<"gather"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Data-dependent indexing (GatherElements, GatherND, ScatterElements,
+// ScatterND). Index normalization is one helper in NNToLinalg/Utils.h.
+//===----------------------------------------------------------------------===//
+
+def NN_GatherElementsOp : NN_GenericFormatOp<"gather_elements"> {
+  let summary = "gather single elements along an axis (take_along_axis)";
+  let description = [{
+    ONNX `GatherElements`: `output[i...] = data[i... with index
+    indices[i...] at axis]`. `indices` has the rank of `data` and, except
+    at `axis`, no larger dimensions; the result has its shape. Negative
+    indices count from the end; indices outside `[-dim, dim)` are an error
+    the lowering's index normalization flags (`normalizeIndex`).
+
+    ```mlir
+    %0 = nn.gather_elements %x, %i {axis = 1 : i64}
+        : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs NN_Tensor:$output);
+}
+
+def NN_ScatterElementsOp
+    : NN_GenericFormatOp<"scatter_elements", [], NN_OverrideCost> {
+  let summary = "scatter single elements along an axis";
+  let description = [{
+    ONNX `ScatterElements` (and the old `Scatter`): a copy of `data` where
+    `output[i... with index indices[i...] at axis]` is combined with
+    `updates[i...]` by `reduction` (`none` replaces; `add`, `mul`, `max`,
+    `min` accumulate), in row-major order of `updates`. `indices` and
+    `updates` have one shape, of the rank of `data`, no larger except at
+    `axis`. Negative indices count from the end; an out-of-range index
+    writes nothing (and is flagged by `normalizeIndex`).
+
+    ```mlir
+    %0 = nn.scatter_elements %x, %i, %u {axis = 0 : i64, reduction = "add"}
+        : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices,
+                       NN_Tensor:$updates, I64Attr:$axis,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs NN_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def NN_GatherNDOp : NN_GenericFormatOp<"gather_nd"> {
+  let summary = "gather slices addressed by index tuples";
+  let description = [{
+    ONNX `GatherND`: the last dimension `q` of `indices` holds coordinates
+    into dimensions `[batch_dims, batch_dims + q)` of `data`; the first
+    `batch_dims` dimensions of both are shared. The result shape is
+    `indices.shape[:-1] ++ data.shape[batch_dims + q:]`. Negative
+    coordinates count from the end (out-of-range ones are flagged by
+    `normalizeIndex`).
+
+    ```mlir
+    %0 = nn.gather_nd %x, %i {batch_dims = 0 : i64}
+        : (tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs NN_Tensor:$output);
+}
+
+def NN_ScatterNDOp : NN_GenericFormatOp<"scatter_nd", [], NN_OverrideCost> {
+  let summary = "scatter slices addressed by index tuples";
+  let description = [{
+    ONNX `ScatterND`: a copy of `data` where the slice that each index tuple
+    (last dimension `q` of `indices`, coordinates into dimensions
+    `[batch_dims, batch_dims + q)`) addresses is combined with the
+    matching slice of `updates` by `reduction` (`none`, `add`, `mul`,
+    `max`, `min`), in row-major order. `updates` has the shape
+    `indices.shape[:-1] ++ data.shape[batch_dims + q:]`. ONNX's op has
+    `batch_dims = 0`; other values serve the gradient of `nn.gather_nd`.
+    Out-of-range coordinates write nothing (flagged by `normalizeIndex`).
+
+    ```mlir
+    %0 = nn.scatter_nd %x, %i, %u {reduction = "none"}
+        : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$data, NN_IndexTensor:$indices,
+                       NN_Tensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs NN_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Training support: adjoints of data-movement ops, random masks
 //===----------------------------------------------------------------------===//
 

@@ -90,6 +90,10 @@ struct Profile {
 
   /// Reads `path`; on failure returns nullopt and sets `error`.
   static std::optional<Profile> read(llvm::StringRef path, std::string &error);
+  /// Parses profile JSON text; `source` (the file name) starts every error.
+  static std::optional<Profile> parse(llvm::StringRef text,
+                                      llvm::StringRef source,
+                                      std::string &error);
   /// Writes JSON (same format `read` accepts).
   std::string toJSON() const;
 

@@ -1,0 +1,283 @@
+//===- Indexing.cpp - nn data-dependent indexing to linalg and scf --------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// - `gather_elements`, `gather_nd`: a generic over the result whose body
+//   reads the index (or index tuple), normalizes it (`normalizeIndex`) and
+//   `tensor.extract`s the element;
+// - `scatter_elements`, `scatter_nd`: an scf.for nest over `updates` (row-
+//   major, so duplicate indices combine in ONNX's order) carrying the result
+//   tensor, which reads the addressed element, combines it with the update
+//   by the reduction and inserts it back; an out-of-range index writes
+//   nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+namespace nn = pipedream::nn;
+
+namespace pipedream::nn_to_linalg {
+namespace {
+
+/// The generic over `resultType` with every loop parallel and no inputs;
+/// `fn` computes the element from the loop indices.
+Value buildIndexedGeneric(
+    OpBuilder &b, Location loc, RankedTensorType resultType,
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+  int64_t rank = resultType.getRank();
+  SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return buildGeneric(
+      b, loc, createEmpty(b, loc, resultType), ValueRange{}, maps, iterators,
+      [&](OpBuilder &bb, Location l, ValueRange) -> Value {
+        SmallVector<Value> ivs;
+        for (int64_t d = 0; d < rank; ++d)
+          ivs.push_back(linalg::IndexOp::create(bb, l, d));
+        return fn(bb, l, ivs);
+      });
+}
+
+/// `old` combined with `update` by an ONNX scatter reduction.
+Value combine(OpBuilder &b, Location loc, StringRef reduction, Value old,
+              Value update) {
+  bool isFloat = isa<FloatType>(update.getType());
+  if (reduction == "add")
+    return createArith<arith::AddFOp, arith::AddIOp>(b, loc, old, update);
+  if (reduction == "mul")
+    return createArith<arith::MulFOp, arith::MulIOp>(b, loc, old, update);
+  if (reduction == "max")
+    return isFloat ? Value(arith::MaximumFOp::create(b, loc, old, update))
+                   : Value(arith::MaxSIOp::create(b, loc, old, update));
+  if (reduction == "min")
+    return isFloat ? Value(arith::MinimumFOp::create(b, loc, old, update))
+                   : Value(arith::MinSIOp::create(b, loc, old, update));
+  return update;
+}
+
+/// Runs `body` for every position of `shape` (row-major) with `init` as the
+/// carried tensor; `body` returns the next value of it.
+Value forEachPosition(
+    OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value init,
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange, Value)> body) {
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t size : shape) {
+    lbs.push_back(arith::ConstantIndexOp::create(b, loc, 0));
+    ubs.push_back(arith::ConstantIndexOp::create(b, loc, size));
+    steps.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+  }
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{init},
+      [&](OpBuilder &bb, Location l, ValueRange ivs,
+          ValueRange iterArgs) -> scf::ValueVector {
+        return {body(bb, l, ivs, iterArgs[0])};
+      });
+  return nest.results.front();
+}
+
+/// Writes `update` combined with the element at `coords` of `acc` (when
+/// `inBounds`) and returns the new tensor.
+Value scatterOne(OpBuilder &b, Location loc, StringRef reduction, Value acc,
+                 ValueRange coords, Value inBounds, Value update) {
+  Value old = tensor::ExtractOp::create(b, loc, acc, coords);
+  Value next = combine(b, loc, reduction, old, update);
+  next = arith::SelectOp::create(b, loc, inBounds, next, old);
+  return tensor::InsertOp::create(b, loc, next, acc, coords);
+}
+
+/// A lowering must not address an empty dimension with an index.
+LogicalResult checkAddressable(Operation *op, ConversionPatternRewriter &rw,
+                               ArrayRef<int64_t> dims) {
+  if (llvm::any_of(dims, [](int64_t d) { return d == 0; }))
+    return rw.notifyMatchFailure(op, "indexes an empty dimension");
+  return success();
+}
+
+struct GatherElementsLowering : OpConversionPattern<nn::GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis();
+    int64_t axisSize = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+    if (resultType.getNumElements() == 0) {
+      rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
+      return success();
+    }
+    if (failed(checkAddressable(op, rewriter, {axisSize})))
+      return failure();
+    Value result = buildIndexedGeneric(
+        rewriter, loc, resultType,
+        [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
+          Value index = tensor::ExtractOp::create(b, l, indices, ivs);
+          SmallVector<Value> coords(ivs);
+          coords[axis] = normalizeIndex(b, l, index, axisSize).index;
+          return tensor::ExtractOp::create(b, l, data, coords);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ScatterElementsLowering : OpConversionPattern<nn::ScatterElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::ScatterElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices(),
+          updates = adaptor.getUpdates();
+    auto updatesType = cast<RankedTensorType>(updates.getType());
+    int64_t axis = op.getAxis();
+    int64_t axisSize = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+    if (updatesType.getNumElements() == 0) {
+      rewriter.replaceOp(op, data);
+      return success();
+    }
+    if (failed(checkAddressable(op, rewriter, {axisSize})))
+      return failure();
+    StringRef reduction = op.getReduction();
+    Value result = forEachPosition(
+        rewriter, loc, updatesType.getShape(), data,
+        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
+          Value index = tensor::ExtractOp::create(b, l, indices, ivs);
+          NormalizedIndex n = normalizeIndex(b, l, index, axisSize);
+          SmallVector<Value> coords(ivs);
+          coords[axis] = n.index;
+          Value update = tensor::ExtractOp::create(b, l, updates, ivs);
+          return scatterOne(b, l, reduction, acc, coords, n.inBounds, update);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// The data coordinates an ND index tuple addresses: `outer` are the
+/// positions in indices.shape[:-1] (the first `batchDims` shared with the
+/// data), `inner` those in the trailing data dimensions.
+struct NDAddress {
+  SmallVector<Value> coords;
+  Value inBounds;
+};
+
+NDAddress addressND(OpBuilder &b, Location loc, Value indices,
+                    ArrayRef<int64_t> dataShape, int64_t batchDims,
+                    ValueRange outer, ValueRange inner) {
+  auto indicesType = cast<RankedTensorType>(indices.getType());
+  int64_t q = indicesType.getShape().back();
+  NDAddress a;
+  a.coords.assign(outer.begin(), outer.begin() + batchDims);
+  a.inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+  SmallVector<Value> at(outer);
+  at.push_back(Value());
+  for (int64_t k = 0; k < q; ++k) {
+    at.back() = arith::ConstantIndexOp::create(b, loc, k);
+    Value index = tensor::ExtractOp::create(b, loc, indices, at);
+    NormalizedIndex n =
+        normalizeIndex(b, loc, index, dataShape[batchDims + k]);
+    a.coords.push_back(n.index);
+    a.inBounds = arith::AndIOp::create(b, loc, a.inBounds, n.inBounds);
+  }
+  llvm::append_range(a.coords, inner);
+  return a;
+}
+
+struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::GatherNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> dataShape =
+        cast<RankedTensorType>(data.getType()).getShape();
+    int64_t outerRank =
+        cast<RankedTensorType>(indices.getType()).getRank() - 1;
+    int64_t batchDims = op.getBatchDims();
+    int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
+    if (resultType.getNumElements() == 0) {
+      rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
+      return success();
+    }
+    if (failed(checkAddressable(op, rewriter,
+                                dataShape.slice(batchDims, q))))
+      return failure();
+    Value result = buildIndexedGeneric(
+        rewriter, loc, resultType,
+        [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
+          NDAddress a = addressND(b, l, indices, dataShape, batchDims,
+                                  ivs.take_front(outerRank),
+                                  ivs.drop_front(outerRank));
+          return tensor::ExtractOp::create(b, l, data, a.coords);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::ScatterNDOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices(),
+          updates = adaptor.getUpdates();
+    auto updatesType = cast<RankedTensorType>(updates.getType());
+    ArrayRef<int64_t> dataShape =
+        cast<RankedTensorType>(data.getType()).getShape();
+    int64_t outerRank =
+        cast<RankedTensorType>(indices.getType()).getRank() - 1;
+    int64_t batchDims = op.getBatchDims();
+    int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
+    if (updatesType.getNumElements() == 0) {
+      rewriter.replaceOp(op, data);
+      return success();
+    }
+    if (failed(checkAddressable(op, rewriter,
+                                dataShape.slice(batchDims, q))))
+      return failure();
+    StringRef reduction = op.getReduction();
+    Value result = forEachPosition(
+        rewriter, loc, updatesType.getShape(), data,
+        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
+          NDAddress a = addressND(b, l, indices, dataShape, batchDims,
+                                  ivs.take_front(outerRank),
+                                  ivs.drop_front(outerRank));
+          Value update = tensor::ExtractOp::create(b, l, updates, ivs);
+          return scatterOne(b, l, reduction, acc, a.coords, a.inBounds,
+                            update);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateIndexingPatterns(RewritePatternSet &patterns) {
+  patterns.add<GatherElementsLowering, ScatterElementsLowering,
+               GatherNDLowering, ScatterNDLowering>(patterns.getContext());
+}
+
+} // namespace pipedream::nn_to_linalg

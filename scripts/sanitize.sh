@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds pipedream with AddressSanitizer + UndefinedBehaviorSanitizer into
+# build-sanitize/ (or $PIPEDREAM_SANITIZE_BUILD_DIR) and runs the whole lit
+# and CTest suites with it (docs/Fuzzing.md). Not part of CI (an
+# instrumented build costs about twice a normal one).
+#   scripts/sanitize.sh                  deps, build, lit + ctest
+#   scripts/sanitize.sh --no-deps        skip scripts/install-deps.sh
+#   scripts/sanitize.sh --build-only     configure and build, no tests
+#   scripts/sanitize.sh --configure-only configure build-sanitize/ only
+#   scripts/sanitize.sh --conformance    also the ONNX conformance runner
+#   scripts/sanitize.sh -- LIT_ARGS...   lit on a subset (e.g. test/Import)
+#   JOBS=N                               build/test parallelism (nproc)
+# Only pipedream's code is instrumented; Debian's LLVM/MLIR libraries are
+# not. Every sanitizer report of every process (also those run under `not`
+# or with stderr discarded) goes to build-sanitize/sanitizer-logs/, and the
+# script fails when that folder is not empty at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${PIPEDREAM_SANITIZE_BUILD_DIR:-$root/build-sanitize}
+jobs=${JOBS:-$(nproc)}
+deps=1 tests=1 build=1 conformance=0 lit_paths=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-deps) deps=0 ;;
+    --build-only) tests=0 ;;
+    --configure-only) tests=0 build=0 ;;
+    --conformance) conformance=1 ;;
+    --) shift; lit_paths=("$@"); break ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "sanitize.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$deps" = 1 ]; then
+  "$root/scripts/install-deps.sh"
+fi
+if [ ! -f "$dir/build.ninja" ]; then
+  # -O1 (ASan's recommendation: fast enough, much quicker to compile than
+  # -O3), line tables for the reports' stack traces, NDEBUG as in Release.
+  # PIPEDREAM_ENABLE_FUZZER implies PIPEDREAM_SANITIZE and adds libFuzzer's
+  # coverage instrumentation, so scripts/fuzz.sh reuses this build. No
+  # CUDA: the support library links with --no-undefined (the ASan runtime
+  # lives in the executables) and there is no device to test it on.
+  flags="-O1 -gline-tables-only -DNDEBUG"
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
+    -DPIPEDREAM_ENABLE_FUZZER=ON -DPIPEDREAM_ENABLE_CUDA=OFF
+fi
+[ "$build" = 1 ] || exit 0
+cmake --build "$dir" -j "$jobs"
+[ "$tests" = 1 ] || exit 0
+
+# shellcheck source=scripts/sanitizer-env.sh
+source "$root/scripts/sanitizer-env.sh" "$dir/sanitizer-logs"
+rm -rf "$dir/sanitizer-logs"
+mkdir -p "$dir/sanitizer-logs"
+status=0
+if [ "${#lit_paths[@]}" -gt 0 ]; then
+  /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${lit_paths[@]}" || status=1
+else
+  /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "$dir/test" || status=1
+  if [ "$conformance" = 1 ]; then
+    /usr/bin/python3 "$root/test/Conformance/onnx_conformance.py" \
+      --build "$dir" -j "$jobs" || status=1
+  fi
+  ctest --test-dir "$dir" -j "$jobs" --output-on-failure || status=1
+fi
+reports=$(find "$dir/sanitizer-logs" -type f | wc -l)
+if [ "$reports" != 0 ]; then
+  echo "sanitize: $reports sanitizer report(s) in $dir/sanitizer-logs:" >&2
+  for f in "$dir/sanitizer-logs"/*; do
+    echo "== $f" >&2
+    head -n 30 "$f" >&2
+  done
+  status=1
+else
+  echo "sanitize: no sanitizer reports"
+fi
+exit "$status"

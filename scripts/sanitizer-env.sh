@@ -1,0 +1,17 @@
+# Sourced by scripts/sanitize.sh and scripts/fuzz.sh: the sanitizer
+# settings of the instrumented build (docs/Fuzzing.md).
+#   source scripts/sanitizer-env.sh [LOG_DIR]
+# With LOG_DIR, every report goes to LOG_DIR/<tool>.<pid> instead of stderr,
+# so one in a process whose stderr a test discards (or that runs under
+# `not`) is still seen.
+_pd_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+_pd_log=""
+if [ -n "${1:-}" ]; then
+  _pd_log=":log_path=$1/asan"
+fi
+# abort_on_error: a report ends the process with SIGABRT, which `not`
+# (without --crash) counts as a failure, not as the expected error exit.
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1${_pd_log}${PIPEDREAM_ASAN_OPTIONS:+:$PIPEDREAM_ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1${1:+:log_path=$1/ubsan}"
+export LSAN_OPTIONS="suppressions=$_pd_root/fuzz/sanitizer/lsan.supp:print_suppressions=0"
+unset _pd_root _pd_log
