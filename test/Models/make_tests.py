@@ -30,13 +30,10 @@ WHAT = {
 # Failure reasons, by the first failing piece (docs/Models.md has the matrix).
 TIED = ("tied weights read in two stages are trained as two copies "
         "(issue 14 part 1, helper shared-weights)")
-BATCH = ("static batch 4 > micro-batch 2 needs batch re-specialization "
-         "(DESIGN.md 'Batch', helper batch)")
 FROZEN = ("float constants of the export (the attention mask 'where', "
           "rank-0 scalars val_*) are trained as parameters (helper frozen)")
 CLIP = ("Clip bounds that are float initializers (min_val_cast) are read "
         "as weights, not import-time constants (helper frozen)")
-GATHER_ELEMENTS = "GatherElements not supported (helper ops-idx)"
 COS = "Cos (rotary embeddings) not supported (helper ops-ew)"
 RECIPROCAL = ("Reciprocal (RMSNorm's rsqrt) not supported on non-constants "
               "(helper ops-ew)")
@@ -52,13 +49,11 @@ def known(names, checks, reason):
 
 TRAINING = ["sgd", "1f1b", "async"]
 PIPELINE = ["1f1b", "async"]
-known(["gpt2-ts", "t5-ts"], PIPELINE, TIED)
+known(["gpt2-ts", "t5-ts", "gpt2-ts-b4"], PIPELINE, TIED)
 known(["gpt2-dynamo", "bert-dynamo", "vit-dynamo"], TRAINING, FROZEN)
-known(["bert-ts"], CHECKS, GATHER_ELEMENTS)
 known(["llama-ts"], CHECKS, COS)
 known(["llama-dynamo", "t5-dynamo"], CHECKS, RECIPROCAL)
 known(["mobilenetv2-dynamo"], CHECKS, CLIP)
-known(["gpt2-ts-b4", "resnet-ts-b4"], TRAINING, BATCH)
 
 
 def main():
