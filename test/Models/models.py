@@ -20,6 +20,8 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
   the reference does not list must keep its initial value, bit-exact for
   corpus.json's `constants`: masks, scalars, tables that are no
   parameter);
+- `sgd-freeze`: `sgd` with `--freeze` naming corpus.json's `constants`
+  (what a user does for an export whose masks are initializers);
 - `1f1b`: the same with M micro-batches per step on a 2-stage 1F1B
   pipeline over 2 MPI processes (`pipedream-run --ranks 2`), against
   PyTorch with gradient accumulation over the M micro-batches;
@@ -55,7 +57,7 @@ from onnx import numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CORPUS = os.path.join(ROOT, "models", "corpus")
-CHECKS = ["import", "forward", "sgd", "1f1b", "async"]
+CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze"]
 RTOL = 1e-4         # against PyTorch float64
 RTOL_ASYNC = 1e-5   # against the project's sequential reference (f32)
 
@@ -205,10 +207,16 @@ def run_check(bin_dir, entry, corpus, check, work):
     steps = entry["steps"]
     common = [onnx_path, "-O0", "--loss", "cross-entropy", "--optimizer",
               "sgd", "--lr", repr(entry["lr"])]
-    if check == "sgd":
+    if check in ("sgd", "sgd-freeze"):
         bundle = os.path.join(work, "sgd")
-        tool([compile_, *common, "--microbatches", "1", "--batch-size",
-              str(b), "-o", bundle], "pipedream-compile (training)")
+        extra = []
+        if check == "sgd-freeze":
+            if not entry.get("constants"):
+                raise Failure("the export has no float constants to freeze")
+            extra = ["--freeze", ",".join(entry["constants"])]
+        tool([compile_, *common, *extra, "--microbatches", "1",
+              "--batch-size", str(b), "-o", bundle],
+             "pipedream-compile (training)")
         tool([run, bundle, "--data", data_path, "--steps", str(steps),
               "--loss-log", os.path.join(work, "loss-sgd.csv"),
               "--save-onnx", os.path.join(work, "trained-sgd.onnx")],
@@ -322,7 +330,7 @@ def main():
     p.add_argument("--corpus", default=CORPUS)
     p.add_argument("--matrix", action="store_true")
     p.add_argument("--models", default="")
-    p.add_argument("--checks", default=",".join(CHECKS))
+    p.add_argument("--checks", default=",".join(CHECKS[:5]))
     args = p.parse_args()
     entries = load_corpus(args.corpus)
     work = args.work or tempfile.mkdtemp(prefix="models-")
