@@ -370,6 +370,17 @@ def static_batch_split():
 
 
 @register
+def static_batch_interleaved():
+    """A Reshape after a Transpose that moves the batch: the output's leading
+    2 is not where the samples went ([32, 2, 8] -> [2, 8, 32] puts them
+    inside the last dimension)."""
+    return model([node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+                  node("Reshape", ["t", "shape"], ["y"])],
+                 [tensor("x", [2, 8, 32])], [tensor("y", [2, 8, 32])],
+                 [ints("shape", [2, 8, 32])])
+
+
+@register
 def static_batch_two():
     """Two graph inputs with the static batch 2."""
     return model([node("Add", ["x", "z"], ["y"])],

@@ -21,6 +21,7 @@
 #include "pipedream/Compiler/Partition.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
@@ -312,6 +313,33 @@ emitIR(CompileResult &result,
   return result;
 }
 
+/// nn-mark-trainable on @main with --freeze/--train: `nn.frozen` on every
+/// weight that is not a parameter (docs/Training.md, "Trainable and frozen
+/// weights"). The decisions go to the report.
+static FailureOr<SmallVector<pipedream::nn::WeightDecision>>
+markTrainable(const CompileOptions &o, ModuleOp module, std::string &error) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main || main.isDeclaration()) {
+    error = "training: no function 'main' with a body to train";
+    return failure();
+  }
+  pipedream::nn::TrainableOptions options;
+  options.freeze.assign(o.freeze.begin(), o.freeze.end());
+  options.train.assign(o.train.begin(), o.train.end());
+  SmallVector<std::string> constants;
+  if (auto names = module->getAttrOfType<ArrayAttr>(
+          pipedream::import_attrs::kConstantInitializers))
+    for (auto name : names.getAsRange<StringAttr>())
+      constants.push_back(name.getValue().str());
+  FirstError firstError(module.getContext());
+  auto decisions = pipedream::nn::markFrozenWeights(main, options, constants);
+  if (failed(decisions)) {
+    error = firstError.orElse("cannot classify the weights");
+    return failure();
+  }
+  return decisions;
+}
+
 //===----------------------------------------------------------------------===//
 // Pipeline partitioning (issue 5; lib/Compiler/Partition.cpp does the work)
 //===----------------------------------------------------------------------===//
@@ -536,6 +564,16 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     return fail(error);
   OwningOpRef<ModuleOp> module = std::move(*loaded);
   std::string modelName = llvm::sys::path::filename(f.o.input).str();
+  std::optional<SmallVector<pipedream::nn::WeightDecision>> weightDecisions;
+  if (!f.o.inference) {
+    auto decisions = markTrainable(f.o, *module, error);
+    if (failed(decisions))
+      return fail(modelName + ": " + error);
+    weightDecisions = std::move(*decisions);
+  } else if (!f.o.freeze.empty() || !f.o.train.empty()) {
+    return fail("--freeze/--train are training flags; they do not apply to "
+                "--inference");
+  }
   if (failed(pipedream::partitionModule(*module, config, error)))
     return fail(modelName + ": " + error);
   auto report = pipedream::collectPartitionReport(*module, error);
@@ -544,6 +582,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   if (failed(pipedream::outlineStages(*module, error)))
     return fail(modelName + ": " + error);
   llvm::json::Object json = pipedream::partitionReportJSON(*report);
+  if (weightDecisions)
+    json["weights"] = pipedream::nn::weightDecisionsJSON(*weightDecisions);
   // What a pipeline bundle's runtime needs to feed the ranks.
   llvm::json::Array dataInputs;
   int64_t microbatchSize = 0, numClasses = 0;
@@ -660,6 +700,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   result.reportJSON = renderedReport;
   if (f.o.report) {
     llvm::raw_string_ostream os(result.reportText);
+    if (weightDecisions)
+      pipedream::nn::printWeightDecisions(*weightDecisions, os);
     pipedream::printPartitionReport(*report, os);
     os << scheduleText;
   }
@@ -701,19 +743,26 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         {f.o.weightDecay.has_value(), "weight-decay"},
         {f.o.beta1.has_value(), "beta1"},
         {f.o.beta2.has_value(), "beta2"},
-        {f.o.eps.has_value(), "eps"}};
+        {f.o.eps.has_value(), "eps"},
+        {!f.o.freeze.empty(), "freeze"},
+        {!f.o.train.empty(), "train"}};
     for (auto [given, name] : trainingFlags)
       if (given)
         return fail(llvm::Twine("--") + name +
                     " is a training flag; it does not apply to --inference");
   } else {
     if (f.loss.empty())
-      return fail("training needs a loss: pass --loss cross-entropy|mse (or "
+      return fail("training needs a loss: pass --loss cross-entropy|mse|none (or "
                   "--inference for a forward-only bundle)");
     std::optional<pipedream::nn::LossKind> loss =
         pipedream::nn::parseLossKind(f.loss);
     if (!loss)
-      return fail("--loss " + f.loss + ": expected cross-entropy or mse");
+      return fail("--loss " + f.loss +
+                  ": expected cross-entropy, mse or none (the model's first "
+                  "output is the loss)");
+    if (*loss == pipedream::nn::LossKind::None && f.o.labelsName.has_value())
+      return fail("--labels-name does not apply to --loss none (the labels, "
+                  "if any, are ordinary graph inputs)");
     trainingOptions.loss = *loss;
     trainingOptions.labelsName = f.labelsName;
     int64_t m = f.o.microbatches ? *f.o.microbatches : 1;
@@ -845,7 +894,13 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     return emitIR(result, [&](llvm::raw_ostream &os) { (*module)->print(os); });
 
   std::optional<pipedream::nn::TrainingInfo> trainingInfo;
+  SmallVector<pipedream::nn::WeightDecision> weightDecisions;
   if (training) {
+    std::string error;
+    auto decisions = markTrainable(f.o, *module, error);
+    if (failed(decisions))
+      return fail(modelName + ": " + error);
+    weightDecisions = std::move(*decisions);
     FirstError firstError(&context);
     auto info = pipedream::nn::buildTrainingFunctions(*module, trainingOptions);
     if (failed(info))
@@ -887,7 +942,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         {"eps", o.eps}};
     llvm::json::Object section{
         {"loss", pipedream::nn::stringifyLossKind(t.loss)},
-        {"labels", t.labelsName},
         {"microbatches", t.microbatches},
         {"microbatch_size", trainingInfo->microbatchSize},
         {"batch_size", t.microbatches * trainingInfo->microbatchSize},
@@ -895,8 +949,12 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         {"step_function", "train_microbatch"},
         {"update_function", "update"},
         {"optimizer", std::move(optimizer)}};
+    if (t.loss != pipedream::nn::LossKind::None)
+      section["labels"] = t.labelsName;
     if (t.loss == pipedream::nn::LossKind::CrossEntropy)
       section["num_classes"] = trainingInfo->numClasses;
+    // Informational (the runtime reads the roles of the functions).
+    section["weights"] = pipedream::nn::weightDecisionsJSON(weightDecisions);
     llvm::raw_string_ostream os(bundle.trainingJSON);
     os << llvm::json::Value(std::move(section));
     if (!StringRef(f.o.input).ends_with(".mlir"))

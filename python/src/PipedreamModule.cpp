@@ -99,6 +99,10 @@ pipedream::CompileOptions readOptions(const py::dict &kw) {
       o.beta2 = v.cast<double>();
     else if (key == "eps")
       o.eps = v.cast<double>();
+    else if (key == "freeze")
+      o.freeze = v.cast<std::vector<std::string>>();
+    else if (key == "train")
+      o.train = v.cast<std::vector<std::string>>();
     else if (key == "stages")
       o.stages = v.cast<int64_t>();
     else if (key == "virtual_stages")

@@ -265,3 +265,19 @@ def test_option_errors(mlp_model):
         pipedream.compile(__import__("torch").nn.Linear(2, 2))
     with pytest.raises(TypeError, match="model must be"):
         pipedream.compile(42)
+
+
+def test_freeze_train_options(mlp_model):
+    """freeze= / train= are --freeze / --train: the report lists the classes
+    and the overrides' errors come back as CompileError."""
+    r = mlp_model.report["weights"]
+    names = r["trainable"]["names"]
+    assert r["frozen"]["count"] == 0 and len(names) == 6
+    frozen = pipedream.compile(mlp_model.model_path, freeze=[names[0]],
+                               **SETTINGS).report["weights"]
+    assert frozen["frozen"]["names"] == [{"name": names[0],
+                                          "reason": "--freeze"}]
+    assert frozen["trainable"]["names"] == names[1:]
+    with pytest.raises(pipedream.CompileError,
+                       match="--train 'nope.*' matches no weight"):
+        pipedream.compile(mlp_model.model_path, train=["nope.*"], **SETTINGS)

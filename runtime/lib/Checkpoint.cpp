@@ -45,6 +45,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -252,6 +253,35 @@ size_t alignUp(size_t value) {
   return (value + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+/// The non-negative integer `object[key]`. Not get<uint64_t>() directly:
+/// nlohmann converts a float such as 1e22 with a cast whose overflow is
+/// undefined behaviour (found by the checkpoint fuzzer).
+uint64_t unsignedAt(const nlohmann::json &object, const char *key) {
+  const nlohmann::json &value = object.at(key);
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(value.get<int64_t>());
+  throw std::invalid_argument(std::string("'") + key +
+                              "' is not a non-negative integer");
+}
+
+/// `object[key]` as a shape: an array of non-negative integers.
+std::vector<int64_t> shapeAt(const nlohmann::json &object, const char *key) {
+  const nlohmann::json &value = object.at(key);
+  if (!value.is_array())
+    throw std::invalid_argument(std::string("'") + key + "' is not an array");
+  std::vector<int64_t> shape;
+  for (const nlohmann::json &extent : value) {
+    if (!extent.is_number_integer() || extent.get<int64_t>() < 0)
+      throw std::invalid_argument(std::string("'") + key +
+                                  "' holds a value that is not a "
+                                  "non-negative integer");
+    shape.push_back(extent.get<int64_t>());
+  }
+  return shape;
+}
+
 using ManifestView = CheckpointManifest;
 
 } // namespace
@@ -289,7 +319,7 @@ RankFileView readRankFile(const std::string &dir, const ManifestView &m,
 std::string describeSpec(const nlohmann::json &b) {
   pd_dtype dtype = PD_DTYPE_F32;
   parseDtype(b.at("dtype").get<std::string>(), dtype);
-  std::vector<int64_t> shape = b.at("shape").get<std::vector<int64_t>>();
+  std::vector<int64_t> shape = shapeAt(b, "shape");
   return b.at("role").get<std::string>() + " " +
          describeType(dtype, shape.data(), shape.size());
 }
@@ -303,11 +333,12 @@ CheckpointManifest parseCheckpointManifest(const std::string &text,
   try {
     nlohmann::json json = nlohmann::json::parse(text);
     if (json.at("format").get<std::string>() != kFormat ||
+        !json.at("version").is_number_integer() ||
         json.at("version").get<int64_t>() != kVersion)
       throw Error(PD_ERROR_FORMAT, path + ": not a pipedream checkpoint "
                                           "manifest of version 1");
-    view.step = json.at("step").get<uint64_t>();
-    view.ranks = json.at("ranks").get<size_t>();
+    view.step = unsignedAt(json, "step");
+    view.ranks = unsignedAt(json, "ranks");
     view.fingerprint = json.at("bundle_fingerprint").get<std::string>();
     view.model = json.value("model", "");
     const nlohmann::json &files = json.at("files");
@@ -315,7 +346,7 @@ CheckpointManifest parseCheckpointManifest(const std::string &text,
       throw Error(PD_ERROR_FORMAT,
                   path + ": 'files' must list one file per rank");
     for (size_t r = 0; r < files.size(); ++r) {
-      if (files[r].at("rank").get<size_t>() != r)
+      if (unsignedAt(files[r], "rank") != r)
         throw Error(PD_ERROR_FORMAT,
                     path + ": files[" + std::to_string(r) + "] is not rank " +
                         std::to_string(r) + "'s");
@@ -325,8 +356,8 @@ CheckpointManifest parseCheckpointManifest(const std::string &text,
                                          "].file must be a file name in " +
                                          dir);
       view.files.push_back(name);
-      view.bytes.push_back(files[r].at("bytes").get<uint64_t>());
-      view.crcs.push_back(files[r].at("crc32").get<uint64_t>());
+      view.bytes.push_back(unsignedAt(files[r], "bytes"));
+      view.crcs.push_back(unsignedAt(files[r], "crc32"));
     }
   } catch (const Error &e) {
     // Names quoted from the file may hold newlines.
@@ -366,16 +397,16 @@ nlohmann::json parseRankFileHeader(const std::string &bytes,
     throw Error(PD_ERROR_FORMAT, corrupt + "bad header length");
   try {
     header = nlohmann::json::parse(bytes.substr(16, headerSize));
-    if (header.at("step").get<uint64_t>() != m.step ||
-        header.at("rank").get<size_t>() != rank ||
-        header.at("ranks").get<size_t>() != m.ranks ||
+    if (unsignedAt(header, "step") != m.step ||
+        unsignedAt(header, "rank") != rank ||
+        unsignedAt(header, "ranks") != m.ranks ||
         header.at("bundle_fingerprint").get<std::string>() !=
             m.fingerprint)
       throw Error(PD_ERROR_FORMAT,
                   corrupt + "its header does not match the manifest");
     for (const nlohmann::json &b : header.at("buffers")) {
-      uint64_t offset = b.at("offset").get<uint64_t>();
-      uint64_t length = b.at("bytes").get<uint64_t>();
+      uint64_t offset = unsignedAt(b, "offset");
+      uint64_t length = unsignedAt(b, "bytes");
       std::string name = b.at("name").get<std::string>();
       if (offset > size - 16 || length > size - 16 - offset)
         throw Error(PD_ERROR_FORMAT,
@@ -393,7 +424,7 @@ nlohmann::json parseRankFileHeader(const std::string &bytes,
           !parseRole(b.at("role").get<std::string>(), role))
         throw Error(PD_ERROR_FORMAT,
                     corrupt + "buffer '" + name + "' has an unknown role");
-      type.shape = b.at("shape").get<std::vector<int64_t>>();
+      type.shape = shapeAt(b, "shape");
       for (int64_t extent : type.shape)
         if (extent < 0)
           throw Error(PD_ERROR_FORMAT, corrupt + "buffer '" + name +
@@ -618,7 +649,7 @@ uint64_t loadCheckpointImpl(pd_bundle &bundle, const std::string &dir,
     pd_buffer &buffer = *byName[name];
     if (!buffer.onRank)
       continue;
-    std::memcpy(ensureMemory(buffer), data + b->at("offset").get<uint64_t>(),
+    std::memcpy(ensureMemory(buffer), data + unsignedAt(*b, "offset"),
                 buffer.type.numBytes);
   }
   return m.step;

@@ -370,9 +370,12 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   TrainingSpec &t = manifest.training;
 
   t.loss = v.string(v.member(object, path, "loss"), "training.loss");
-  if (t.loss != "cross-entropy" && t.loss != "mse")
-    v.fail("training.loss",
-           "unknown loss '" + t.loss + "' (expected cross-entropy or mse)");
+  if (t.loss != "cross-entropy" && t.loss != "mse" && t.loss != "none")
+    v.fail("training.loss", "unknown loss '" + t.loss +
+                                "' (expected cross-entropy, mse or none)");
+  // "none": the model's first output is the loss; labels, if any, are
+  // ordinary inputs, and there is no `labels` member.
+  bool hasLabels = t.loss != "none";
 
   std::string functionNames;
   for (const FunctionSpec &f : manifest.functions)
@@ -429,13 +432,19 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
     v.fail(where,
            "step function '" + step.name + "' has no input '" + name + "'");
   };
-  t.labels = v.string(v.member(object, path, "labels"), "training.labels");
-  const BufferSpec &labels = stepInput(t.labels, "training.labels");
+  if (!hasLabels && object.contains("labels"))
+    v.fail("training.labels", "loss 'none' has no labels (they are "
+                              "ordinary inputs); remove the member");
+  if (hasLabels)
+    t.labels = v.string(v.member(object, path, "labels"), "training.labels");
+  const BufferSpec *labels =
+      hasLabels ? &stepInput(t.labels, "training.labels") : nullptr;
   t.inputs = parseDataInputs(v, object, path, "training", t.labels);
   for (size_t i = 0; i < t.inputs.size(); ++i)
     stepInput(t.inputs[i], Validator::index("training.inputs", i));
   std::set<std::string> data(t.inputs.begin(), t.inputs.end());
-  data.insert(t.labels);
+  if (hasLabels)
+    data.insert(t.labels);
   for (const BufferSpec &b : step.buffers)
     if (b.role == PD_ROLE_INPUT && !data.count(b.name))
       v.fail("training.inputs",
@@ -451,13 +460,14 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
       v.fail(npath, "must be a positive number of classes, got " +
                         std::to_string(classes));
     t.numClasses = static_cast<int64_t>(classes);
-    if (labels.type.dtype != PD_DTYPE_I64 && labels.type.dtype != PD_DTYPE_I32)
+    if (labels->type.dtype != PD_DTYPE_I64 &&
+        labels->type.dtype != PD_DTYPE_I32)
       v.fail("training.labels",
              "cross-entropy takes class indices (i64), but labels '" +
-                 t.labels + "' are " + describe(labels.type));
-  } else if (!isFloat(labels.type.dtype)) {
+                 t.labels + "' are " + describe(labels->type));
+  } else if (t.loss == "mse" && !isFloat(labels->type.dtype)) {
     v.fail("training.labels", "mse takes a float target, but labels '" +
-                                  t.labels + "' are " + describe(labels.type));
+                                  t.labels + "' are " + describe(labels->type));
   }
 
   // The loss: the step function's only output that updates nothing.

@@ -1175,7 +1175,7 @@ std::vector<const pd_named_array *> matchData(const pd_trainer &trainer,
 void checkLabels(const pd_trainer &trainer, const pd_named_array &labels,
                  size_t numSamples, size_t firstRow, size_t rows) {
   const TrainingSpec &spec = trainer.bundle->manifest.training;
-  if (spec.loss != "cross-entropy")
+  if (spec.loss != "cross-entropy" || !trainer.labels)
     return;
   const pd_buffer &buffer = *trainer.labels;
   size_t perRow = rowBytes(trainer, buffer) / pd_dtype_size(buffer.type.dtype);
@@ -1233,8 +1233,11 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     trainer->update = bundle->functionByIndex[spec->updateFunctionIndex];
     for (const std::string &name : spec->inputs)
       trainer->data.push_back(functionBuffer(*trainer->step, name));
-    trainer->labels = functionBuffer(*trainer->step, spec->labels);
-    trainer->data.push_back(trainer->labels);
+    // Loss "none": no labels (the model computes its own loss).
+    if (!spec->labels.empty()) {
+      trainer->labels = functionBuffer(*trainer->step, spec->labels);
+      trainer->data.push_back(trainer->labels);
+    }
     trainer->loss = functionBuffer(*trainer->step, spec->lossOutput);
     for (auto &buffer : bundle->persistent)
       if (buffer->role == PD_ROLE_GRAD)
@@ -1271,7 +1274,8 @@ pd_status pd_trainer_check_data(pd_trainer *trainer,
     size_t samples = 0;
     std::vector<const pd_named_array *> matched =
         matchData(*trainer, arrays, count, samples);
-    checkLabels(*trainer, *matched.back(), samples, 0, samples);
+    if (trainer->labels)
+      checkLabels(*trainer, *matched.back(), samples, 0, samples);
     if (num_samples)
       *num_samples = samples;
     return PD_OK;
@@ -1291,7 +1295,8 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
         matchData(*trainer, arrays, count, samples);
     size_t first = static_cast<size_t>(first_sample % samples);
     // The labels are the last data buffer.
-    checkLabels(*trainer, *matched.back(), samples, first, spec.batchSize);
+    if (trainer->labels)
+      checkLabels(*trainer, *matched.back(), samples, first, spec.batchSize);
 
     pipedream::runtime::TraceLog &trace = trainer->trace;
     using pipedream::runtime::traceNow;

@@ -238,6 +238,24 @@ TEST(TrainerCheckpoint, BufferBytesMustMatchItsType) {
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
+// A float where the manifest needs an integer: a format error (converting
+// 1.8e22 to uint64_t was undefined behaviour; found by the fuzzer).
+TEST(TrainerCheckpoint, FloatStepIsAFormatError) {
+  TempDir ckpt;
+  writeFile(ckpt.path() + "/checkpoint.json",
+            "{\"format\":\"pipedream-checkpoint\",\"version\":1,"
+            "\"step\":1.8446744073709552e22,\"ranks\":1,"
+            "\"bundle_fingerprint\":\"x\",\"files\":[{\"rank\":0,"
+            "\"file\":\"a\",\"bytes\":1,\"crc32\":0}]}");
+  uint64_t step = 0;
+  EXPECT_EQ(pd_checkpoint_step(ckpt.path().c_str(), &step), PD_ERROR_FORMAT);
+  std::string message = pd_last_error();
+  EXPECT_NE(message.find("checkpoint.json: corrupt checkpoint manifest "
+                         "('step' is not a non-negative integer)"),
+            std::string::npos)
+      << message;
+}
+
 TEST(TrainerCheckpoint, Errors) {
   TempDir bundle, ckpt, other;
   trainingBundle(bundle);

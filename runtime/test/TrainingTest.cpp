@@ -148,7 +148,10 @@ const BadCase kBadCases[] = {
     {"TrainingNotObject", [](json &m) { m["training"] = "mse"; },
      "training: expected an object, got a string"},
     {"UnknownLoss", [](json &m) { m["training"]["loss"] = "hinge"; },
-     "training.loss: unknown loss 'hinge' (expected cross-entropy or mse)"},
+     "training.loss: unknown loss 'hinge' (expected cross-entropy, mse or none)"},
+    {"NoneLossWithLabels", [](json &m) { m["training"]["loss"] = "none"; },
+     "training.labels: loss 'none' has no labels (they are ordinary inputs); "
+     "remove the member"},
     {"MissingLoss", [](json &m) { m["training"].erase("loss"); },
      "training: missing required field 'loss'"},
     {"NoStepFunction",

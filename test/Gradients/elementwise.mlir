@@ -22,6 +22,25 @@ func.func @sub_both_broadcast(%a: tensor<2x1xf64>, %b: tensor<1x3xf64>, %c: tens
   return %1 : tensor<2x3xf64>
 }
 
+// A denominator broadcast along the last axis: its gradient is a negated
+// product summed over that axis, which the CPU pipeline once lowered to a
+// GEMM without the negation.
+// CHECK: PASS @div_broadcast_denominator
+func.func @div_broadcast_denominator(%a: tensor<4x8xf64>, %b: tensor<4x1xf64> {gradcheck.positive}) -> tensor<4x8xf64> {
+  %0 = nn.div %a, %b : (tensor<4x8xf64>, tensor<4x1xf64>) -> tensor<4x8xf64>
+  return %0 : tensor<4x8xf64>
+}
+
+// x / sqrt(sum(x * x)): the normalization of RMSNorm-style layers.
+// CHECK: PASS @rms_normalize
+func.func @rms_normalize(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
+  %sq = nn.mul %x, %x : (tensor<4x8xf64>, tensor<4x8xf64>) -> tensor<4x8xf64>
+  %s = nn.reduce_sum %sq {axes = array<i64: 1>, keepdims = true} : (tensor<4x8xf64>) -> tensor<4x1xf64>
+  %r = nn.sqrt %s : tensor<4x1xf64>
+  %y = nn.div %x, %r : (tensor<4x8xf64>, tensor<4x1xf64>) -> tensor<4x8xf64>
+  return %y : tensor<4x8xf64>
+}
+
 // CHECK: PASS @mul_broadcast
 func.func @mul_broadcast(%a: tensor<4x1x3xf64>, %b: tensor<2x1xf64>) -> tensor<4x2x3xf64> {
   %0 = nn.mul %a, %b : (tensor<4x1x3xf64>, tensor<2x1xf64>) -> tensor<4x2x3xf64>

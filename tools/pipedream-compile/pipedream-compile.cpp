@@ -168,6 +168,19 @@ static cl::opt<std::string>
                              "program, default) or uniform (equal op counts)"),
                     cl::init("auto"), cl::cat(category));
 static cl::list<std::string>
+    freezeOption("freeze",
+                 cl::desc("Keep these weights fixed in training (names or "
+                          "regular expressions; repeatable)"),
+                 cl::value_desc("NAME|REGEX,..."), cl::CommaSeparated,
+                 cl::cat(category));
+static cl::list<std::string>
+    trainOption("train",
+                cl::desc("Train these weights even where the trainable rule "
+                         "freezes them (names or regular expressions; "
+                         "repeatable)"),
+                cl::value_desc("NAME|REGEX,..."), cl::CommaSeparated,
+                cl::cat(category));
+static cl::list<std::string>
     splitAfterOption("split-after",
                      cl::desc("Manual partition: end a stage after these ONNX "
                               "nodes"),
@@ -275,6 +288,8 @@ static pipedream::CompileOptions readOptions() {
   o.beta1 = given(beta1Option);
   o.beta2 = given(beta2Option);
   o.eps = given(epsOption);
+  o.freeze.assign(freezeOption.begin(), freezeOption.end());
+  o.train.assign(trainOption.begin(), trainOption.end());
   o.stages = given(stagesOption);
   o.virtualStages = virtualStagesOption;
   o.partition = partitionOption;

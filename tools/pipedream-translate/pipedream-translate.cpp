@@ -17,11 +17,13 @@
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
+#include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -115,6 +117,15 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
                         typeString(func.getResultTypes()[i]));
   os << "weights:  " << numWeights << " tensors, " << numParams
      << " parameters, " << numBytes << " bytes\n";
+  // What training would update with the first output as the trained one
+  // (pipedream-compile without --freeze/--train).
+  if (func.getNumResults()) {
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    auto decisions = pipedream::nn::classifyWeights(func, {});
+    if (succeeded(decisions))
+      pipedream::nn::printWeightDecisions(*decisions, os);
+  }
 
   llvm::MapVector<StringRef, int64_t> histogram;
   int64_t numOps = 0;

@@ -74,6 +74,10 @@ struct CompileOptions {
   std::optional<double> beta1;            ///< default 0.9
   std::optional<double> beta2;            ///< default 0.999
   std::optional<double> eps;              ///< default 1e-8
+  /// Weights to keep fixed / to train whatever the trainable rule says
+  /// (names or regular expressions, entries may be comma-separated;
+  /// docs/Training.md "Trainable and frozen weights").
+  std::vector<std::string> freeze, train;
 
   // Pipelines (docs/Pipe.md).
   std::optional<int64_t> stages;          ///< K, default 1

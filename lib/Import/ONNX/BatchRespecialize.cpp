@@ -816,3 +816,19 @@ bool BatchRespecializer::finish(const onnx::NodeProto &node,
   }
   return true;
 }
+
+bool BatchRespecializer::checkOutput(StringRef name, std::string &error) const {
+  std::optional<BatchDim> d = batchDimOf(name);
+  if (!d || (d->axis == 0 && d->outer == 1))
+    return true;
+  const ReferenceValue *r = ref(name);
+  error = "graph output " + quote(name) + " of shape " +
+          (r ? shapeToString(r->shape) : std::string("?")) +
+          " holds the batch inside dimension " + std::to_string(d->axis) +
+          (d->outer > 1 ? " with " + std::to_string(d->outer) +
+                              " elements outside it"
+                        : std::string()) +
+          ", not as its leading dimension: its samples are not its rows, "
+          "so which of its sizes is the batch of the inputs cannot be told";
+  return false;
+}

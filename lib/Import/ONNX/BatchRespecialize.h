@@ -79,6 +79,13 @@ public:
               const llvm::StringMap<ImportedValue> &values,
               std::string &error);
 
+  /// Graph output `name` must hold its samples as rows: where it carries
+  /// the batch, it must be dimension 0 with nothing outside it (a merged
+  /// [B*T, C] is fine). Elsewhere, the static size the model gives its
+  /// leading dimension may have been the batch (a reshape that mixes
+  /// samples), which cannot be told. False with `error` otherwise.
+  bool checkOutput(llvm::StringRef name, std::string &error) const;
+
   int64_t getOldBatch() const { return oldBatch; }
   int64_t getNewBatch() const { return newBatch; }
   /// "3 Reshape targets, 1 Expand shape" (empty when nothing was rewritten).

@@ -24,6 +24,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -439,6 +440,9 @@ public:
   llvm::StringMap<ImportedValue> values;
   /// Names read by some node or listed as graph outputs.
   llvm::StringSet<> used;
+  /// Arguments (by number) converters declared constants of the model
+  /// (NodeContext::markFrozenWeight): they get `nn.frozen`.
+  llvm::DenseSet<unsigned> frozenArgs;
   /// Node name -> "node 'N' (op 'X', opset V)", to name verifier errors.
   llvm::StringMap<std::string> nodeHeaders;
   /// First error diagnostic seen during import.
@@ -1011,6 +1015,16 @@ GraphImporter::run(onnx::ModelProto &model) {
   (*module)->setAttr(import_attrs::kProducer,
                      b.getStringAttr(sanitize(producer)));
   (*module)->setAttr(import_attrs::kOpset, b.getI64IntegerAttr(opset));
+  {
+    // For --train's error on an initializer that cannot be trained.
+    SmallVector<Attribute> constantNames;
+    for (const auto &init : graph.initializer())
+      if (!isFloatDType(init.data_type()))
+        constantNames.push_back(b.getStringAttr(init.name()));
+    if (!constantNames.empty())
+      (*module)->setAttr(import_attrs::kConstantInitializers,
+                         b.getArrayAttr(constantNames));
+  }
 
   builder.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(builder, fileLoc, "main",
@@ -1079,6 +1093,15 @@ GraphImporter::run(onnx::ModelProto &model) {
            "' is not defined by any node, input or initializer");
       return failure();
     }
+    std::string why;
+    if (respec && !respec->checkOutput(out.name(), why)) {
+      fail("cannot re-specialize the static batch " +
+           Twine(respec->getOldBatch()) + " to " +
+           Twine(respec->getNewBatch()) + ": " + why +
+           "; export the model with a dynamic batch axis "
+           "(torch.onnx.export dynamic_axes)");
+      return failure();
+    }
     results.push_back(materialize(it->second, out.name()));
     resultNames.push_back(out.name());
   }
@@ -1132,6 +1155,9 @@ GraphImporter::run(onnx::ModelProto &model) {
     if (i >= numInputs && !referenceOnly)
       attrs.push_back(
           b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
+    if (i >= numInputs && frozenArgs.contains(unsigned(i)))
+      attrs.push_back(
+          b.getNamedAttr(nn::NNDialect::kFrozenAttrName, b.getUnitAttr()));
     func.setArgAttrs(argIndex++, attrs);
   }
   for (auto [i, name] : llvm::enumerate(resultNames))
@@ -1222,6 +1248,16 @@ ImportedValue *NodeContext::input(size_t i) {
     return &replaced->second;
   auto it = importer.values.find(node.input(int(i)));
   return it == importer.values.end() ? nullptr : &it->second;
+}
+
+void NodeContext::markFrozenWeight(size_t i) {
+  ImportedValue *v = input(i);
+  if (!v || !v->value)
+    return;
+  auto arg = dyn_cast<BlockArgument>(v->value);
+  if (arg && arg.getOwner()->getParentOp() &&
+      isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    importer.frozenArgs.insert(arg.getArgNumber());
 }
 
 const HostTensor *NodeContext::constantInput(size_t i) {
@@ -1509,6 +1545,7 @@ const OpTable &onnx_import::getOpTable() {
     registerNeuralOps(t);
     registerIndexingOps(t);
     registerLayerOps(t);
+    registerLossOps(t);
     return t;
   }();
   return table;

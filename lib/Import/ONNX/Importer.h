@@ -82,6 +82,9 @@ public:
   bool hasInput(size_t i) const;
   /// Input `i`, or null when absent.
   ImportedValue *input(size_t i);
+  /// When input `i` is a weight (a float initializer), marks it `nn.frozen`:
+  /// an operand the model treats as a constant (a loss's class weights).
+  void markFrozenWeight(size_t i);
   /// Input `i` when it is a constant known at import, else null.
   const HostTensor *constantInput(size_t i);
   /// Input `i`, which must be a known constant; reports why not otherwise.
@@ -231,6 +234,7 @@ void registerIndexingOps(OpTable &table);
 /// MeanVarianceNormalization, LRN, GlobalMaxPool, LayerNormalization with
 /// its statistics outputs.
 void registerLayerOps(OpTable &table);
+void registerLossOps(OpTable &table);
 
 /// MLIR element type of ONNX data type `dtype` (null when unsupported).
 mlir::Type getElementType(mlir::MLIRContext *context, int32_t dtype);

@@ -95,15 +95,34 @@ int64_t leadingDim(int64_t size, int64_t stride, int64_t minimum) {
 } // namespace
 
 bool pipedream::isMulAddContraction(linalg::LinalgOp op) {
-  if (!linalg::isaContractionOpInterface(op))
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(op))
     return false;
   Block *body = op.getBlock();
-  if (!body || body->getOperations().size() != 3)
+  if (!body || body->getNumArguments() != 3)
     return false;
-  Operation &mul = body->front();
-  Operation &add = *std::next(body->begin());
-  return isa<arith::MulFOp, arith::MulIOp>(mul) &&
-         isa<arith::AddFOp, arith::AddIOp>(add);
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!yield || yield.getNumOperands() != 1)
+    return false;
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) ||
+      add->getBlock() != body)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1),
+        out = body->getArgument(2);
+  auto isProduct = [&](Value v) {
+    Operation *mul = v.getDefiningOp();
+    if (!mul || !isa<arith::MulFOp, arith::MulIOp>(mul) ||
+        mul->getBlock() != body)
+      return false;
+    return (mul->getOperand(0) == a && mul->getOperand(1) == b) ||
+           (mul->getOperand(0) == b && mul->getOperand(1) == a);
+  };
+  // Exactly the mul, the add and the yield.
+  if (!llvm::hasNItems(body->getOperations(), 3))
+    return false;
+  return (add->getOperand(0) == out && isProduct(add->getOperand(1))) ||
+         (add->getOperand(1) == out && isProduct(add->getOperand(0)));
 }
 
 FailureOr<GemmPlan>

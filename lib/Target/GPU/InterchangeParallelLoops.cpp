@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipedream/Target/CPU/GemmPlan.h"
 #include "pipedream/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -51,9 +52,9 @@ struct InterchangeParallelLoopsPass
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> work;
     getOperation().walk([&](linalg::LinalgOp op) {
-      // Contractions go to the GEMM library whatever their loop order.
-      if (!op.hasPureTensorSemantics() ||
-          linalg::isaContractionOpInterface(op) ||
+      // Contractions go to the GEMM library whatever their loop order
+      // (the ones planGemm takes: exactly out + a * b).
+      if (!op.hasPureTensorSemantics() || pipedream::isMulAddContraction(op) ||
           isa<linalg::ConvolutionOpInterface>(op.getOperation()))
         return;
       if (!parallelFirstOrder(op).empty())

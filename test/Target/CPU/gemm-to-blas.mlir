@@ -143,3 +143,30 @@ func.func @negated_contraction(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tens
   } -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>
 }
+
+// `out + -(a * b)` passes linalg's contraction matcher (it skips unary ops)
+// but is not a GEMM: the elementwise fusion makes it from the gradient of
+// x / d with a broadcast d (neg, then a sum). It stays loops, the negation
+// kept (LLVM folds it into subtractions from the accumulator).
+// CHECK-LABEL: define void @pipedream_negated_dot(
+// CHECK-NOT: cblas
+// CHECK: fmul double
+// CHECK-NEXT: fsub double 0.000000e+00,
+// CHECK-NOT: cblas
+// CHECK: ret void
+#nd_in = affine_map<(d0, d1) -> (d0, d1)>
+#nd_out = affine_map<(d0, d1) -> (d0)>
+func.func @negated_dot(%a: tensor<4x8xf64>, %b: tensor<4x8xf64>) -> tensor<4xf64> {
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4xf64>
+  %f = linalg.fill ins(%zero : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.generic {indexing_maps = [#nd_in, #nd_in, #nd_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf64>, tensor<4x8xf64>) outs(%f : tensor<4xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %n = arith.negf %p : f64
+    %s = arith.addf %n, %acc : f64
+    linalg.yield %s : f64
+  } -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}

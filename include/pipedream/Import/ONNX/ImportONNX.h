@@ -70,6 +70,10 @@ inline constexpr llvm::StringLiteral kOpset = "onnx.opset";
 /// rewritten)"); tools print it as a note.
 inline constexpr llvm::StringLiteral kBatchRespecialized =
     "onnx.batch_respecialized";
+/// Names of the integer and bool initializers, which the importer makes
+/// constants (array of strings; absent when there are none).
+inline constexpr llvm::StringLiteral kConstantInitializers =
+    "onnx.constant_initializers";
 } // namespace import_attrs
 
 /// Adds the dialects an imported module uses (nn, func) to `registry`.

@@ -49,10 +49,12 @@ struct GemmPlan {
   llvm::SmallVector<GemmOuterLoop> loops;
 };
 
-/// `op` is a contraction whose body is exactly `out + a * b` (a multiply, an
-/// add, the yield). Upstream's isaContractionOpInterface also accepts
-/// side-effect-free unary ops between them (`out + -(a * b)` after
-/// elementwise fusion), which a GEMM call or kernel would silently drop.
+/// Whether `op` is a contraction whose body is exactly `out + a * b` (or
+/// `out + b * a`, `a * b + out`) on its block arguments: what a GEMM
+/// computes. NOTE: linalg::isaContractionOpInterface alone also accepts
+/// bodies with unary ops around the multiply (`out + -(a * b)`, which the
+/// elementwise fusion makes from a negated product feeding a sum); a GEMM
+/// would drop them.
 bool isMulAddContraction(mlir::linalg::LinalgOp op);
 
 /// Builds the plan for `op` (a linalg op on statically shaped memrefs with

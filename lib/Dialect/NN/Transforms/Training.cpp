@@ -26,6 +26,7 @@
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Autodiff.h"
+#include "pipedream/Dialect/NN/Transforms/Trainable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -44,6 +45,7 @@ std::optional<LossKind> parseLossKind(StringRef text) {
   return llvm::StringSwitch<std::optional<LossKind>>(text)
       .Case("cross-entropy", LossKind::CrossEntropy)
       .Case("mse", LossKind::MSE)
+      .Case("none", LossKind::None)
       .Default(std::nullopt);
 }
 
@@ -53,6 +55,8 @@ StringRef stringifyLossKind(LossKind kind) {
     return "cross-entropy";
   case LossKind::MSE:
     return "mse";
+  case LossKind::None:
+    return "none";
   }
   llvm_unreachable("unknown loss kind");
 }
@@ -107,18 +111,6 @@ std::string argName(func::FuncOp func, unsigned index) {
   return "arg" + std::to_string(index);
 }
 
-/// Whether every use of `arg` is as running mean/variance of a
-/// BatchNormalization (a statistic, not a trainable weight).
-bool isRunningStatistic(BlockArgument arg) {
-  if (arg.use_empty())
-    return false;
-  for (OpOperand &use : arg.getUses()) {
-    auto bn = dyn_cast<BatchNormalizationOp>(use.getOwner());
-    if (!bn || (use.get() != bn.getMean() && use.get() != bn.getVar()))
-      return false;
-  }
-  return true;
-}
 
 } // namespace
 
@@ -197,6 +189,12 @@ Value buildLoss(OpBuilder &b, Location loc, LossKind kind, Value prediction,
   auto predType = cast<RankedTensorType>(prediction.getType());
   Type elementType = predType.getElementType();
   Location lossLoc = NameLoc::get(b.getStringAttr(stringifyLossKind(kind)), loc);
+  if (kind == LossKind::None) {
+    // The model's own scalar loss (one element), as rank 0.
+    if (predType.getRank() == 0)
+      return prediction;
+    return ReshapeOp::create(b, lossLoc, prediction, ArrayRef<int64_t>{});
+  }
   if (kind == LossKind::CrossEntropy) {
     int64_t rank = predType.getRank();
     Value logProbs = LogSoftmaxOp::create(b, lossLoc, prediction, rank - 1);
@@ -440,7 +438,12 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     isTrainable[i] = trainable;
     (trainable ? info.trainableWeights : info.frozenWeights).push_back(name);
   }
-  if (argNames.contains(options.labelsName))
+  bool hasLabels = options.loss != LossKind::None;
+  if (!hasLabels && predType.getNumElements() != 1)
+    return main.emitError("training: --loss none trains the first output as "
+                          "the loss, which must be a scalar; it has type ")
+           << predType;
+  if (hasLabels && argNames.contains(options.labelsName))
     return main.emitError("training: the labels name '")
            << options.labelsName
            << "' is already the name of an input or weight; choose another "
@@ -457,14 +460,18 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     info.microbatchSize = first.getRank() ? first.getDimSize(0) : 0;
   }
 
-  // The labels' type.
-  FailureOr<RankedTensorType> labelsTypeOr =
-      getLabelsType(options.loss, predType);
-  if (failed(labelsTypeOr))
-    return main.emitError("training: cross-entropy needs a prediction with "
-                          "a class axis, got ")
-           << predType;
-  RankedTensorType labelsType = *labelsTypeOr;
+  // The labels' type (none: the loss is the first output itself).
+  RankedTensorType labelsType;
+  if (hasLabels) {
+    FailureOr<RankedTensorType> labelsTypeOr =
+        getLabelsType(options.loss, predType);
+    if (failed(labelsTypeOr))
+      return main.emitError("training: cross-entropy needs a prediction with "
+                            "a class axis, got ")
+             << predType;
+    labelsType = *labelsTypeOr;
+  }
+  unsigned numLabels = hasLabels ? 1 : 0;
   if (options.loss == LossKind::CrossEntropy)
     info.numClasses = predType.getShape().back();
 
@@ -476,7 +483,8 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   OpBuilder b(ctx);
   b.setInsertionPointAfter(main);
   SmallVector<Type> lossArgTypes(main.getArgumentTypes());
-  lossArgTypes.push_back(labelsType);
+  if (hasLabels)
+    lossArgTypes.push_back(labelsType);
   if (hasDropout)
     lossArgTypes.push_back(seedType);
   auto lossFn = func::FuncOp::create(b, loc, kLossFunction,
@@ -485,8 +493,9 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   for (unsigned i = 0; i < numArgs; ++i)
     lossFn.setArgAttrs(i, main.getArgAttrDict(i));
   Block *lossEntry = lossFn.addEntryBlock();
-  Value labels = lossEntry->getArgument(numArgs);
-  Value seed = hasDropout ? lossEntry->getArgument(numArgs + 1) : Value();
+  Value labels = hasLabels ? lossEntry->getArgument(numArgs) : Value();
+  Value seed =
+      hasDropout ? lossEntry->getArgument(numArgs + numLabels) : Value();
   IRMapping mapping;
   for (unsigned i = 0; i < numArgs; ++i)
     mapping.map(main.getArgument(i), lossEntry->getArgument(i));
@@ -506,7 +515,8 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   }
   auto mainReturn = cast<func::ReturnOp>(body.getTerminator());
   Value prediction = mapping.lookup(mainReturn.getOperand(0));
-  Value loss = buildLoss(b, loc, options.loss, prediction, labels);
+  Value loss = hasLabels ? buildLoss(b, loc, options.loss, prediction, labels)
+                        : buildLoss(b, loc, options.loss, prediction, {});
   SmallVector<Value> lossResults{loss};
   for (auto &[argIndex, value] : statUpdates)
     lossResults.push_back(value);
@@ -543,13 +553,15 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     step.setArgAttr(i, Names::kRoleAttrName,
                     b.getStringAttr(isWeight[i] ? "weight" : "input"));
   }
-  step.setArgAttr(numArgs, Names::kNameAttrName,
-                  b.getStringAttr(options.labelsName));
-  step.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
+  if (hasLabels) {
+    step.setArgAttr(numArgs, Names::kNameAttrName,
+                    b.getStringAttr(options.labelsName));
+    step.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
+  }
   if (hasDropout) {
-    step.setArgAttr(numArgs + 1, Names::kNameAttrName,
+    step.setArgAttr(numArgs + numLabels, Names::kNameAttrName,
                     b.getStringAttr(kSeedName));
-    step.setArgAttr(numArgs + 1, Names::kRoleAttrName,
+    step.setArgAttr(numArgs + numLabels, Names::kRoleAttrName,
                     b.getStringAttr("state"));
   }
   for (auto [n, k] : llvm::enumerate(wrt)) {
@@ -590,7 +602,7 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     stepResultNames.push_back({name + ".next", name});
   }
   if (hasDropout) {
-    Value next = AddOp::create(b, loc, stepEntry->getArgument(numArgs + 1),
+    Value next = AddOp::create(b, loc, stepEntry->getArgument(numArgs + numLabels),
                                scalarConstant(b, loc, seedType.getElementType(),
                                               1));
     stepResults.push_back(next);
@@ -650,7 +662,7 @@ struct BuildTrainingPass
     std::optional<LossKind> lossKind = parseLossKind(loss);
     if (!lossKind) {
       getOperation().emitError("nn-build-training: unknown loss '")
-          << loss << "' (expected cross-entropy or mse)";
+          << loss << "' (expected cross-entropy, mse or none)";
       return signalPassFailure();
     }
     options.loss = *lossKind;

@@ -170,6 +170,12 @@ void BuildStageTrainingPass::runOnOperation() {
                        << "'";
     return signalPassFailure();
   }
+  if (*lossKind == nn::LossKind::None) {
+    module.emitError() << "pipe-build-stage-training: loss 'none' (the "
+                          "model's own loss output) is single-rank only; "
+                          "pipelines take --loss cross-entropy or mse";
+    return signalPassFailure();
+  }
   nn::OptimizerOptions opt;
   opt.kind = *optimizerKind;
   opt.lr = lr;
@@ -299,6 +305,9 @@ void BuildStageTrainingPass::runOnOperation() {
       }
       DictionaryAttr attrs = driver.getArgAttrDict(arg.getArgNumber());
       stageFn.setArgAttrs(i, attrs);
+      // nn-mark-trainable's decision: no gradient, not in the update.
+      if (driver.getArgAttr(arg.getArgNumber(), NNNames::kFrozenAttrName))
+        frozen[i] = true;
       stageFn.removeArgAttr(i, PipeDialect::kStageAttrName);
       if (!nn::isParamArgument(driver, arg.getArgNumber())) {
         auto name = driver.getArgAttrOfType<StringAttr>(arg.getArgNumber(),

@@ -78,7 +78,7 @@ def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
     Option<"function", "function", "std::string", "\"main\"",
            "The inference function to train">,
     Option<"loss", "loss", "std::string", "\"cross-entropy\"",
-           "cross-entropy or mse">,
+           "cross-entropy, mse, or none (the first result is the loss)">,
     Option<"labelsName", "labels-name", "std::string", "\"labels\"",
            "Name of the labels input">,
     Option<"microbatches", "microbatches", "int64_t", "1",
@@ -93,6 +93,48 @@ def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
     Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::pipedream::nn::NNDialect"];
+}
+
+def MarkTrainablePass : Pass<"nn-mark-trainable", "::mlir::ModuleOp"> {
+  let summary = "Mark the weights that cannot be parameters nn.frozen";
+  let description = [{
+    Decides for every weight (`nn.param` argument) of `function` whether
+    training updates it, and marks the others `nn.frozen` (no gradient, no
+    optimizer state, never written by the update). A float weight is
+    trainable when it is read, is not a BatchNormalization running
+    statistic, is not rank 0 (a scalar constant: eps, an exponent, a
+    scale) and reaches result `result` through parameter operands: operands
+    each op's derivative rule differentiates (`isDifferentiableOperand`),
+    of ops with a float result on the way, and not `nn.pow`'s exponent. A
+    float mask compared before a `nn.where`, a table only read by integer
+    ops, a constant feeding only shapes do not. `freeze` and `train` (exact
+    names or regular expressions over the whole name) override the rule;
+    `train` of a non-float weight, an override that matches nothing, or a
+    weight matched by both is an error. docs/Training.md explains the rule.
+
+    ```mlir
+    // %eps (rank 0) and %mask (only compared) get nn.frozen; %w stays.
+    func.func @main(%x: tensor<2x4xf32>,
+                    %w: tensor<4x4xf32> {nn.param = ...},
+                    %eps: tensor<f32> {nn.param = ...},
+                    %mask: tensor<2x4xf32> {nn.param = ...})
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"main\"",
+           "The inference function whose weights are classified">,
+    Option<"result", "result", "unsigned", "0",
+           "The trained result (the prediction the loss is taken of, or "
+           "the loss itself)">,
+    ListOption<"freeze", "freeze", "std::string",
+               "Weights to keep fixed (names or regular expressions)">,
+    ListOption<"train", "train", "std::string",
+               "Weights to train whatever the rule says">,
+    Option<"printDecisions", "print", "bool", "false",
+           "Print the trainable and frozen weights to stdout">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::pipedream::nn::NNDialect"];

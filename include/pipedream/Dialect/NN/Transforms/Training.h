@@ -38,7 +38,9 @@
 
 namespace pipedream::nn {
 
-enum class LossKind { CrossEntropy, MSE };
+/// `None`: the inference function's first result already is the (scalar)
+/// loss; there are no labels.
+enum class LossKind { CrossEntropy, MSE, None };
 enum class OptimizerKind { SGD, Momentum, Adam, AdamW };
 
 std::optional<LossKind> parseLossKind(llvm::StringRef text);
