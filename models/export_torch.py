@@ -11,6 +11,10 @@ MODEL is one of:
        block with causal multi-head attention (mask from triu + masked_fill,
        i.e. Trilu/Where), GELU MLP, residuals, final LayerNorm, LM head;
        idx[B, 8] (int64) -> logits[B, 8, 64]
+  gpt-tied  the same with the LM head tied to the token embedding (GPT-2's
+       tie_word_embeddings): one initializer read by the Gather and, through
+       a Transpose, by the head's MatMul (exported without constant folding,
+       which would fold the Transpose into a second initializer)
   cnn  Conv-BatchNorm-ReLU-MaxPool-Conv-BatchNorm-ReLU-AvgPool-
        GlobalAveragePool-Flatten-Linear over x[B, 3, 16, 16] -> y[B, 10]
 
@@ -89,7 +93,8 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab=64, dim=32, heads=2, max_len=16, layers=1):
+    def __init__(self, vocab=64, dim=32, heads=2, max_len=16, layers=1,
+                 tied=False):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(max_len, dim)
@@ -97,6 +102,10 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
         self.more = nn.ModuleList(Block(dim, heads) for _ in range(layers - 1))
+        if tied:
+            # GPT-2's tie_word_embeddings: the LM head reads the token
+            # embedding (one parameter, two readers).
+            self.head.weight = self.tok.weight
 
     def forward(self, idx):
         _, t = idx.size()
@@ -137,9 +146,9 @@ class CNN(nn.Module):
 def build(name, batch, hidden=64, dim=32, heads=2, seq=8, layers=None):
     if name == "mlp":
         return MLP(hidden), torch.randn(batch, 16), "x", "y"
-    if name == "gpt":
+    if name in ("gpt", "gpt-tied"):
         model = GPT(dim=dim, heads=heads, max_len=max(16, seq),
-                    layers=layers or 1)
+                    layers=layers or 1, tied=name == "gpt-tied")
         # Distinct LayerNorm parameters: torch.onnx deduplicates equal
         # initializers (all-ones weights would become one tensor).
         for module in model.modules():
@@ -155,12 +164,12 @@ def build(name, batch, hidden=64, dim=32, heads=2, seq=8, layers=None):
             bn.running_mean.uniform_(-0.5, 0.5)
             bn.running_var.uniform_(0.5, 1.5)
         return model, torch.randn(batch, 3, 16, 16), "x", "y"
-    raise SystemExit(f"unknown model {name!r} (mlp, gpt, cnn)")
+    raise SystemExit(f"unknown model {name!r} (mlp, gpt, gpt-tied, cnn)")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", choices=["mlp", "gpt", "cnn"])
+    parser.add_argument("model", choices=["mlp", "gpt", "gpt-tied", "cnn"])
     parser.add_argument("output")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--batch", type=int, default=2)
@@ -189,7 +198,13 @@ def main():
                           opset_version=args.opset,
                           dynamic_axes=dynamic,
                           training=torch.onnx.TrainingMode.PRESERVE,
-                          do_constant_folding=True)
+                          do_constant_folding=constant_folding(args.model))
+
+
+def constant_folding(name):
+    """Constant folding would fold the tied head's Transpose of the
+    embedding into a second initializer, untying the weights."""
+    return name != "gpt-tied"
 
 
 if __name__ == "__main__":

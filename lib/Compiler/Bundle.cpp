@@ -147,7 +147,8 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
       error = "function '" + func.getSymName().str() + "': " + what.str() +
               " '" + buffer.name + "' has element type " +
               typeToString(tensor.getElementType()) +
-              ", which bundles cannot hold";
+              ": not supported (bundles hold f32, f64, f16, bf16, i64, i32, "
+              "i8, i1 and u8 buffers)";
       return failure();
     }
     buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());

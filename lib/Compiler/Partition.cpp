@@ -18,6 +18,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <set>
 
 using namespace mlir;
 using namespace pipedream;
@@ -177,6 +178,47 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
     }
     report.stageReports.push_back(stage);
   }
+  // Parameters, each weight once, and the weights several stages read.
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (!func.getArgAttr(i, "nn.param") || func.getArgAttr(i, "nn.frozen"))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      continue;
+    int64_t bytes =
+        type.getNumElements() *
+        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    report.numParameters += type.getNumElements();
+    report.parameterBytes += bytes;
+    std::set<int64_t> stages, ranks;
+    for (Operation *user : arg.getUsers()) {
+      Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+      auto stage = top ? top->getAttrOfType<pp::StageAttr>(
+                             pp::PipeDialect::kStageAttrName)
+                       : pp::StageAttr();
+      if (!stage)
+        continue;
+      stages.insert(stage.getVirtualIndex(report.stages));
+      ranks.insert(stage.getRank());
+    }
+    if (ranks.size() < 2)
+      continue;
+    SharedWeightReport shared;
+    auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+    shared.name = name ? name.str() : "arg" + std::to_string(i);
+    shared.bytes = bytes;
+    shared.stages.assign(stages.begin(), stages.end());
+    shared.ranks.assign(ranks.begin(), ranks.end());
+    shared.updatesPerStep =
+        options.kind == pp::schedule::Kind::PipeDream ? report.microbatches
+        : options.kind == pp::schedule::Kind::TwoBW
+            ? std::max<int64_t>(1, report.microbatches / report.stages)
+            : 1;
+    int64_t n = shared.ranks.size();
+    shared.bytesPerStep = 2 * (n - 1) * bytes / n * shared.updatesPerStep;
+    report.sharedWeights.push_back(std::move(shared));
+  }
   partition::Result uniform = partition::uniform(graph, options);
   if (uniform.ok())
     report.uniformSlowest = uniform.slowest;
@@ -268,6 +310,22 @@ void pipedream::printPartitionReport(const PartitionReport &r,
       os << llvm::formatv(", slowest/ideal {0:F3}", r.autoSlowest / r.ideal);
     os << "\n";
   }
+  os << "parameters: " << r.numParameters << " trainable ("
+     << formatBytes(r.parameterBytes) << "), each shared weight counted once";
+  os << "\n";
+  auto list = [](const std::vector<int64_t> &values) {
+    std::string text;
+    for (int64_t v : values)
+      text += (text.empty() ? "" : ", ") + std::to_string(v);
+    return text;
+  };
+  for (const SharedWeightReport &w : r.sharedWeights)
+    os << "shared weight '" << w.name << "' (" << formatBytes(w.bytes)
+       << "): stages " << list(w.stages) << " on ranks " << list(w.ranks)
+       << "; a copy on each, gradient all-reduced before each of "
+       << w.updatesPerStep << " update" << (w.updatesPerStep == 1 ? "" : "s")
+       << " per step: " << formatBytes(w.bytesPerStep)
+       << " sent per rank per step\n";
   if (!r.fitsMemory)
     os << "warning: some stage exceeds the memory limit\n";
 }
@@ -297,6 +355,8 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
         {"in_flight_microbatches", c.inFlight},
         {"weight_versions", c.weightVersions},
         {"memory_bytes", c.memory},
+        {"shared_copy_bytes", c.sharedCopyBytes},
+        {"all_reduce_bytes", c.allReduceBytes},
     });
   }
   llvm::json::Object partitionSection{
@@ -327,6 +387,24 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
     partitionSection["auto_over_ideal"] =
         r.ideal > 0 ? r.autoSlowest / r.ideal : 0.0;
   }
+  partitionSection["parameters"] = r.numParameters;
+  partitionSection["parameter_bytes"] = r.parameterBytes;
+  llvm::json::Array shared;
+  for (const SharedWeightReport &w : r.sharedWeights) {
+    llvm::json::Array stageList, rankList;
+    for (int64_t v : w.stages)
+      stageList.push_back(v);
+    for (int64_t q : w.ranks)
+      rankList.push_back(q);
+    shared.push_back(llvm::json::Object{
+        {"name", w.name},
+        {"bytes", w.bytes},
+        {"stages", std::move(stageList)},
+        {"ranks", std::move(rankList)},
+        {"updates_per_step", w.updatesPerStep},
+        {"all_reduce_bytes_per_step", w.bytesPerStep}});
+  }
   return llvm::json::Object{{"stages", std::move(stages)},
-                            {"partition", std::move(partitionSection)}};
+                            {"partition", std::move(partitionSection)},
+                            {"shared_weights", std::move(shared)}};
 }

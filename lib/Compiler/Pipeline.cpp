@@ -63,6 +63,18 @@ llvm::json::Object instructionJSON(const RankInstruction &ins) {
   case RankInstruction::Kind::Loss:
     return llvm::json::Object{
         {"op", "loss"}, {"src", ins.src}, {"microbatch", ins.microbatch}};
+  case RankInstruction::Kind::AllReduce: {
+    llvm::json::Array shape;
+    for (int64_t d : ins.gradType.getShape())
+      shape.push_back(d);
+    return llvm::json::Object{
+        {"op", "all_reduce"},
+        {"buffer", ins.name},
+        {"ranks", registerArray(ins.group)},
+        {"dtype", getBundleDType(ins.gradType.getElementType())},
+        {"shape", std::move(shape)},
+        {"microbatch", ins.microbatch}};
+  }
   }
   llvm_unreachable("unknown rank instruction");
 }

@@ -534,6 +534,11 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   config.device = f.o.device;
   config.costModel = f.o.costModel;
   config.microbatches = f.o.microbatches.value_or(0);
+  // The partitioner's memory and all-reduce models follow the schedule
+  // (weight versions, updates per step).
+  // (An unknown kind is reported by the scheduling phase.)
+  if (pipedream::pipe::schedule::parseKind(f.schedule))
+    config.schedule = f.schedule;
   config.memoryLimit = f.o.memoryLimit;
   if (f.optimizer == "adam" || f.optimizer == "adamw")
     config.optimizerStates = 2;

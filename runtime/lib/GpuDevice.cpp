@@ -550,6 +550,16 @@ pd_status forwardRecv(void *state, size_t peer, int64_t tag, void *data,
   auto *f = static_cast<NcclForward *>(state);
   return forwardStatus(f->ops.recv(f->state, peer, tag, data, bytes, timeout));
 }
+pd_status forwardAllReduce(void *state, const size_t *ranks, size_t numRanks,
+                           void *data, size_t count, pd_dtype dtype,
+                           double timeout) {
+  auto *f = static_cast<NcclForward *>(state);
+  if (!f->ops.all_reduce)
+    return fail(PD_ERROR_UNSUPPORTED, "nccl: this support library has no "
+                                      "all-reduce");
+  return forwardStatus(
+      f->ops.all_reduce(f->state, ranks, numRanks, data, count, dtype, timeout));
+}
 void forwardAbort(void *state, const char *reason) {
   auto *f = static_cast<NcclForward *>(state);
   f->ops.abort(f->state, reason);
@@ -654,7 +664,7 @@ pd_status pd_transport_create_nccl(pd_transport *bootstrap,
       throw Error(PD_ERROR_INTERNAL, "NCCL communicator setup failed");
     }
     pd_transport_ops ops{forwardSend, forwardRecv, forwardAbort,
-                         forwardDestroy};
+                         forwardDestroy, forwardAllReduce};
     pd_transport *transport = nullptr;
     pd_status status =
         pd_transport_create(&ops, forward.get(), rank, size, &transport);

@@ -531,6 +531,13 @@ struct MessageEnd {
   const TensorType *type;
 };
 
+/// One rank's all_reduce instruction.
+struct CollectiveEnd {
+  size_t instruction;
+  std::string buffer;
+  TensorType type;
+};
+
 std::string instructionPath(size_t rank, size_t instruction) {
   return "pipeline.ranks[" + std::to_string(rank) + "].program[" +
          std::to_string(instruction) + "]";
@@ -606,6 +613,9 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   size_t numRanks = ranks.size();
   // Messages per (sender, receiver), in program order.
   std::map<std::pair<size_t, size_t>, std::vector<MessageEnd>> sends, recvs;
+  // all_reduce instructions by group, then rank.
+  std::map<std::vector<size_t>, std::vector<std::vector<CollectiveEnd>>>
+      collectives;
   // Where each micro-batch's loss is.
   std::vector<std::pair<size_t, size_t>> lossAt(
       p.microbatches, {std::numeric_limits<size_t>::max(), 0});
@@ -858,14 +868,90 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                             std::to_string(ins.microbatch) + " (the first is " +
                             instructionPath(at.first, at.second) + ")");
         at = {r, i};
+      } else if (op == "all_reduce") {
+        ins.op = PipelineInstruction::Op::AllReduce;
+        ins.name = v.string(field("buffer"), fieldPath("buffer"));
+        ins.type = v.tensorType(ientry, ipath);
+        if (!isFloat(ins.type.dtype))
+          v.fail(fieldPath("dtype"), where + "an all-reduce sums a gradient, "
+                                             "which is a float, not " +
+                                             describe(ins.type));
+        ins.microbatch = microbatch();
+        const json &group = v.array(field("ranks"), fieldPath("ranks"));
+        for (size_t k = 0; k < group.size(); ++k) {
+          std::string kpath = Validator::index(fieldPath("ranks"), k);
+          uint64_t q = v.unsignedInt(group[k], kpath);
+          if (q >= numRanks || (!ins.group.empty() && q <= ins.group.back()))
+            v.fail(kpath, where + "the ranks of an all-reduce are distinct "
+                                  "ranks of the pipeline (" +
+                              ranksText(numRanks) + "), ascending");
+          ins.group.push_back(static_cast<size_t>(q));
+        }
+        if (ins.group.size() < 2 ||
+            !std::binary_search(ins.group.begin(), ins.group.end(), r))
+          v.fail(fieldPath("ranks"),
+                 where + "an all-reduce needs two or more ranks, this one "
+                         "among them");
+        collectives[ins.group].resize(numRanks);
+        collectives[ins.group][r].push_back({i, ins.name, ins.type});
       } else {
         v.fail(fieldPath("op"), where + "unknown op '" + op +
-                                    "' (expected input, call, send, recv or "
-                                    "loss)");
+                                    "' (expected input, call, send, recv, "
+                                    "loss or all_reduce)");
       }
       rank.program.push_back(std::move(ins));
     }
     rank.functions.assign(called.begin(), called.end());
+    // An all-reduce sums a gradient accumulator the rank's functions bind.
+    for (size_t i = 0; i < rank.program.size(); ++i) {
+      const PipelineInstruction &ins = rank.program[i];
+      if (ins.op != PipelineInstruction::Op::AllReduce)
+        continue;
+      const BufferSpec *found = nullptr;
+      for (size_t f : rank.functions)
+        for (const BufferSpec &b : manifest.functions[f].buffers)
+          if (b.role == PD_ROLE_GRAD && b.name == ins.name)
+            found = &b;
+      std::string ipath = Validator::join(instructionPath(r, i), "buffer");
+      std::string where = "rank " + std::to_string(r) + ", instruction " +
+                          std::to_string(i) + ": ";
+      if (!found)
+        v.fail(ipath, where + "no function of the rank has a gradient "
+                              "buffer '" +
+                          ins.name + "' to all-reduce");
+      if (found->type.dtype != ins.type.dtype ||
+          found->type.shape != ins.type.shape)
+        v.fail(ipath, where + "'" + ins.name + "' is " +
+                          describe(found->type) + ", but the all-reduce is " +
+                          describe(ins.type));
+    }
+  }
+
+  // Every rank of a group runs the group's all-reduces in the same order.
+  for (const auto &[group, members] : collectives) {
+    size_t first = group.front();
+    for (size_t q : group) {
+      const auto &a = members[first], &b = members[q];
+      for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
+        if (k >= a.size() || k >= b.size()) {
+          size_t more = k >= a.size() ? q : first;
+          size_t less = more == q ? first : q;
+          v.fail(instructionPath(more, members[more][k].instruction),
+                 "all-reduce " + std::to_string(k) + " of ranks " +
+                     std::to_string(first) + ".. has no match on rank " +
+                     std::to_string(less) + ", which runs " +
+                     std::to_string(members[less].size()) +
+                     " all-reduces of this group");
+        }
+        if (a[k].buffer != b[k].buffer || a[k].type.shape != b[k].type.shape ||
+            a[k].type.dtype != b[k].type.dtype)
+          v.fail(instructionPath(q, b[k].instruction),
+                 "all-reduce " + std::to_string(k) + " of this group sums '" +
+                     b[k].buffer + "' " + describe(b[k].type) +
+                     " here but '" + a[k].buffer + "' " + describe(a[k].type) +
+                     " on rank " + std::to_string(first));
+      }
+    }
   }
 
   // Every micro-batch's loss, all on one rank.

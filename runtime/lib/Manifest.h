@@ -114,7 +114,7 @@ struct TrainingSpec {
 /// One instruction of a rank's program (bundle.json `pipeline.ranks[r].
 /// program[i]`, docs/Bundle.md "Pipeline bundles").
 struct PipelineInstruction {
-  enum class Op { Input, Call, Send, Recv, Loss };
+  enum class Op { Input, Call, Send, Recv, Loss, AllReduce };
   Op op = Op::Input;
   /// input: the data array (a `pipeline.inputs` name or the labels).
   std::string name;
@@ -141,6 +141,11 @@ struct PipelineInstruction {
   /// send, recv: the other rank and the message tag (>= 0).
   size_t peer = 0;
   int64_t tag = 0;
+  /// all_reduce: the persistent gradient accumulator summed in place over
+  /// the ranks of `group` (ascending, this rank among them), in `name`,
+  /// with its type.
+  std::vector<size_t> group;
+  TensorType type;
 };
 
 /// Version of the native rank entry ABI this runtime implements

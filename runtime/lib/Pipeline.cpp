@@ -196,6 +196,12 @@ std::string describeInstruction(const pd_pipeline &p,
            describeTag(ins.tag);
   case PipelineInstruction::Op::Loss:
     return "loss of micro-batch " + std::to_string(ins.microbatch);
+  case PipelineInstruction::Op::AllReduce: {
+    std::string ranks;
+    for (size_t q : ins.group)
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
+    return "all-reduce of '" + ins.name + "' over ranks " + ranks;
+  }
   }
   return "?";
 }
@@ -205,11 +211,13 @@ void recordInstruction(pd_pipeline &p, const PipelineInstruction &ins,
                        double start) {
   using Op = PipelineInstruction::Op;
   static const char *const names[] = {"input", "call", "send", "recv",
-                                      "loss"};
+                                      "loss",  "all_reduce"};
+  // all_reduce events name the accumulator they sum as their function.
   const char *function =
       ins.op == Op::Call
           ? p.bundle->manifest.functions[ins.function].name.c_str()
-          : "";
+      : ins.op == Op::AllReduce ? ins.name.c_str()
+                                : "";
   bool message = ins.op == Op::Send || ins.op == Op::Recv;
   p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
               ins.stage, ins.microbatch,
@@ -404,6 +412,43 @@ void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
       readScalar(static_cast<const unsigned char *>(value), type.dtype);
 }
 
+/// all_reduce: the rank's accumulator `ins.name` summed in place over the
+/// group by the transport's collective (docs/Pipe.md, "Shared weights").
+void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
+  pd_buffer *grad = nullptr;
+  for (pd_buffer *buffer : p.grads)
+    if (buffer->name == ins.name)
+      grad = buffer;
+  if (!grad)
+    throw Error(PD_ERROR_INTERNAL, "internal error: rank " +
+                                       std::to_string(p.rank) +
+                                       " holds no gradient '" + ins.name + "'");
+  size_t bytes = ins.type.numBytes;
+  size_t count = ins.type.numElements;
+  if (!p.cuda) {
+    transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
+                                          ins.group.size(),
+                                          ensureMemory(*grad), count,
+                                          ins.type.dtype));
+    return;
+  }
+  void *device = pipedream::runtime::deviceArgument(*grad);
+  if (p.transport->kind == "nccl") {
+    transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
+                                          ins.group.size(), device, count,
+                                          ins.type.dtype));
+    return;
+  }
+  AlignedMemory host = allocateAligned(bytes, "all-reduce staging memory");
+  pipedream::runtime::copyToHost(host.get(), device, bytes,
+                                 "downloading the gradient: ");
+  transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
+                                        ins.group.size(), host.get(), count,
+                                        ins.type.dtype));
+  pipedream::runtime::copyToDevice(device, host.get(), bytes,
+                                   "uploading the summed gradient: ");
+}
+
 /// The interpreter: runs the rank's program instruction by instruction.
 void interpretProgram(pd_pipeline &p) {
   pipedream::runtime::TraceLog &trace = p.trace;
@@ -446,6 +491,9 @@ void interpretProgram(pd_pipeline &p) {
         break;
       case PipelineInstruction::Op::Loss:
         runLoss(p, ins, p.registerTable[ins.src]);
+        break;
+      case PipelineInstruction::Op::AllReduce:
+        runAllReduce(p, ins);
         break;
       }
     });
@@ -583,9 +631,18 @@ int32_t nativeLoss(pd_rank_context *ctx, int64_t index, int64_t microbatch,
       });
 }
 
+int32_t nativeAllReduce(pd_rank_context *ctx, int64_t index) {
+  return nativeInstruction(
+      ctx, index, PipelineInstruction::Op::AllReduce, TracePart::Whole,
+      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+        runAllReduce(p, ins);
+      });
+}
+
 const pd_rank_runtime kNativeRuntime = {nativeInput, nativeCallBegin,
                                         nativeCallEnd, nativeSend,
-                                        nativeRecv,  nativeLoss};
+                                        nativeRecv,  nativeLoss,
+                                        nativeAllReduce};
 
 /// Runs the rank's native entry once.
 void runNativeEntry(pd_pipeline &p) {

@@ -59,6 +59,9 @@ typedef struct pd_rank_runtime {
   /// `value` (one f32 or f64) is the loss of micro-batch `microbatch`.
   int32_t (*loss)(pd_rank_context *ctx, int64_t instruction,
                   int64_t microbatch, const void *value);
+  /// Sums the instruction's gradient accumulator over its group of ranks
+  /// (a shared weight), in place.
+  int32_t (*all_reduce)(pd_rank_context *ctx, int64_t instruction);
 } pd_rank_runtime;
 
 /// The start of the context; the runtime's own state follows.

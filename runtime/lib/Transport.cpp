@@ -19,6 +19,7 @@
 #include "Bundle.h"
 #include "GpuDevice.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -100,11 +101,21 @@ struct ThreadWorld {
   std::vector<bool> closed;
   /// Device buffers of received device messages, by size, for reuse.
   std::multimap<size_t, pipedream::runtime::DeviceMemory> spare;
+  /// All-reduces in progress, by (group, sequence number in the group):
+  /// each member's contribution (by its index in the group) and how many
+  /// members have taken the sum.
+  struct Reduction {
+    std::vector<std::vector<unsigned char>> contributions;
+    size_t given = 0, taken = 0;
+  };
+  std::map<std::pair<std::vector<size_t>, uint64_t>, Reduction> reductions;
 };
 
 struct ThreadEndpoint {
   std::shared_ptr<ThreadWorld> world;
   size_t rank;
+  /// All-reduces this rank has run, per group.
+  std::map<std::vector<size_t>, uint64_t> reductionsRun;
 };
 
 pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
@@ -226,8 +237,77 @@ void threadDestroy(void *state) {
   delete self;
 }
 
+/// Sums `data` over `group` through the world: every member copies its
+/// contribution in, waits for all of them, and adds them up in group order
+/// itself (so every member computes the same sum, bit for bit).
+template <typename T>
+void addContributions(const std::vector<std::vector<unsigned char>> &parts,
+                      void *data, size_t count) {
+  T *out = static_cast<T *>(data);
+  std::memcpy(out, parts[0].data(), count * sizeof(T));
+  for (size_t m = 1; m < parts.size(); ++m) {
+    const T *in = reinterpret_cast<const T *>(parts[m].data());
+    for (size_t i = 0; i < count; ++i)
+      out[i] += in[i];
+  }
+}
+
+pd_status threadAllReduce(void *state, const size_t *ranks, size_t numRanks,
+                          void *data, size_t count, pd_dtype dtype,
+                          double timeout) {
+  auto &self = *static_cast<ThreadEndpoint *>(state);
+  ThreadWorld &world = *self.world;
+  std::vector<size_t> group(ranks, ranks + numRanks);
+  size_t me = static_cast<size_t>(
+      std::find(group.begin(), group.end(), self.rank) - group.begin());
+  size_t bytes = count * pd_dtype_size(dtype);
+  auto key = std::make_pair(group, self.reductionsRun[group]++);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(timeout));
+  std::unique_lock<std::mutex> lock(world.mutex);
+  ThreadWorld::Reduction &red = world.reductions[key];
+  red.contributions.resize(numRanks);
+  const unsigned char *in = static_cast<const unsigned char *>(data);
+  red.contributions[me].assign(in, in + bytes);
+  ++red.given;
+  world.changed.notify_all();
+  while (red.given < numRanks) {
+    for (size_t q : group) {
+      if (!world.failed[q].empty())
+        return fail(PD_ERROR_PEER, "rank " + std::to_string(q) +
+                                       " failed: " + world.failed[q]);
+      if (world.closed[q])
+        return fail(PD_ERROR_PEER, "rank " + std::to_string(q) +
+                                       " has gone away (its transport was "
+                                       "destroyed) before the all-reduce");
+    }
+    if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+        red.given < numRanks)
+      return fail(PD_ERROR_TIMEOUT,
+                  "timed out after " + seconds(timeout) +
+                      " waiting for the all-reduce of " +
+                      std::to_string(bytes) + " bytes: a rank of the group "
+                      "is stuck, dead or running a program that does not "
+                      "match");
+  }
+  for (size_t m = 0; m < numRanks; ++m)
+    if (red.contributions[m].size() != bytes)
+      return fail(PD_ERROR_MISMATCH,
+                  "rank " + std::to_string(group[m]) + " all-reduces " +
+                      std::to_string(red.contributions[m].size()) +
+                      " bytes, this rank " + std::to_string(bytes));
+  if (dtype == PD_DTYPE_F64)
+    addContributions<double>(red.contributions, data, count);
+  else
+    addContributions<float>(red.contributions, data, count);
+  if (++red.taken == numRanks)
+    world.reductions.erase(key);
+  return PD_OK;
+}
+
 const pd_transport_ops kThreadOps = {threadSend, threadRecv, threadAbort,
-                                     threadDestroy};
+                                     threadDestroy, threadAllReduce};
 
 pd_transport *checked(pd_transport *transport, const char *caller,
                       pd_status &status) {
@@ -282,7 +362,7 @@ pd_status pd_transport_create_threads(size_t size, pd_transport **out) {
       transport->size = size;
       transport->timeout = pipedream::runtime::defaultTimeout();
       transport->ops = kThreadOps;
-      transport->state = new ThreadEndpoint{world, r};
+      transport->state = new ThreadEndpoint{world, r, {}};
       made.push_back(std::move(transport));
     }
     for (size_t r = 0; r < size; ++r)
@@ -391,6 +471,40 @@ pd_status pd_transport_recv(pd_transport *transport, size_t peer, int64_t tag,
   return guarded([&] {
     return transport->ops.recv(transport->state, peer, tag, data, num_bytes,
                                transport->timeout);
+  });
+}
+
+pd_status pd_transport_all_reduce(pd_transport *transport,
+                                  const size_t *ranks, size_t num_ranks,
+                                  void *data, size_t count, pd_dtype dtype) {
+  pd_status status;
+  if (!checked(transport, "pd_transport_all_reduce", status))
+    return status;
+  if (!ranks)
+    return nullArgument("pd_transport_all_reduce", "ranks");
+  if (count && !data)
+    return nullArgument("pd_transport_all_reduce", "data");
+  bool valid = num_ranks >= 2;
+  for (size_t i = 0; valid && i < num_ranks; ++i)
+    valid = ranks[i] < transport->size && (i == 0 || ranks[i] > ranks[i - 1]);
+  if (!valid || !std::binary_search(ranks, ranks + num_ranks, transport->rank))
+    return fail(PD_ERROR_INVALID_ARGUMENT,
+                "pd_transport_all_reduce: the ranks must be two or more "
+                "distinct ranks of " +
+                    std::to_string(transport->size) +
+                    ", ascending, this one (" +
+                    std::to_string(transport->rank) + ") among them");
+  if (dtype != PD_DTYPE_F32 && dtype != PD_DTYPE_F64)
+    return fail(PD_ERROR_UNSUPPORTED,
+                "pd_transport_all_reduce: sums f32 or f64 only");
+  if (!transport->ops.all_reduce)
+    return fail(PD_ERROR_UNSUPPORTED,
+                "the " + transport->kind +
+                    " transport has no all-reduce (pd_transport_ops."
+                    "all_reduce), which pipelines with shared weights need");
+  return guarded([&] {
+    return transport->ops.all_reduce(transport->state, ranks, num_ranks, data,
+                                     count, dtype, transport->timeout);
   });
 }
 

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstring>
 #include <list>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -54,6 +55,8 @@ struct MpiState {
   size_t rank = 0;
   /// Abort notices in flight (their buffers must outlive the sends).
   std::list<std::string> notices;
+  /// Communicators of all-reduce groups (MPI_Comm_create_group of `data`).
+  std::map<std::vector<size_t>, MPI_Comm> groups;
 };
 
 std::string mpiError(int code) {
@@ -95,7 +98,8 @@ std::string seconds(double value) {
 /// Polls `request` until it completes, an abort notice arrives or the
 /// deadline passes (then the request is cancelled and an error thrown).
 void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
-             double timeout, const std::string &waitingFor) {
+             double timeout, const std::string &waitingFor,
+             bool cancellable = true) {
   auto start = std::chrono::steady_clock::now();
   auto deadline =
       start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -111,14 +115,20 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
     try {
       checkAbortNotices(state);
     } catch (...) {
-      MPI_Cancel(&request);
-      MPI_Request_free(&request);
+      // NOTE: a collective's request cannot be cancelled (MPI 4.0, 3.8.4);
+      // the rank is failing and exits.
+      if (cancellable) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+      }
       throw;
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      MPI_Cancel(&request);
-      MPI_Request_free(&request);
+      if (cancellable) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+      }
       throw Error(PD_ERROR_TIMEOUT,
                   "timed out after " + seconds(timeout) + " waiting for " +
                       waitingFor);
@@ -247,11 +257,59 @@ void mpiAbort(void *opaque, const char *reason) {
   }
 }
 
+/// MPI_Allreduce (MPI_Iallreduce polled like a message) on a communicator
+/// of the group, created once by the group's ranks only.
+pd_status mpiAllReduce(void *opaque, const size_t *ranks, size_t numRanks,
+                       void *data, size_t count, pd_dtype dtype,
+                       double timeout) {
+  auto &state = *static_cast<MpiState *>(opaque);
+  if (count > static_cast<size_t>(INT32_MAX))
+    return fail(PD_ERROR_UNSUPPORTED,
+                "an all-reduce of " + std::to_string(count) +
+                    " elements is over the MPI count limit");
+  return guarded([&] {
+    std::vector<size_t> group(ranks, ranks + numRanks);
+    std::string members;
+    for (size_t q : group)
+      members += (members.empty() ? "" : ", ") + std::to_string(q);
+    auto it = state.groups.find(group);
+    if (it == state.groups.end()) {
+      MPI_Group world, sub;
+      check(MPI_Comm_group(state.data, &world), "MPI_Comm_group");
+      std::vector<int> list(group.begin(), group.end());
+      check(MPI_Group_incl(world, static_cast<int>(list.size()), list.data(),
+                           &sub),
+            "MPI_Group_incl");
+      MPI_Comm comm = MPI_COMM_NULL;
+      int code = MPI_Comm_create_group(state.data, sub, 0, &comm);
+      MPI_Group_free(&sub);
+      MPI_Group_free(&world);
+      check(code, "MPI_Comm_create_group of ranks " + members);
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      it = state.groups.emplace(group, comm).first;
+    }
+    MPI_Request request;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
+                         dtype == PD_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT,
+                         MPI_SUM, it->second, &request),
+          "MPI_Iallreduce over ranks " + members);
+    MPI_Status status;
+    waitFor(state, request, status, timeout,
+            "the all-reduce over ranks " + members +
+                ": a rank of the group is stuck, dead or running a program "
+                "that does not match",
+            /*cancellable=*/false);
+    return PD_OK;
+  });
+}
+
 void mpiDestroy(void *opaque) {
   auto *state = static_cast<MpiState *>(opaque);
   // NOTE: after an abort the peers may be gone or stuck; MPI_Finalize could
   // wait for them, so the process just exits (mpirun ends the others).
   if (!state->aborted) {
+    for (auto &[group, comm] : state->groups)
+      MPI_Comm_free(&comm);
     MPI_Comm_free(&state->data);
     MPI_Comm_free(&state->control);
     int finalized = 0;
@@ -262,7 +320,8 @@ void mpiDestroy(void *opaque) {
   delete state;
 }
 
-const pd_transport_ops kMpiOps = {mpiSend, mpiRecv, mpiAbort, mpiDestroy};
+const pd_transport_ops kMpiOps = {mpiSend, mpiRecv, mpiAbort, mpiDestroy,
+                                  mpiAllReduce};
 
 } // namespace
 

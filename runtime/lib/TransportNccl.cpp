@@ -64,6 +64,7 @@ int pdGpuNcclCreate(size_t, size_t, const unsigned char *, pd_transport_ops *,
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -131,6 +132,11 @@ struct NcclState {
   };
   std::vector<Pending> pending;
   double lastTimeout = 60;
+  /// Communicators of all-reduce groups (shared weights), made by their
+  /// ranks only: ncclCommInitRank with an id the group's first rank sends
+  /// the others over this transport.
+  std::map<std::vector<size_t>, ncclComm_t> groups;
+  DeviceBuffer reduceBuffer;
 };
 
 std::string ncclText(ncclResult_t result) {
@@ -403,6 +409,119 @@ pd_status ncclRecvOp(void *state, size_t peer, int64_t tag, void *data,
   return PD_OK;
 }
 
+/// Tag of the group ids on the transport's own messages (below the
+/// runtime's reserved tags).
+constexpr int64_t kGroupIdTag = -1000;
+
+/// Polls `comm` and the stream until the queued all-reduce is done.
+pd_status waitGroup(NcclState &s, ncclComm_t comm, double timeout,
+                    const std::string &what) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(timeout);
+  for (;;) {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      gpuRecordError("nccl: " + what + ": " + ncclText(async));
+      ncclCommAbort(comm);
+      abortComm(s, "an NCCL error");
+      return PD_ERROR_PEER;
+    }
+    if (async == ncclSuccess) {
+      cudaError_t done = cudaStreamQuery(s.stream);
+      if (done == cudaSuccess)
+        return PD_OK;
+      if (done != cudaErrorNotReady) {
+        cudaFailed(done, "cudaStreamQuery");
+        return PD_ERROR_INTERNAL;
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      gpuRecordError("nccl: " + what + " timed out after " +
+                     std::to_string(timeout) + " s");
+      ncclCommAbort(comm);
+      abortComm(s, "a timeout");
+      return PD_ERROR_TIMEOUT;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+pd_status ncclAllReduceOp(void *state, const size_t *ranks, size_t numRanks,
+                          void *data, size_t count, pd_dtype dtype,
+                          double timeout) {
+  NcclState &s = *static_cast<NcclState *>(state);
+  if (pd_status status = checkUsable(s, s.rank))
+    return status;
+  std::vector<size_t> group(ranks, ranks + numRanks);
+  size_t me = 0;
+  while (me < numRanks && group[me] != s.rank)
+    ++me;
+  // Pending sends first: a peer may wait for them before its all-reduce.
+  if (!s.pending.empty()) {
+    Header unused{};
+    if (pd_status status = postGroup(s, nullptr, nullptr, 0, timeout, unused,
+                                     "delivering sends before an all-reduce"))
+      return status;
+  }
+  auto it = s.groups.find(group);
+  if (it == s.groups.end()) {
+    ncclUniqueId unique;
+    if (me == 0) {
+      if (ncclFailed(ncclGetUniqueId(&unique), "ncclGetUniqueId"))
+        return PD_ERROR_INTERNAL;
+      for (size_t m = 1; m < numRanks; ++m)
+        if (pd_status status = ncclSendOp(state, group[m], kGroupIdTag,
+                                          &unique, sizeof(unique), timeout))
+          return status;
+      Header unused{};
+      if (pd_status status = postGroup(s, nullptr, nullptr, 0, timeout, unused,
+                                       "sending an all-reduce group's id"))
+        return status;
+    } else if (pd_status status = ncclRecvOp(state, group[0], kGroupIdTag,
+                                             &unique, sizeof(unique),
+                                             timeout)) {
+      return status;
+    }
+    ncclComm_t comm = nullptr;
+    if (ncclFailed(ncclCommInitRank(&comm, static_cast<int>(numRanks), unique,
+                                    static_cast<int>(me)),
+                   "ncclCommInitRank (all-reduce group)"))
+      return PD_ERROR_INTERNAL;
+    it = s.groups.emplace(group, comm).first;
+  }
+  size_t bytes = count * (dtype == PD_DTYPE_F64 ? 8 : 4);
+  bool device = isDevicePointer(data);
+  void *target = data;
+  if (!device) {
+    if (!s.reduceBuffer.reserve(bytes)) {
+      gpuRecordError("nccl: out of device memory for an all-reduce of " +
+                     std::to_string(bytes) + " bytes");
+      return PD_ERROR_OUT_OF_MEMORY;
+    }
+    target = s.reduceBuffer.data;
+    if (cudaFailed(cudaMemcpyAsync(target, data, bytes,
+                                   cudaMemcpyHostToDevice, s.stream),
+                   "cudaMemcpyAsync"))
+      return PD_ERROR_INTERNAL;
+  } else if (cudaFailed(cudaStreamSynchronize(pipedream::runtime::gpuThreadStream()),
+                        "cudaStreamSynchronize")) {
+    // The stage functions wrote the gradient on the rank's own stream.
+    return PD_ERROR_INTERNAL;
+  }
+  if (ncclFailed(ncclAllReduce(target, target, count,
+                               dtype == PD_DTYPE_F64 ? ncclFloat64
+                                                     : ncclFloat32,
+                               ncclSum, it->second, s.stream),
+                 "ncclAllReduce"))
+    return PD_ERROR_INTERNAL;
+  if (!device && cudaFailed(cudaMemcpyAsync(data, target, bytes,
+                                            cudaMemcpyDeviceToHost, s.stream),
+                            "cudaMemcpyAsync"))
+    return PD_ERROR_INTERNAL;
+  return waitGroup(s, it->second, timeout, "ncclAllReduce");
+}
+
 void ncclAbortOp(void *state, const char *reason) {
   NcclState &s = *static_cast<NcclState *>(state);
   abortComm(s, reason ? reason : "aborted");
@@ -433,6 +552,11 @@ void ncclDestroyOp(void *state) {
     else
       ncclCommAbort(s->comm);
   }
+  for (auto &[group, comm] : s->groups)
+    if (s->aborted)
+      ncclCommAbort(comm);
+    else
+      ncclCommDestroy(comm);
   if (s->stream)
     cudaStreamDestroy(s->stream);
   delete s;
@@ -512,6 +636,7 @@ int pdGpuNcclCreate(size_t rank, size_t size,
   ops->recv = ncclRecvOp;
   ops->abort = ncclAbortOp;
   ops->destroy = ncclDestroyOp;
+  ops->all_reduce = ncclAllReduceOp;
   *state = s;
   return 0;
 }

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -375,6 +376,83 @@ TEST(ThreadsTransport, MatchesByPeerAndTag) {
     pd_transport_destroy(x);
 }
 
+TEST(ThreadsTransport, AllReduceSumsOverTheGroup) {
+  pd_transport *t[3];
+  ASSERT_EQ(pd_transport_create_threads(3, t), PD_OK);
+  // Ranks 0 and 2 sum {r + 0.5, 10 r}; then all three sum doubles.
+  std::vector<std::array<float, 2>> pair(3);
+  std::vector<double> all(3);
+  std::vector<pd_status> status(3, PD_OK), status3(3, PD_OK);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      if (r != 1) {
+        const size_t group[] = {0, 2};
+        pair[r] = {r + 0.5f, 10.0f * r};
+        status[r] = pd_transport_all_reduce(t[r], group, 2, pair[r].data(), 2,
+                                            PD_DTYPE_F32);
+      }
+      const size_t everyone[] = {0, 1, 2};
+      all[r] = 0.1 * (r + 1);
+      status3[r] = pd_transport_all_reduce(t[r], everyone, 3, &all[r], 1,
+                                           PD_DTYPE_F64);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (size_t r : {0, 2}) {
+    EXPECT_EQ(status[r], PD_OK);
+    EXPECT_EQ(pair[r][0], 0.5f + 2.5f);
+    EXPECT_EQ(pair[r][1], 20.0f);
+  }
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(status3[r], PD_OK);
+    EXPECT_EQ(all[r], (0.1 + 0.2) + 0.3) << "rank " << r; // rank order
+  }
+  // Bad groups.
+  float x = 1;
+  const size_t notMine[] = {1, 2};
+  EXPECT_EQ(pd_transport_all_reduce(t[0], notMine, 2, &x, 1, PD_DTYPE_F32),
+            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pd_last_error()).find("this one (0) among them"),
+            std::string::npos)
+      << pd_last_error();
+  const size_t descending[] = {2, 0};
+  EXPECT_EQ(pd_transport_all_reduce(t[0], descending, 2, &x, 1, PD_DTYPE_F32),
+            PD_ERROR_INVALID_ARGUMENT);
+  const size_t ok[] = {0, 1};
+  EXPECT_EQ(pd_transport_all_reduce(t[0], ok, 2, &x, 1, PD_DTYPE_I64),
+            PD_ERROR_UNSUPPORTED);
+  // A peer that never joins: the timeout.
+  ASSERT_EQ(pd_transport_set_timeout(t[0], 0.2), PD_OK);
+  EXPECT_EQ(pd_transport_all_reduce(t[0], ok, 2, &x, 1, PD_DTYPE_F32),
+            PD_ERROR_TIMEOUT);
+  EXPECT_NE(std::string(pd_last_error()).find("waiting for the all-reduce"),
+            std::string::npos)
+      << pd_last_error();
+  for (pd_transport *x : t)
+    pd_transport_destroy(x);
+}
+
+TEST(UserTransport, WithoutAllReduceIsUnsupported) {
+  pd_transport_ops ops{};
+  ops.send = [](void *, size_t, int64_t, const void *, size_t, double) {
+    return PD_OK;
+  };
+  ops.recv = [](void *, size_t, int64_t, void *, size_t, double) {
+    return PD_OK;
+  };
+  pd_transport *t = nullptr;
+  ASSERT_EQ(pd_transport_create(&ops, nullptr, 0, 2, &t), PD_OK);
+  const size_t group[] = {0, 1};
+  float x = 1;
+  EXPECT_EQ(pd_transport_all_reduce(t, group, 2, &x, 1, PD_DTYPE_F32),
+            PD_ERROR_UNSUPPORTED);
+  EXPECT_STREQ(pd_last_error(),
+               "the custom transport has no all-reduce (pd_transport_ops."
+               "all_reduce), which pipelines with shared weights need");
+  pd_transport_destroy(t);
+}
+
 TEST(ThreadsTransport, TimeoutNamesThePeer) {
   pd_transport *t[2];
   ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
@@ -493,6 +571,13 @@ json &ins(json &m, int rank, int i) {
   return m["pipeline"]["ranks"][rank]["program"][i];
 }
 
+/// An all_reduce instruction of ranks 0 and 1 (micro-batch 3).
+json allReduce(const std::string &buffer, std::vector<int64_t> shape) {
+  return json{{"op", "all_reduce"}, {"buffer", buffer},
+              {"ranks", {0, 1}},    {"dtype", "f32"},
+              {"shape", shape},     {"microbatch", 3}};
+}
+
 TEST_P(PipelineManifestErrors, NamesRankAndInstruction) {
   std::string bin;
   json manifest = chainPipelineManifest(2, "1f1b", bin);
@@ -516,7 +601,37 @@ const BadCase kBadCases[] = {
     {"UnknownOp",
      [](json &m) { ins(m, 0, 1)["op"] = "jump"; },
      "pipeline.ranks[0].program[1].op: rank 0, instruction 1: unknown op "
-     "'jump' (expected input, call, send, recv or loss)"},
+     "'jump' (expected input, call, send, recv, loss or all_reduce)"},
+    {"AllReduceUnknownBuffer",
+     [](json &m) {
+       for (int r : {0, 1}) {
+         auto &p = m["pipeline"]["ranks"][r]["program"];
+         p.insert(p.end() - 1, allReduce("grad:nope", {2, 2}));
+       }
+     },
+     "no function of the rank has a gradient buffer 'grad:nope' to "
+     "all-reduce"},
+    {"AllReduceType",
+     [](json &m) {
+       auto &p = m["pipeline"]["ranks"][0]["program"];
+       p.insert(p.end() - 1, allReduce("grad:W0", {2}));
+     },
+     "'grad:W0' is f32[2x2], but the all-reduce is f32[2]"},
+    {"AllReduceUnmatched",
+     [](json &m) {
+       auto &p = m["pipeline"]["ranks"][0]["program"];
+       p.insert(p.end() - 1, allReduce("grad:W0", {2, 2}));
+     },
+     "all-reduce 0 of ranks 0.. has no match on rank 1, which runs 0 "
+     "all-reduces of this group"},
+    {"AllReduceNotAMember",
+     [](json &m) {
+       json a = allReduce("grad:W0", {2, 2});
+       a["ranks"] = {1};
+       auto &p = m["pipeline"]["ranks"][0]["program"];
+       p.insert(p.end() - 1, a);
+     },
+     "an all-reduce needs two or more ranks, this one among them"},
     {"RegisterOutOfRange",
      [](json &m) { ins(m, 0, 2)["src"] = 99; },
      "pipeline.ranks[0].program[2].src: rank 0, instruction 2: register 99 "

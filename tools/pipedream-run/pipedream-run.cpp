@@ -505,6 +505,8 @@ std::string sliceName(const pd_trace_event &e, uint64_t step) {
   if (op == "send" || op == "recv")
     return op + (op == "send" ? " to " : " from ") + std::to_string(e.peer) +
            " (tag " + std::to_string(e.tag) + ")";
+  if (op == "all_reduce")
+    return std::string("all-reduce ") + e.function;
   return "step " + std::to_string(step);
 }
 
@@ -517,7 +519,8 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
   nlohmann::json slices = nlohmann::json::array();
   for (const pd_trace_event &e : events) {
     std::string op = e.op;
-    if (op != "call" && op != "send" && op != "recv" && op != "step")
+    if (op != "call" && op != "send" && op != "recv" && op != "step" &&
+        op != "all_reduce")
       continue;
     uint64_t step = firstStep + e.step + 1;
     nlohmann::json args = {{"rank", rank}, {"step", step}};
@@ -526,6 +529,8 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
       args["action"] = e.action;
       args["stage"] = e.stage;
       args["microbatch"] = e.microbatch;
+    } else if (op == "all_reduce") {
+      args["buffer"] = e.function;
     } else if (op != "step") {
       args["peer"] = e.peer;
       args["tag"] = e.tag;

@@ -128,6 +128,23 @@ TEST(Partition, DynamicProgramEqualsBruteForce) {
   for (int trial = 0; trial < 3000; ++trial) {
     int n = std::uniform_int_distribution<int>(1, 10)(rng);
     Graph g = randomGraph(rng, n);
+    // Tied weights on every other graph (their own generator, so the other
+    // draws stay those of the graphs without them).
+    std::mt19937 tiedRng(trial);
+    if (n >= 2 && trial % 2) {
+      int numShared = std::uniform_int_distribution<int>(1, 2)(tiedRng);
+      for (int w = 0; w < numShared; ++w) {
+        SharedWeight shared;
+        shared.bytes = std::uniform_int_distribution<int>(1, 1000)(tiedRng);
+        for (int i = 0; i < n; ++i)
+          if (std::uniform_int_distribution<int>(0, 2)(tiedRng) == 0)
+            shared.readers.push_back(i);
+        if (shared.readers.size() < 2)
+          shared.readers = {0, n - 1};
+        g.nodes[shared.readers.front()].parameterBytes += shared.bytes;
+        g.sharedWeights.push_back(shared);
+      }
+    }
     ASSERT_EQ(g.validate(), "");
     Options o;
     int kindPick = std::uniform_int_distribution<int>(0, 4)(rng);
@@ -170,6 +187,48 @@ TEST(Partition, DynamicProgramEqualsBruteForce) {
   // Both outcomes were exercised.
   EXPECT_GT(checked, 2000);
   EXPECT_GT(infeasible, 10);
+}
+
+TEST(Partition, TiedWeightCostsACopyAndAnAllReduce) {
+  // A chain of 4 equal nodes; node 0 and node 3 read one 1000-byte weight
+  // (an embedding and its tied LM head).
+  Graph g;
+  for (int i = 0; i < 4; ++i) {
+    Node node;
+    node.forward = 1;
+    g.nodes.push_back(node);
+  }
+  g.nodes[0].parameterBytes = 1000;
+  for (int i = 0; i < 3; ++i)
+    g.values.push_back(Value{i, {i + 1}, 0, true});
+  g.sharedWeights.push_back(SharedWeight{{0, 3}, 1000});
+  ASSERT_EQ(g.validate(), "");
+  Options o;
+  o.numStages = 2;
+  o.numMicrobatches = 4;
+  o.linkBandwidth = 100; // bytes per second: the all-reduce is 10 s
+  Result r = evaluateCuts(g, o, {0, 2, 4});
+  ASSERT_TRUE(r.ok()) << r.error;
+  for (const Piece &p : r.pieces) {
+    EXPECT_EQ(p.allReduceBytes, 1000);
+    // 1000 bytes at 100 B/s once per step of 4 micro-batches.
+    EXPECT_DOUBLE_EQ(p.comm, 10.0 / 4);
+    EXPECT_EQ(p.parameterBytes, 1000); // each holds a copy
+  }
+  EXPECT_EQ(r.pieces[0].sharedCopyBytes, 0);
+  EXPECT_EQ(r.pieces[1].sharedCopyBytes, 1000);
+  // One stage holding both readers needs no all-reduce.
+  o.numStages = 1;
+  Result one = evaluateCuts(g, o, {0, 4});
+  ASSERT_TRUE(one.ok()) << one.error;
+  EXPECT_EQ(one.pieces[0].allReduceBytes, 0);
+  EXPECT_EQ(one.pieces[0].parameterBytes, 1000);
+  // PipeDream all-reduces after every micro-batch.
+  o.numStages = 2;
+  o.kind = schedule::Kind::PipeDream;
+  Result async = evaluateCuts(g, o, {0, 2, 4});
+  ASSERT_TRUE(async.ok()) << async.error;
+  EXPECT_DOUBLE_EQ(async.pieces[0].comm, 10.0);
 }
 
 TEST(Partition, ChainIsBalanced) {

@@ -492,7 +492,7 @@ TEST(Messages, Mutants) {
 
 TEST(Messages, PeerChecks) {
   RankEvents ev(2);
-  ev[0].push_back({Event::Send, 0, 0, "t", ""});
+  ev[0].push_back({Event::Send, 0, 0, "t", "", {}});
   EXPECT_NE(verifyMessages(ev).message.find("the peer must be another rank"),
             std::string::npos);
   ev[0][0].peer = 2;

@@ -59,6 +59,20 @@ struct StageReport {
 };
 
 /// The partition of one function and how it compares.
+/// A trainable weight read by ops of several stages (tied weights): one
+/// parameter, a copy on each holder, its gradient all-reduced over them.
+struct SharedWeightReport {
+  std::string name;
+  int64_t bytes = 0;
+  /// Virtual stages (pieces) and distinct ranks that read it, ascending.
+  std::vector<int64_t> stages, ranks;
+  /// Updates per step (1 for synchronous schedules, M for PipeDream, M / K
+  /// for 2BW) and the bytes each holder sends per step in the all-reduce
+  /// (ring: 2 (n - 1) / n x bytes per update over n ranks).
+  int64_t updatesPerStep = 1;
+  int64_t bytesPerStep = 0;
+};
+
 struct PartitionReport {
   std::string function;
   std::string method;
@@ -74,6 +88,10 @@ struct PartitionReport {
   double solveSeconds = 0;
   int64_t numOps = 0;
   bool fitsMemory = true;
+  /// Trainable parameters of the model, each weight once (elements and
+  /// bytes), and the weights several stages share.
+  int64_t numParameters = 0, parameterBytes = 0;
+  std::vector<SharedWeightReport> sharedWeights;
 };
 
 /// Describes the partition `partitionModule` left in `module` (before
@@ -88,7 +106,8 @@ void printPartitionReport(const PartitionReport &report,
 
 /// The `--report-json` sections: `stages` (list: index, chunk, ranks,
 /// op_count, forward/backward times, parameter, activation and cut bytes,
-/// memory...) and `partition` (method, slowest, ideal, ratios).
+/// memory...), `partition` (method, slowest, ideal, ratios) and
+/// `shared_weights` (name, bytes, stages, ranks, all-reduce bytes per step).
 llvm::json::Object partitionReportJSON(const PartitionReport &report);
 
 } // namespace pipedream

@@ -43,6 +43,7 @@ void pipedream::populateNNToLinalgConversionPatterns(
   nn_to_linalg::populateShapePatterns(patterns);
   nn_to_linalg::populateIndexingPatterns(patterns);
   nn_to_linalg::populateTrainingPatterns(patterns);
+  nn_to_linalg::populateMathPatterns(patterns);
 }
 
 namespace {

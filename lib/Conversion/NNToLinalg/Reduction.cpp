@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// `nn.reduce_{sum,mean,max}` become one `linalg.reduce` over `axes` into a
-// tensor without them (identity 0, or the lowest value for max), then
+// `nn.reduce_{sum,mean,max,min,prod}` become one `linalg.reduce` over `axes`
+// into a tensor without them (identity 0, 1 for prod, the lowest value for
+// max, the highest for min), then
 // (mean) an elementwise division by the reduced element count, then
 // (keepdims) a `tensor.expand_shape` putting the unit dimensions back.
 //
@@ -25,7 +26,7 @@ namespace nn = pipedream::nn;
 namespace pipedream::nn_to_linalg {
 namespace {
 
-enum class ReduceKind { Sum, Mean, Max };
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 template <typename OpTy, ReduceKind kind>
 struct ReduceLowering : OpConversionPattern<OpTy> {
@@ -45,6 +46,10 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
 
     Value identity = kind == ReduceKind::Max
                          ? createLowest(rewriter, loc, element)
+                     : kind == ReduceKind::Min
+                         ? createHighest(rewriter, loc, element)
+                     : kind == ReduceKind::Prod
+                         ? createScalar(rewriter, loc, element, 1.0)
                          : createScalar(rewriter, loc, element, 0.0);
     Value init = createFilled(rewriter, loc, reducedType, identity);
     Value result =
@@ -52,7 +57,16 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
             rewriter, loc, ValueRange{input}, ValueRange{init}, axes,
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value r;
-              if (kind != ReduceKind::Max)
+              if (kind == ReduceKind::Prod)
+                r = createArith<arith::MulFOp, arith::MulIOp>(b, l, args[0],
+                                                              args[1]);
+              else if (kind == ReduceKind::Min)
+                r = isFloat ? Value(arith::MinimumFOp::create(b, l, args[0],
+                                                              args[1]))
+                    : element.isInteger(1)
+                        ? Value(arith::MinUIOp::create(b, l, args[0], args[1]))
+                        : Value(arith::MinSIOp::create(b, l, args[0], args[1]));
+              else if (kind != ReduceKind::Max)
                 r = createArith<arith::AddFOp, arith::AddIOp>(b, l, args[0],
                                                               args[1]);
               else if (isFloat) // NaN propagates, as in numpy's max.
@@ -89,7 +103,9 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
 void populateReductionPatterns(RewritePatternSet &patterns) {
   patterns.add<ReduceLowering<nn::ReduceSumOp, ReduceKind::Sum>,
                ReduceLowering<nn::ReduceMeanOp, ReduceKind::Mean>,
-               ReduceLowering<nn::ReduceMaxOp, ReduceKind::Max>>(
+               ReduceLowering<nn::ReduceMaxOp, ReduceKind::Max>,
+               ReduceLowering<nn::ReduceMinOp, ReduceKind::Min>,
+               ReduceLowering<nn::ReduceProdOp, ReduceKind::Prod>>(
       patterns.getContext());
 }
 

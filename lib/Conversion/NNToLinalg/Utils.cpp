@@ -46,6 +46,18 @@ Value createLowest(OpBuilder &b, Location loc, Type type) {
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, lowest));
 }
 
+Value createHighest(OpBuilder &b, Location loc, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                  /*Negative=*/false)));
+  unsigned width = type.getIntOrFloatBitWidth();
+  APInt highest =
+      width == 1 ? APInt::getAllOnes(1) : APInt::getSignedMaxValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, highest));
+}
+
 AffineMap getBroadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
                           ArrayRef<int64_t> resultShape) {
   int64_t offset = resultShape.size() - operandShape.size();

@@ -45,6 +45,11 @@ mlir::Value createScalar(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value createLowest(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Type type);
 
+/// The highest value of `type` (+inf for floats, the signed maximum for
+/// integers, true for `i1`): the identity of a min.
+mlir::Value createHighest(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Type type);
+
 /// Indexing map reading an operand of `operandShape` inside a loop nest over
 /// `resultShape` with ONNX (numpy) multidirectional broadcasting: shapes are
 /// right-aligned and a size-1 operand dimension against a larger result
@@ -172,6 +177,7 @@ void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateShapePatterns(mlir::RewritePatternSet &patterns);
 void populateIndexingPatterns(mlir::RewritePatternSet &patterns);
 void populateTrainingPatterns(mlir::RewritePatternSet &patterns);
+void populateMathPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace pipedream::nn_to_linalg
 

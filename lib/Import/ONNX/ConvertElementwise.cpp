@@ -4,11 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Arithmetic, comparisons, activations, Cast, Clip, Dropout, Where,
-// Constant and Identity. Every op here is evaluated at import when all its
-// inputs are constants; the comparison and logic ops that have no nn
-// counterpart (Less, Not, ...) are only evaluated, which is what shape
-// computations need.
+// Arithmetic, comparisons and logic, variadic Max/Min/Sum/Mean, Mod,
+// activations, Cast, Clip, Dropout, Where, Constant and Identity. Every op
+// here is evaluated at import when all its inputs are constants (what shape
+// computations need) and becomes nn ops otherwise. The other unary math ops
+// are in ConvertMath.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,20 +21,6 @@
 using namespace mlir;
 using namespace pipedream;
 using namespace pipedream::onnx_import;
-
-/// Reports the first input that is not a constant for an op that is only
-/// evaluated at import time. Returns true when all inputs are constants.
-static bool requireAllConstant(NodeContext &ctx) {
-  for (size_t i = 0; i < ctx.numInputs(); ++i) {
-    if (ctx.hasInput(i) && !ctx.constantInput(i)) {
-      ctx.unsupported("'" + ctx.opType() +
-                      "' is only evaluated at import time, and input " +
-                      Twine(i) + " is not a constant");
-      return false;
-    }
-  }
-  return true;
-}
 
 //===----------------------------------------------------------------------===//
 // Binary
@@ -135,53 +121,88 @@ static void convertBinary(NodeContext &ctx) {
     ctx.setOutput(0, ctx.createValue<OpTy>(lhs, rhs));
 }
 
-/// Comparisons and logic without an nn op: evaluated only.
-template <BinaryKind Kind>
-static void foldBinaryOnly(NodeContext &ctx) {
-  if (!ctx.requireInputs(2) || !requireAllConstant(ctx))
-    return;
-  std::optional<SmallVector<int64_t>> legacyShape;
-  if (ctx.sinceVersion() < 7 && !(legacyShape = legacyBroadcastShape(ctx)))
-    return;
-  foldBinaryNode<Kind>(ctx, legacyShape);
-}
-
 static void convertMod(NodeContext &ctx) {
-  if (!ctx.requireInputs(2) || !requireAllConstant(ctx))
+  if (!ctx.requireInputs(2))
     return;
   bool fmod = ctx.intAttr("fmod", 0) != 0;
-  if (!fmod && ctx.constantInput(0)->isFloat()) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type || ctx.failed())
+    return;
+  if (!fmod && isa<FloatType>(type.getElementType())) {
     ctx.fail("floating-point Mod needs fmod=1");
     return;
   }
-  std::string error;
-  ctx.setFolded(foldBinary(fmod ? BinaryKind::FMod : BinaryKind::Mod,
-                           *ctx.constantInput(0), *ctx.constantInput(1),
-                           ctx.budget(), error),
-                error);
+  if (ctx.allInputsConstant()) {
+    std::string error;
+    ctx.setFolded(foldBinary(fmod ? BinaryKind::FMod : BinaryKind::Mod,
+                             *ctx.constantInput(0), *ctx.constantInput(1),
+                             ctx.budget(), error),
+                  error);
+    return;
+  }
+  Value lhs = ctx.operand(0), rhs = ctx.operand(1);
+  if (lhs && rhs)
+    ctx.setOutput(0, ctx.createValue<nn::ModOp>(lhs, rhs, ctx.boolean(fmod)));
 }
 
-/// Variadic Min / Max: evaluated only.
-template <BinaryKind Kind>
-static void foldVariadic(NodeContext &ctx) {
-  if (!ctx.requireInputs(1) || !requireAllConstant(ctx))
+/// Variadic Max / Min / Sum (and Mean, `Mean` set): folded when every input
+/// is a constant, else a chain of broadcasting binary ops (Mean divides the
+/// sum by the input count). Before opset 8 the inputs have equal shapes, a
+/// case of broadcasting.
+template <BinaryKind Kind, typename OpTy, bool Mean = false>
+static void convertVariadic(NodeContext &ctx) {
+  if (!ctx.requireInputs(1))
     return;
-  HostTensor acc = *ctx.constantInput(0);
-  for (size_t i = 1; i < ctx.numInputs(); ++i) {
-    const HostTensor *next = ctx.constantInput(i);
-    if (!next) {
+  for (size_t i = 0; i < ctx.numInputs(); ++i) {
+    if (!ctx.hasInput(i)) {
       ctx.fail("input " + Twine(i) + " is missing");
       return;
     }
+  }
+  int64_t count = ctx.numInputs();
+  if (Mean && !ctx.inputType(0).getElementType().isFloat()) {
+    ctx.fail("Mean needs floating-point inputs");
+    return;
+  }
+  if (ctx.allInputsConstant()) {
+    HostTensor acc = *ctx.constantInput(0);
     std::string error;
-    auto r = foldBinary(Kind, acc, *next, ctx.budget(), error);
-    if (!r) {
-      ctx.fail(error);
+    for (size_t i = 1; i < ctx.numInputs(); ++i) {
+      auto r = foldBinary(Kind, acc, *ctx.constantInput(i), ctx.budget(),
+                          error);
+      if (!r) {
+        ctx.fail(error);
+        return;
+      }
+      acc = std::move(*r);
+    }
+    if (Mean && count > 1) {
+      HostTensor n = HostTensor::fromFloats(acc.dtype, {}, {double(count)});
+      ctx.setFolded(foldBinary(BinaryKind::Div, acc, n, ctx.budget(), error),
+                    error);
       return;
     }
-    acc = std::move(*r);
+    ctx.setOutput(0, std::move(acc));
+    return;
   }
-  ctx.setOutput(0, std::move(acc));
+  if (count == 1) {
+    ctx.setOutputAlias(0, *ctx.input(0));
+    return;
+  }
+  Value acc = ctx.operand(0);
+  for (size_t i = 1; acc && i < ctx.numInputs(); ++i) {
+    Value next = ctx.operand(i);
+    acc = next ? ctx.createValue<OpTy>(acc, next) : Value();
+  }
+  if (acc && Mean) {
+    auto type = cast<RankedTensorType>(acc.getType());
+    auto scalarType = RankedTensorType::get({}, type.getElementType());
+    Value n = ctx.createValue<nn::ConstantOp>(DenseElementsAttr::get(
+        scalarType, FloatAttr::get(type.getElementType(), double(count))));
+    acc = n ? ctx.createValue<nn::DivOp>(acc, n) : Value();
+  }
+  if (acc)
+    ctx.setOutput(0, acc);
 }
 
 static void convertWhere(NodeContext &ctx) {
@@ -214,14 +235,6 @@ static void convertUnary(NodeContext &ctx) {
   }
   if (Value x = ctx.operand(0))
     ctx.setOutput(0, ctx.createValue<OpTy>(x));
-}
-
-template <UnaryKind Kind>
-static void foldUnaryOnly(NodeContext &ctx) {
-  if (!ctx.requireInputs(1) || !requireAllConstant(ctx))
-    return;
-  std::string error;
-  ctx.setFolded(foldUnary(Kind, *ctx.constantInput(0), error), error);
 }
 
 static void convertLeakyRelu(NodeContext &ctx) {
@@ -509,18 +522,24 @@ void onnx_import::registerElementwiseOps(OpTable &table) {
                     {1, 7, 11, 13, 19}};
   table["Where"] = {convertWhere, {9, 16}};
 
-  table["Less"] = {foldBinaryOnly<BinaryKind::Less>, {1, 7, 9, 13}};
-  table["Greater"] = {foldBinaryOnly<BinaryKind::Greater>, {1, 7, 9, 13}};
-  table["LessOrEqual"] = {foldBinaryOnly<BinaryKind::LessOrEqual>, {12, 16}};
-  table["GreaterOrEqual"] = {foldBinaryOnly<BinaryKind::GreaterOrEqual>,
-                             {12, 16}};
-  table["And"] = {foldBinaryOnly<BinaryKind::And>, {1, 7}};
-  table["Or"] = {foldBinaryOnly<BinaryKind::Or>, {1, 7}};
-  table["Xor"] = {foldBinaryOnly<BinaryKind::Xor>, {1, 7}};
+  table["Less"] = {convertBinary<BinaryKind::Less, nn::LessOp>, {1, 7, 9, 13}};
+  table["Greater"] = {convertBinary<BinaryKind::Greater, nn::GreaterOp>,
+                      {1, 7, 9, 13}};
+  table["LessOrEqual"] = {
+      convertBinary<BinaryKind::LessOrEqual, nn::LessEqualOp>, {12, 16}};
+  table["GreaterOrEqual"] = {
+      convertBinary<BinaryKind::GreaterOrEqual, nn::GreaterEqualOp>, {12, 16}};
+  table["And"] = {convertBinary<BinaryKind::And, nn::AndOp>, {1, 7}};
+  table["Or"] = {convertBinary<BinaryKind::Or, nn::OrOp>, {1, 7}};
+  table["Xor"] = {convertBinary<BinaryKind::Xor, nn::XorOp>, {1, 7}};
   table["Mod"] = {convertMod, {10, 13}};
-  // Before opset 8 Min/Max take equal shapes, a case of broadcasting.
-  table["Min"] = {foldVariadic<BinaryKind::Min>, {1, 6, 8, 12, 13}};
-  table["Max"] = {foldVariadic<BinaryKind::Max>, {1, 6, 8, 12, 13}};
+  table["Min"] = {convertVariadic<BinaryKind::Min, nn::MinOp>,
+                  {1, 6, 8, 12, 13}};
+  table["Max"] = {convertVariadic<BinaryKind::Max, nn::MaxOp>,
+                  {1, 6, 8, 12, 13}};
+  table["Sum"] = {convertVariadic<BinaryKind::Add, nn::AddOp>, {1, 6, 8, 13}};
+  table["Mean"] = {convertVariadic<BinaryKind::Add, nn::AddOp, /*Mean=*/true>,
+                   {1, 6, 8, 13}};
 
   table["Sqrt"] = {convertUnary<UnaryKind::Sqrt, nn::SqrtOp>, {1, 6, 13}};
   table["Neg"] = {convertUnary<UnaryKind::Neg, nn::NegOp>, {1, 6, 13}};
@@ -533,11 +552,6 @@ void onnx_import::registerElementwiseOps(OpTable &table) {
   table["Relu"] = {convertUnary<UnaryKind::Relu, nn::ReluOp>, {1, 6, 13, 14}};
   table["LeakyRelu"] = {convertLeakyRelu, {1, 6, 16}};
   table["Gelu"] = {convertGelu, {20}};
-  table["Abs"] = {foldUnaryOnly<UnaryKind::Abs>, {1, 6, 13}};
-  table["Floor"] = {foldUnaryOnly<UnaryKind::Floor>, {1, 6, 13}};
-  table["Ceil"] = {foldUnaryOnly<UnaryKind::Ceil>, {1, 6, 13}};
-  table["Reciprocal"] = {foldUnaryOnly<UnaryKind::Reciprocal>, {1, 6, 13}};
-  table["Not"] = {foldUnaryOnly<UnaryKind::Not>, {1}};
 
   table["Clip"] = {convertClip, {1, 6, 11, 12, 13}};
   table["Cast"] = {convertCast, {1, 6, 9, 13, 19, 21}};

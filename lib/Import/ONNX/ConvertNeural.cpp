@@ -391,30 +391,40 @@ static void convertBatchNormalization(NodeContext &ctx) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-/// `axesFromOpset`: first opset where the axes are an input, not an
-/// attribute (ReduceSum 13, ReduceMean/ReduceMax 18).
-template <typename OpTy, ReduceKind Kind, int64_t AxesFromOpset>
-static void convertReduce(NodeContext &ctx) {
+bool onnx_import::resolveReduceAxes(NodeContext &ctx, int64_t axesFromOpset,
+                                    SmallVectorImpl<int64_t> &axes,
+                                    bool &keepdims) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
-    return;
-  bool axesInput = ctx.opset() >= AxesFromOpset;
+    return false;
+  bool axesInput = ctx.opset() >= axesFromOpset;
   bool ok;
   auto given = ctx.axesOperand(axesInput, 1, ok);
-  bool keepdims = ctx.intAttr("keepdims", 1) != 0;
+  keepdims = ctx.intAttr("keepdims", 1) != 0;
   bool noop = axesInput && ctx.intAttr("noop_with_empty_axes", 0) != 0;
   if (!ok || ctx.failed())
-    return;
-  SmallVector<int64_t> axes;
+    return false;
+  axes.clear();
   if (given && !given->empty()) {
     auto normalized = ctx.normalizeAxes(*given, type.getRank());
     if (!normalized)
-      return;
-    axes = *normalized;
+      return false;
+    axes.append(normalized->begin(), normalized->end());
   } else if (!noop) {
     for (int64_t d = 0; d < type.getRank(); ++d)
       axes.push_back(d);
   }
+  return true;
+}
+
+/// `axesFromOpset`: first opset where the axes are an input, not an
+/// attribute (ReduceSum 13, the other reductions 18).
+template <typename OpTy, ReduceKind Kind, int64_t AxesFromOpset>
+static void convertReduce(NodeContext &ctx) {
+  SmallVector<int64_t> axes;
+  bool keepdims;
+  if (!resolveReduceAxes(ctx, AxesFromOpset, axes, keepdims))
+    return;
   // Nothing to reduce (noop, or a scalar input).
   if (axes.empty()) {
     ctx.setOutputAlias(0, *ctx.input(0));
@@ -453,4 +463,8 @@ void onnx_import::registerNeuralOps(OpTable &table) {
                         {1, 11, 13}};
   table["ReduceMax"] = {convertReduce<nn::ReduceMaxOp, ReduceKind::Max, 18>,
                         {1, 11, 12, 13, 18, 20}};
+  table["ReduceMin"] = {convertReduce<nn::ReduceMinOp, ReduceKind::Min, 18>,
+                        {1, 11, 12, 13, 18, 20}};
+  table["ReduceProd"] = {convertReduce<nn::ReduceProdOp, ReduceKind::Prod, 18>,
+                         {1, 11, 13, 18}};
 }

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Shape, Size, Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat,
-// Split, Slice, Gather, Expand and the shape-computation helpers Range,
-// ConstantOfShape and Trilu. Their ONNX-side shape arguments (Reshape's
-// shape, Slice's bounds, Squeeze's axes, ...) must be constants at import;
-// they become the nn ops' attributes in canonical form.
+// Split, Slice, Gather, Expand and the shape-computation helpers Range and
+// ConstantOfShape (Trilu is in ConvertMath.cpp). Their ONNX-side shape
+// arguments (Reshape's shape, Slice's bounds, Squeeze's axes, ...) must be
+// constants at import; they become the nn ops' attributes in canonical form.
 //
 //===----------------------------------------------------------------------===//
 
@@ -571,7 +571,7 @@ static void convertExpand(NodeContext &ctx) {
 }
 
 //===----------------------------------------------------------------------===//
-// Range, ConstantOfShape (evaluated only), Trilu, EyeLike
+// Range, ConstantOfShape (evaluated only)
 //===----------------------------------------------------------------------===//
 
 static void convertRange(NodeContext &ctx) {
@@ -665,93 +665,6 @@ static void convertConstantOfShape(NodeContext &ctx) {
   ctx.setOutput(0, std::move(out));
 }
 
-static void convertTrilu(NodeContext &ctx) {
-  if (!ctx.requireInputs(1))
-    return;
-  const HostTensor *input = ctx.constantInput(0);
-  int64_t k = 0;
-  if (ctx.hasInput(1)) {
-    const HostTensor *kt = ctx.requireConstant(1, "k");
-    if (!kt)
-      return;
-    if (kt->numElements() != 1) {
-      ctx.fail("input 'k' must be a scalar");
-      return;
-    }
-    k = kt->getInt(0);
-  }
-  bool upper = ctx.intAttr("upper", 1) != 0;
-  if (input) {
-    std::string error;
-    ctx.setFolded(foldTrilu(*input, k, upper, error), error);
-    return;
-  }
-  // A run-time input: nn.where with the triangle as a constant i1 mask over
-  // the last two dimensions (broadcast over the leading ones).
-  RankedTensorType type = ctx.inputType(0);
-  if (type.getRank() < 2) {
-    ctx.fail("input must have rank >= 2, got " + Twine(type.getRank()));
-    return;
-  }
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  int64_t cols = type.getDimSize(type.getRank() - 1);
-  std::string error;
-  if (!ctx.budget().fits(rows * cols, error)) {
-    ctx.fail(error);
-    return;
-  }
-  std::vector<int64_t> mask(rows * cols);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      // j - i compared with k, without overflow for extreme k.
-      __int128 diagonal = __int128(j) - i;
-      mask[i * cols + j] = upper ? diagonal >= k : diagonal <= k;
-    }
-  Value x = ctx.operand(0);
-  Value cond = ctx.constantValue(
-      HostTensor::fromInts(kBool, {rows, cols}, std::move(mask)));
-  int32_t dtype = getDType(type.getElementType());
-  Value zero = ctx.constantValue(
-      isFloatDType(dtype) ? HostTensor::fromFloats(dtype, {}, {0.0})
-                          : HostTensor::fromInts(dtype, {}, {0}));
-  if (x && cond && zero)
-    ctx.setOutput(0, ctx.createValue<nn::WhereOp>(cond, x, zero));
-}
-
-/// EyeLike: ones on diagonal `k` of the input's (2-D) shape, a constant.
-static void convertEyeLike(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
-    return;
-  if (type.getRank() != 2) {
-    ctx.fail("input must be 2-D, got rank " + Twine(type.getRank()));
-    return;
-  }
-  int32_t dtype = ctx.input(0)->dtype;
-  if (ctx.attr("dtype"))
-    dtype = int32_t(ctx.intAttr("dtype", dtype));
-  int64_t k = ctx.intAttr("k", 0);
-  if (ctx.failed())
-    return;
-  if (!isSupportedDType(dtype) || !getElementType(ctx.getContext(), dtype)) {
-    ctx.unsupported("dtype " + dtypeName(dtype));
-    return;
-  }
-  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  std::string error;
-  if (!ctx.budget().fits(rows * cols, error)) {
-    ctx.fail(error);
-    return;
-  }
-  HostTensor out = HostTensor::zeros(dtype, {rows, cols});
-  for (int64_t i = 0; i < rows; ++i) {
-    __int128 j = __int128(i) + k;
-    if (j >= 0 && j < cols)
-      out.set(i * cols + int64_t(j), 1.0);
-  }
-  ctx.setOutput(0, std::move(out));
-}
-
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -774,7 +687,5 @@ void onnx_import::registerShapeOps(OpTable &table) {
   // Pad: ConvertIndexing.cpp.
   table["Range"] = {convertRange, {11}};
   table["ConstantOfShape"] = {convertConstantOfShape, {9, 20, 21}};
-  table["Trilu"] = {convertTrilu, {14}};
-  table["EyeLike"] = {convertEyeLike, {9}};
 }
 

@@ -1546,6 +1546,7 @@ const OpTable &onnx_import::getOpTable() {
     registerIndexingOps(t);
     registerLayerOps(t);
     registerLossOps(t);
+    registerMathOps(t);
     return t;
   }();
   return table;

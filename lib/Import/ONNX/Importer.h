@@ -235,6 +235,14 @@ void registerIndexingOps(OpTable &table);
 /// its statistics outputs.
 void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
+void registerMathOps(OpTable &table);
+
+/// The axes a Reduce* node reduces (from the `axes` attribute, or from
+/// opset `axesFromOpset` on the `axes` input, with `noop_with_empty_axes`),
+/// normalized and sorted; empty when nothing is reduced. Reads `keepdims`.
+/// False after an error (reported).
+bool resolveReduceAxes(NodeContext &ctx, int64_t axesFromOpset,
+                       llvm::SmallVectorImpl<int64_t> &axes, bool &keepdims);
 
 /// MLIR element type of ONNX data type `dtype` (null when unsupported).
 mlir::Type getElementType(mlir::MLIRContext *context, int32_t dtype);

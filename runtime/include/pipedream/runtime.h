@@ -378,6 +378,15 @@ typedef struct pd_transport_ops {
                     size_t num_bytes, double timeout_seconds);
   void (*abort)(void *state, const char *reason);
   void (*destroy)(void *state);
+  /* Optional (NULL: the transport cannot run pipelines with shared
+   * weights): replaces the `count` elements of `dtype` (f32 or f64) at
+   * `data` by their sum over the ranks `ranks` (num_ranks >= 2, ascending,
+   * this rank among them), the same value on every one of them. Only those
+   * ranks call it; the i-th call of each on one group is one reduction.
+   * Gives up after `timeout_seconds` as recv does. */
+  pd_status (*all_reduce)(void *state, const size_t *ranks, size_t num_ranks,
+                          void *data, size_t count, pd_dtype dtype,
+                          double timeout_seconds);
 } pd_transport_ops;
 
 /** Wraps a user-defined transport for rank `rank` of `size`. */
@@ -418,6 +427,16 @@ PD_API pd_status pd_transport_send(pd_transport *transport, size_t peer,
                                    size_t num_bytes);
 PD_API pd_status pd_transport_recv(pd_transport *transport, size_t peer,
                                    int64_t tag, void *data, size_t num_bytes);
+/** Sums `count` elements of `dtype` (f32 or f64) at `data`, in place, over
+ *  the ranks `ranks` (ascending, two or more, this one among them): every
+ *  one of them calls it, and all get the same sum (a shared weight's
+ *  gradient, Megatron's embedding group). MPI: MPI_Allreduce on a
+ *  communicator of the group; NCCL: ncclAllReduce; threads: in process.
+ *  PD_ERROR_UNSUPPORTED for a user-defined transport without all_reduce. */
+PD_API pd_status pd_transport_all_reduce(pd_transport *transport,
+                                         const size_t *ranks, size_t num_ranks,
+                                         void *data, size_t count,
+                                         pd_dtype dtype);
 /** Tells the other ranks that this one failed (`reason`), so that their
  *  receives from it fail at once instead of waiting for the timeout.
  *  Best effort; pd_pipeline_step calls it on any failure. */

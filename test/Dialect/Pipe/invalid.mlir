@@ -400,3 +400,56 @@ pipe.program @p schedule #pipe.schedule<kind = pipedream, stages = 2, microbatch
   %0 = pipe.restore activation slot 0 stage 1 microbatch 9 : tensor<4xf32>
   pipe.return
 }
+
+//===----------------------------------------------------------------------===//
+// pipe.all_reduce_grad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'pipe.all_reduce_grad' op needs stages on at least two ranks (a weight held by one rank needs no all-reduce), got [#pipe.stage<0>, #pipe.stage<0, chunk = 1>]}}
+pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<0, chunk = 1>] microbatch 0 : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'pipe.all_reduce_grad' op lists stage #pipe.stage<1> twice}}
+pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>, #pipe.stage<1>] microbatch 0 : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'pipe.all_reduce_grad' op reduces a gradient, which has a float type, got 'tensor<4xi64>'}}
+pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch 0 : tensor<4xi64>
+
+// -----
+
+// expected-error @+1 {{'pipe.all_reduce_grad' op needs the weight's name}}
+pipe.all_reduce_grad "" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch 0 : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'pipe.all_reduce_grad' op microbatch must be non-negative, got -1}}
+pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch -1 : tensor<4xf32>
+
+// -----
+
+pipe.program @p schedule #pipe.schedule<kind = gpipe, stages = 2, microbatches = 4> () {
+  // expected-error @+1 {{'pipe.all_reduce_grad' op stage #pipe.stage<2> is out of range for the schedule #pipe.schedule<kind = gpipe, stages = 2, microbatches = 4>}}
+  pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<2>] microbatch 3 : tensor<4xf32>
+  pipe.return
+}
+
+// -----
+
+pipe.program @p schedule #pipe.schedule<kind = gpipe, stages = 2, microbatches = 4> () {
+  // expected-error @+1 {{'pipe.all_reduce_grad' op microbatch 4 is out of range for a schedule of 4 microbatches}}
+  pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch 4 : tensor<4xf32>
+  pipe.return
+}
+
+// -----
+
+pipe.program @p rank 2 schedule #pipe.schedule<kind = gpipe, stages = 3, microbatches = 4> () {
+  // expected-error @+1 {{'pipe.all_reduce_grad' op is in the program of rank 2, which holds none of its stages}}
+  pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch 3 : tensor<4xf32>
+  pipe.return
+}

@@ -4,6 +4,7 @@
     pipeline_compare.py --bin BUILD/bin --model mlp|gpt|cnn --stages K
         --schedule S --microbatches M [--virtual V] [--steps N]
         [--optimizer O] [--runner python|threads|mpi] [--work DIR]
+        [--torch]
 
 Compiles the torch-exported model twice — a single-rank training bundle and a
 pipeline bundle (`--stages K --schedule S`) — trains both N steps on the same
@@ -14,6 +15,15 @@ tolerance 1e-5). The pipeline bundle is run by `--runner`:
   (all ranks in this process, stepped round-robin until each blocks on a
   recv; buffers by ctypes) — checks what the compiler emits;
 - `threads` / `mpi`: `pipedream-run --transport threads` / `--ranks K`.
+`--model gpt-tied` is the gpt with its LM head tied to the token embedding
+(one initializer read by the first and the last stage): the pipeline sums
+the weight's gradient over the ranks holding it (pipe.all_reduce_grad),
+which the reference interpreter does as an `all_reduce` instruction: it
+waits until every rank of the group has reached it, then adds the ranks'
+accumulators in rank order. `--torch` (synchronous schedules) also trains
+the torch model itself, in float64, and compares with it (1e-4), and checks
+that a torch model with an *untied* head ends up measurably different (so
+the comparison can tell a tied from an untied training).
 Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
 """
 
@@ -81,6 +91,27 @@ def python_pipeline(bundle, data, steps):
 
     versions = [dict() for _ in ranks]  # (stage, chunk, slot) -> {name: array}
 
+    def all_reduce_ready(rank):
+        """All ranks of the group stand at this all_reduce."""
+        ins = ranks[rank]["program"][pcs[rank]]
+        for q in ins["ranks"]:
+            prog = ranks[q]["program"]
+            if pcs[q] >= len(prog):
+                return False
+            other = prog[pcs[q]]
+            if other["op"] != "all_reduce" or other["buffer"] != ins["buffer"]:
+                return False
+        return True
+
+    def all_reduce(ins):
+        group = ins["ranks"]
+        total = persistent[group[0]][ins["buffer"]].copy()
+        for q in group[1:]:
+            total += persistent[q][ins["buffer"]]
+        for q in group:
+            persistent[q][ins["buffer"]][...] = total
+            pcs[q] += 1
+
     def call(rank, ins):
         fn = functions[ins["function"]]
         regs = registers[rank]
@@ -139,6 +170,12 @@ def python_pipeline(bundle, data, steps):
                     ins = prog[pcs[rank]]
                     op = ins["op"]
                     regs = registers[rank]
+                    if op == "all_reduce":
+                        if not all_reduce_ready(rank):
+                            break
+                        all_reduce(ins)
+                        progressed = True
+                        continue
                     if op == "recv":
                         key = (ins["peer"], rank, ins["tag"])
                         if key not in queues:
@@ -158,8 +195,20 @@ def python_pipeline(bundle, data, steps):
                     pcs[rank] += 1
                     progressed = True
             if not progressed:
-                raise RuntimeError("deadlock: every rank waits on a recv")
+                raise RuntimeError("deadlock: every rank waits on a recv or "
+                                   "an all-reduce")
         losses.append(sum(step_losses.values()) / len(step_losses))
+    # A weight several ranks hold (tied weights) is one parameter: every
+    # copy, and its optimizer state, must be the same on all of them.
+    seen = {}
+    for rank, mine in enumerate(persistent):
+        for name, arr in mine.items():
+            if name.startswith("grad:"):
+                continue
+            if name in seen and not np.array_equal(seen[name][1], arr):
+                raise RuntimeError(f"'{name}' differs between rank "
+                                   f"{seen[name][0]} and rank {rank}")
+            seen.setdefault(name, (rank, arr))
     final = {}
     for mine in persistent:
         for name, arr in mine.items():
@@ -185,11 +234,71 @@ def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
     return losses, weights
 
 
+TORCH_RTOL = 1e-4
+
+
+def compare_torch(args, model, x, labels, losses, weights, tag):
+    """The pipeline against torch.optim training of the same model in
+    float64 (pipeline_compare's optimizer settings), and a torch model with
+    the head untied, which must differ."""
+    if args.schedule in ("pipedream", "2bw"):
+        print(f"MISMATCH {tag}: --torch needs a synchronous schedule")
+        return 1
+    import copy
+    settings = argparse.Namespace(
+        optimizer=args.optimizer, lr=0.05, momentum=0.9, weight_decay=0.0,
+        eps=args.eps if args.eps is not None else 1e-8,
+        microbatches=args.microbatches,
+        microbatch_size=args.microbatch_size, steps=args.steps)
+    tied = copy.deepcopy(model).double()
+    untied = copy.deepcopy(model).double()
+    if getattr(untied, "head", None) is not None and \
+            untied.head.weight is untied.tok.weight:
+        untied.head.weight = torch.nn.Parameter(
+            untied.tok.weight.detach().clone())
+    ref_losses = tc.torch_train(tied, x, labels, settings)
+    untied_losses = tc.torch_train(untied, x, labels, settings)
+    state = {k: v.detach().numpy() for k, v in tied.state_dict().items()}
+    untied_state = {k: v.detach().numpy()
+                    for k, v in untied.state_dict().items()}
+    bad = 0
+    worst_loss = max(abs(a - r) / max(abs(r), 1e-12)
+                     for a, r in zip(losses, ref_losses))
+    if worst_loss > TORCH_RTOL:
+        print(f"MISMATCH {tag}: losses {losses} vs torch {ref_losses}")
+        bad += 1
+    worst, untied_gap = 0.0, 0.0
+    for name, got in weights.items():
+        if name not in state:
+            continue
+        ref = state[name]
+        scale = max(float(np.max(np.abs(ref))), 1e-12)
+        rel = float(np.max(np.abs(got.astype(np.float64) - ref))) / scale
+        worst = max(worst, rel)
+        if rel > TORCH_RTOL:
+            print(f"MISMATCH {tag}: weight {name} differs from torch by "
+                  f"{rel:.3g}")
+            bad += 1
+        untied_gap = max(untied_gap, float(np.max(np.abs(
+            got.astype(np.float64) - untied_state[name]))) / scale)
+    untied_loss_gap = max(abs(a - r) / max(abs(r), 1e-12)
+                          for a, r in zip(losses, untied_losses))
+    if untied_gap < 10 * TORCH_RTOL:
+        print(f"MISMATCH {tag}: an untied torch head gives the same weights "
+              f"(gap {untied_gap:.3g}): the test cannot tell them apart")
+        bad += 1
+    if not bad:
+        print(f"OK torch {tag}: worst relative error loss {worst_loss:.2g}, "
+              f"weights {worst:.2g}; untied torch differs by {untied_gap:.2g} "
+              f"(loss {untied_loss_gap:.2g})")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True,
-                   choices=["mlp", "gpt", "cnn", "mlp-dropout"])
+                   choices=["mlp", "gpt", "gpt-tied", "cnn", "mlp-dropout"])
     p.add_argument("--stages", type=int, required=True)
     p.add_argument("--virtual", type=int, default=1)
     p.add_argument("--schedule", required=True)
@@ -201,6 +310,10 @@ def main():
     p.add_argument("--runner", choices=["python", "threads", "mpi"],
                    default="python")
     p.add_argument("--work")
+    p.add_argument("--torch", action="store_true")
+    p.add_argument("--eps", type=float, default=None,
+                   help="Adam epsilon (torch_compare.py explains when a "
+                        "larger one is needed)")
     args = p.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="pipeline-compare-")
     os.makedirs(work, exist_ok=True)
@@ -243,14 +356,16 @@ def main():
                               dynamic_axes={in_name: {0: "batch"},
                                             out_name: {0: "batch"}},
                               training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=True)
+                              do_constant_folding=tc.export_torch
+                              .constant_folding(args.model))
     m, b = args.microbatches, args.microbatch_size
     rng = np.random.default_rng(11)
     asynchronous = args.schedule in ("pipedream", "2bw")
     # Asynchronous runs must also learn: they cycle over two batches.
     rows = 2 * m * b if asynchronous else m * b * args.steps + 1
-    x, labels = tc.make_data("mlp" if args.model == "mlp-dropout" else
-                             args.model, example, rows, rng)
+    data_kind = {"mlp-dropout": "mlp", "gpt-tied": "gpt"}.get(args.model,
+                                                              args.model)
+    x, labels = tc.make_data(data_kind, example, rows, rng)
     data = {in_name: x, "labels": labels}
     data_path = os.path.join(work, "data.npz")
     np.savez(data_path, **data)
@@ -258,6 +373,8 @@ def main():
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer",
               args.optimizer, "--lr", "0.05", "--microbatches", str(m),
               "--batch-size", str(m * b)]
+    if args.eps is not None:
+        common += ["--eps", repr(args.eps)]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     subprocess.run([compile_, *common, "-o", single], check=True)
@@ -304,6 +421,8 @@ def main():
         if rel > RTOL:
             print(f"MISMATCH {tag}: weight {name} differs by {rel:.3g}")
             bad += 1
+    if args.torch:
+        bad += compare_torch(args, model, x, labels, losses, weights, tag)
     if asynchronous and not losses[-1] < losses[0]:
         print(f"MISMATCH {tag}: the loss does not decrease: {losses}")
         bad += 1

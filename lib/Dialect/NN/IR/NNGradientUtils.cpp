@@ -18,6 +18,7 @@ void attachGradientModels(MLIRContext *context) {
   attachElementwiseGradientModels(context);
   attachShapeGradientModels(context);
   attachNeuralGradientModels(context);
+  attachMathGradientModels(context);
 }
 
 Value sumToShape(OpBuilder &builder, Location loc, Value grad,

@@ -11,6 +11,9 @@
 //   NNGradientsShape.cpp        shape ops, reductions, gather, where, cast,
 //                               dropout, concat/split/slice/expand
 //   NNGradientsNeural.cpp       convolution, pooling, batch normalization
+//   NNGradientsMath.cpp         the ops of NNMathOps.td (trigonometric,
+//                               activations, max/min/mod, reduce_min/prod,
+//                               cumsum)
 // plus the helpers every rule shares (NNGradientUtils.cpp).
 //
 // A rule is built at the builder's insertion point from the gradients of
@@ -36,6 +39,7 @@ void attachGradientModels(mlir::MLIRContext *context);
 void attachElementwiseGradientModels(mlir::MLIRContext *context);
 void attachShapeGradientModels(mlir::MLIRContext *context);
 void attachNeuralGradientModels(mlir::MLIRContext *context);
+void attachMathGradientModels(mlir::MLIRContext *context);
 
 /// The gradient of a broadcast operand of type `target` from the gradient
 /// `grad` of the broadcast result: sums over the dimensions broadcasting

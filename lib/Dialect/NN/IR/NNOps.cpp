@@ -831,6 +831,8 @@ static LogicalResult inferReduce(std::optional<Location> loc, Type inputType,
 NN_REDUCE_OP(ReduceMeanOp)
 NN_REDUCE_OP(ReduceSumOp)
 NN_REDUCE_OP(ReduceMaxOp)
+NN_REDUCE_OP(ReduceMinOp)
+NN_REDUCE_OP(ReduceProdOp)
 #undef NN_REDUCE_OP
 
 //===----------------------------------------------------------------------===//

@@ -374,6 +374,59 @@ LogicalResult RecvOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// AllReduceGradOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> AllReduceGradOp::getRanks() {
+  SmallVector<int64_t> ranks;
+  for (auto stage : getStages().getAsRange<StageAttr>())
+    ranks.push_back(stage.getRank());
+  llvm::sort(ranks);
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+LogicalResult AllReduceGradOp::verify() {
+  if (getWeight().empty())
+    return emitOpError() << "needs the weight's name";
+  if (failed(verifyNonNegative(*this, "microbatch", getMicrobatchAttr())))
+    return failure();
+  auto type = cast<RankedTensorType>(getGradType());
+  if (!isa<FloatType>(type.getElementType()))
+    return emitOpError() << "reduces a gradient, which has a float type, got "
+                         << type;
+  SmallVector<StageAttr> stages(getStages().getAsRange<StageAttr>());
+  for (auto [i, a] : llvm::enumerate(stages))
+    for (StageAttr b : ArrayRef<StageAttr>(stages).drop_front(i + 1))
+      if (a == b)
+        return emitOpError() << "lists stage " << a << " twice";
+  SmallVector<int64_t> ranks = getRanks();
+  if (ranks.size() < 2)
+    return emitOpError() << "needs stages on at least two ranks (a weight "
+                            "held by one rank needs no all-reduce), got "
+                         << getStages();
+  ProgramOp program = getEnclosingProgram(*this);
+  if (!program)
+    return success();
+  ScheduleAttr schedule = program.getSchedule();
+  for (StageAttr stage : stages)
+    if (stage.getIndex() >= schedule.getNumStages() ||
+        stage.getChunk() >= schedule.getNumChunks())
+      return emitOpError() << "stage " << stage
+                           << " is out of range for the schedule "
+                           << schedule;
+  if (static_cast<int64_t>(getMicrobatch()) >= schedule.getNumMicrobatches())
+    return emitOpError() << "microbatch " << getMicrobatch()
+                         << " is out of range for a schedule of "
+                         << schedule.getNumMicrobatches() << " microbatches";
+  if (IntegerAttr rank = program.getRankAttr();
+      rank && !llvm::is_contained(ranks, rank.getInt()))
+    return emitOpError() << "is in the program of rank " << rank.getInt()
+                         << ", which holds none of its stages";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // StashOp / RestoreOp
 //===----------------------------------------------------------------------===//
 

@@ -266,6 +266,36 @@ void BuildStageTrainingPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // A weight read by several virtual stages of one rank (tied weights with
+  // interleaving) has one accumulator `grad:<w>` on the rank, which every
+  // reader's B adds into; only the first reader's U updates it, or the rank
+  // would apply the update twice. (Readers on other ranks hold their own
+  // copy; pipe-unroll-schedule sums their accumulators with
+  // pipe.all_reduce_grad before the updates.)
+  std::map<std::pair<std::string, int64_t>, int64_t> firstReaderOnRank;
+  for (auto [v, c] : llvm::enumerate(calls))
+    for (unsigned i = 0, e = c.callee.getNumArguments(); i < e; ++i) {
+      auto arg = dyn_cast<BlockArgument>(c.call.getOperand(i));
+      if (!arg || arg.getOwner() != &driver.front() ||
+          !nn::isParamArgument(driver, arg.getArgNumber()) ||
+          c.callee.getArgument(i).use_empty())
+        continue;
+      auto name = driver.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      NNNames::kNameAttrName);
+      if (name)
+        firstReaderOnRank.insert(
+            {{name.getValue().str(), c.stage.getIndex()}, (int64_t)v});
+    }
+
+  auto isFirstReaderOnRank = [&](func::FuncOp stageFn, unsigned i,
+                                 int64_t rank, int64_t v) {
+    auto name = stageFn.getArgAttrOfType<StringAttr>(i, NNNames::kNameAttrName);
+    if (!name)
+      return true;
+    auto it = firstReaderOnRank.find({name.getValue().str(), rank});
+    return it == firstReaderOnRank.end() || it->second == v;
+  };
+
   OpBuilder b(ctx);
   SmallVector<Operation *> toErase{driver};
   int64_t dropoutsBefore = 0;
@@ -429,7 +459,8 @@ void BuildStageTrainingPass::runOnOperation() {
     for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
       if (nn::isParamArgument(stageFn, i) && !frozen[i] &&
           !callee.getArgument(i).use_empty() &&
-          isa<FloatType>(getElementTypeOrSelf(stageFn.getArgumentTypes()[i])))
+          isa<FloatType>(getElementTypeOrSelf(stageFn.getArgumentTypes()[i])) &&
+          isFirstReaderOnRank(stageFn, i, c.stage.getIndex(), v))
         weights.push_back(
             {stageFn.getArgAttrOfType<StringAttr>(i, NNNames::kNameAttrName)
                  .getValue()

@@ -573,6 +573,25 @@ pipe::buildPartitionGraph(func::FuncOp func,
         graph.values.push_back(std::move(value));
     }
   }
+  // Trainable weights read by several ops (tied weights).
+  for (BlockArgument arg : func.getArguments()) {
+    if (!func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kParamAttrName) ||
+        func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kFrozenAttrName))
+      continue;
+    partition::SharedWeight weight;
+    weight.bytes = byteSize(arg.getType());
+    for (Operation *user : arg.getUsers()) {
+      Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+      if (top && index.count(top))
+        weight.readers.push_back(index.lookup(top));
+    }
+    llvm::sort(weight.readers);
+    weight.readers.erase(
+        std::unique(weight.readers.begin(), weight.readers.end()),
+        weight.readers.end());
+    if (weight.readers.size() >= 2)
+      graph.sharedWeights.push_back(std::move(weight));
+  }
   return graph;
 }
 

@@ -305,6 +305,11 @@ struct EntryBuilder {
                     {instruction, constant(i64, ins.microbatch),
                      registerPointer(ins.src)});
         break;
+      case RankInstruction::Kind::AllReduce:
+        // The accumulator is a persistent buffer the runtime holds: the
+        // instruction index names it (and the group).
+        callRuntime(RankRuntimeFunction::AllReduce, {instruction});
+        break;
       }
     }
     loc = program.getLoc();

@@ -23,7 +23,11 @@ static std::string describe(int64_t rank, const Event &e) {
   else if (e.kind == Event::Recv)
     os << "rank " << rank << ": receive from rank " << e.peer << " tag "
        << e.tag;
-  else
+  else if (e.kind == Event::Collective) {
+    os << "rank " << rank << ": all-reduce of '" << e.what << "' over ranks";
+    for (size_t i = 0; i < e.group.size(); ++i)
+      os << (i ? ", " : " ") << e.group[i];
+  } else
     os << "rank " << rank << ": " << (e.what.empty() ? "local work" : e.what);
   return os.str();
 }
@@ -44,6 +48,20 @@ Diagnostic verifyMessages(const RankEvents &ranks) {
       const Event &e = ranks[r][i];
       if (e.kind == Event::Compute)
         continue;
+      if (e.kind == Event::Collective) {
+        bool valid = e.group.size() >= 2 &&
+                     std::is_sorted(e.group.begin(), e.group.end()) &&
+                     std::adjacent_find(e.group.begin(), e.group.end()) ==
+                         e.group.end() &&
+                     e.group.front() >= 0 && e.group.back() < k &&
+                     std::binary_search(e.group.begin(), e.group.end(), r);
+        if (!valid)
+          return {describe(r, e) + ": the group must be two or more distinct "
+                                   "ranks in [0, " +
+                      std::to_string(k) + "), this one among them",
+                  r, (int64_t)i};
+        continue;
+      }
       if (e.peer < 0 || e.peer >= k || e.peer == r)
         return {describe(r, e) + ": the peer must be another rank in [0, " +
                     std::to_string(k) + ")",
@@ -99,6 +117,42 @@ Diagnostic verifyMessages(const RankEvents &ranks) {
     }
   }
 
+  // Collectives: per group, the i-th on every member is the same one.
+  {
+    std::map<std::vector<int64_t>, std::vector<std::vector<size_t>>> byGroup;
+    for (int64_t r = 0; r < k; ++r)
+      for (size_t i = 0; i < ranks[r].size(); ++i)
+        if (ranks[r][i].kind == Event::Collective) {
+          auto &members = byGroup[ranks[r][i].group];
+          members.resize(k);
+          members[r].push_back(i);
+        }
+    for (auto &[group, members] : byGroup) {
+      int64_t first = group.front();
+      for (int64_t r : group) {
+        size_t n = std::min(members[first].size(), members[r].size());
+        for (size_t j = 0; j < n; ++j) {
+          const Event &a = ranks[first][members[first][j]];
+          const Event &e = ranks[r][members[r][j]];
+          if (a.what != e.what || a.type != e.type)
+            return {describe(r, e) + " (" + e.type + "): the " + ordinal(j) +
+                        " all-reduce of this group on rank " +
+                        std::to_string(first) + " is of '" + a.what + "' (" +
+                        a.type + ")",
+                    r, (int64_t)members[r][j]};
+        }
+        if (members[first].size() != members[r].size()) {
+          int64_t more = members[first].size() > n ? first : r;
+          return {describe(more, ranks[more][members[more][n]]) +
+                      ": not every rank of the group runs it (rank " +
+                      std::to_string(more == first ? r : first) + " has " +
+                      std::to_string(n) + " all-reduces of this group)",
+                  more, (int64_t)members[more][n]};
+        }
+      }
+    }
+  }
+
   // Rendezvous execution.
   std::vector<size_t> pc(k, 0);
   auto head = [&](int64_t r) -> const Event * {
@@ -117,6 +171,20 @@ Diagnostic verifyMessages(const RankEvents &ranks) {
       if (!e)
         continue;
       done = false;
+      if (e->kind == Event::Collective) {
+        bool all = true;
+        for (int64_t m : e->group) {
+          const Event *o = head(m);
+          all &= o && o->kind == Event::Collective && o->group == e->group &&
+                 o->what == e->what;
+        }
+        if (all && r == e->group.front()) {
+          for (int64_t m : e->group)
+            ++pc[m];
+          progress = true;
+        }
+        continue;
+      }
       if (e->kind != Event::Send)
         continue;
       const Event *o = head(e->peer);
@@ -177,8 +245,8 @@ RankEvents projectMessages(const Schedule &s) {
     std::string reader = std::string(1, opLetter(a.op)) + " of stage " +
                          std::to_string(to) + " micro-batch " +
                          std::to_string(a.microbatch);
-    out[r].push_back({Event::Send, d, tag, type, ""});
-    out[d].push_back({Event::Recv, r, tag, type, reader});
+    out[r].push_back({Event::Send, d, tag, type, "", {}});
+    out[d].push_back({Event::Recv, r, tag, type, reader, {}});
   }
   // Sink every receive past the local work after it, up to the next message
   // or the action that reads it (its `what`).

@@ -31,6 +31,16 @@ std::string Graph::validate() const {
       last = user;
     }
   }
+  for (size_t w = 0; w < sharedWeights.size(); ++w) {
+    const std::vector<int64_t> &readers = sharedWeights[w].readers;
+    bool ok = readers.size() >= 2 && sharedWeights[w].bytes >= 0;
+    for (size_t i = 0; ok && i < readers.size(); ++i)
+      ok = readers[i] >= 0 && readers[i] < n &&
+           (i == 0 || readers[i] > readers[i - 1]);
+    if (!ok)
+      return "shared weight " + std::to_string(w) +
+             ": two or more readers, ascending and in range";
+  }
   return "";
 }
 
@@ -102,6 +112,34 @@ double Evaluator::commTime(int64_t bytes, int64_t messages) const {
   return bytes / options.linkBandwidth + messages * options.linkLatency;
 }
 
+void Evaluator::sharedWeights(int64_t begin, int64_t end, int64_t &copyBytes,
+                              int64_t &allReduceBytes) const {
+  copyBytes = allReduceBytes = 0;
+  for (const SharedWeight &w : graph.sharedWeights) {
+    auto first = std::lower_bound(w.readers.begin(), w.readers.end(), begin);
+    bool holds = first != w.readers.end() && *first < end;
+    if (!holds)
+      continue;
+    if (w.readers.front() < begin)
+      copyBytes += w.bytes;
+    if (w.readers.front() < begin || w.readers.back() >= end)
+      allReduceBytes += w.bytes;
+  }
+}
+
+double Evaluator::allReduceTime(int64_t bytes) const {
+  if (bytes == 0 || options.linkBandwidth <= 0)
+    return 0;
+  // Updates per micro-batch: one per step for synchronous schedules, one
+  // per micro-batch for PipeDream, one per window of K for 2BW.
+  double perMicrobatch =
+      options.kind == schedule::Kind::PipeDream ? 1.0
+      : options.kind == schedule::Kind::TwoBW
+          ? 1.0 / std::max<int64_t>(options.numStages, 1)
+          : 1.0 / std::max<int64_t>(options.numMicrobatches, 1);
+  return perMicrobatch * commTime(bytes, 2);
+}
+
 Piece Evaluator::evaluate(int64_t piece, int64_t begin, int64_t end) const {
   Piece out;
   out.begin = begin;
@@ -125,9 +163,12 @@ Piece Evaluator::evaluate(int64_t piece, int64_t begin, int64_t end) const {
       }
     }
   }
-  out.comm = commTime(out.sendBytes + out.gradientBytes, out.numMessages);
+  sharedWeights(begin, end, out.sharedCopyBytes, out.allReduceBytes);
+  out.comm = commTime(out.sendBytes + out.gradientBytes, out.numMessages) +
+             allReduceTime(out.allReduceBytes);
   out.time = out.compute() + out.comm;
-  out.parameterBytes = prefixParams[end] - prefixParams[begin];
+  out.parameterBytes =
+      prefixParams[end] - prefixParams[begin] + out.sharedCopyBytes;
   out.frozenBytes = prefixFrozen[end] - prefixFrozen[begin];
   out.activationBytes = prefixActivations[end] - prefixActivations[begin];
   out.inFlight = inFlight_[piece];
@@ -280,6 +321,11 @@ Result partition::solve(const Graph &graph, const Options &options) {
       messages += msgs[j];
       time[j] = eval.prefixCompute[j] - eval.prefixCompute[i] +
                 eval.commTime(sendBytes + gradBytes, messages);
+      if (!graph.sharedWeights.empty()) {
+        int64_t copies = 0, reduced = 0;
+        eval.sharedWeights(i, j, copies, reduced);
+        time[j] += eval.allReduceTime(reduced);
+      }
     }
     for (int64_t p = 0; p < pieces; ++p) {
       double before = best[p][i];
@@ -293,8 +339,11 @@ Result partition::solve(const Graph &graph, const Options &options) {
         if (p == pieces - 1 && j != n)
           continue;
         if (limit > 0) {
+          int64_t copies = 0, reduced = 0;
+          if (!graph.sharedWeights.empty())
+            eval.sharedWeights(i, j, copies, reduced);
           int64_t mem = eval.memory(
-              p, eval.prefixParams[j] - eval.prefixParams[i],
+              p, eval.prefixParams[j] - eval.prefixParams[i] + copies,
               eval.prefixFrozen[j] - eval.prefixFrozen[i],
               eval.prefixActivations[j] - eval.prefixActivations[i]);
           if (j == i + 1)

@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace pipedream {
@@ -126,10 +127,16 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
       if (auto send = dyn_cast<SendOp>(op)) {
         e = {sched::Event::Send, (int64_t)send.getPeer(),
              (int64_t)send.getTag(), typeString(send.getInput().getType()),
-             ""};
+             "", {}};
       } else if (auto recv = dyn_cast<RecvOp>(op)) {
         e = {sched::Event::Recv, (int64_t)recv.getPeer(),
-             (int64_t)recv.getTag(), typeString(recv.getType()), ""};
+             (int64_t)recv.getTag(), typeString(recv.getType()), "", {}};
+      } else if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+        e.kind = sched::Event::Collective;
+        SmallVector<int64_t> group = reduce.getRanks();
+        e.group.assign(group.begin(), group.end());
+        e.type = typeString(reduce.getGradType());
+        e.what = reduce.getGradName();
       } else {
         e.what = op.getName().getStringRef().str();
       }
@@ -152,7 +159,8 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
   schedule.ranks.resize(k);
   std::vector<std::vector<Operation *>> calls(k);
   for (int64_t r = 0; r < k; ++r) {
-    if (failed(verifySlots(byRank[r], k)))
+    if (failed(verifySlots(byRank[r], k)) ||
+        failed(verifyGradientReductions(byRank[r])))
       return failure();
     for (auto call : byRank[r].getBody().getOps<CallStageOp>()) {
       schedule.ranks[r].push_back({toScheduleOp(call.getAction()),
@@ -171,6 +179,135 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
       diag.index < (int64_t)calls[diag.rank].size())
     at = calls[diag.rank][diag.index];
   return at->emitError() << diag.message;
+}
+
+std::map<std::string, Type>
+pipedream::pipe::gradientAccumulators(FunctionOpInterface fn) {
+  std::map<std::string, Type> out;
+  if (!fn)
+    return out;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    auto role = fn.getArgAttrOfType<StringAttr>(i, "nn.role");
+    auto name = fn.getArgAttrOfType<StringAttr>(i, "nn.name");
+    if (role && role.getValue() == "grad" && name &&
+        name.getValue().starts_with("grad:"))
+      out[name.getValue().drop_front(5).str()] = fn.getArgumentTypes()[i];
+  }
+  // A result that updates the accumulator adds into it too.
+  for (unsigned j = 0, e = fn.getNumResults(); j < e; ++j)
+    if (auto updates = fn.getResultAttrOfType<StringAttr>(j, "nn.updates");
+        updates && updates.getValue().starts_with("grad:"))
+      out.insert({updates.getValue().drop_front(5).str(),
+                  fn.getResultTypes()[j]});
+  return out;
+}
+
+LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
+  ScheduleAttr attr = program.getSchedule();
+  int64_t k = attr.getNumStages();
+  bool global = program.isGlobalView();
+  bool splits = attr.splitsBackward();
+  SymbolTableCollection symbols;
+  auto accumulatorsOf = [&](CallStageOp call) {
+    auto fn = dyn_cast_or_null<FunctionOpInterface>(
+        symbols.lookupNearestSymbolFrom(call, call.getCalleeAttr()));
+    return gradientAccumulators(fn);
+  };
+  // Which weights are summed: those in some all-reduce, and (global view)
+  // those whose accumulator stages of two ranks add into.
+  // Stages whose B/W add into or whose U applies grad:<w>, and the ranks
+  // whose U applies it (the holders).
+  std::map<std::string, std::set<int64_t>> stagesOf, holders;
+  std::set<std::string> reduced;
+  for (Operation &op : program.getBody().front()) {
+    if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+      reduced.insert(reduce.getWeight().str());
+      continue;
+    }
+    auto call = dyn_cast<CallStageOp>(op);
+    if (!call)
+      continue;
+    bool update = call.getAction() == ActionKind::Update;
+    if (!update && call.getAction() != (splits ? ActionKind::WeightGrad
+                                               : ActionKind::Backward))
+      continue;
+    for (auto &[name, type] : accumulatorsOf(call)) {
+      stagesOf[name].insert(call.getStage().getVirtualIndex(k));
+      if (update)
+        holders[name].insert(call.getStage().getRank());
+    }
+  }
+  std::set<std::string> summed = reduced;
+  if (global)
+    for (auto &[name, ranks] : holders)
+      if (ranks.size() >= 2)
+        summed.insert(name);
+  if (summed.empty())
+    return success();
+  // Per (rank, weight): whether an all-reduce ran since the last U.
+  std::map<std::pair<int64_t, std::string>, Operation *> reducedAt;
+  for (Operation &op : program.getBody().front()) {
+    if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+      std::string name = reduce.getWeight().str();
+      if (global) {
+        std::set<int64_t> stages;
+        for (auto stage : reduce.getStages().getAsRange<StageAttr>())
+          stages.insert(stage.getVirtualIndex(k));
+        if (stages != stagesOf[name])
+          return reduce.emitError()
+                 << "the all-reduce of '" << reduce.getGradName()
+                 << "' must list exactly the stages whose "
+                 << (splits ? "W" : "B") << " adds into it or whose U "
+                 << "applies it";
+      }
+      for (int64_t r : reduce.getRanks()) {
+        if (!global && r != static_cast<int64_t>(*program.getRank()))
+          continue;
+        Operation *&at = reducedAt[{r, name}];
+        if (at)
+          return reduce.emitError()
+                 << "rank " << r << ": a second all-reduce of '"
+                 << reduce.getGradName() << "' before its update";
+        at = reduce;
+      }
+      continue;
+    }
+    auto call = dyn_cast<CallStageOp>(op);
+    if (!call)
+      continue;
+    int64_t r = call.getStage().getRank();
+    std::string where = "rank " + std::to_string(r) + ": " +
+                        stringifyActionKind(call.getAction()).str() +
+                        " of stage " +
+                        std::to_string(call.getStage().getVirtualIndex(k)) +
+                        " micro-batch " +
+                        std::to_string(call.getMicrobatch());
+    bool adds = call.getAction() == ActionKind::Backward ||
+                call.getAction() == ActionKind::WeightGrad;
+    for (auto &[name, type] : accumulatorsOf(call)) {
+      if (!summed.count(name))
+        continue;
+      auto it = reducedAt.find({r, name});
+      bool isReduced = it != reducedAt.end() && it->second;
+      if (adds && isReduced)
+        return call.emitError()
+               << where << " adds into 'grad:" << name
+               << "' after its all-reduce and before the update";
+      if (call.getAction() != ActionKind::Update)
+        continue;
+      if (!isReduced)
+        return call.emitError()
+               << where << " applies 'grad:" << name
+               << "' of a shared weight without a pipe.all_reduce_grad "
+                  "summing it over the ranks that hold the weight";
+      it->second = nullptr;
+    }
+  }
+  for (auto &[key, at] : reducedAt)
+    if (at)
+      return at->emitError() << "rank " << key.first << ": no update of '"
+                             << key.second << "' follows its all-reduce";
+  return success();
 }
 
 sched::Schedule pipedream::pipe::scheduleOfProgram(ProgramOp program) {
@@ -240,7 +377,7 @@ void sinkRecv(RecvOp recv) {
   Value result = recv.getResult();
   while (Operation *next = recv->getNextNode()) {
     if (next->hasTrait<OpTrait::IsTerminator>() ||
-        isa<SendOp, RecvOp>(next) ||
+        isa<SendOp, RecvOp, AllReduceGradOp>(next) ||
         llvm::any_of(result.getUsers(),
                      [&](Operation *user) { return next->isAncestor(user); }))
       break;
@@ -371,6 +508,17 @@ static LogicalResult projectProgram(ModuleOp module, ProgramOp global) {
     if (isa<SendOp, RecvOp>(op))
       return fail(op.emitError()
                   << "pipe.send / pipe.recv in a global program");
+    if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+      // A collective: every rank of the group runs it, at this point of
+      // the global order.
+      for (int64_t r : reduce.getRanks()) {
+        if (r >= k)
+          return fail(op.emitError() << "runs on rank " << r
+                                     << ", outside the schedule's " << k);
+        builders[r].clone(op, maps[r]);
+      }
+      continue;
+    }
     std::optional<int64_t> rank = explicitRank(&op);
     if (!rank) {
       for (Value v : op.getOperands()) {

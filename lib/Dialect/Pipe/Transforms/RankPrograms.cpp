@@ -198,6 +198,13 @@ struct RankPlanner {
         ins.peer = static_cast<int64_t>(recv.getPeer());
         ins.tag = static_cast<int64_t>(recv.getTag());
         plan.instructions.push_back(std::move(ins));
+      } else if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+        ins.kind = RankInstruction::Kind::AllReduce;
+        ins.name = reduce.getGradName();
+        ins.gradType = cast<RankedTensorType>(reduce.getGradType());
+        ins.group = reduce.getRanks();
+        ins.microbatch = static_cast<int64_t>(reduce.getMicrobatch());
+        plan.instructions.push_back(std::move(ins));
       } else if (isa<ReturnOp>(op)) {
         for (auto [m, reg] : llvm::enumerate(args)) {
           RankInstruction loss;

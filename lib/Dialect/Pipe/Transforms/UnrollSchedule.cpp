@@ -6,6 +6,7 @@
 
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
@@ -257,6 +258,176 @@ void UnrollSchedulePass::runOnOperation() {
       order.push_back({sim.timeline[r][i].start, r, (int64_t)i});
   std::sort(order.begin(), order.end());
 
+  // Shared weights (docs/Pipe.md, "Shared weights"): a weight whose copies
+  // the U of stages on two or more ranks update is one parameter (each
+  // holder's B, W when split, adds its part into the rank's `grad:<w>`; a
+  // holder whose reads carry no gradient adds nothing). Before each update
+  // of it, every holder sums its accumulator with the others'
+  // (pipe.all_reduce_grad), right before the U of the stage that applies it
+  // on that rank (pipe-build-stage-training gives each rank one).
+  struct SharedWeight {
+    std::string name;
+    Type type;
+    SmallVector<int64_t> stages;         // virtual stages adding into or applying it
+    std::map<int64_t, int64_t> ownerOf;  // rank -> virtual stage whose U applies it
+  };
+  std::map<std::string, SharedWeight> sharedByName;
+  {
+    char gradLetter = config.splitsBackward() ? 'W' : 'B';
+    std::map<std::string, std::set<int64_t>> stagesOf, addingRanks;
+    for (int64_t v = 0; v < numStages; ++v)
+      for (auto &[name, type] : gradientAccumulators(fnOf(v, 'U'))) {
+        SharedWeight &w = sharedByName[name];
+        w.name = name;
+        w.type = type;
+        stagesOf[name].insert(v);
+        if (!w.ownerOf.insert({v % k, v}).second)
+          return fail(fnOf(v, 'U'),
+                      "two stages of rank " + Twine(v % k) + " update '" +
+                          name + "'");
+      }
+    for (int64_t v = 0; v < numStages; ++v)
+      for (auto &[name, type] : gradientAccumulators(fnOf(v, gradLetter))) {
+        stagesOf[name].insert(v);
+        addingRanks[name].insert(v % k);
+      }
+    for (auto &[name, ranks] : addingRanks) {
+      auto it = sharedByName.find(name);
+      for (int64_t r : ranks)
+        if (it == sharedByName.end() || !it->second.ownerOf.count(r))
+          return fail(fnOf(*stagesOf[name].begin(), gradLetter),
+                      "no stage of rank " + Twine(r) + " updates '" + name +
+                          "', whose gradient it accumulates");
+    }
+    for (auto it = sharedByName.begin(); it != sharedByName.end();) {
+      if (it->second.ownerOf.size() < 2) {
+        it = sharedByName.erase(it);
+        continue;
+      }
+      it->second.stages.assign(stagesOf[it->first].begin(),
+                               stagesOf[it->first].end());
+      ++it;
+    }
+  }
+  // The global order with the all-reduces: each rank's items are its
+  // actions, an all-reduce before the j-th U of each stage that applies a
+  // shared weight; items are taken in start-time order, an action once the
+  // actions it receives values from are placed, an all-reduce once every
+  // rank of its group has reached it (a rendezvous, as the collective is).
+  struct Reduction {
+    const SharedWeight *weight;
+    int64_t microbatch;
+  };
+  std::vector<Reduction> reductions;
+  struct Item {
+    int64_t reduction = -1; // or an action (rank, index)
+    int64_t rank = 0, index = 0;
+  };
+  std::vector<std::vector<Item>> items(k);
+  {
+    // (weight, j) -> reduction index.
+    std::map<std::pair<std::string, int64_t>, int64_t> reductionOf;
+    for (int64_t r = 0; r < k; ++r) {
+      std::map<int64_t, int64_t> updatesOf; // stage -> U seen so far
+      for (size_t i = 0; i < schedule.ranks[r].size(); ++i) {
+        const sched::Action &a = schedule.ranks[r][i];
+        if (a.op == sched::Op::U) {
+          int64_t j = updatesOf[a.stage]++;
+          for (auto &[name, w] : sharedByName) {
+            auto owner = w.ownerOf.find(r);
+            if (owner == w.ownerOf.end() || owner->second != a.stage)
+              continue;
+            auto [it, inserted] =
+                reductionOf.insert({{name, j}, (int64_t)reductions.size()});
+            if (inserted)
+              reductions.push_back({&w, a.microbatch});
+            else if (reductions[it->second].microbatch != a.microbatch)
+              return fail(fnOf(a.stage, 'U'),
+                          "the updates of '" + name +
+                              "' on different ranks follow different "
+                              "micro-batches");
+            items[r].push_back({it->second, r, 0});
+          }
+        }
+        items[r].push_back({-1, r, (int64_t)i});
+      }
+    }
+  }
+  std::map<std::pair<int64_t, int64_t>, double> startOf;
+  for (auto [t, r, i] : order)
+    startOf[{r, i}] = t;
+  std::vector<Item> merged;
+  {
+    std::set<std::tuple<int, int64_t, int64_t>> placed; // (op, stage, mb)
+    auto ready = [&](const sched::Action &a) {
+      if (a.op == sched::Op::F) {
+        for (auto [edge, consumer] : consumerOf)
+          if (consumer == a.stage &&
+              !placed.count({(int)sched::Op::F, producerOf[edge],
+                             a.microbatch}))
+            return false;
+      } else if (a.op == sched::Op::B) {
+        for (auto [edge, producer] : producerOf)
+          if (producer == a.stage &&
+              !placed.count({(int)sched::Op::B, consumerOf[edge],
+                             a.microbatch}))
+            return false;
+      }
+      return true;
+    };
+    std::vector<size_t> head(k, 0);
+    auto done = [&] {
+      for (int64_t r = 0; r < k; ++r)
+        if (head[r] < items[r].size())
+          return false;
+      return true;
+    };
+    while (!done()) {
+      int64_t pick = -1;
+      double best = 0;
+      for (int64_t r = 0; r < k && pick < 0; ++r) {
+        if (head[r] >= items[r].size() || items[r][head[r]].reduction < 0)
+          continue;
+        int64_t red = items[r][head[r]].reduction;
+        bool all = true;
+        for (auto [rank, owner] : reductions[red].weight->ownerOf)
+          all &= head[rank] < items[rank].size() &&
+                 items[rank][head[rank]].reduction == red;
+        if (all)
+          pick = r;
+      }
+      if (pick >= 0) {
+        int64_t red = items[pick][head[pick]].reduction;
+        merged.push_back(items[pick][head[pick]]);
+        for (auto [rank, owner] : reductions[red].weight->ownerOf)
+          ++head[rank];
+        continue;
+      }
+      for (int64_t r = 0; r < k; ++r) {
+        if (head[r] >= items[r].size() || items[r][head[r]].reduction >= 0)
+          continue;
+        const Item &item = items[r][head[r]];
+        const sched::Action &a = schedule.ranks[r][item.index];
+        double t = startOf[{r, item.index}];
+        if (ready(a) && (pick < 0 || t < best)) {
+          pick = r;
+          best = t;
+        }
+      }
+      if (pick < 0) {
+        module.emitError()
+            << "pipe-unroll-schedule: the gradient all-reduces of the "
+               "shared weights cannot be placed in this schedule without a "
+               "deadlock";
+        return signalPassFailure();
+      }
+      const Item &item = items[pick][head[pick]++];
+      const sched::Action &a = schedule.ranks[pick][item.index];
+      placed.insert({(int)a.op, a.stage, a.microbatch});
+      merged.push_back(item);
+    }
+  }
+
   // Program signature: every input per micro-batch (input-major), the loss
   // per micro-batch.
   SmallVector<Type> argTypes, resultTypes;
@@ -307,7 +478,19 @@ void UnrollSchedulePass::runOnOperation() {
            (carry ? residualsPerRank[r] : 0) + index;
   };
 
-  for (auto [start, r, i] : order) {
+  for (const Item &item : merged) {
+    if (item.reduction >= 0) {
+      const Reduction &red = reductions[item.reduction];
+      SmallVector<Attribute> stages;
+      for (int64_t v : red.weight->stages)
+        stages.push_back(stageAttrOf(v));
+      AllReduceGradOp::create(b, loc, b.getStringAttr(red.weight->name),
+                              b.getArrayAttr(stages),
+                              b.getI64IntegerAttr(red.microbatch),
+                              TypeAttr::get(red.weight->type));
+      continue;
+    }
+    int64_t r = item.rank, i = item.index;
     const sched::Action &a = schedule.ranks[r][i];
     int64_t v = a.stage, m = a.microbatch;
     char letter = sched::opLetter(a.op);

@@ -140,6 +140,9 @@ static LogicalResult verifyProgram(ProgramOp program) {
   if (!ok)
     return failure();
 
+  if (failed(verifyGradientReductions(program)))
+    return failure();
+
   sched::Diagnostic diag = sched::verifyWithLocation(schedule);
   if (diag.message.empty())
     return success();

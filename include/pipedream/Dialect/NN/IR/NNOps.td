@@ -1060,4 +1060,10 @@ def NN_BernoulliOp : NN_Op<"bernoulli", [], NN_CostOpInterface, []> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Math, comparison, logic, arg and scan ops (NNMathOps.td)
+//===----------------------------------------------------------------------===//
+
+include "pipedream/Dialect/NN/IR/NNMathOps.td"
+
 #endif // PIPEDREAM_DIALECT_NN_IR_NNOPS_TD

@@ -321,6 +321,57 @@ def Pipe_SendOp : Pipe_Op<"send", [
 }
 
 //===----------------------------------------------------------------------===//
+// AllReduceGradOp
+//===----------------------------------------------------------------------===//
+
+def Pipe_AllReduceGradOp : Pipe_Op<"all_reduce_grad", [
+    MemoryEffects<[MemRead<Pipe_CommunicationResource>,
+                   MemWrite<Pipe_CommunicationResource>]>]> {
+  let summary = "sum a shared weight's gradient over the ranks that hold it";
+  let description = [{
+    A weight read by several stages (tied embeddings: the first stage's
+    Gather and the last stage's LM head) is one parameter: the stages in
+    `stages` add their contributions to their rank's accumulator
+    `grad:<weight>` or apply it, and this op replaces the accumulator on
+    every rank of `stages` by the sum over those ranks (Megatron's embedding group; an
+    all-reduce of the transport: `MPI_Allreduce`, `ncclAllReduce`, or the
+    threads transport's). Each rank then applies the same update to its
+    copy, so the copies stay equal. `microbatch` is the micro-batch whose
+    backward completes the gradients, as for the `U` that follows it.
+
+    The accumulator is a persistent buffer of each rank, not a program
+    value: the op has no operands. `grad_type` is its type (what each rank
+    sends). In the global view it is one op of the whole group; in the
+    per-rank view every rank of the group has it, in the same order.
+
+    `stages` lists at least two stages, without repeats, on at least two
+    ranks; `microbatch` is non-negative. Inside a program, the stages and
+    micro-batch lie within the schedule, and a per-rank program's rank is
+    one of the group's.
+
+    ```mlir
+    pipe.all_reduce_grad "wte" stages [#pipe.stage<0>, #pipe.stage<1>]
+        microbatch 3 : tensor<64x16xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$weight,
+                       TypedArrayAttrBase<Pipe_StageAttr, "stages">:$stages,
+                       I64Attr:$microbatch,
+                       TypeAttrOf<AnyStaticShapeTensor>:$grad_type);
+  let assemblyFormat = [{
+    $weight `stages` $stages `microbatch` $microbatch attr-dict `:`
+    $grad_type
+  }];
+  let extraClassDeclaration = [{
+    /// The name of the accumulator it reduces: `grad:<weight>`.
+    std::string getGradName() { return "grad:" + getWeight().str(); }
+    /// The distinct ranks of `stages`, ascending.
+    ::llvm::SmallVector<int64_t> getRanks();
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // RecvOp
 //===----------------------------------------------------------------------===//
 

@@ -14,8 +14,11 @@
 //   receive of d from s carry the same tag and type (messages of a pair are
 //   received in the order they are sent, as NCCL and MPI deliver them), no
 //   tag repeats within a pair, and no message is left unmatched;
+// - collectives (a shared weight's gradient all-reduce): every rank of a
+//   group runs the group's collectives in the same order, on the same
+//   accumulator and type;
 // - no deadlock when every send and receive blocks until its peer reaches
-//   the matching one (rendezvous, the strictest semantics: a program that
+//   the matching one, and every collective until its whole group has (rendezvous, the strictest semantics: a program that
 //   completes under it completes under buffered sends too).
 //
 // `projectMessages` models the projection of a schedule (the unroller's
@@ -38,7 +41,7 @@ namespace schedule {
 
 /// One step of a per-rank program.
 struct Event {
-  enum Kind { Compute, Send, Recv };
+  enum Kind { Compute, Send, Recv, Collective };
   Kind kind = Compute;
   int64_t peer = -1;
   int64_t tag = -1;
@@ -47,6 +50,11 @@ struct Event {
   /// Compute: what it is ("F of stage 1 micro-batch 2"); Recv: the
   /// action that reads the message (optional, for diagnostics).
   std::string what;
+  /// Collective: the ranks taking part (ascending, this one among them).
+  /// The i-th collective of a group on each of its ranks is one operation:
+  /// same `what` (what it reduces) and type; it completes once every rank
+  /// of the group has reached it.
+  std::vector<int64_t> group;
 };
 
 /// Each rank's events in program order.

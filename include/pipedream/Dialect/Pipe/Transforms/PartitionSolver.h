@@ -74,10 +74,22 @@ struct Value {
   bool hasGradient = true;
 };
 
+/// A trainable weight read by two or more nodes (tied weights). Its bytes
+/// are in the first reader's `parameterBytes`; a piece with a later reader
+/// but not the first holds a copy too, and every piece holding it while
+/// another does takes part in the gradient all-reduce (docs/Pipe.md,
+/// "Shared weights").
+struct SharedWeight {
+  /// Reading nodes, ascending, at least two.
+  std::vector<int64_t> readers;
+  int64_t bytes = 0;
+};
+
 /// Nodes in topological order and the values between them.
 struct Graph {
   std::vector<Node> nodes;
   std::vector<Value> values;
+  std::vector<SharedWeight> sharedWeights;
   /// Returns "" or why the graph is malformed (a user not after its
   /// producer, an index out of range, unsorted users).
   std::string validate() const;
@@ -113,6 +125,11 @@ struct Piece {
   int64_t parameterBytes = 0, frozenBytes = 0, activationBytes = 0;
   int64_t inFlight = 0, weightVersions = 0;
   int64_t memory = 0;
+  /// Shared weights: bytes of the copies this piece holds of weights whose
+  /// first reader is in an earlier piece (in parameterBytes), and bytes it
+  /// all-reduces per update with the other holders (its part of `comm`,
+  /// spread over the micro-batches of an update).
+  int64_t sharedCopyBytes = 0, allReduceBytes = 0;
   double compute() const { return forward + backwardInput + backwardWeight; }
 };
 
@@ -149,6 +166,14 @@ public:
   int64_t memory(int64_t piece, int64_t parameterBytes, int64_t frozenBytes,
                  int64_t activationBytes) const;
   double commTime(int64_t bytes, int64_t messages) const;
+  /// Shared weights of the piece [begin, end): the bytes of copies it holds
+  /// beyond the first readers', and the bytes it all-reduces per update.
+  void sharedWeights(int64_t begin, int64_t end, int64_t &copyBytes,
+                     int64_t &allReduceBytes) const;
+  /// Seconds per micro-batch of all-reducing `bytes` once per update (a
+  /// ring all-reduce of two holders sends and receives the bytes once: one
+  /// send and one receive of half of them, twice).
+  double allReduceTime(int64_t bytes) const;
 
   const Graph &graph;
   const Options &options;

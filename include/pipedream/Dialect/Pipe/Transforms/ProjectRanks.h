@@ -19,6 +19,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <map>
+#include <string>
+
 namespace pipedream {
 namespace pipe {
 
@@ -36,6 +39,23 @@ mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
 /// The schedule a global program's `pipe.call_stage` ops form: each rank's
 /// actions in body order, the configuration from its `#pipe.schedule`.
 schedule::Schedule scheduleOfProgram(ProgramOp program);
+
+/// The gradient accumulators a stage function binds (`nn.role = "grad"`
+/// arguments named `grad:<w>`, or results with `nn.updates = "grad:<w>"`),
+/// by weight name `<w>`, with their types.
+std::map<std::string, mlir::Type>
+gradientAccumulators(mlir::FunctionOpInterface fn);
+
+/// Checks the `pipe.all_reduce_grad` ops of `program` (global or per-rank
+/// view) against its stage calls (docs/Pipe.md, "Shared weights"): per rank
+/// and weight, every U that applies `grad:<w>` of a weight whose gradient
+/// is summed (one in some all-reduce or, in the global view, applied by
+/// the U of stages on two ranks) follows an all-reduce of it since the previous
+/// U, no B or W adds to `grad:<w>` between the all-reduce and the U, and
+/// in the global view the all-reduce's stages are exactly the stages whose
+/// B or W add to `grad:<w>` or whose U applies it. Emits an error at the
+/// offending op.
+mlir::LogicalResult verifyGradientReductions(ProgramOp program);
 
 } // namespace pipe
 } // namespace pipedream

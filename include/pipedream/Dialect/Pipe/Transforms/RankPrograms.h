@@ -6,7 +6,8 @@
 //
 // The one place that turns a per-rank `pipe.program` (`pipe-project-ranks`)
 // into the static form a pipeline bundle runs: a register table and a
-// straight-line list of instructions (input, call, send, recv, loss). Each
+// straight-line list of instructions (input, call, send, recv, loss,
+// all_reduce). Each
 // SSA value becomes a register, registers are reused once their value is
 // dead (a liveness scan over the straight-line program), a stash/restore
 // pair is one value kept live in its register, and program inputs are
@@ -37,7 +38,7 @@ namespace pipedream::pipe {
 /// One instruction of a rank's static program (docs/Bundle.md, "Pipeline
 /// bundles").
 struct RankInstruction {
-  enum class Kind { Input, Call, Send, Recv, Loss };
+  enum class Kind { Input, Call, Send, Recv, Loss, AllReduce };
   Kind kind = Kind::Input;
   /// The op it comes from (the program for inputs, pipe.return for losses).
   mlir::Operation *op = nullptr;
@@ -57,6 +58,10 @@ struct RankInstruction {
   /// send, recv: the other rank and the tag.
   int64_t peer = 0;
   int64_t tag = 0;
+  /// all_reduce: the accumulator summed in place (`grad:<w>`, a persistent
+  /// buffer of the rank; `name`), its type, and the ranks of the group.
+  mlir::RankedTensorType gradType;
+  llvm::SmallVector<int64_t> group;
 };
 
 /// A rank's registers and instructions.
@@ -94,6 +99,7 @@ enum class RankRuntimeFunction : int32_t {
   Send = 3,
   Recv = 4,
   Loss = 5,
+  AllReduce = 6,
 };
 
 /// Replaces every per-rank `pipe.program` of `module` by its native entry

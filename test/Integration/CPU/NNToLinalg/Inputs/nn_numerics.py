@@ -955,7 +955,179 @@ def neural_grad_cases():
     return c
 
 
+#===----------------------------------------------------------------------===#
+# Math, comparison, arg and scan ops (NNMathOps.td)
+#===----------------------------------------------------------------------===#
+
+def cumsum_ref(x, axis, exclusive, reverse):
+    if reverse:
+        x = np.flip(x, axis)
+    c = np.cumsum(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        c = c - x
+    return np.flip(c, axis) if reverse else c
+
+
+def trilu_ref(x, k, upper):
+    k = int(k)
+    return np.triu(x, k) if upper else np.tril(x, k)
+
+
+def arg_ref(x, axis, keepdims, last, fn):
+    if last:
+        flipped = np.flip(x, axis)
+        r = x.shape[axis] - 1 - fn(flipped, axis=axis)
+    else:
+        r = fn(x, axis=axis)
+    r = r.astype(np.int64)
+    return np.expand_dims(r, axis) if keepdims else r
+
+
+def top_k_ref(x, axis, k, largest):
+    """Values and indices of numpy's stable sort (NaN sorts last, so it is
+    the largest), the first k, largest first when `largest`."""
+    n = x.shape[axis]
+    order = np.argsort(x, axis=axis, kind="stable")
+    if largest:
+        # Descending and stable: sort the reversed input ascending, reverse
+        # the result, and map positions back.
+        rev = np.flip(x, axis)
+        order = n - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
+    idx = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
+
+
+class TopKCase(Case):
+    """nn.top_k has two results: the case function returns one."""
+
+    def __init__(self, name, x, axis, k, largest, result):
+        self.attrs = "{axis = %d : i64, k = %d : i64%s}" % (
+            axis, k, "" if largest else ", largest = false")
+        self.result = result
+        super().__init__(name, "", [x],
+                         lambda v: top_k_ref(v, axis, k, largest)[result])
+        values, indices = top_k_ref(x, axis, k, largest)
+        self.types = (tensor_type(values), tensor_type(indices))
+
+    def function(self):
+        t = tensor_type(self.inputs[0])
+        r = self.types[self.result]
+        return (f"func.func @case_{self.name}(%a0: {t}) -> {r} {{\n"
+                f"  %r:2 = nn.top_k %a0 {self.attrs} : ({t}) -> "
+                f"({self.types[0]}, {self.types[1]})\n"
+                f"  return %r#{self.result} : {r}\n}}\n")
+
+
+def math_cases():
+    c = []
+    x = randf(3, 4)
+    unit = randf(3, 4, lo=-0.95, hi=0.95)
+    for op, fn, arg in [("sin", np.sin, x), ("cos", np.cos, x),
+                        ("tan", np.tan, randf(3, 4, lo=-1.2, hi=1.2)),
+                        ("asin", np.arcsin, unit), ("acos", np.arccos, unit),
+                        ("atan", np.arctan, x), ("sinh", np.sinh, x),
+                        ("cosh", np.cosh, x), ("asinh", np.arcsinh, x),
+                        ("acosh", np.arccosh, randf(3, 4, lo=1.0, hi=4.0)),
+                        ("atanh", np.arctanh, unit),
+                        ("reciprocal", np.reciprocal, randf(3, 4, lo=0.5)),
+                        ("floor", np.floor, x), ("ceil", np.ceil, x)]:
+        c.append(Case(op, unary(op), [arg], fn))
+    halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, -0.6], np.float32)
+    c.append(Case("round_half_even", unary("round"), [halves], np.round))
+    c.append(Case("abs_i32", unary("abs"), [randi(3, 4, dtype=np.int32)],
+                  np.abs))
+    c.append(Case("sign_i64", unary("sign"), [randi(2, 5)], np.sign))
+    special = np.array([1.0, -np.inf, np.inf, np.nan, 0.0, -3.0], np.float32)
+    c.append(Case("sign_f32", unary("sign"), [special], np.sign))
+    c.append(Case("is_nan", "nn.is_nan {a0} : ({T0}) -> {R}", [special],
+                  np.isnan))
+    c.append(Case("is_inf_positive",
+                  "nn.is_inf {a0} {detect_negative = false} : ({T0}) -> {R}",
+                  [special], np.isposinf))
+    # Mod: every sign combination, a zero divisor (numpy: 0) and
+    # INT_MIN % -1 (numpy: 0), for both semantics.
+    num = np.array([7, -7, 7, -7, 5, -9223372036854775808, 0, 6], np.int64)
+    den = np.array([3, 3, -3, -3, 0, -1, 4, 3], np.int64)
+    with np.errstate(divide="ignore"):
+        c.append(Case("mod_python", binary("mod"), [num, den], np.mod))
+        c.append(Case("mod_fmod", generic("mod", 2, "{fmod = true}"),
+                      [num, den], np.fmod))
+    c.append(Case("fmod_f32", generic("mod", 2, "{fmod = true}"),
+                  [randf(3, 4, lo=-5, hi=5), randf(4, lo=0.5, hi=2)],
+                  np.fmod))
+    a, b = randf(3, 4), randf(4)
+    b[0] = a[1, 0]
+    for op, fn in [("less", np.less), ("less_equal", np.less_equal),
+                   ("greater", np.greater),
+                   ("greater_equal", np.greater_equal)]:
+        c.append(Case(op, binary(op), [a, b], fn))
+    c.append(Case("max_f32", binary("max"), [a, b], np.maximum))
+    c.append(Case("min_i64", binary("min"), [randi(3, 1), randi(4)],
+                  np.minimum))
+    p, q = (rng.integers(0, 2, size=(2, 3)).astype(bool),
+            rng.integers(0, 2, size=(3,)).astype(bool))
+    c.append(Case("xor", binary("xor"), [p, q], np.logical_xor))
+    c.append(Case("not", unary("not"), [p], np.logical_not))
+    c.append(Case("prelu", binary("prelu"), [a, b],
+                  lambda x, s: np.where(x < 0, s * x, x)))
+    c.append(Case("softplus", unary("softplus"), [randf(3, 4, lo=-30, hi=30)],
+                  lambda v: np.logaddexp(0, v.astype(np.float64)).astype(np.float32)))
+    c.append(Case("hard_swish", unary("hard_swish"), [randf(3, 4, lo=-5, hi=5)],
+                  lambda v: v * np.clip(v / 6 + 0.5, 0, 1)))
+    c.append(Case("shrink", unary("shrink", "{bias = 0.5 : f64, lambd = 1.0 : f64}"),
+                  [randf(3, 4)],
+                  lambda v: np.where(v < -1, v + 0.5,
+                                     np.where(v > 1, v - 0.5, 0)).astype(np.float32)))
+    # Ties: the first (or last) of the equal maxima.
+    ties = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [5, 1, 5, 4]], np.float32)
+    for last in (False, True):
+        attrs = "{axis = 1 : i64, keepdims = false%s}" % (
+            ", select_last_index = true" if last else "")
+        c.append(Case(f"arg_max_ties_{int(last)}", generic("arg_max", 1, attrs),
+                      [ties], lambda v, l=last: arg_ref(v, 1, False, l, np.argmax)))
+        c.append(Case(f"arg_min_ties_{int(last)}", generic("arg_min", 1, attrs),
+                      [ties], lambda v, l=last: arg_ref(v, 1, False, l, np.argmin)))
+    c.append(Case("arg_max_i32_keepdims",
+                  generic("arg_max", 1, "{axis = 0 : i64}"),
+                  [randi(4, 3, dtype=np.int32)],
+                  lambda v: arg_ref(v, 0, True, False, np.argmax)))
+    for exclusive in (False, True):
+        for reverse in (False, True):
+            attrs = "{axis = 1 : i64, exclusive = %s, reverse = %s}" % (
+                str(exclusive).lower(), str(reverse).lower())
+            name = f"cumsum_{int(exclusive)}{int(reverse)}"
+            c.append(Case(name, f"nn.cumsum {{a0}} {attrs} : {{T0}}",
+                          [randf(2, 6)],
+                          lambda v, e=exclusive, r=reverse: cumsum_ref(v, 1, e, r)))
+    c.append(Case("cumsum_i64_axis0",
+                  "nn.cumsum {a0} {axis = 0 : i64} : {T0}", [randi(5, 2)],
+                  lambda v: cumsum_ref(v, 0, False, False)))
+    for k in (-1, 0, 2, 7):
+        for upper in (False, True):
+            c.append(Case(f"trilu_{k + 1}_{int(upper)}",
+                          generic("trilu", 2, "{upper = %s}" % str(upper).lower()),
+                          [randf(2, 3, 4), np.array(k, np.int64)],
+                          lambda v, kk, u=upper: trilu_ref(v, kk, u)))
+    # top_k: ties keep the input order (a stable sort), NaN is the largest.
+    tk = np.array([[1, 3, 3, 0, 2], [2, 2, 2, 2, 2], [5, np.nan, 5, 4, -1]],
+                  np.float32)
+    for largest in (True, False):
+        for result in (0, 1):
+            c.append(TopKCase(f"top_k_{int(largest)}_{result}", tk, 1, 3,
+                              largest, result))
+    c.append(TopKCase("top_k_i64_axis0", randi(6, 2), 0, 4, True, 0))
+    x = randf(3, 4)
+    c.append(Case("reduce_min", generic("reduce_min", 1,
+                                        "{axes = array<i64: 1>, keepdims = false}"),
+                  [x], lambda v: v.min(axis=1)))
+    c.append(Case("reduce_prod_i64", generic("reduce_prod", 1,
+                                             "{axes = array<i64: 0, 1>, keepdims = false}"),
+                  [randi(2, 3, lo=-3, hi=4)], lambda v: np.prod(v)))
+    return c
+
+
 FAMILIES = {
+    "math": math_cases,
     "elementwise": elementwise_cases,
     "matmul": matmul_cases,
     "conv": conv_cases,
