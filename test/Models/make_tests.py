@@ -30,17 +30,13 @@ WHAT = {
 }
 
 # Failure reasons, by the first failing piece (docs/Models.md has the matrix).
-TIED = ("tied weights read in two stages are trained as two copies "
-        "(issue 14 part 1, helper shared-weights)")
 FROZEN = ("the export's additive attention mask (float initializer "
-          "'where': zeros, finfo.min where masked) is trained as a parameter: it has a "
-          "differentiable path to the loss, so nn-mark-trainable keeps it "
-          "(helper frozen; --freeze fixes it, see the sgd-freeze tests)")
+          "'where': zeros, finfo.min where masked) is trained as a "
+          "parameter: it has a differentiable path to the loss, so "
+          "nn-mark-trainable keeps it (helper frozen; --freeze fixes it, "
+          "see the sgd-freeze tests)")
 CLIP = ("Clip bounds that are float initializers (min_val_cast) are read "
         "as weights, not import-time constants (helper frozen)")
-COS = "Cos (rotary embeddings) not supported (helper ops-ew)"
-RECIPROCAL = ("Reciprocal (RMSNorm's rsqrt) not supported on non-constants "
-              "(helper ops-ew)")
 
 KNOWN = {}
 
@@ -52,11 +48,8 @@ def known(names, checks, reason):
 
 
 TRAINING = ["sgd", "1f1b", "async"]
-PIPELINE = ["1f1b", "async"]
-known(["gpt2-ts", "t5-ts", "gpt2-ts-b4"], PIPELINE, TIED)
-known(["gpt2-dynamo", "bert-dynamo", "vit-dynamo"], TRAINING, FROZEN)
-known(["llama-ts"], CHECKS, COS)
-known(["llama-dynamo", "t5-dynamo"], CHECKS + ["sgd-freeze"], RECIPROCAL)
+known(["gpt2-dynamo", "bert-dynamo", "vit-dynamo", "llama-dynamo",
+       "t5-dynamo"], TRAINING, FROZEN)
 known(["mobilenetv2-dynamo"], CHECKS + ["sgd-freeze"], CLIP)
 
 
