@@ -685,7 +685,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
             },
             error)))
       return fail(modelName + ": " + error);
-    // CLI.md: OUT_DIR holds report.json too.
+    // docs/CLI.md: OUT_DIR holds report.json too.
     llvm::SmallString<256> reportPath(outputDir);
     llvm::sys::path::append(reportPath, "report.json");
     std::string openError;

@@ -206,7 +206,7 @@ def compile(model, stages=4, schedule="1f1b", microbatches=8,
       `example_inputs` (one micro-batch; exported with torch.onnx.export,
       `input_names` default ["x"], `output_names` ["y"], `opset`).
     stages, schedule, microbatches, loss, optimizer, lr, target: as the
-      pipedream-compile flags of the same names (CLI.md).
+      pipedream-compile flags of the same names (docs/CLI.md).
     output_dir: where the bundle goes (OUTPUT_DIR/bundle); a temporary
       directory removed with the model by default.
     **options: any other pipedream-compile flag, '-' written '_':

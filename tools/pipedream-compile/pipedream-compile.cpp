@@ -23,7 +23,7 @@
 // (used by the tests of the code generator).
 //
 // Only single-rank inference is implemented. The training and pipeline
-// flags of the CLI contract (CLI.md: --stages, --schedule, --optimizer...) are
+// flags of the CLI contract (docs/CLI.md: --stages, --schedule, --optimizer...) are
 // recognized and refused with a message, never silently ignored. Every
 // error is one line on stderr with a non-zero exit status.
 //
@@ -107,9 +107,11 @@ static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
                                cl::cat(category));
 
-// Training (CLI.md; docs/Bundle.md "Training bundles").
+// Training (docs/CLI.md; docs/Bundle.md "Training bundles").
 static cl::opt<std::string>
-    lossOption("loss", cl::desc("Training loss: cross-entropy or mse"),
+    lossOption("loss",
+               cl::desc("Training loss: cross-entropy, mse, or none (the "
+                        "model's first output is its scalar loss)"),
                cl::value_desc("KIND"), cl::cat(category));
 static cl::opt<std::string>
     labelsName("labels-name",

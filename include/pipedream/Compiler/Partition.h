@@ -6,7 +6,7 @@
 //
 // What `pipedream-compile` does for `--stages`, `--partition`,
 // `--cost-model`, `--emit partitioned` and `--report` / `--report-json`
-// (CLI.md): runs pipe-annotate-costs, pipe-partition and
+// (docs/CLI.md): runs pipe-annotate-costs, pipe-partition and
 // pipe-outline-stages on an imported module and describes the partition.
 //
 //===----------------------------------------------------------------------===//

@@ -63,7 +63,7 @@ struct CompileOptions {
   std::optional<std::string> gpuArch;
   std::optional<std::string> dtype;
 
-  // Training (CLI.md; docs/Bundle.md "Training bundles").
+  // Training (docs/CLI.md; docs/Bundle.md "Training bundles").
   std::optional<std::string> loss;
   std::optional<std::string> labelsName;  ///< default "labels"
   std::optional<int64_t> microbatches;    ///< default: 1, or K for pipelines

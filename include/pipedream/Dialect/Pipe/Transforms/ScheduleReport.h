@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// What a user sees of a schedule: the `report.json` fields of CLI.md
+// What a user sees of a schedule: the `report.json` fields of docs/CLI.md
 // (`schedule`, `bubble_fraction`, `peak_stash`, `peak_memory_bytes`,
 // `verified`), a Chrome-trace JSON (Perfetto, chrome://tracing) with one lane
 // per rank and one slice per action, and an SVG timeline picture. All three
@@ -102,7 +102,7 @@ struct Report {
 /// where they could be computed.
 Report buildReport(const Schedule &schedule, const ReportOptions &options);
 
-/// The CLI.md report fields:
+/// The docs/CLI.md report fields:
 ///   "schedule": {"kind", "K", "V", "M"},
 ///   "bubble_fraction": f (null when not verified), "makespan": f,
 ///   "cost_source": "unit" | "per-stage",
