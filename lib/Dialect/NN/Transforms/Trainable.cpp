@@ -22,12 +22,17 @@
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Autodiff.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
+
+#include <cmath>
+#include <cstring>
 
 using namespace mlir;
 
@@ -35,6 +40,46 @@ namespace pipedream::nn {
 
 namespace {
 using Names = NNDialect;
+
+/// Whether the initial value `value` of a float weight holds an infinity, a
+/// NaN, or a finite value of at least half the element type's largest
+/// magnitude: an additive attention mask (`finfo.min` where masked, as
+/// torch's dynamo exporter leaves it in an initializer), never a parameter
+/// (a step on it would overflow; PyTorch keeps it as a constant).
+bool holdsMaskValues(Attribute value, FloatType elementType) {
+  const llvm::fltSemantics &semantics = elementType.getFloatSemantics();
+  llvm::APFloat limit = llvm::APFloat::getLargest(semantics);
+  bool losesInfo = false;
+  double half = limit.convertToDouble() / 2;
+  auto isMask = [&](const llvm::APFloat &v) {
+    if (!v.isFinite())
+      return true;
+    llvm::APFloat d = v;
+    d.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+              &losesInfo);
+    return std::abs(d.convertToDouble()) >= half;
+  };
+  if (auto dense = dyn_cast<DenseFPElementsAttr>(value))
+    return llvm::any_of(dense.getValues<llvm::APFloat>(), isMask);
+  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  if (!resource)
+    return false;
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return false;
+  ArrayRef<char> bytes = blob->getData();
+  unsigned bits = elementType.getWidth();
+  if (bits % 8 != 0)
+    return false;
+  size_t width = bits / 8;
+  for (size_t at = 0; at + width <= bytes.size(); at += width) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes.data() + at, width); // little-endian host
+    if (isMask(llvm::APFloat(semantics, llvm::APInt(bits, raw))))
+      return true;
+  }
+  return false;
+}
 
 bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -210,6 +255,10 @@ classifyWeights(func::FuncOp func, const TrainableOptions &options,
         decide(Kind::Frozen, "scalar constant");
       else if (!reaches.contains(arg))
         decide(Kind::Frozen, "no differentiable path to the loss");
+      else if (Attribute init = func.getArgAttr(i, Names::kParamAttrName);
+               init && holdsMaskValues(init, cast<FloatType>(
+                                                 type.getElementType())))
+        decide(Kind::Frozen, "mask (infinite or extreme values)");
       else
         decide(Kind::Trainable, "parameter");
     }
