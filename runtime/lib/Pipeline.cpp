@@ -524,7 +524,8 @@ void agreeOnStep(pd_pipeline &p) {
   throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
 }
 
-/// Before a call: the agreement comes before the step's first update.
+/// Before a call: the agreement comes before the step's first update (or
+/// all-reduce, runAllReduce).
 void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
   if (!p.stepAgreed && p.agreeBeforeUpdate && ins.action == "U")
     agreeOnStep(p);
@@ -578,6 +579,13 @@ void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
 /// all_reduce: the rank's accumulator `ins.name` summed in place over the
 /// group by the transport's collective (docs/Pipe.md, "Shared weights").
 void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
+  // NOTE: the agreement comes before the step's first all-reduce too: the
+  // all-reduce is a rendezvous of its group, and a holder may update other
+  // weights (another chunk) before its all-reduce; agreeing only at the
+  // first update would leave a rank in the agreement while another waits
+  // for it in the all-reduce (sync schedules: no message follows either).
+  if (!p.stepAgreed && p.agreeBeforeUpdate)
+    agreeOnStep(p);
   pd_buffer *grad = nullptr;
   for (pd_buffer *buffer : p.grads)
     if (buffer->name == ins.name)
