@@ -71,6 +71,33 @@ inline bool isFloatTensor(mlir::Value v) {
   return llvm::isa<mlir::FloatType>(typeOf(v).getElementType());
 }
 
+/// Builders the derivative rules compose: a rank-0 constant of `like`'s
+/// element type (broadcasts against anything), and the nn arithmetic ops.
+inline mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value like, double value) {
+  return createScalar(b, loc, typeOf(like).getElementType(), value);
+}
+inline mlir::Value mul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       mlir::Value y) {
+  return MulOp::create(b, loc, x, y);
+}
+inline mlir::Value mul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       double c) {
+  return MulOp::create(b, loc, x, scalar(b, loc, x, c));
+}
+inline mlir::Value add(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       mlir::Value y) {
+  return AddOp::create(b, loc, x, y);
+}
+inline mlir::Value sub(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       mlir::Value y) {
+  return SubOp::create(b, loc, x, y);
+}
+inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                       mlir::Value y) {
+  return DivOp::create(b, loc, x, y);
+}
+
 /// A rule written as a function of the concrete op; it appends one value
 /// per operand.
 template <typename OpTy>

@@ -30,27 +30,6 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// A rank-0 constant of `like`'s element type (broadcasts against anything).
-Value scalar(OpBuilder &b, Location loc, Value like, double value) {
-  return createScalar(b, loc, typeOf(like).getElementType(), value);
-}
-
-Value mul(OpBuilder &b, Location loc, Value x, Value y) {
-  return MulOp::create(b, loc, x, y);
-}
-
-Value mul(OpBuilder &b, Location loc, Value x, double c) {
-  return MulOp::create(b, loc, x, scalar(b, loc, x, c));
-}
-
-Value add(OpBuilder &b, Location loc, Value x, Value y) {
-  return AddOp::create(b, loc, x, y);
-}
-
-Value sub(OpBuilder &b, Location loc, Value x, Value y) {
-  return SubOp::create(b, loc, x, y);
-}
-
 /// `grad` summed to `operand`'s shape, or null when `operand` is not float.
 Value unbroadcast(OpBuilder &b, Location loc, Value grad, Value operand) {
   if (!isFloatTensor(operand))

@@ -20,24 +20,6 @@ using namespace mlir;
 namespace pipedream::nn::detail {
 namespace {
 
-Value scalar(OpBuilder &b, Location loc, Value like, double value) {
-  return createScalar(b, loc, typeOf(like).getElementType(), value);
-}
-Value mul(OpBuilder &b, Location loc, Value x, Value y) {
-  return MulOp::create(b, loc, x, y);
-}
-Value mul(OpBuilder &b, Location loc, Value x, double c) {
-  return MulOp::create(b, loc, x, scalar(b, loc, x, c));
-}
-Value add(OpBuilder &b, Location loc, Value x, Value y) {
-  return AddOp::create(b, loc, x, y);
-}
-Value sub(OpBuilder &b, Location loc, Value x, Value y) {
-  return SubOp::create(b, loc, x, y);
-}
-Value div(OpBuilder &b, Location loc, Value x, Value y) {
-  return DivOp::create(b, loc, x, y);
-}
 /// `cond ? x : 0`.
 Value maskOr0(OpBuilder &b, Location loc, Value cond, Value x) {
   return WhereOp::create(b, loc, cond, x, scalar(b, loc, x, 0.0));
