@@ -43,6 +43,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Driver/ModelLowering.h"
+#include "pipedream/Pipelines/CommandLine.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
@@ -139,19 +140,6 @@ static cl::opt<std::string>
     deviceOption("device",
                  cl::desc("Device name recorded in the profile (default cpu)"),
                  cl::init("cpu"), cl::cat(category));
-static cl::opt<std::string>
-    targetCPU("target-cpu",
-              cl::desc("CPU to generate code for: native (default) or an "
-                       "LLVM CPU name"),
-              cl::init("native"), cl::cat(category));
-static cl::opt<unsigned> optLevel("O",
-                                  cl::desc("LLVM optimization level (0-3, "
-                                           "default 3)"),
-                                  cl::Prefix, cl::init(3), cl::cat(category));
-static cl::opt<std::string>
-    gemm("gemm",
-         cl::desc("GEMM lowering: auto (default), vectorize, blas, loops"),
-         cl::value_desc("MODE"), cl::init("auto"), cl::cat(category));
 static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
                                cl::cat(category));
@@ -540,6 +528,7 @@ int main(int argc, char **argv) {
   // The code generator applies the pass manager options (and
   // --mlir-print-ir-after=PASS names its passes); the lowering steps are
   // pipedream-compile's (lib/Driver).
+  pipedream::CodegenFlags codegenFlags(category);
   pipedream::registerDriverPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -567,12 +556,11 @@ int main(int argc, char **argv) {
   const double minSample = minSampleOption;
   const uint64_t seed = seedOption;
   const bool printKernels = verbose;
+  pipedream::CompileOptions codegenOptions;
+  codegenFlags.read(codegenOptions);
   if (inputFilename.empty())
     return fail("no input model (pipedream-profile MODEL.onnx -o "
                 "PROFILE.json)");
-  if (optLevel > 3)
-    return fail("-O" + llvm::Twine(optLevel.getValue()) +
-                ": the optimization level is 0 to 3");
   if (repeatsOption < 1)
     return fail("--repeats: at least 1");
   if (microbatches < 1)
@@ -584,21 +572,14 @@ int main(int argc, char **argv) {
                 ": must be a positive multiple of --microbatches (" +
                 llvm::Twine(microbatches.getValue()) + ")");
 
+  // -O, --gemm, --target-cpu: checked as pipedream-compile checks them.
   pipedream::cpu::CPUCodegenOptions codegen;
-  codegen.optLevel = optLevel;
-  codegen.cpu = targetCPU;
-  std::optional<pipedream::cpu::GemmLowering> gemmLowering =
-      pipedream::cpu::parseGemmLowering(gemm);
-  if (!gemmLowering)
-    return fail("--gemm " + gemm + ": expected auto, vectorize, blas or loops");
-  codegen.gemm = *gemmLowering;
-  if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
-      !pipedream::cpu::isBLASAvailable())
-    return fail("--gemm blas: this pipedream was built without OpenBLAS");
   {
     std::string error;
-    if (failed(pipedream::cpu::createTargetMachine(codegen, error)))
+    auto resolved = pipedream::resolveCodegenOptions(codegenOptions, error);
+    if (failed(resolved))
       return fail(error);
+    codegen = resolved->cpu;
   }
 
   pipedream::ImportOptions importOptions;

@@ -306,6 +306,9 @@ def main():
     p.add_argument("--microbatch-size", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--optimizer", default="momentum")
+    p.add_argument("--momentum", default=None,
+                   help="pipedream-compile's --momentum (with --optimizer "
+                        "sgd: SGD with momentum)")
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--runner", choices=["python", "threads", "mpi"],
                    default="python")
@@ -375,6 +378,8 @@ def main():
               "--batch-size", str(m * b)]
     if args.eps is not None:
         common += ["--eps", repr(args.eps)]
+    if args.momentum is not None:
+        common += ["--momentum", args.momentum]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     subprocess.run([compile_, *common, "-o", single], check=True)
