@@ -62,7 +62,7 @@ importONNX(StringRef filename, const llvm::MemoryBuffer &file,
   StringRef baseDir =
       filename == "-" ? StringRef() : llvm::sys::path::parent_path(filename);
   auto module = pipedream::importONNXBuffer(
-      file.getBuffer(), llvm::sys::path::filename(filename),
+      file.getBuffer(), filename,
       baseDir.empty() ? "." : baseDir, context, options, error);
   if (failed(module)) {
     llvm::errs() << "error: " << StringRef(error).split('\n').first << "\n";
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> file =
       openInputFile(inputFilename, &error);
   if (!file) {
-    llvm::errs() << "error: " << inputFilename << ": " << error << "\n";
+    llvm::errs() << "error: " << error << "\n";
     return 1;
   }
   if (isONNXModel(inputFilename, *file)) {
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
   }
   auto output = openOutputFile(outputFilename, &error);
   if (!output) {
-    llvm::errs() << "error: " << outputFilename << ": " << error << "\n";
+    llvm::errs() << "error: " << error << "\n";
     return 1;
   }
   if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
