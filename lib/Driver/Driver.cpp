@@ -23,8 +23,8 @@
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Compiler/Bundle.h"
-#include "pipedream/Compiler/Pipeline.h"
-#include "pipedream/Compiler/Partition.h"
+#include "pipedream/Compiler/BundleRanks.h"
+#include "pipedream/Compiler/PartitionReport.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
@@ -35,10 +35,12 @@
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -65,48 +67,14 @@ using namespace mlir;
 using namespace pipedream;
 namespace sched = pipedream::pipe::schedule;
 
-/// The first line of `message` (errors are one line).
-static std::string firstLine(const llvm::Twine &message) {
-  std::string text = message.str();
-  return StringRef(text).split('\n').first.str();
-}
-
-/// Captures the first error diagnostic of `context` while alive, as
-/// "LOCATION: message" (the driver's one-line errors), or as the message
-/// alone (`withLocation` false: the passes' messages name what they refer
-/// to).
-class FirstError {
-public:
-  explicit FirstError(MLIRContext *context, bool withLocation = true)
-      : handler(context, [this, withLocation](Diagnostic &diag) {
-          if (diag.getSeverity() == DiagnosticSeverity::Error &&
-              text.empty()) {
-            llvm::raw_string_ostream os(text);
-            if (withLocation)
-              os << diag.getLocation() << ": ";
-            os << diag.str();
-          }
-          return success();
-        }) {}
-  /// The captured error, or `fallback` when none was reported.
-  std::string orElse(const llvm::Twine &fallback) const {
-    return text.empty() ? fallback.str() : text;
-  }
-  FirstError(const FirstError &) = delete;
-  FirstError &operator=(const FirstError &) = delete;
-
-private:
-  std::string text;
-  ScopedDiagnosticHandler handler;
-};
-
 /// Runs the passes `populate` adds on `module`; the first error becomes
 /// `error` (`fallback` when the passes report none).
 static LogicalResult
 runPhasePipeline(ModuleOp module,
                  llvm::function_ref<void(OpPassManager &)> populate,
-                 bool withLocation, StringRef fallback, std::string &error) {
-  FirstError firstError(module.getContext(), withLocation);
+                 FirstErrorHandler::Format format, StringRef fallback,
+                 std::string &error) {
+  FirstErrorHandler firstError(module.getContext(), format);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   populate(pm);
   if (succeeded(pm.run(module)))
@@ -130,7 +98,7 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
                                                  MLIRContext &context,
                                                  std::string &error) {
   if (o.isMLIR) {
-    FirstError firstError(&context);
+    FirstErrorHandler firstError(&context);
     llvm::SourceMgr sourceMgr;
     std::string openError;
     auto file = openInputFile(o.input, &openError);
@@ -173,6 +141,29 @@ void pipedream::registerDriverPasses() {
     // exist (with their defaults) in a process without a command line.
     registerPassManagerCLOptions();
   });
+}
+
+bool pipedream::parseCompilerCommandLine(int argc, char **argv,
+                                         llvm::cl::OptionCategory &category,
+                                         StringRef overview) {
+  // Pass names for --mlir-print-ir-after=PASS and friends (before the
+  // pass manager options, whose parser lists the registered passes).
+  registerDriverPasses();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  llvm::cl::HideUnrelatedOptions(category);
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  if (llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errorStream))
+    return true;
+  // cl's messages start with the program name; keep only the message.
+  StringRef line = StringRef(errors).split('\n').first;
+  StringRef tool = llvm::sys::path::filename(argv[0]);
+  if (line.starts_with(tool) && line.drop_front(tool.size()).starts_with(": "))
+    line = line.drop_front(tool.size() + 2);
+  printError(line);
+  return false;
 }
 
 /// Compiles the lowered `module` into the bundle's program library at
@@ -238,7 +229,7 @@ void pipedream::stripModelAttributes(ModuleOp module) {
 LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
                                           std::string &error) {
   registerDriverPasses();
-  FirstError firstError(module.getContext());
+  FirstErrorHandler firstError(module.getContext());
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
@@ -280,7 +271,7 @@ markTrainable(const TrainingPhaseOptions &o, ModuleOp module,
           pipedream::import_attrs::kConstantInitializers))
     for (auto name : names.getAsRange<StringAttr>())
       constants.push_back(name.getValue().str());
-  FirstError firstError(module.getContext());
+  FirstErrorHandler firstError(module.getContext());
   auto decisions = pipedream::nn::markFrozenWeights(main, options, constants);
   if (failed(decisions)) {
     error = firstError.orElse("cannot classify the weights");
@@ -304,6 +295,20 @@ static LogicalResult writeTextFile(StringRef path, StringRef text,
   return success();
 }
 
+/// The manifest's `optimizer` object (docs/Bundle.md): the optimizer that
+/// runs (`--optimizer sgd --momentum F` is `momentum`).
+static llvm::json::Object optimizerJSON(const nn::OptimizerOptions &o) {
+  return llvm::json::Object{
+      {"kind", nn::stringifyOptimizerKind(o.kind)},
+      {"lr", o.lr},
+      {"momentum", o.kind == nn::OptimizerKind::Momentum ? o.momentum : 0.0},
+      {"weight_decay", o.weightDecay},
+      {"nesterov", o.nesterov},
+      {"beta1", o.beta1},
+      {"beta2", o.beta2},
+      {"eps", o.eps}};
+}
+
 //===----------------------------------------------------------------------===//
 // Single rank: the training functions (nn/Transforms/Training.h)
 //===----------------------------------------------------------------------===//
@@ -314,7 +319,7 @@ static FailureOr<llvm::json::Object>
 buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
                         ArrayRef<nn::WeightDecision> weightDecisions,
                         std::string &error) {
-  FirstError firstError(module.getContext());
+  FirstErrorHandler firstError(module.getContext());
   const nn::TrainingOptions &t = p.training.nn;
   auto info = nn::buildTrainingFunctions(module, t);
   if (failed(info)) {
@@ -325,15 +330,6 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
   llvm::json::Array inputs;
   for (const std::string &name : info->inputNames)
     inputs.push_back(name);
-  llvm::json::Object optimizer{
-      {"kind", nn::stringifyOptimizerKind(o.kind)},
-      {"lr", o.lr},
-      {"momentum", o.kind == nn::OptimizerKind::Momentum ? o.momentum : 0.0},
-      {"weight_decay", o.weightDecay},
-      {"nesterov", o.nesterov},
-      {"beta1", o.beta1},
-      {"beta2", o.beta2},
-      {"eps", o.eps}};
   llvm::json::Object section{
       {"loss", nn::stringifyLossKind(t.loss)},
       {"microbatches", t.microbatches},
@@ -342,7 +338,7 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
       {"inputs", std::move(inputs)},
       {"step_function", "train_microbatch"},
       {"update_function", "update"},
-      {"optimizer", std::move(optimizer)}};
+      {"optimizer", optimizerJSON(o)}};
   if (t.loss != nn::LossKind::None)
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
@@ -476,7 +472,7 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
           [&](OpPassManager &pm) {
             buildPartitionPipeline(pm, p.partition);
           },
-          /*withLocation=*/false, "partitioning failed", error)))
+          FirstErrorHandler::Format::MessageOnly, "partitioning failed", error)))
     return failure();
   auto report = collectPartitionReport(module, error);
   if (failed(report))
@@ -484,7 +480,7 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
   state.partition = std::move(*report);
   if (failed(runPhasePipeline(
           module, [](OpPassManager &pm) { buildOutlinePipeline(pm); },
-          /*withLocation=*/false, "outlining failed", error)))
+          FirstErrorHandler::Format::MessageOnly, "outlining failed", error)))
     return failure();
   state.json = partitionReportJSON(state.partition);
   if (weightDecisions)
@@ -497,7 +493,7 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
           [&](OpPassManager &pm) {
             buildSchedulePipeline(pm, p.training, p.schedule);
           },
-          /*withLocation=*/true, "scheduling failed", error)))
+          FirstErrorHandler::Format::WithLocation, "scheduling failed", error)))
     return failure();
   return reportSchedule(p, state.partition, state.json, state.scheduleText,
                         error);
@@ -521,15 +517,6 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
   const nn::TrainingOptions &t = p.training.nn;
   const nn::OptimizerOptions &o = t.optimizer;
   const sched::Config &config = p.schedule.config;
-  llvm::json::Object optimizer{
-      {"kind", nn::stringifyOptimizerKind(o.kind)},
-      {"lr", o.lr},
-      {"momentum", o.kind == nn::OptimizerKind::Momentum ? o.momentum : 0.0},
-      {"weight_decay", o.weightDecay},
-      {"nesterov", o.nesterov},
-      {"beta1", o.beta1},
-      {"beta2", o.beta2},
-      {"eps", o.eps}};
   llvm::json::Object section{
       {"schedule", llvm::json::Object{{"kind", sched::kindName(config.kind)},
                                       {"stages", config.numRanks},
@@ -540,7 +527,7 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
       {"inputs", llvm::json::Array(state.dataInputs)},
       {"microbatch_size", state.microbatchSize},
       {"batch_size", config.numMicrobatches * state.microbatchSize},
-      {"optimizer", std::move(optimizer)},
+      {"optimizer", optimizerJSON(o)},
       {"ranks", std::move(*ranks)}};
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;

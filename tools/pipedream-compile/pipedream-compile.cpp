@@ -27,10 +27,8 @@
 
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 
-#include "mlir/IR/AsmState.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -41,35 +39,18 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static int fail(const llvm::Twine &message) {
-  std::string text = message.str();
-  llvm::errs() << "error: " << StringRef(text).split('\n').first << "\n";
-  return 1;
+  return pipedream::printError(message);
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::OptionCategory category("pipedream-compile options");
   pipedream::CompileFlags flags(category);
-  // Pass names for --mlir-print-ir-after=PASS and friends (before the
-  // pass manager options, whose parser lists the registered passes).
-  pipedream::registerDriverPasses();
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions(category);
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  if (!cl::ParseCommandLineOptions(
-          argc, argv,
-          "pipedream-compile: ONNX model -> bundle (bundle.json, program.so, "
-          "weights.bin)\n",
-          &errorStream)) {
-    // cl's messages start with the program name; keep only the message.
-    StringRef line = StringRef(errors).split('\n').first;
-    if (line.starts_with("pipedream-compile: "))
-      line = line.drop_front(strlen("pipedream-compile: "));
-    return fail(line);
-  }
+  if (!pipedream::parseCompilerCommandLine(
+          argc, argv, category,
+          "pipedream-compile: ONNX model -> bundle (bundle.json, "
+          "program.so, weights.bin)\n"))
+    return 1;
 
   const pipedream::CompileOptions options = flags.read();
   pipedream::CompileResult result = pipedream::compile(options);

@@ -36,6 +36,7 @@
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/InitAllPasses.h"
 #include "pipedream/Pipelines/Pipelines.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
 
 using namespace mlir;
@@ -65,7 +66,7 @@ importONNX(StringRef filename, const llvm::MemoryBuffer &file,
       file.getBuffer(), filename,
       baseDir.empty() ? "." : baseDir, context, options, error);
   if (failed(module)) {
-    llvm::errs() << "error: " << StringRef(error).split('\n').first << "\n";
+    pipedream::printError(error);
     return nullptr;
   }
   std::string text;
@@ -95,20 +96,16 @@ int main(int argc, char **argv) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file =
       openInputFile(inputFilename, &error);
-  if (!file) {
-    llvm::errs() << "error: " << error << "\n";
-    return 1;
-  }
+  if (!file)
+    return pipedream::printError(error);
   if (isONNXModel(inputFilename, *file)) {
     file = importONNX(inputFilename, *file, registry);
     if (!file)
       return 1;
   }
   auto output = openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << "error: " << error << "\n";
-    return 1;
-  }
+  if (!output)
+    return pipedream::printError(error);
   if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
     return 1;
   output->keep();

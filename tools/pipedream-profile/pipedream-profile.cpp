@@ -44,6 +44,7 @@
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
@@ -149,9 +150,7 @@ static cl::opt<bool> verbose("v",
                              cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
-  std::string text = message.str();
-  llvm::errs() << "error: " << StringRef(text).split('\n').first << "\n";
-  return 1;
+  return pipedream::printError(message);
 }
 
 //===----------------------------------------------------------------------===//
@@ -529,25 +528,11 @@ int main(int argc, char **argv) {
   // --mlir-print-ir-after=PASS names its passes); the lowering steps are
   // pipedream-compile's (lib/Driver).
   pipedream::CodegenFlags codegenFlags(category);
-  pipedream::registerDriverPasses();
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions(category);
-  {
-    std::string errors;
-    llvm::raw_string_ostream errorStream(errors);
-    if (!cl::ParseCommandLineOptions(
-            argc, argv,
-            "pipedream-profile: per-op forward/backward times of a model, "
-            "as a JSON profile for --cost-model\n",
-            &errorStream)) {
-      StringRef line = StringRef(errors).split('\n').first;
-      if (line.starts_with("pipedream-profile: "))
-        line = line.drop_front(strlen("pipedream-profile: "));
-      return fail(line);
-    }
-  }
+  if (!pipedream::parseCompilerCommandLine(
+          argc, argv, category,
+          "pipedream-profile: per-op forward/backward times of a model, as "
+          "a JSON profile for --cost-model\n"))
+    return 1;
   // NOTE: the in-process linker (lld) resets every command-line option to
   // its default; read what is needed after compiling now.
   const std::string output = outputPath;
@@ -599,14 +584,7 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
+  pipedream::FirstErrorHandler firstError(&context);
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -629,8 +607,7 @@ int main(int argc, char **argv) {
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     model = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!model)
-      return fail(firstError.empty() ? inputFilename + ": cannot parse"
-                                     : firstError);
+      return fail(firstError.orElse(inputFilename + ": cannot parse"));
   } else {
     std::string error;
     auto imported = pipedream::importONNXFile(inputFilename, context,
@@ -702,7 +679,7 @@ int main(int argc, char **argv) {
         // rule on the measured forward.
         llvm::errs() << "warning: " << pp::getOpName(&op) << " ("
                      << op.getName() << "): no backward measured: "
-                     << firstError << "\n";
+                     << firstError.orElse("") << "\n";
         for (StringRef suffix : {"_joint", "_forward", "_backward_input",
                                  "_backward_weight"})
           if (auto f = library->lookupSymbol<func::FuncOp>(name + suffix.str()))

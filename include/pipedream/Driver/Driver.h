@@ -18,6 +18,8 @@
 
 #include "pipedream/Pipelines/Options.h"
 
+#include "llvm/Support/CommandLine.h"
+
 #include <string>
 
 namespace pipedream {
@@ -43,6 +45,15 @@ struct CompileResult {
 /// command-line options, which the driver's pass managers apply (their
 /// defaults without a command line). Idempotent; compile() calls it.
 void registerDriverPasses();
+
+/// The command line of a compiler tool (pipedream-compile,
+/// pipedream-profile): registers the driver's passes and MLIR's asm-printer,
+/// context and pass-manager options, shows only `category` in --help, and
+/// parses. A bad flag prints the one-line `error: ...` (without the tool's
+/// name) and returns false.
+bool parseCompilerCommandLine(int argc, char **argv,
+                              llvm::cl::OptionCategory &category,
+                              llvm::StringRef overview);
 
 /// Compiles per `options`. Writes the bundle (and report.json) into
 /// `options.output` unless an IR phase was asked for, and the report, trace

@@ -1,10 +1,10 @@
-//===- Partition.cpp - the partition report -------------------------------===//
+//===- PartitionReport.cpp - the partition report -------------------------===//
 //
 // Part of the pipedream project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Compiler/Partition.h"
+#include "pipedream/Compiler/PartitionReport.h"
 
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/IR/PipeDialect.h"

@@ -1,4 +1,4 @@
-//===- Partition.h - the partition report -----------------------*- C++ -*-===//
+//===- PartitionReport.h - the partition report -----------------*- C++ -*-===//
 //
 // Part of the pipedream project.
 //
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEDREAM_COMPILER_PARTITION_H
-#define PIPEDREAM_COMPILER_PARTITION_H
+#ifndef PIPEDREAM_COMPILER_PARTITIONREPORT_H
+#define PIPEDREAM_COMPILER_PARTITIONREPORT_H
 
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 
@@ -87,4 +87,4 @@ llvm::json::Object partitionReportJSON(const PartitionReport &report);
 
 } // namespace pipedream
 
-#endif // PIPEDREAM_COMPILER_PARTITION_H
+#endif // PIPEDREAM_COMPILER_PARTITIONREPORT_H
