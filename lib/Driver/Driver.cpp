@@ -337,6 +337,9 @@ markTrainable(const CompileOptions &o, ModuleOp module, std::string &error) {
     error = firstError.orElse("cannot classify the weights");
     return failure();
   }
+  for (const pipedream::nn::WeightDecision &d : *decisions)
+    if (!d.warning.empty())
+      llvm::errs() << "warning: " << d.warning << "\n";
   return decisions;
 }
 

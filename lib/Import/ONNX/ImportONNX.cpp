@@ -12,6 +12,7 @@
 
 #include "BatchRespecialize.h"
 #include "Importer.h"
+#include "TorchProvenance.h"
 #include "Proto/ONNXChecker.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
@@ -443,6 +444,11 @@ public:
   /// Arguments (by number) converters declared constants of the model
   /// (NodeContext::markFrozenWeight): they get `nn.frozen`.
   llvm::DenseSet<unsigned> frozenArgs;
+  /// Float initializers (weights) by name, and the values of those an op
+  /// reads as import-time constants (NodeContext::requireConstant: a Clip
+  /// bound, a Pad value the exporter left in an initializer).
+  llvm::StringMap<const onnx::TensorProto *> weightProtos;
+  llvm::StringMap<std::shared_ptr<const HostTensor>> weightConstants;
   /// Node name -> "node 'N' (op 'X', opset V)", to name verifier errors.
   llvm::StringMap<std::string> nodeHeaders;
   /// First error diagnostic seen during import.
@@ -992,6 +998,7 @@ GraphImporter::run(onnx::ModelProto &model) {
     v.loc = NameLoc::get(StringAttr::get(&context, init.name()), fileLoc);
     if (isFloatDType(dtype)) {
       weights.push_back(&init);
+      weightProtos[init.name()] = &init;
       argNames.push_back(init.name());
       argTypes.push_back(v.type);
       continue;
@@ -1148,10 +1155,14 @@ GraphImporter::run(onnx::ModelProto &model) {
     return b.getNamedAttr(nn::NNDialect::kNameAttrName, b.getStringAttr(n));
   };
   size_t w = 0, argIndex = 0;
+  TorchProvenance provenance(graph);
   for (size_t i = 0; i < argNames.size(); ++i) {
     if (unusedArgs.test(i))
       continue;
     SmallVector<NamedAttribute> attrs{nameAttr(argNames[i])};
+    if (i >= numInputs)
+      if (DictionaryAttr origin = provenance.originOf(argNames[i], b))
+        attrs.push_back(b.getNamedAttr(nn::NNDialect::kOriginAttrName, origin));
     if (i >= numInputs && !referenceOnly)
       attrs.push_back(
           b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
@@ -1162,6 +1173,19 @@ GraphImporter::run(onnx::ModelProto &model) {
   }
   for (auto [i, name] : llvm::enumerate(resultNames))
     func.setResultAttrs(i, {nameAttr(name)});
+  // Float initializers read only as import-time constants are constants
+  // too (for --train's and --freeze's messages).
+  if (!weightConstants.empty()) {
+    SmallVector<Attribute> constantNames;
+    if (auto names =
+            (*module)->getAttrOfType<ArrayAttr>(import_attrs::kConstantInitializers))
+      llvm::append_range(constantNames, names.getValue());
+    for (size_t i = numInputs; i < argNames.size(); ++i)
+      if (unusedArgs.test(i) && weightConstants.count(argNames[i]))
+        constantNames.push_back(b.getStringAttr(argNames[i]));
+    (*module)->setAttr(import_attrs::kConstantInitializers,
+                       b.getArrayAttr(constantNames));
+  }
   if (respec) {
     std::string what = respec->rewrittenSummary();
     (*module)->setAttr(
@@ -1276,6 +1300,26 @@ const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
   }
   if (const HostTensor *t = constantInput(i))
     return t;
+  // A float initializer where the op needs a constant (torch's dynamo
+  // exporter writes ReLU6's Clip bounds as initializers): its value is
+  // known, and the weight is frozen, so every reader sees that value.
+  auto proto = importer.weightProtos.find(node.input(int(i)));
+  if (proto != importer.weightProtos.end() &&
+      !importer.inputOverrides.count(i)) {
+    std::shared_ptr<const HostTensor> &cached =
+        importer.weightConstants[proto->first()];
+    if (!cached) {
+      std::string why;
+      auto decoded = decodeTensor(*proto->second, importer.baseDir, why);
+      if (!decoded) {
+        fail("initializer '" + sanitize(proto->first()) + "': " + why);
+        return nullptr;
+      }
+      cached = std::make_shared<const HostTensor>(std::move(*decoded));
+    }
+    markFrozenWeight(i);
+    return &*cached;
+  }
   std::string valueName = sanitize(node.input(int(i)));
   unsupported("input '" + what + "'" +
               (valueName == what ? "" : " ('" + valueName + "')") +
