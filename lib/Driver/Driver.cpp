@@ -656,12 +656,13 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
                             {"microbatches", m},
                             {"chunks", f.o.virtualStages}}},
         {"loss", f.loss},
-        {"labels", f.labelsName},
         {"inputs", std::move(dataInputs)},
         {"microbatch_size", microbatchSize},
         {"batch_size", m * microbatchSize},
         {"optimizer", std::move(optimizer)},
         {"ranks", std::move(*ranks)}};
+    if (f.loss != "none")
+      section["labels"] = f.labelsName;
     if (f.loss == "cross-entropy")
       section["num_classes"] = numClasses;
     llvm::raw_string_ostream os(bundle.pipelineJSON);

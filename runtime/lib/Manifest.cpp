@@ -558,10 +558,17 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   p.chunks = positiveAt(v, schedule, spath, "chunks", 1);
 
   p.loss = v.string(v.member(object, path, "loss"), "pipeline.loss");
-  if (p.loss != "cross-entropy" && p.loss != "mse")
-    v.fail("pipeline.loss",
-           "unknown loss '" + p.loss + "' (expected cross-entropy or mse)");
-  p.labels = v.string(v.member(object, path, "labels"), "pipeline.labels");
+  if (p.loss != "cross-entropy" && p.loss != "mse" && p.loss != "none")
+    v.fail("pipeline.loss", "unknown loss '" + p.loss +
+                                "' (expected cross-entropy, mse or none)");
+  // "none": the last stage's first output is the loss; what it reads are
+  // ordinary inputs, and there is no `labels` member.
+  const bool hasLabels = p.loss != "none";
+  if (!hasLabels && object.contains("labels"))
+    v.fail("pipeline.labels", "loss 'none' has no labels (they are "
+                              "ordinary pipeline.inputs)");
+  if (hasLabels)
+    p.labels = v.string(v.member(object, path, "labels"), "pipeline.labels");
   if (p.loss == "cross-entropy") {
     std::string npath = "pipeline.num_classes";
     uint64_t classes =
@@ -586,7 +593,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
 
   for (const std::string &name : p.inputs)
     p.data.push_back({name, {}, false, {}});
-  p.data.push_back({p.labels, {}, true, {}});
+  if (hasLabels)
+    p.data.push_back({p.labels, {}, true, {}});
   std::vector<std::string> dataFirstUse(p.data.size());
   auto dataIndex = [&](const std::string &name) -> int {
     for (size_t i = 0; i < p.data.size(); ++i)
@@ -978,7 +986,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
       v.fail(dpath, "'" + data.name +
                         "' is read by no 'input' instruction of any rank");
   }
-  const TensorType &labels = p.data.back().type;
+  const TensorType &labels =
+      hasLabels ? p.data.back().type : TensorType{};
   if (p.loss == "cross-entropy" && labels.dtype != PD_DTYPE_I64 &&
       labels.dtype != PD_DTYPE_I32)
     v.fail("pipeline.labels", "cross-entropy takes class indices (i64), but "

@@ -176,7 +176,8 @@ matchData(const PipelineSpec &spec, const std::vector<size_t> &which,
 /// numSamples) lie in [0, num_classes).
 void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
                  size_t numSamples, size_t firstRow, size_t rows) {
-  if (spec.loss != "cross-entropy")
+  if (spec.loss != "cross-entropy" || spec.data.empty() ||
+      !spec.data.back().isLabels)
     return;
   const PipelineData &data = spec.data.back();
   size_t perRow = rowBytes(spec, data) / pd_dtype_size(data.type.dtype);
@@ -1067,7 +1068,8 @@ pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
     size_t samples = 0;
     std::vector<const pd_named_array *> matched =
         matchData(spec, all, arrays, count, samples);
-    checkLabels(spec, *matched.back(), samples, 0, samples);
+    if (!matched.empty())
+      checkLabels(spec, *matched.back(), samples, 0, samples);
     if (num_samples)
       *num_samples = samples;
     return PD_OK;
