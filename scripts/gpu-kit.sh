@@ -27,6 +27,9 @@
 #           kit_weights.py from each tensor's statistics);
 #   run.sh, cases.txt, MANIFEST.txt.
 # --quick: only examples/mlp.onnx's cases and no benchmark (the lit test).
+# GPU_KIT_TARGET=cpu (a check of the kit itself, without a GPU): the
+# cases' bundles are CPU bundles, so run.sh runs and compares them here;
+# no bf16 cases, no benchmark.
 #
 # Environment: PIPEDREAM_BUILD_DIR (the built compiler, default ROOT/build),
 # GPU_KIT_BUILD (the kit's own runtime build: MPI off, CUDA on, RPATH to
@@ -51,6 +54,12 @@ tmpl=$root/scripts/gpu-kit
 build=${PIPEDREAM_BUILD_DIR:-$root/build}
 kitbuild=${GPU_KIT_BUILD:-$root/build-gpu-kit}
 arch=${GPU_ARCH:-90}
+target=${GPU_KIT_TARGET:-cuda}
+case $target in
+  cuda) target_args=(--target cuda --gpu-arch "sm_$arch") ;;
+  cpu) target_args=(--target cpu) ;;
+  *) echo "gpu-kit: error: GPU_KIT_TARGET must be cuda or cpu" >&2; exit 2 ;;
+esac
 jobs=${JOBS:-2}
 py=${PYTHON:-/usr/bin/python3}
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -180,7 +189,7 @@ infer_case() {
   shift 3
   local d=$kit/cases/$name
   mkdir -p "$d"
-  cc "$model" -o "$d/bundle" --inference --target cuda --gpu-arch "sm_$arch" "$@"
+  cc "$model" -o "$d/bundle" --inference "${target_args[@]}" "$@"
   strip_bundle "$d/bundle"
   cp "$in" "$d/in.npz"
   cc "$model" -o "$work/$name-cpu" --inference
@@ -199,7 +208,7 @@ train_case() {
   extra=("$@")
   local d=$kit/cases/$name
   mkdir -p "$d/cpu"
-  cc "$model" -o "$d/bundle" "${train[@]}" --target cuda --gpu-arch "sm_$arch" ${extra[@]+"${extra[@]}"}
+  cc "$model" -o "$d/bundle" "${train[@]}" "${target_args[@]}" ${extra[@]+"${extra[@]}"}
   strip_bundle "$d/bundle"
   cp "$data" "$d/data.npz"
   cc "$model" -o "$work/$name-cpu" "${train[@]}"
@@ -228,11 +237,16 @@ train_case example-mlp-pipe "$root/examples/mlp.onnx" "$work/mlp-data.npz" \
 echo "example-mlp-pipe train train cpu 1e-5" >>"$cases"
 # bf16 against the f32 CPU run: a gross-error bound (3e-2 of the largest
 # value; the bf16 recipe's own check is the torch models' below).
-train_case example-mlp-train-bf16 "$root/examples/mlp.onnx" \
-  "$work/mlp-data.npz" "${train_args[@]}" -- --dtype bf16
-cp -r "$kit/cases/example-mlp-train/cpu/." "$kit/cases/example-mlp-train-bf16/cpu/"
-echo "example-mlp-train-bf16 train train cpu 3e-2" >>"$cases"
+if [ "$target" = cuda ]; then
+  train_case example-mlp-train-bf16 "$root/examples/mlp.onnx" \
+    "$work/mlp-data.npz" "${train_args[@]}" -- --dtype bf16
+  cp -r "$kit/cases/example-mlp-train/cpu/." "$kit/cases/example-mlp-train-bf16/cpu/"
+  echo "example-mlp-train-bf16 train train cpu 3e-2" >>"$cases"
+fi
 
+if [ $quick = 0 ] && [ "$target" = cpu ]; then
+  die "GPU_KIT_TARGET=cpu builds only --quick kits"
+fi
 if [ $quick = 0 ]; then
   # models/export_torch.py's mlp, gpt and cnn: PyTorch's outputs
   # (test/Tools/pipedream-compile/Inputs/torch_reference.py) and its bf16
@@ -247,6 +261,10 @@ if [ $quick = 0 ]; then
     "$py" "$ref16" "$root" "$m" "$work/$m-in.npz" "$work/$m-ref16.npz"
     infer_case "$m-infer" "$work/$m.onnx" "$work/$m-in.npz"
     cp "$work/$m-ref.npz" "$kit/cases/$m-infer/torch-ref.npz"
+    # The CPU reference itself must equal PyTorch's.
+    "$py" "$tmpl/kit_compare.py" npz "$kit/cases/$m-infer/cpu-out.npz" \
+      "$work/$m-ref.npz" --rtol 1e-4 >>"$work/compile.log" ||
+      die "the CPU bundle of $m differs from PyTorch: $(tail -1 "$work/compile.log")"
     echo "$m-infer infer npz cpu-out.npz 1e-5" >>"$cases"
     echo "$m-infer infer npz torch-ref.npz 1e-4" >>"$cases"
     infer_case "$m-infer-bf16" "$work/$m.onnx" "$work/$m-in.npz" --dtype bf16
@@ -305,7 +323,7 @@ cp "$tmpl/kit_compare.py" "$tmpl/kit_weights.py" "$kit/share/"
 chmod +x "$kit/run.sh"
 bytes=$(du -sb "$kit" | cut -f1)
 {
-  echo "pipedream GPU kit ($([ $quick = 1 ] && echo quick || echo full)), built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+  echo "pipedream GPU kit ($([ $quick = 1 ] && echo quick || echo full), $target bundles), built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
   echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo ' (with local changes)')"
   echo "gpu arch: sm_$arch; needs glibc >= $need_glibc, GLIBCXX >= $need_glibcxx, a CUDA 13 driver, cuBLAS 13, NCCL 2"
   echo "size: $bytes bytes (cap $limit_mib MiB)"

@@ -14,7 +14,7 @@
 # Prints one line per problem and `self-contained: N files, B bytes`, or
 # exits 1.
 set -u -o pipefail
-kit=$1
+kit=$(cd "$1" && pwd -P) || exit 1
 shift
 libpath=$kit/lib
 for d in "$@"; do libpath=$libpath:$d; done
@@ -37,7 +37,7 @@ while IFS= read -r f; do
         [ "$1" = libcuda.so.1 ] && continue
         echo "UNRESOLVED ${f#$kit/}: $1"; bad=1 ;;
       *"=>"*)
-        case $3 in "$kit"/*) continue ;; esac
+        case $(realpath -m "$3") in "$kit"/*) continue ;; esac
         echo "$1" | grep -Eq "$allowed" ||
           { echo "OUTSIDE THE KIT ${f#$kit/}: $1 => $3"; bad=1; } ;;
     esac
