@@ -12,7 +12,8 @@
 # holds:
 #   bin/    pipedream-run, the runtime's device tests
 #           (pipedream-gpu-device-tests, pipedream-gpu-tests), nccl-check
-#           (scripts/gpu-kit/nccl-check.cpp), all with RPATH $ORIGIN/../lib;
+#           and gemm-bench (scripts/gpu-kit/*.cpp), all with RPATH
+#           $ORIGIN/../lib;
 #   lib/    libpipedream_gpu.so (CUDA + NCCL), the device tests' bundle
 #           libraries, and every library they need beyond glibc, libstdc++,
 #           libgcc_s and the CUDA libraries the image has (libcuda, cuBLAS,
@@ -131,6 +132,12 @@ cxx=$(command -v clang++-22 || command -v c++)
   -I"$cuda/include" -L"$cuda/lib64" -L"$nccl_lib" -lcudart_static -lnccl \
   -ldl -lpthread -lrt -Wl,--disable-new-dtags '-Wl,-rpath,$ORIGIN/../lib' ||
   die "building nccl-check failed"
+
+# gemm-bench: the runtime's GEMM entry points, checked and timed.
+"$cxx" -O2 -std=c++17 "$tmpl/gemm-bench.cpp" -o "$kit/bin/gemm-bench" \
+  -I"$root/runtime/lib" -I"$root/runtime/include" -ldl \
+  -Wl,--disable-new-dtags '-Wl,-rpath,$ORIGIN/../lib' ||
+  die "building gemm-bench failed"
 
 # Libraries the image lacks: everything resolved outside the kit except the
 # system's C/C++ runtime and the CUDA libraries of the image.

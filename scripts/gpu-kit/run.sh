@@ -18,6 +18,8 @@
 #                 transport on the one GPU, --dtype bf16
 #   nccl          nccl-check: one rank, send/recv to self in a group and the
 #                 runtime's collective (ncclAllReduce sum, f32 and f64)
+#   gemm          gemm-bench: the runtime's pd_gpu_gemm_f32/bf16 (cuBLAS),
+#                 checked against float64 and timed, TFLOP/s and % of peak
 #   bench-f32, bench-bf16
 #                 bench/gpu_block.py: a GPT block's training step, TFLOP/s,
 #                 fraction of the H200's dense peak, next to PyTorch eager
@@ -223,8 +225,11 @@ done <"$kit/cases.txt"
 step nccl 60 "$kit/bin/nccl-check"
 
 #===-------------------------------------------------------------------===#
-# Benchmark
+# Benchmarks
 #===-------------------------------------------------------------------===#
+
+step gemm 90 "$kit/bin/gemm-bench" "$kit/lib/libpipedream_gpu.so"
+grep -E '^OK gemm' "$STEP_OUT" | sed 's/^/        /' | tee -a "$summary"
 
 if [ -f "$kit/bench/config" ]; then
   # shellcheck disable=SC1091
