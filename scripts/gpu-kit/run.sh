@@ -237,8 +237,12 @@ if [ -f "$kit/bench/config" ]; then
   # The bundles' weights.bin (the same layout for f32 and bf16: only the
   # GEMMs are bf16), rebuilt from the recipe.
   weights=$PDKIT_WORK/bench-weights.bin
-  timeout 120 "$py" "$kit/share/kit_weights.py" "$kit/bench/weights-recipe.json" \
-    "$weights" >>"$runlog" 2>&1 || rm -f "$weights"
+  left=$((budget - ($(date +%s) - t_start)))
+  if [ $left -lt 10 ] || ! timeout -k 5 $((left < 120 ? left : 120)) "$py" \
+      "$kit/share/kit_weights.py" "$kit/bench/weights-recipe.json" \
+      "$weights" >>"$runlog" 2>&1; then
+    rm -f "$weights"
+  fi
   for dt in f32 bf16; do
     b=$PDKIT_WORK/bench-$dt
     rm -rf "$b" && cp -r "$kit/bench/bundle-$dt" "$b"
