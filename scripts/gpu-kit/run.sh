@@ -259,6 +259,27 @@ if [ -f "$kit/bench/config" ]; then
     sed -n '/step ms/,/model FLOPs/p' "$STEP_OUT" | sed 's/^/        /' | tee -a "$summary"
     grep -m1 'ratio' "$STEP_OUT" | sed 's/^/        /' | tee -a "$summary"
   done
+  # Issue 19's targets for the block: >= 50% of the dense bf16 peak and at
+  # least PyTorch eager's speed (ratio >= 1.0).
+  for dt in f32 bf16; do
+    [ -f "$results/bench-$dt.json" ] || continue
+    "$py" - "$results/bench-$dt.json" "$dt" <<'PYEOF' 2>/dev/null | tee -a "$summary"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p, t = r.get("pipedream"), r.get("torch")
+if isinstance(p, dict):
+    line = "target  bench-%s: %.1f%% of the dense peak" % (
+        sys.argv[2], 100 * p["fraction_of_peak"])
+    if sys.argv[2] == "bf16":
+        line += " (target >= 50%%: %s)" % (
+            "met" if p["fraction_of_peak"] >= 0.5 else "NOT met")
+    if isinstance(t, dict):
+        ratio = t["median_step_ms"] / p["median_step_ms"]
+        line += "; speed %.3fx PyTorch eager's (its step time / ours; target >= 1.0x: %s)" % (
+            ratio, "met" if ratio >= 1.0 else "NOT met")
+    print(line)
+PYEOF
+  done
 else
   say "SKIP    bench: not in this kit (built with --quick)"
 fi
