@@ -46,8 +46,9 @@ void makeCudaBundle(const std::string &dir, json manifest,
     function["symbol"] = "cuda_" + function["symbol"].get<std::string>();
   pipedream::test::writeFile(dir + "/bundle.json", manifest.dump());
   pipedream::test::writeFile(dir + "/weights.bin", weights);
-  std::filesystem::copy_file(PIPEDREAM_GPU_TEST_PROGRAM, dir + "/program.so",
-                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(
+      pipedream::test::testFile(PIPEDREAM_GPU_TEST_PROGRAM),
+      dir + "/program.so", std::filesystem::copy_options::overwrite_existing);
 }
 
 struct ChainData {
