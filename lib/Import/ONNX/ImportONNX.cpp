@@ -1293,6 +1293,11 @@ const HostTensor *NodeContext::constantInput(size_t i) {
   return v && v->constant ? &*v->constant : nullptr;
 }
 
+bool NodeContext::isWeightInput(size_t i) const {
+  return hasInput(i) && !importer.inputOverrides.count(i) &&
+         importer.weightProtos.count(node.input(int(i)));
+}
+
 const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
   if (!hasInput(i)) {
     fail("missing input '" + what + "'");
