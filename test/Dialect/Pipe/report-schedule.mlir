@@ -99,5 +99,5 @@
 // RT: "verified": true
 
 // BAD-KIND: error: pipe-report-schedule: unknown schedule kind 'zb_h1'
-// BAD-CSV: error: pipe-report-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W)
+// BAD-CSV: error: pipe-report-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W, or one of torch's SEND_F
 // NO-PROGRAM: error: pipe-report-schedule: no global pipe.program in the module

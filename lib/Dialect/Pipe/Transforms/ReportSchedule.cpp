@@ -55,8 +55,7 @@ void ReportSchedulePass::runOnOperation() {
     if (!kind.empty() && !k) {
       module.emitError() << "pipe-report-schedule: unknown schedule kind '"
                          << kind
-                         << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, "
-                            "2bw, zb-h1)";
+                         << "' (" << sched::kindNameList() << ")";
       return signalPassFailure();
     }
     sched::Config config{k.value_or(sched::Kind::OneFOneB), numStages,
@@ -71,14 +70,18 @@ void ReportSchedulePass::runOnOperation() {
       }
       sched::CSVImportOptions opts;
       opts.kind = k;
+      std::string note;
       if (std::string err =
               sched::parseScheduleCSV((*buf)->getBuffer().str(), opts,
-                                      schedule);
+                                      schedule, &note);
           !err.empty()) {
         module.emitError() << "pipe-report-schedule: " << scheduleCsv << ": "
                            << err;
         return signalPassFailure();
       }
+      if (!note.empty())
+        module.emitRemark() << "pipe-report-schedule: " << scheduleCsv << ": "
+                            << note;
     } else {
       if (std::string err = sched::validate(config); !err.empty()) {
         module.emitError() << "pipe-report-schedule: " << err;
