@@ -26,6 +26,16 @@
 // RUN: sed -e 's/\r$//' %S/Inputs/torch/dualpipe-v-k4-m8.csv > %t.torch.dual
 // RUN: sed -e 's/,,*/,/g' -e 's/^,//' -e 's/,$//' %t.dual.csv | diff %t.torch.dual -
 
+// The trace marks joined actions; the report names the V placement.
+// RUN: pipedream-opt %s -pipe-report-schedule="kind=dualpipe-v stages=4 microbatches=8 virtual=2 trace=%t.dual.trace svg=%t.dual.svg" -o /dev/null
+// RUN: grep -c '"join": "overlap_f_b"' %t.dual.trace | FileCheck %s --check-prefix=NOVERLAP
+// RUN: grep -c '"join": "full_backward"' %t.dual.trace | FileCheck %s --check-prefix=NFULL
+// RUN: grep -c 'overlapped with the F before it' %t.dual.svg | FileCheck %s --check-prefix=NOVERLAP
+// NOVERLAP: {{^}}25{{$}}
+// NFULL: {{^}}42{{$}}
+// RUN: FileCheck %s --check-prefix=PLACEMENT < %t.zbv.json
+// PLACEMENT: "placement": "v"
+
 // Import: torch's files, compute_only and compute_comms, kind inferred; the
 // communication and FSDP actions are ignored with a one-line remark.
 // RUN: pipedream-opt %s -pipe-report-schedule="schedule-csv=%S/Inputs/torch/dualpipe-v-k4-m8.comms.csv json=-" -o /dev/null 2>%t.remark | FileCheck %s --check-prefix=DUAL-JSON
