@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 
 #include <gtest/gtest.h>
 
@@ -383,6 +384,67 @@ TEST(ScheduleJoins, VerifierRejectsMutations) {
               std::string::npos)
         << name(c);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Search
+//===----------------------------------------------------------------------===//
+
+TEST(ScheduleSearch, PicksShortestStepUnderMemory) {
+  SearchOptions o;
+  o.numRanks = 4;
+  o.microbatches = {8};
+  // Unit work per step: zb-v (V = 2) 51 chunk units / 16 = 3.1875 beats
+  // zb-h1 27 / 8 = 3.375 and 1f1b 33 / 8; zb-v ties interleaved-zb and
+  // wins by kind order.
+  std::vector<SearchCandidate> all = searchSchedules(o);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all[0].config.kind, Kind::ZBV);
+  EXPECT_DOUBLE_EQ(all[0].stepTime, 51.0 / 16);
+  for (const SearchCandidate &c : all)
+    EXPECT_TRUE(c.config.isSynchronous()) << kindName(c.config.kind);
+  for (size_t i = 1; i < all.size(); ++i)
+    EXPECT_LE(all[i - 1].stepTime, all[i].stepTime + 1e-12);
+  // Only what compiles: zb-h1.
+  o.compilableOnly = true;
+  all = searchSchedules(o);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all[0].config.kind, Kind::ZBH1);
+  EXPECT_DOUBLE_EQ(all[0].stepTime, 27.0 / 8);
+  // Memory: 100 bytes of activations per stage and micro-batch (100 / V
+  // per chunk); a 400-byte limit keeps K = 4 micro-batches per rank:
+  // 1f1b, zb-h1 and zb-v (8 half-size chunks) fit, gpipe (8),
+  // interleaved-1f1b (11 chunks) and dualpipe-v (9 chunks) do not.
+  o.compilableOnly = false;
+  o.memoryLimit = 400;
+  o.optionsOf = [](const Config &c) {
+    ReportOptions r;
+    Costs costs;
+    double share = 1.0 / double(c.numChunks * c.numMicrobatches);
+    costs.forward = share;
+    costs.backward = (c.splitsBackward() ? 1 : 2) * share;
+    costs.weightGrad = c.splitsBackward() ? share : 0;
+    r.costs = costs;
+    for (int64_t v = 0; v < c.numVirtualStages(); ++v)
+      r.memory.push_back({0, 100 / c.numChunks, 0});
+    return r;
+  };
+  all = searchSchedules(o);
+  std::map<Kind, bool> fits;
+  for (const SearchCandidate &c : all)
+    fits[c.config.kind] = c.fits;
+  EXPECT_TRUE(fits[Kind::OneFOneB]);
+  EXPECT_TRUE(fits[Kind::ZBH1]);
+  EXPECT_TRUE(fits[Kind::ZBV]);
+  EXPECT_FALSE(fits[Kind::GPipe]);
+  EXPECT_FALSE(fits[Kind::Interleaved1F1B]);
+  EXPECT_FALSE(fits[Kind::DualPipeV]);
+  EXPECT_EQ(all[0].config.kind, Kind::ZBV);
+  EXPECT_TRUE(all[0].fits);
+  EXPECT_FALSE(all.back().fits);
+  std::string table = candidatesTable(all);
+  EXPECT_EQ(table.find("* zb-v"), table.find('\n') + 1) << table;
+  EXPECT_NE(table.find("(over the memory limit)"), std::string::npos);
 }
 
 } // namespace

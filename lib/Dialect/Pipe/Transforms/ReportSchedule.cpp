@@ -8,6 +8,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -49,6 +50,24 @@ void ReportSchedulePass::runOnOperation() {
       return signalPassFailure();
     }
     schedule = scheduleOfProgram(program);
+  } else if (kind == "auto") {
+    // The search: every synchronous kind (V = `virtual`, or 2, for the
+    // kinds with chunks) at M = `microbatches`, unit work per step.
+    sched::SearchOptions search;
+    search.numRanks = numStages;
+    search.microbatches = {numMicrobatches};
+    search.chunks = {numChunks > 1 ? (int64_t)numChunks : 2};
+    std::vector<sched::SearchCandidate> candidates =
+        sched::searchSchedules(search);
+    if (numStages < 1 || numMicrobatches < 1 || candidates.empty()) {
+      module.emitError() << "pipe-report-schedule: kind=auto: no valid "
+                            "schedule for stages="
+                         << numStages << " microbatches=" << numMicrobatches;
+      return signalPassFailure();
+    }
+    llvm::outs() << "schedule candidates (unit work per step):\n"
+                 << sched::candidatesTable(candidates);
+    schedule = sched::buildSchedule(candidates.front().config);
   } else {
     std::optional<sched::Kind> k =
         kind.empty() ? std::nullopt : sched::parseKind(kind);
