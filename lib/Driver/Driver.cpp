@@ -25,6 +25,7 @@
 #include "pipedream/Dialect/NN/Transforms/Training.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
@@ -357,8 +358,8 @@ scheduleModule(const Flags &f, ModuleOp module,
   namespace sched = pipedream::pipe::schedule;
   std::optional<sched::Kind> kind = sched::parseKind(f.schedule);
   if (!kind) {
-    error = "--schedule " + f.schedule +
-            ": expected gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw or zb-h1";
+    error = "--schedule " + f.schedule + ": expected " +
+            sched::kindNameList();
     return failure();
   }
   if (f.loss.empty()) {
@@ -368,6 +369,25 @@ scheduleModule(const Flags &f, ModuleOp module,
   }
   int64_t m = f.o.microbatches ? *f.o.microbatches
                   : std::max<int64_t>(1, f.stages);
+  // --- --schedule-csv (issue 17): kind and M from the file unless given ---
+  std::optional<sched::Schedule> fromCsv;
+  if (!f.o.scheduleCsv.empty()) {
+    fromCsv.emplace();
+    std::string note;
+    if (std::string err = sched::readScheduleCSVFile(
+            f.o.scheduleCsv, f.o.schedule ? kind : std::nullopt, f.stages,
+            f.o.microbatches.value_or(0), f.o.virtualStages, *fromCsv, &note);
+        !err.empty()) {
+      error = "--schedule-csv " + err;
+      return failure();
+    }
+    if (!note.empty())
+      llvm::errs() << "note: --schedule-csv " << f.o.scheduleCsv << ": "
+                   << note << "\n";
+    kind = fromCsv->config.kind;
+    m = fromCsv->config.numMicrobatches;
+  }
+  // --- end issue 17 ---
   sched::Config config{*kind, f.stages, m, f.o.virtualStages};
   if (std::string err = sched::validate(config); !err.empty()) {
     error = err;
@@ -415,8 +435,9 @@ scheduleModule(const Flags &f, ModuleOp module,
       " nesterov=" + (f.nesterov ? "true" : "false") +
       " beta1=" + number(f.beta1) + " beta2=" + number(f.beta2) +
       " eps=" + number(f.eps) + "},pipe-unroll-schedule{kind=" +
-      f.schedule + " microbatches=" + std::to_string(m) +
+      sched::kindName(*kind) + " microbatches=" + std::to_string(m) +
       " virtual=" + std::to_string(f.o.virtualStages) +
+      (fromCsv ? " schedule-csv=\"" + f.o.scheduleCsv + "\"" : "") +
       "},pipe-project-ranks{keep-global=true},pipe-verify-schedule";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
@@ -425,7 +446,8 @@ scheduleModule(const Flags &f, ModuleOp module,
   }
 
   // The report: simulated with the partition's per-stage costs.
-  sched::Schedule schedule = sched::buildSchedule(config);
+  sched::Schedule schedule =
+      fromCsv ? *fromCsv : sched::buildSchedule(config); // issue 17
   sched::ReportOptions options;
   sched::Costs costs;
   for (const pipedream::StageReport &stage : partition.stageReports) {
@@ -453,7 +475,7 @@ scheduleModule(const Flags &f, ModuleOp module,
   json["bubble_fraction_unit_costs"] = unitReport.bubbleFraction;
   llvm::raw_string_ostream os(reportText);
   os << llvm::formatv("schedule {0}: K = {1}, V = {2}, M = {3}; verified: {4}\n",
-                      f.schedule, f.stages, f.o.virtualStages, m,
+                      sched::kindName(*kind), f.stages, f.o.virtualStages, m,
                       report.verified ? "yes" : "no");
   os << llvm::formatv("bubble fraction: {0:f3} simulated with the stage "
                       "costs, {1:f3} with unit costs (theory for "
@@ -467,6 +489,15 @@ scheduleModule(const Flags &f, ModuleOp module,
                         r, report.activationSlots[r],
                         report.weightVersions[r],
                         report.peakMemoryBytes[r]);
+  // --- --export-schedule-csv (issue 17) ---
+  if (!f.o.exportScheduleCsv.empty())
+    if (std::string err = sched::writeTextFile(
+            f.o.exportScheduleCsv, sched::exportScheduleCSV(schedule));
+        !err.empty()) {
+      error = "--export-schedule-csv: " + err;
+      return failure();
+    }
+  // --- end issue 17 ---
   if (!f.o.trace.empty())
     if (std::string err = sched::writeTextFile(
             f.o.trace, sched::traceJSON(schedule, report, options));
@@ -498,7 +529,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   bool reportFlags = f.o.report || !f.o.reportJSON.empty();
   bool pipelineBundle = f.o.emit == "bundle" && !f.o.inference &&
                         (f.stages > 1 || f.o.virtualStages > 1 ||
-                         f.o.schedule.has_value());
+                         f.o.schedule.has_value() ||
+                         !f.o.scheduleCsv.empty()); // issue 17
   bool scheduled = f.o.emit == "scheduled" || pipelineBundle;
   if (f.o.emit != "partitioned" && !scheduled) {
     if (pipelineFlags || reportFlags || f.o.schedule.has_value() ||
@@ -515,6 +547,12 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   if (!scheduled && (!f.o.trace.empty() || !f.o.timeline.empty())) {
     return fail("--trace/--timeline need --emit scheduled");
   }
+  // --- issue 17 ---
+  if (!scheduled &&
+      (!f.o.scheduleCsv.empty() || !f.o.exportScheduleCsv.empty()))
+    return fail("--schedule-csv/--export-schedule-csv need --emit scheduled "
+                "(or a pipeline bundle)");
+  // --- end issue 17 ---
   if (f.o.input.empty())
     return fail("no input model");
   std::optional<pipedream::CompileTarget> target =

@@ -217,13 +217,25 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     scheduleOption("schedule",
                    cl::desc("Pipeline schedule: gpipe, 1f1b (default), "
-                            "interleaved-1f1b, pipedream, 2bw or zb-h1"),
+                            "interleaved-1f1b, pipedream, 2bw, zb-h1, "
+                            "interleaved-zb, zb-v or dualpipe-v"),
                    cl::init("1f1b"), cl::cat(category));
 static cl::opt<std::string>
     traceOption("trace",
                 cl::desc("With --emit scheduled: write the simulated "
                          "schedule as a Chrome trace (Perfetto)"),
                 cl::value_desc("FILE.json"), cl::cat(category));
+// --- schedules from and to torch's CSV (issue 17) ---
+static cl::opt<std::string> scheduleCsvOption(
+    "schedule-csv",
+    cl::desc("With --emit scheduled: run this torch.distributed.pipelining "
+             "schedule CSV (kind and M inferred unless given)"),
+    cl::value_desc("FILE.csv"), cl::cat(category));
+static cl::opt<std::string> exportScheduleCsvOption(
+    "export-schedule-csv",
+    cl::desc("With --emit scheduled: write the schedule as torch's CSV"),
+    cl::value_desc("FILE.csv"), cl::cat(category));
+// --- end issue 17 ---
 static cl::opt<std::string>
     timelineOption("timeline",
                    cl::desc("With --emit scheduled: write the simulated "
@@ -310,6 +322,8 @@ static pipedream::CompileOptions readOptions() {
   o.reportJSON = reportJSONOption;
   o.trace = traceOption;
   o.timeline = timelineOption;
+  o.scheduleCsv = scheduleCsvOption;             // issue 17
+  o.exportScheduleCsv = exportScheduleCsvOption; // issue 17
   return o;
 }
 

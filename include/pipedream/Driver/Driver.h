@@ -98,6 +98,14 @@ struct CompileOptions {
   /// With `emit` scheduled (or a pipeline bundle): Chrome trace / SVG files.
   std::string trace;
   std::string timeline;
+  // --- schedules from and to torch's CSV (issue 17) ---
+  /// With `emit` scheduled: run this torch.distributed.pipelining schedule
+  /// CSV instead of the generated one (kind and M inferred from the file
+  /// unless --schedule / --microbatches are given).
+  std::string scheduleCsv;
+  /// With `emit` scheduled: write the schedule in torch's CSV format.
+  std::string exportScheduleCsv;
+  // --- end issue 17 ---
 };
 
 /// What one compilation produced.
