@@ -629,6 +629,9 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (failed(pipedream::collectBundle(*module, modelName, "", "pipedream_",
                                         bundle, error)))
       return fail(modelName + ": " + error);
+    // Each rank's weights in its own file (docs/Bundle.md).
+    if (failed(pipedream::assignRankWeightFiles(bundle, *ranks, error)))
+      return fail(modelName + ": " + error);
     if (*target == pipedream::CompileTarget::CUDA) {
       bundle.target = "cuda";
       bundle.gpuArch = cuda.gpuArch;
