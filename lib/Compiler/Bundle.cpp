@@ -14,6 +14,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -461,6 +463,81 @@ LogicalResult assignRankWeightFiles(Bundle &bundle, llvm::json::Array &ranks,
   }
   bundle.rankWeights = std::move(files);
   return success();
+}
+
+/// Bytes of one element of a manifest dtype (i1: one byte).
+static int64_t dtypeBytes(StringRef dtype) {
+  return llvm::StringSwitch<int64_t>(dtype)
+      .Cases({"f64", "i64"}, 8)
+      .Cases({"f32", "i32"}, 4)
+      .Cases({"f16", "bf16"}, 2)
+      .Default(1);
+}
+
+static int64_t bufferBytes(StringRef dtype, ArrayRef<int64_t> shape) {
+  int64_t n = dtypeBytes(dtype);
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+llvm::json::Array rankMemoryJSON(const Bundle &bundle,
+                                 const llvm::json::Array &ranks) {
+  llvm::StringMap<const BundleFunction *> functions;
+  for (const BundleFunction &f : bundle.functions)
+    functions[f.name] = &f;
+  llvm::json::Array out;
+  for (auto [r, value] : llvm::enumerate(ranks)) {
+    const llvm::json::Object *rank = value.getAsObject();
+    if (!rank)
+      continue;
+    llvm::StringSet<> called;
+    if (const llvm::json::Array *program = rank->getArray("program"))
+      for (const llvm::json::Value &inst : *program)
+        if (const llvm::json::Object *o = inst.getAsObject())
+          if (o->getString("op") == "call")
+            if (auto name = o->getString("function"))
+              called.insert(*name);
+    int64_t weights = 0, grads = 0, states = 0, updates = 0, registers = 0;
+    llvm::StringSet<> persistent;
+    for (const auto &entry : called) {
+      auto it = functions.find(entry.getKey());
+      if (it == functions.end())
+        continue;
+      for (const BundleBuffer &b : it->second->buffers) {
+        int64_t bytes = bufferBytes(b.dtype, b.shape);
+        if (b.role == "output" && !b.updates.empty())
+          updates += bytes;
+        if ((b.role != "weight" && b.role != "grad" && b.role != "state") ||
+            !persistent.insert(b.name).second)
+          continue;
+        (b.role == "weight" ? weights : b.role == "grad" ? grads : states) +=
+            bytes;
+      }
+    }
+    if (const llvm::json::Array *regs = rank->getArray("registers")) {
+      for (const llvm::json::Value &reg : *regs) {
+        const llvm::json::Object *o = reg.getAsObject();
+        const llvm::json::Array *shape = o ? o->getArray("shape") : nullptr;
+        auto dtype = o ? o->getString("dtype") : std::nullopt;
+        if (!shape || !dtype)
+          continue;
+        SmallVector<int64_t> dims;
+        for (const llvm::json::Value &d : *shape)
+          dims.push_back(d.getAsInteger().value_or(0));
+        registers += bufferBytes(*dtype, dims);
+      }
+    }
+    out.push_back(llvm::json::Object{
+        {"rank", static_cast<int64_t>(r)},
+        {"weight_bytes", weights},
+        {"gradient_bytes", grads},
+        {"optimizer_state_bytes", states},
+        {"update_output_bytes", updates},
+        {"register_bytes", registers},
+        {"total_bytes", weights + grads + states + updates + registers}});
+  }
+  return out;
 }
 
 /// Writes `data` to `path` (created or truncated).

@@ -48,11 +48,21 @@ std::string describePeakMemory(const std::string &bundleDir,
     std::ifstream in(bundleDir + "/report.json");
     if (in) {
       nlohmann::json report = nlohmann::json::parse(in, nullptr, false);
+      // `rank_memory` (what the runtime allocates per rank, written with
+      // pipeline bundles) when present, else the schedule's memory model.
       if (!report.is_discarded() && report.is_object() &&
-          report.contains("peak_memory_bytes") &&
-          report["peak_memory_bytes"].is_array())
+          report.contains("rank_memory") && report["rank_memory"].is_array()) {
+        for (const auto &v : report["rank_memory"])
+          reported.push_back(v.is_object() && v.contains("total_bytes") &&
+                                     v["total_bytes"].is_number()
+                                 ? v["total_bytes"].get<double>()
+                                 : -1);
+      } else if (!report.is_discarded() && report.is_object() &&
+                 report.contains("peak_memory_bytes") &&
+                 report["peak_memory_bytes"].is_array()) {
         for (const auto &v : report["peak_memory_bytes"])
           reported.push_back(v.is_number() ? v.get<double>() : -1);
+      }
     }
   }
   if (reported.size() != ranks)

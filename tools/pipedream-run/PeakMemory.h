@@ -6,9 +6,10 @@
 //
 // pipedream-run's last lines for a pipeline run: each rank's measured peak
 // resident set size (getrusage's ru_maxrss: the high-water mark of the
-// process's resident pages, anonymous and file-backed) next to the peak
-// memory report.json promised for the rank (`peak_memory_bytes`, the
-// schedule's memory model, docs/Pipe.md).
+// process's resident pages, anonymous and file-backed) next to the memory
+// report.json promised for the rank: `rank_memory[r].total_bytes` (the
+// buffers the runtime allocates, lib/Compiler/Bundle.cpp rankMemoryJSON),
+// else `peak_memory_bytes` (the schedule's memory model, docs/Pipe.md).
 //
 //===----------------------------------------------------------------------===//
 

@@ -137,6 +137,18 @@ mlir::LogicalResult assignRankWeightFiles(Bundle &bundle,
                                           llvm::json::Array &ranks,
                                           std::string &error);
 
+/// What the runtime allocates for each rank of a pipeline bundle
+/// (`ranks` as serializeRankPrograms made them): the weights, gradient
+/// accumulators and optimizer state its functions bind, the output buffers
+/// that replace them after each call (`updates`: one per output of each
+/// function the rank calls), and its registers (values and stash slots).
+/// One object per rank with those byte counts and their sum
+/// (`total_bytes`), for report.json's `rank_memory`. The stage functions'
+/// own temporaries (workspace) and weight versions of asynchronous
+/// schedules are not included.
+llvm::json::Array rankMemoryJSON(const Bundle &bundle,
+                                 const llvm::json::Array &ranks);
+
 /// bundle.json for `bundle`, pretty-printed.
 std::string renderBundleManifest(const Bundle &bundle);
 
