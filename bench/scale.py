@@ -95,6 +95,9 @@ def main():
     p.add_argument("--min-free-gib", type=float, default=3.0)
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory")
+    p.add_argument("--compile-only", action="store_true",
+                   help="export and compile; print report.json's rank_memory "
+                        "instead of training")
     args = p.parse_args()
     bin_dir = os.path.join(args.build, "bin")
     work = args.work or tempfile.mkdtemp(prefix="pipedream-scale-")
@@ -126,6 +129,23 @@ def main():
         rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out)
         compile_rss = int(rss.group(1)) * 1024 if rss else 0
 
+        if args.compile_only:
+            with open(os.path.join(bundle, "report.json")) as f:
+                rank_memory = json.load(f).get("rank_memory", [])
+            print(f"\nscale: llama {args.size}, {params} parameters, "
+                  f"{weight_bytes / 2**30:.2f} GiB of f32 weights; export "
+                  f"{export_s:.1f} s; compile {compile_s:.1f} s, peak RSS "
+                  f"{compile_rss / 2**30:.2f} GiB = "
+                  f"{compile_rss / weight_bytes:.2f} x the weight bytes")
+            total = 0
+            for m in rank_memory:
+                total += m["total_bytes"]
+                print(f"rank {m['rank']}: rank_memory {m['total_bytes'] / 2**30:.2f} "
+                      f"GiB (weights {m['weight_bytes'] / 2**30:.2f}, updates "
+                      f"outputs {m['update_output_bytes'] / 2**30:.2f}, "
+                      f"registers {m['register_bytes'] / 2**30:.3f})")
+            print(f"all ranks: {total / 2**30:.2f} GiB of buffers")
+            return 0
         loss_log = os.path.join(work, "loss.csv")
         run_cmd = [os.path.join(bin_dir, "pipedream-run"), bundle, "--data",
                    os.path.join(model_dir, "data.npz"), "--steps",

@@ -100,10 +100,14 @@ def to_single_file(src_dir, out_dir):
                     f.seek(int(fields.get("offset", 0)))
                     n = fields.get("length")
                     raw = f.read(int(n)) if n is not None else f.read()
-            elif t.HasField("raw_data"):
+            elif (t.HasField("raw_data") and len(t.raw_data) >= 1024 and
+                  t.data_type == onnx.TensorProto.FLOAT):
+                # Weights; small and integer constants stay in the model,
+                # so pipedream-run --save-onnx can write it without the
+                # side file.
                 raw = t.raw_data
             else:
-                continue  # typed fields (small): left in the model
+                continue
             pad = (-offset) % ALIGN
             data.write(b"\0" * pad)
             offset += pad
