@@ -90,6 +90,20 @@ def to_single_file(src_dir, out_dir):
     tensor) into out_dir/model.onnx.data, one tensor at a time."""
     proto = onnx.load(os.path.join(src_dir, "model.onnx"),
                       load_external_data=False)
+    # Tensors in node attributes (Constant values) that torch wrote as
+    # external data too: small, put back inline.
+    for node in proto.graph.node:
+        for attr in node.attribute:
+            for t in ([attr.t] if attr.HasField("t") else []) + list(attr.tensors):
+                if t.data_location != onnx.TensorProto.EXTERNAL:
+                    continue
+                fields = {e.key: e.value for e in t.external_data}
+                with open(os.path.join(src_dir, fields["location"]), "rb") as f:
+                    f.seek(int(fields.get("offset", 0)))
+                    n = fields.get("length")
+                    t.raw_data = f.read(int(n)) if n is not None else f.read()
+                del t.external_data[:]
+                t.data_location = onnx.TensorProto.DEFAULT
     data_path = os.path.join(out_dir, "model.onnx.data")
     offset = 0
     with open(data_path, "wb") as data:
