@@ -670,6 +670,18 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (failed(pipedream::collectBundle(*module, modelName, "", "pipedream_",
                                         bundle, error)))
       return fail(modelName + ": " + error);
+    // Each rank's weights in its own file (docs/Bundle.md), and what the
+    // runtime allocates per rank into report.json (`rank_memory`).
+    if (failed(pipedream::assignRankWeightFiles(bundle, *ranks, error)))
+      return fail(modelName + ": " + error);
+    if (auto parsed = llvm::json::parse(renderedReport)) {
+      if (llvm::json::Object *object = parsed->getAsObject()) {
+        (*object)["rank_memory"] = pipedream::rankMemoryJSON(bundle, *ranks);
+        renderedReport = llvm::formatv("{0:2}", *parsed);
+      }
+    } else {
+      llvm::consumeError(parsed.takeError());
+    }
     if (*target == pipedream::CompileTarget::CUDA) {
       bundle.target = "cuda";
       bundle.gpuArch = cuda.gpuArch;

@@ -453,52 +453,106 @@ std::set<std::string> persistentNamesUsed(const pd_bundle &bundle) {
   return names;
 }
 
-/// Checks every weight against the weights file's size, then reads each
-/// into its own aligned buffer (on a rank bundle only the rank's weights;
-/// the others are listed without memory).
+/// Reads `bytes` at `offset` of the bundle file `file` into `memory`,
+/// after checking the range against the file's size.
+void readWeightBytes(const pd_bundle &bundle, const std::string &file,
+                     const std::string &name, uint64_t offset, uint64_t bytes,
+                     void *memory) {
+  std::string path = joinPath(bundle.dir, file);
+  std::FILE *stream = std::fopen(path.c_str(), "rb");
+  if (!stream)
+    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                 errnoText(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(stream, std::fclose);
+  struct stat st;
+  if (fstat(fileno(stream), &st) != 0 || !S_ISREG(st.st_mode))
+    throw Error(PD_ERROR_IO,
+                path + ": cannot open the weights file: not a regular file");
+  uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  if (offset > fileSize || bytes > fileSize - offset)
+    throw Error(PD_ERROR_FORMAT,
+                path + ": too short: weight '" + name + "' needs bytes [" +
+                    std::to_string(offset) + ", " +
+                    std::to_string(offset + bytes) + ") but the file has " +
+                    std::to_string(fileSize));
+  if (bytes == 0)
+    return;
+  if (fseeko(stream, static_cast<off_t>(offset), SEEK_SET) != 0 ||
+      std::fread(memory, 1, bytes, stream) != bytes)
+    throw Error(PD_ERROR_IO, path + ": cannot read weight '" + name +
+                                 "' at offset " + std::to_string(offset));
+}
+
+/// Checks every weight against its file's size, then reads each into its
+/// own aligned buffer. On a rank bundle only the rank's weights are read,
+/// from the rank's own weight file when it has one (bundle version 3); the
+/// others are listed without memory.
 void loadWeights(pd_bundle &bundle) {
   const Manifest &manifest = bundle.manifest;
   if (manifest.weights.empty())
     return;
-  std::string path = joinPath(bundle.dir, manifest.weightsFile);
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  if (!S_ISREG(st.st_mode))
-    throw Error(PD_ERROR_IO,
-                path + ": cannot open the weights file: not a regular file");
-  uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  // Where each weight is read from: its entry, or the rank's own file.
+  std::vector<std::pair<const std::string *, uint64_t>> source;
   for (const WeightSpec &weight : manifest.weights)
-    if (weight.offset > fileSize || weight.bytes > fileSize - weight.offset)
-      throw Error(PD_ERROR_FORMAT,
-                  path + ": too short: weight '" + weight.name +
-                      "' needs bytes [" + std::to_string(weight.offset) +
-                      ", " + std::to_string(weight.offset + weight.bytes) +
-                      ") but the file has " + std::to_string(fileSize));
-
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
+    source.push_back({&weight.file, weight.offset});
   std::set<std::string> used;
-  if (bundle.rank >= 0)
+  if (bundle.rank >= 0) {
     used = persistentNamesUsed(bundle);
-  for (const WeightSpec &weight : manifest.weights) {
+    const pipedream::runtime::RankProgram &rank =
+        manifest.pipeline.ranks[static_cast<size_t>(bundle.rank)];
+    if (!rank.weightsFile.empty()) {
+      std::vector<bool> listed(manifest.weights.size(), false);
+      for (auto [w, offset] : rank.weights) {
+        source[w] = {&rank.weightsFile, offset};
+        listed[w] = true;
+      }
+      for (size_t w = 0; w < manifest.weights.size(); ++w)
+        if (used.count(manifest.weights[w].name) && !listed[w])
+          throw Error(PD_ERROR_FORMAT,
+                      joinPath(bundle.dir, rank.weightsFile) +
+                          ": rank " + std::to_string(bundle.rank) +
+                          " needs weight '" + manifest.weights[w].name +
+                          "', which its weights file does not hold");
+    }
+  }
+  // Every range first, so a short file fails before anything is read.
+  std::map<std::string, uint64_t> sizes;
+  for (size_t w = 0; w < manifest.weights.size(); ++w) {
+    const WeightSpec &weight = manifest.weights[w];
+    if (bundle.rank >= 0 && !used.count(weight.name))
+      continue;
+    const std::string &file = *source[w].first;
+    auto it = sizes.find(file);
+    if (it == sizes.end()) {
+      std::string path = joinPath(bundle.dir, file);
+      struct stat st;
+      if (stat(path.c_str(), &st) != 0)
+        throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                     errnoText(errno));
+      if (!S_ISREG(st.st_mode))
+        throw Error(PD_ERROR_IO, path + ": cannot open the weights file: "
+                                        "not a regular file");
+      it = sizes.emplace(file, static_cast<uint64_t>(st.st_size)).first;
+    }
+    uint64_t offset = source[w].second;
+    if (offset > it->second || weight.bytes > it->second - offset)
+      throw Error(PD_ERROR_FORMAT,
+                  joinPath(bundle.dir, file) + ": too short: weight '" +
+                      weight.name + "' needs bytes [" +
+                      std::to_string(offset) + ", " +
+                      std::to_string(offset + weight.bytes) +
+                      ") but the file has " + std::to_string(it->second));
+  }
+  for (size_t w = 0; w < manifest.weights.size(); ++w) {
+    const WeightSpec &weight = manifest.weights[w];
     bool onRank = bundle.rank < 0 || used.count(weight.name);
     auto buffer = makeBuffer(weight.name, PD_ROLE_WEIGHT, weight.type,
                              "weight '" + weight.name + "'", onRank);
     buffer->written = true;
     buffer->onRank = onRank;
-    if (onRank && weight.bytes != 0) {
-      if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
-          std::fread(buffer->memory.get(), 1, weight.bytes, file) !=
-              weight.bytes)
-        throw Error(PD_ERROR_IO, path + ": cannot read weight '" +
-                                     weight.name + "' at offset " +
-                                     std::to_string(weight.offset));
-    }
+    if (onRank)
+      readWeightBytes(bundle, *source[w].first, weight.name, source[w].second,
+                      weight.bytes, buffer->memory.get());
     bundle.weights.push_back(std::move(buffer));
   }
 }
@@ -510,20 +564,9 @@ namespace runtime {
 void loadWeightFromFile(pd_bundle &bundle, size_t index) {
   const WeightSpec &weight = bundle.manifest.weights[index];
   pd_buffer &buffer = *bundle.weights[index];
-  std::string path = joinPath(bundle.dir, bundle.manifest.weightsFile);
   unsigned char *memory = ensureMemory(buffer);
-  if (weight.bytes == 0)
-    return;
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
-  if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
-      std::fread(memory, 1, weight.bytes, file) != weight.bytes)
-    throw Error(PD_ERROR_IO, path + ": cannot read weight '" + weight.name +
-                                 "' at offset " +
-                                 std::to_string(weight.offset));
+  readWeightBytes(bundle, weight.file, weight.name, weight.offset,
+                  weight.bytes, memory);
 }
 } // namespace runtime
 } // namespace pipedream

@@ -133,12 +133,23 @@ const BadCase kBadCases[] = {
      "format: expected \"pipedream-bundle\", got \"onnx\""},
     {"FormatNotString", [](json &m) { m["format"] = 3; },
      "format: expected a string, got an integer 3"},
-    {"FutureVersion", [](json &m) { m["version"] = 3; },
-     "version: unsupported bundle version 3 (this runtime reads version 2)"},
+    {"FutureVersion", [](json &m) { m["version"] = 4; },
+     "version: unsupported bundle version 4 (this runtime reads versions 2 "
+     "to 3)"},
+    {"WeightFileNeedsVersion3",
+     [](json &m) { m["weights"][0]["file"] = "weights.rank0.bin"; },
+     "weights[0].file: a weight's 'file' needs bundle version 3 (the bundle "
+     "says 2)"},
+    {"WeightFileEscapes",
+     [](json &m) {
+       m["version"] = 3;
+       m["weights"][0]["file"] = "../weights.bin";
+     },
+     "weights[0].file"},
     {"OldVersion", [](json &m) { m["version"] = 1; },
      "version: bundle version 1 was written by an older pipedream-compile, "
      "whose code does not check indices at run time (this runtime reads "
-     "version 2): recompile the model with pipedream-compile"},
+     "versions 2 to 3): recompile the model with pipedream-compile"},
     {"VersionString", [](json &m) { m["version"] = "2"; },
      "version: unsupported bundle version \"2\""},
     {"MissingVersion", [](json &m) { m.erase("version"); },

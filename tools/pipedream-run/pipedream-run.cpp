@@ -42,6 +42,8 @@
 #include "pipedream/onnx_writer.h"
 #include "pipedream/runtime.h"
 
+#include "PeakMemory.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -821,6 +823,10 @@ struct PipelineRun {
   std::vector<pd_named_array> views;
   /// Set when a rank fails, so a hung test rank stops waiting.
   std::atomic<bool> failed{false};
+  /// One process per rank (MPI): each rank's peak memory is its own.
+  bool processPerRank = false;
+  /// The process's resident size before the bundle was opened.
+  uint64_t startResident = 0;
 };
 
 /// Strips the runtime's "training data: " and names the data file.
@@ -975,9 +981,42 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
       }
     }
   }
+  // --- Measured peak memory (PeakMemory.h) ---
+  // With a process per rank every rank sends its peak to rank 0; rank
+  // threads share one process, which runThreads reports.
+  std::vector<pipedream::run::ResidentMemory> peaks;
+  if (run.processPerRank) {
+    uint64_t mine[2] = {pipedream::run::peakResidentBytes(),
+                        run.startResident};
+    if (rank != 0) {
+      if (pd_transport_send(transport, 0, PD_TAG_TRACE, mine,
+                            sizeof(mine)) != PD_OK)
+        return std::string("sending the peak memory to rank 0: ") +
+               pd_last_error();
+    } else {
+      peaks.resize(pd_bundle_pipeline_ranks(bundle));
+      peaks[0] = {mine[0], mine[1]};
+      for (size_t r = 1; r < peaks.size(); ++r) {
+        uint64_t theirs[2] = {0, 0};
+        if (pd_transport_recv(transport, r, PD_TAG_TRACE, theirs,
+                              sizeof(theirs)) != PD_OK)
+          return "gathering the peak memory from rank " + std::to_string(r) +
+                 ": " + pd_last_error();
+        peaks[r] = {theirs[0], theirs[1]};
+      }
+    }
+  }
+  // --- end of measured peak memory ---
   if (rank != 0)
     return "";
   progress.finish();
+  if (run.processPerRank) {
+    std::printf("%s", pipedream::run::describePeakMemory(
+                          options.bundleDir, peaks, /*threads=*/false,
+                          peaks.size())
+                          .c_str());
+    std::fflush(stdout);
+  }
   if (!options.trace.empty() &&
       !writeTrace(options, pd_bundle_pipeline_ranks(bundle), true,
                   std::move(slices), message))
@@ -1081,6 +1120,8 @@ int runMpiRank(const Options &options) {
   size_t ranks = pd_bundle_pipeline_ranks(bundle);
   PipelineRun run;
   run.options = &options;
+  run.processPerRank = true;
+  run.startResident = pipedream::run::currentResidentBytes();
   std::string message;
   bool loaded = loadData(run, bundle, rank == 0, message);
   pd_bundle_close(bundle);
@@ -1120,7 +1161,8 @@ int runMpiRank(const Options &options) {
 }
 
 /// Every rank a thread of this process.
-int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
+int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero,
+               uint64_t startResident) {
   if (options.numRanks && options.numRanks != ranks)
     return error("--ranks " + std::to_string(options.numRanks) + ": " +
                  options.bundleDir + " is a pipeline of " +
@@ -1180,6 +1222,13 @@ int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
     if (printed.insert(line).second)
       std::fprintf(stderr, "error: %s\n", line.c_str());
   }
+  if (status == 0)
+    std::printf("%s", pipedream::run::describePeakMemory(
+                          options.bundleDir,
+                          {{pipedream::run::peakResidentBytes(),
+                            startResident}},
+                          /*threads=*/true, ranks)
+                          .c_str());
   return status;
 }
 
@@ -1264,6 +1313,7 @@ bool trainPipeline(const Options &options, int &code) {
     return true;
   }
   pd_bundle *bundle = nullptr;
+  uint64_t startResident = pipedream::run::currentResidentBytes();
   pd_status status =
       pd_bundle_open_rank(options.bundleDir.c_str(), 0, &bundle);
   if (status == PD_ERROR_UNSUPPORTED &&
@@ -1294,7 +1344,7 @@ bool trainPipeline(const Options &options, int &code) {
     return true;
   }
   if (options.transport == "threads" || options.ranks.empty()) {
-    code = runThreads(options, ranks, bundle);
+    code = runThreads(options, ranks, bundle, startResident);
     return true;
   }
   code = launchMpirun(options, ranks);
