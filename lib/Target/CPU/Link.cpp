@@ -55,17 +55,21 @@ bool isBLASAvailable() {
 LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
                                 StringRef outputPath, bool withBLAS,
                                 std::string &error,
-                                ArrayRef<std::string> runtimeSymbols) {
+                                ArrayRef<std::string> runtimeSymbols,
+                                bool withKernels) {
   static std::mutex lldMutex;
   static bool lldUsable = true;
 
-  // The kernels (pd_cpu_sgemm, pipedream_cpu_set_num_threads): in every library,
-  // called or not (30 KiB), so the runtime always finds the thread setting.
+  // The kernels (pd_cpu_sgemm, pipedream_cpu_set_num_threads): in every CPU
+  // library, called or not (30 KiB), so the runtime always finds the thread
+  // setting.
   std::string kernelObject;
-  if (failed(writeKernelObject(outputPath, kernelObject, error)))
+  if (withKernels && failed(writeKernelObject(outputPath, kernelObject, error)))
     return failure();
-  llvm::scope_exit removeKernelObject(
-      [&] { llvm::sys::fs::remove(kernelObject); });
+  llvm::scope_exit removeKernelObject([&] {
+    if (!kernelObject.empty())
+      llvm::sys::fs::remove(kernelObject);
+  });
 
   std::string output = outputPath.str();
   std::vector<const char *> args = {
@@ -75,7 +79,8 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
       "--hash-style=gnu", "--gc-sections", "-O1"};
   for (const std::string &object : objectFiles)
     args.push_back(object.c_str());
-  args.push_back(kernelObject.c_str());
+  if (withKernels)
+    args.push_back(kernelObject.c_str());
   // Soft-float and other helpers LLVM's backend may call. An archive: only
   // members that resolve an undefined symbol are linked; --exclude-libs
   // keeps them out of the dynamic symbol table even if one were not hidden.

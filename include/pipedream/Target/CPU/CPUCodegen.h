@@ -88,6 +88,10 @@ struct CPUCodegenOptions {
   bool runTimeChecks = true;
   /// Symbol prefix of the exported entry wrappers.
   std::string symbolPrefix = "pipedream_";
+  /// Link the CPU kernel object (pd_cpu_sgemm, the thread count;
+  /// writeKernelObject) into the library. The CUDA target's host code needs
+  /// none (its program.so depends on nothing).
+  bool linkKernels = true;
 };
 
 /// True when this build of pipedream found OpenBLAS and can link bundles
@@ -168,8 +172,8 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
                                    llvm::SmallVectorImpl<char> &object,
                                    std::string &error);
 
-/// Links `objectFiles` and the CPU kernel object (writeKernelObject) into
-/// the shared library `outputPath` with lld, in
+/// Links `objectFiles` and, when `withKernels`, the CPU kernel object
+/// (writeKernelObject) into the shared library `outputPath` with lld, in
 /// process, against libc, libm and (when `withBLAS`) OpenBLAS, refusing
 /// undefined symbols except the names in `runtimeSymbols`, which stay
 /// undefined in the library (the loader resolves them from what the process
@@ -179,7 +183,8 @@ mlir::LogicalResult
 linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
                   llvm::StringRef outputPath, bool withBLAS,
                   std::string &error,
-                  llvm::ArrayRef<std::string> runtimeSymbols = {});
+                  llvm::ArrayRef<std::string> runtimeSymbols = {},
+                  bool withKernels = true);
 
 /// Writes the CPU kernel object (lib/Target/CPU/Kernels: pd_cpu_sgemm, the
 /// thread count) to a new file next to `outputPath` and returns its name in

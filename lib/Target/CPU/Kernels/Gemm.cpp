@@ -35,8 +35,14 @@
 
 #include "Kernels.h"
 
+#if defined(__x86_64__)
+#define PD_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+#else
+// Other architectures: the portable kernel only.
+#define PD_X86 0
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -106,6 +112,7 @@ void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
   }
 }
 
+#if PD_X86
 /// dst[t * dstStride + r] = src[r * srcStride + t] for an 8 x 8 block: the
 /// transposed-B packing's inner step (8 loads, 24 shuffles, 8 stores).
 __attribute__((target("avx2"))) void transpose8x8(const float *src,
@@ -132,6 +139,7 @@ __attribute__((target("avx2"))) void transpose8x8(const float *src,
   for (int i = 0; i < 8; ++i)
     _mm256_storeu_ps(dst + i * dstStride, t[i]);
 }
+#endif
 
 /// op(B)[p0 : p0+kb, j0 : j0+nb] into ceil(nb / NR) micro-panels of
 /// kb x NR (k-major), columns past nb zero. `simd`: the CPU has AVX2.
@@ -158,6 +166,7 @@ void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
     int64_t cols = nb - jr < nr ? nb - jr : nr;
     float *panel = out + jr * kb;
     int64_t jj = 0;
+#if PD_X86
     if (simd)
       for (; jj + 8 <= cols; jj += 8) {
         const float *src = b.p + (j0 + jr + jj) * b.ld + p0;
@@ -168,6 +177,9 @@ void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
           for (int64_t t = 0; t < 8; ++t)
             panel[kk * nr + jj + t] = src[t * b.ld + kk];
       }
+#else
+    (void)simd;
+#endif
     for (; jj < cols; ++jj) {
       const float *src = b.p + (j0 + jr + jj) * b.ld + p0;
       for (int64_t kk = 0; kk < kb; ++kk)
@@ -210,6 +222,7 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
       c[i * ldc + j] = combine(acc[i][j], c[i * ldc + j], u);
 }
 
+#if PD_X86
 __attribute__((target("avx2,fma"))) void
 kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
            int64_t ldc, const Update &u) {
@@ -274,6 +287,8 @@ kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
     }
 }
 
+#endif // PD_X86
+
 using MicroKernel = void (*)(int64_t, const float *, const float *, float *,
                              int64_t, const Update &);
 
@@ -290,14 +305,17 @@ struct KernelInfo {
 // such machine at hand): the same KC, NC, half the tile.
 const KernelInfo kKernels[] = {
     {"generic", kernelGeneric<4, 8>, {4, 8, 256, 128, 1024}},
+#if PD_X86
     {"avx2", kernelAvx2, {6, 16, 512, 96, 1024}},
     {"avx512", kernelAvx512, {12, 32, 512, 96, 1024}},
+#endif
 };
 
 //===----------------------------------------------------------------------===//
 // CPU detection
 //===----------------------------------------------------------------------===//
 
+#if PD_X86
 unsigned long long readXcr0() {
   unsigned eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -324,6 +342,9 @@ Isa detectIsa() {
     return Isa::Avx512;
   return avx2 ? Isa::Avx2 : Isa::Generic;
 }
+#else
+Isa detectIsa() { return Isa::Generic; }
+#endif
 
 int gIsa = -1;
 
