@@ -918,7 +918,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       pipedream::cpu::parseGemmLowering(f.o.gemm);
   if (!gemmLowering)
     return fail("--gemm " + f.o.gemm +
-                ": expected auto, vectorize, blas or loops");
+                ": expected auto, kernel, vectorize, blas or loops");
   codegen.gemm = *gemmLowering;
   codegen.runTimeChecks = f.o.runTimeChecks;
   if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&

@@ -16,6 +16,7 @@
 #include "Checkpoint.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
+#include "Threads.h"
 #include "Trace.h"
 
 #include <algorithm>
@@ -388,8 +389,10 @@ pd_bundle::~pd_bundle() {
   functions.clear();
   persistent.clear();
   weights.clear();
-  if (library)
+  if (library) {
+    pipedream::runtime::forgetThreads(library);
     dlclose(library);
+  }
 }
 
 namespace {
@@ -591,6 +594,8 @@ void loadLibrary(pd_bundle &bundle) {
     throw Error(PD_ERROR_LOAD, path + ": cannot load the bundle's library: " +
                                    (reason ? reason : "unknown dlopen error"));
   }
+  // pipedream/threads.h: the kernels' thread count (Threads.cpp).
+  pipedream::runtime::configureThreads(bundle.library);
   bundle.functionByIndex.assign(bundle.manifest.functions.size(), nullptr);
   // The run-time status record (docs/Bundle.md "Run-time checks"); every
   // library pipedream-compile writes exports it.

@@ -95,8 +95,9 @@ static cl::opt<unsigned> optLevel("O",
                                   cl::Prefix, cl::init(3), cl::cat(category));
 static cl::opt<std::string>
     gemm("gemm",
-         cl::desc("GEMM lowering: auto (default: vectorized kernel, else "
-                  "OpenBLAS), vectorize (no BLAS), blas, loops"),
+         cl::desc("GEMM lowering: auto (default: pipedream's kernel for "
+                  "f32, OpenBLAS for f64), kernel (no BLAS), vectorize, "
+                  "blas, loops"),
          cl::value_desc("MODE"), cl::init("auto"), cl::cat(category));
 static cl::opt<bool> noRunTimeChecks(
     "no-run-time-checks",

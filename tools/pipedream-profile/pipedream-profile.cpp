@@ -150,7 +150,7 @@ static cl::opt<unsigned> optLevel("O",
                                   cl::Prefix, cl::init(3), cl::cat(category));
 static cl::opt<std::string>
     gemm("gemm",
-         cl::desc("GEMM lowering: auto (default), vectorize, blas, loops"),
+         cl::desc("GEMM lowering: auto (default), kernel, vectorize, blas, loops"),
          cl::value_desc("MODE"), cl::init("auto"), cl::cat(category));
 static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
@@ -590,7 +590,7 @@ int main(int argc, char **argv) {
   std::optional<pipedream::cpu::GemmLowering> gemmLowering =
       pipedream::cpu::parseGemmLowering(gemm);
   if (!gemmLowering)
-    return fail("--gemm " + gemm + ": expected auto, vectorize, blas or loops");
+    return fail("--gemm " + gemm + ": expected auto, kernel, vectorize, blas or loops");
   codegen.gemm = *gemmLowering;
   if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
       !pipedream::cpu::isBLASAvailable())

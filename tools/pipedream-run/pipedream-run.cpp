@@ -41,6 +41,7 @@
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
 #include "pipedream/runtime.h"
+#include "pipedream/threads.h"
 
 #include "PeakMemory.h"
 
@@ -68,6 +69,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +133,10 @@ const char kUsage[] =
     "  --timeout SECONDS        how long a rank waits for another before the\n"
     "                           run fails naming it (default\n"
     "                           $PIPEDREAM_TIMEOUT, else 60)\n"
+    "  --threads N              threads of each rank's CPU kernels (GEMMs);\n"
+    "                           default $PIPEDREAM_NUM_THREADS, else this\n"
+    "                           process's CPUs divided among the ranks that\n"
+    "                           share them; results do not depend on N\n"
     "  -h, --help               this text\n"
     "\n"
     "Training progress goes to stderr as one updating line on a terminal,\n"
@@ -158,6 +164,9 @@ struct Options {
   uint64_t checkpointSteps = 0;
   bool resume = false;
   bool checkFinite = false;
+  // --threads (issue 21)
+  std::string threads;
+  int numThreads = 0;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -185,6 +194,8 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.checkpointDir;
   if (flag == "--checkpoint-every")
     return &options.checkpointEvery;
+  if (flag == "--threads")
+    return &options.threads;
   return nullptr;
 }
 
@@ -233,7 +244,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
       }
       const char *what =
           flag == "--steps" || flag == "--ranks" || flag == "--timeout" ||
-                  flag == "--checkpoint-every"
+                  flag == "--checkpoint-every" || flag == "--threads"
               ? "a number"
           : flag == "--checkpoint-dir" ? "a directory"
               : flag == "--transport" ? "threads, mpi or nccl" : "a file name";
@@ -300,6 +311,20 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     message = "--transport: expected threads, mpi or nccl, got '" +
               options.transport + "'";
     return false;
+  }
+  // --threads (issue 21)
+  if (!options.threads.empty()) {
+    const std::string &text = options.threads;
+    bool digits = text.size() <= 4 &&
+                  std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    long threads = digits ? std::strtol(text.c_str(), nullptr, 10) : 0;
+    if (threads <= 0 || threads > 256) {
+      message = "--threads: expected an integer from 1 to 256, got '" + text +
+                "'";
+      return false;
+    }
+    options.numThreads = static_cast<int>(threads);
   }
   if (!options.timeout.empty()) {
     char *end = nullptr;
@@ -1062,6 +1087,7 @@ std::string rankMessage(size_t rank, const std::string &text) {
 
 /// True when this process was started by mpirun (Open MPI).
 bool underMpirun();
+void applyThreads(const Options &options, size_t ranksHere);
 
 /// torchrun-style environment with --transport nccl: RANK and WORLD_SIZE
 /// set and no mpirun.
@@ -1167,6 +1193,7 @@ int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero,
     return error("--ranks " + std::to_string(options.numRanks) + ": " +
                  options.bundleDir + " is a pipeline of " +
                  std::to_string(ranks) + " ranks");
+  applyThreads(options, ranks);
   auto run = std::make_shared<PipelineRun>();
   run->options = &options;
   std::string message;
@@ -1304,6 +1331,35 @@ bool underMpirun() {
   return size && *size;
 }
 
+//===-- --threads (issue 21) ---------------------------------------------===//
+
+/// Threads of the CPU kernels per rank (pipedream/threads.h): --threads N,
+/// else $PIPEDREAM_NUM_THREADS (program.so reads it), else this process's
+/// CPUs divided among the `ranksHere` ranks that share them (the pipeline's
+/// ranks for the threads transport; mpirun's or torchrun's local ranks
+/// sharing one affinity mask when not bound).
+void applyThreads(const Options &options, size_t ranksHere) {
+  if (options.numThreads > 0) {
+    pd_set_num_threads(options.numThreads);
+    return;
+  }
+  if (std::getenv("PIPEDREAM_NUM_THREADS"))
+    return;
+  for (const char *local : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"})
+    if (const char *text = std::getenv(local)) {
+      long n = std::strtol(text, nullptr, 10);
+      if (n > 1)
+        ranksHere = std::max(ranksHere, static_cast<size_t>(n));
+    }
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  size_t share = std::max<size_t>(1, static_cast<size_t>(cpus) /
+                                         std::max<size_t>(1, ranksHere));
+  pd_set_num_threads(static_cast<int>(share));
+}
+
+//===-- end --threads ----------------------------------------------------===//
+
 /// --data on a pipeline bundle: sets `code` and returns true; returns false
 /// for any other bundle (trained by `train`).
 bool trainPipeline(const Options &options, int &code) {
@@ -1352,6 +1408,7 @@ bool trainPipeline(const Options &options, int &code) {
 }
 
 int run(const Options &options) {
+  applyThreads(options, 1);
   if (!options.data.empty()) {
     int code = 0;
     if (trainPipeline(options, code))

@@ -284,7 +284,7 @@ LogicalResult emitSharedLibrary(ModuleOp module,
     }
   }
   return linkSharedLibrary({std::string(objectPath)}, outputPath, withBLAS,
-                           error, runtimeSymbols);
+                           error, runtimeSymbols, options.linkKernels);
 }
 
 } // namespace pipedream::cpu

@@ -131,6 +131,7 @@ void registerCPUCodegenDialects(DialectRegistry &registry) {
 std::optional<GemmLowering> parseGemmLowering(StringRef text) {
   return llvm::StringSwitch<std::optional<GemmLowering>>(text)
       .Case("auto", GemmLowering::Auto)
+      .Case("kernel", GemmLowering::Kernel)
       .Case("vectorize", GemmLowering::Vectorize)
       .Case("blas", GemmLowering::BLAS)
       .Case("loops", GemmLowering::Loops)
@@ -172,8 +173,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFuseElementwiseOpsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (options.gemm == GemmLowering::Auto ||
-      options.gemm == GemmLowering::Vectorize) {
+  if (options.gemm == GemmLowering::Vectorize) {
     pm.addNestedPass<func::FuncOp>(createVectorizeGemmPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -182,8 +182,15 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   buildBundleBufferizationPipeline(pm);
 
   // Buffer level: library calls, then the ABI wrappers.
-  if (usesBLAS(options))
+  if (options.gemm == GemmLowering::Auto ||
+      options.gemm == GemmLowering::Kernel) {
+    LowerGemmToBLASPassOptions toKernel;
+    toKernel.sgemm = "pd_cpu_sgemm";
+    toKernel.lowerF64 = usesBLAS(options);
+    pm.addPass(createLowerGemmToBLASPass(toKernel));
+  } else if (usesBLAS(options)) {
     pm.addPass(createLowerGemmToBLASPass());
+  }
   pm.addPass(createLowerStridedCopiesPass());
   LowerRunTimeChecksPassOptions checks;
   checks.dropChecks = !options.runTimeChecks;
@@ -229,7 +236,7 @@ struct CPULoweringPipelineOptions
     : public PassPipelineOptions<CPULoweringPipelineOptions> {
   Option<std::string> gemm{
       *this, "gemm",
-      llvm::cl::desc("GEMM lowering: auto, vectorize, blas or loops"),
+      llvm::cl::desc("GEMM lowering: auto, kernel, vectorize, blas or loops"),
       llvm::cl::init("auto")};
   Option<std::string> symbolPrefix{
       *this, "symbol-prefix",

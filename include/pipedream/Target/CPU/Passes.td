@@ -146,6 +146,12 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     When the op's output was zero-filled by the `linalg.fill` right before
     it, the fill is erased and the call uses `beta = 0`.
 
+    `sgemm=pd_cpu_sgemm` calls pipedream's own packed, register-tiled
+    kernel for f32 instead (lib/Target/CPU/Kernels: same arguments as
+    `cblas_sgemm`, AVX-512 or AVX2 chosen by cpuid at run time, linked into
+    every program.so); `f64=false` leaves f64 contractions to the loop
+    lowering (no OpenBLAS).
+
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>)
                   outs(%c : memref<64x16xf32>)
@@ -154,6 +160,13 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
         %pa, %c32, %pb, %c16, %one, %pc, %c16) : (...) -> ()
     ```
   }];
+  let options = [
+    Option<"sgemm", "sgemm", "std::string", /*default=*/"\"cblas_sgemm\"",
+           "Callee of f32 contractions: cblas_sgemm (OpenBLAS) or "
+           "pd_cpu_sgemm (pipedream's kernel)">,
+    Option<"lowerF64", "f64", "bool", /*default=*/"true",
+           "Lower f64 contractions to cblas_dgemm">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect",
                            "mlir::func::FuncDialect",
                            "mlir::memref::MemRefDialect",
