@@ -27,6 +27,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
+#include "pipedream/Support/CompileTiming.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
@@ -138,6 +139,7 @@ static DialectRegistry driverDialects() {
 static FailureOr<OwningOpRef<ModuleOp>>
 loadModel(const pipedream::CompileOptions &o, std::optional<int64_t> batchSize,
           MLIRContext &context, std::string &error) {
+  pipedream::TimedPhase phase("import");
   if (StringRef(o.input).ends_with(".mlir")) {
     if (!o.inputShapes.empty()) {
       error = "--input-shape applies to ONNX models, not .mlir input";
@@ -226,6 +228,17 @@ void pipedream::registerDriverPasses() {
   });
 }
 
+//===--- Compile time (issue 16; ctime) -----------------------------------===//
+/// The code generator's compile-time options from the command line.
+static void applyCompileTimeOptions(const CompileOptions &o,
+                                    pipedream::cpu::CPUCodegenOptions &codegen) {
+  codegen.codegenThreads = o.codegenThreads;
+  codegen.outlineKernels = o.outlineKernels;
+  codegen.cacheDir = o.cacheDir;
+  codegen.useCache = !o.noCache;
+}
+//===----------------------------------------------------------------------===//
+
 /// Compiles the lowered `module` into the bundle's program library at
 /// `libraryPath` with the code generator of `target`.
 static LogicalResult
@@ -291,11 +304,13 @@ LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
                                           std::string &error) {
   registerDriverPasses();
   FirstError firstError(module.getContext());
+  pipedream::TimedPhase phase("nn to linalg");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
     return failure();
   }
+  pipedream::attachPassTiming(pm);
   pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
   if (succeeded(pm.run(module)))
     return success();
@@ -415,7 +430,10 @@ scheduleModule(const Flags &f, ModuleOp module,
       f.schedule + " microbatches=" + std::to_string(m) +
       " virtual=" + std::to_string(f.o.virtualStages) +
       "},pipe-project-ranks{keep-global=true},pipe-verify-schedule";
+  pipedream::TimedPhase phase("autodiff + schedule (stage training, unroll, "
+                              "ranks)");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  pipedream::attachPassTiming(pm);
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
     error = firstError.orElse("scheduling failed");
     return failure();
@@ -579,6 +597,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     return fail("--freeze/--train are training flags; they do not apply to "
                 "--inference");
   }
+  std::optional<pipedream::TimedPhase> partitionPhase;
+  partitionPhase.emplace("partition");
   if (failed(pipedream::partitionModule(*module, config, error)))
     return fail(modelName + ": " + error);
   auto report = pipedream::collectPartitionReport(*module, error);
@@ -586,6 +606,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     return fail(modelName + ": " + error);
   if (failed(pipedream::outlineStages(*module, error)))
     return fail(modelName + ": " + error);
+  partitionPhase.reset();
   llvm::json::Object json = pipedream::partitionReportJSON(*report);
   if (weightDecisions)
     json["weights"] = pipedream::nn::weightDecisionsJSON(*weightDecisions);
@@ -618,6 +639,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   const std::string &reportJSONPath = f.o.reportJSON;
   const std::string &outputDir = f.o.output;
   if (pipelineBundle) {
+    std::optional<pipedream::TimedPhase> rankPhase;
+    rankPhase.emplace("rank programs");
     auto ranks = pipedream::serializeRankPrograms(*module, error);
     if (failed(ranks))
       return fail(modelName + ": " + error);
@@ -625,6 +648,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (failed(pipedream::lowerRankProgramsToNative(*module, *ranks,
                                                     "pipedream_", error)))
       return fail(modelName + ": " + error);
+    rankPhase.reset();
     pipedream::Bundle bundle;
     if (failed(pipedream::collectBundle(*module, modelName, "", "pipedream_",
                                         bundle, error)))
@@ -675,8 +699,10 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (auto gemmLowering = pipedream::cpu::parseGemmLowering(f.o.gemm))
       codegen.gemm = *gemmLowering;
     codegen.runTimeChecks = f.o.runTimeChecks;
+    applyCompileTimeOptions(f.o, codegen);
     if (f.o.output.empty())
       return fail("no output: pass -o OUT_DIR");
+    pipedream::TimedPhase bundlePhase("write bundle");
     if (failed(pipedream::writeBundle(
             bundle, f.o.output,
             [&](StringRef libraryPath, std::string &libraryError) {
@@ -719,6 +745,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
 
 CompileResult pipedream::compile(const CompileOptions &options) {
   registerDriverPasses();
+  pipedream::CompileTimingSession timing(options.timePhases, llvm::errs());
   Flags f(options);
   CompileResult result;
   auto fail = [&](const llvm::Twine &message) {
@@ -867,6 +894,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
                 ": expected auto, vectorize, blas or loops");
   codegen.gemm = *gemmLowering;
   codegen.runTimeChecks = f.o.runTimeChecks;
+  applyCompileTimeOptions(f.o, codegen);
   if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
       !pipedream::cpu::isBLASAvailable())
     return fail("--gemm blas: this pipedream was built without OpenBLAS "
@@ -903,6 +931,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   std::optional<pipedream::nn::TrainingInfo> trainingInfo;
   SmallVector<pipedream::nn::WeightDecision> weightDecisions;
   if (training) {
+    pipedream::TimedPhase phase("autodiff (training program)");
     std::string error;
     auto decisions = markTrainable(f.o, *module, error);
     if (failed(decisions))
@@ -1005,6 +1034,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   }
 
   std::string error;
+  pipedream::TimedPhase bundlePhase("write bundle");
   if (failed(pipedream::writeBundle(
           bundle, f.o.output,
           [&](StringRef libraryPath, std::string &libraryError) {

@@ -85,6 +85,18 @@ struct CPUCodegenOptions {
   bool runTimeChecks = true;
   /// Symbol prefix of the exported entry wrappers.
   std::string symbolPrefix = "pipedream_";
+
+  // Compile time (lib/Target/CPU/ParallelCodegen.cpp, OutlineKernels.cpp).
+  /// Threads for the LLVM optimization and code generation of the split
+  /// module; 0: one per hardware thread; 1: the whole module on one thread.
+  unsigned codegenThreads = 0;
+  /// cpu-outline-kernels: every loop nest in a function of its own,
+  /// structurally equal ones shared.
+  bool outlineKernels = true;
+  /// Object cache directory ("" = the default, see resolveObjectCacheDir).
+  std::string cacheDir;
+  /// False: neither read nor write the object cache.
+  bool useCache = true;
 };
 
 /// True when this build of pipedream found OpenBLAS and can link bundles
