@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // cpu-outline-kernels (Passes.td): every top-level loop nest of a function
-// becomes a call of a private, no_inline kernel function; kernels that print
+// becomes a call of a private, noinline, internal kernel function; kernels that print
 // the same are shared. Linear in the size of the module: each nest is
 // cloned and printed once (printing with a local scope, so a nest does not
 // print the module around it), and kernels are looked up by their text.
@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -160,7 +161,14 @@ struct OutlineKernelsPass
       kernel->erase();
     } else {
       kernel.setPrivate();
-      kernel->setAttr("no_inline", builder.getUnitAttr());
+      // LLVM must not inline the kernel back into its callers (that would
+      // undo the sharing); internal linkage like every non-entry function
+      // (cpu-generate-entry-points ran before).
+      kernel->setAttr("passthrough",
+                      builder.getArrayAttr({builder.getStringAttr("noinline")}));
+      kernel->setAttr("llvm.linkage",
+                      LLVM::LinkageAttr::get(builder.getContext(),
+                                             LLVM::Linkage::Internal));
       kernel.setSymName((kKernelPrefix + llvm::Twine(created)).str());
       symbols.insert(kernel, module.getBody()->end());
       kernelsByText[text] = kernel;

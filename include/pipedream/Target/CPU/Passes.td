@@ -324,8 +324,8 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
     Runs on bufferized IR (before `convert-linalg-to-loops`). Every loop nest
     at the top level of a function body (a linalg op on memrefs, an
     `scf.for`/`scf.forall`/`scf.parallel` or `affine.for` without results)
-    becomes a call of a private `func.func @__pipedream_kernel_<N>` marked
-    `no_inline`, whose arguments are the values the nest uses from outside
+    becomes a call of a private `func.func @__pipedream_kernel_<N>` with
+    internal linkage and LLVM's `noinline` (`passthrough`), whose arguments are the values the nest uses from outside
     (memrefs, scalars); constants are cloned into the kernel, so trip counts
     and strides stay constant there. Kernels that print the same (same ops,
     types, attributes and constants) are one function: the identical blocks
@@ -347,7 +347,8 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
       return
     }
     func.func private @__pipedream_kernel_0(%a: memref<4xf32>, %b: memref<4xf32>)
-        attributes {no_inline} {
+        attributes {llvm.linkage = #llvm.linkage<internal>,
+                    passthrough = ["noinline"]} {
       linalg.generic {...} ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {...}
       return
     }
@@ -355,7 +356,8 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
 
     A linalg op on tensors (a module that was not bufferized) is an error.
   }];
-  let dependentDialects = ["mlir::func::FuncDialect"];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect"];
   let statistics = [
     Statistic<"numKernels", "kernels", "Distinct kernel functions created">,
     Statistic<"numCalls", "calls", "Loop nests replaced by a kernel call">,
