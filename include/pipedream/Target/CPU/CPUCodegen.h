@@ -125,7 +125,8 @@ void registerCPUCodegenPasses();
 ///   buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
 ///   buffer-deallocation-pipeline, convert-bufferization-to-memref,
 ///   [cpu-lower-gemm-to-blas], cpu-lower-strided-copies,
-///   cpu-generate-entry-points, convert-linalg-to-loops, lower-affine,
+///   cpu-generate-entry-points, [cpu-outline-kernels], convert-linalg-to-loops,
+///   lower-affine,
 ///   convert-vector-to-scf, convert-scf-to-cf, expand-strided-metadata,
 ///   lower-affine, convert-vector-to-llvm, convert-math-to-llvm,
 ///   convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts
