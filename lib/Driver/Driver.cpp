@@ -28,6 +28,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
+#include "pipedream/Support/CompileTiming.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
@@ -139,6 +140,7 @@ static DialectRegistry driverDialects() {
 static FailureOr<OwningOpRef<ModuleOp>>
 loadModel(const pipedream::CompileOptions &o, std::optional<int64_t> batchSize,
           MLIRContext &context, std::string &error) {
+  pipedream::TimedPhase phase("import");
   if (StringRef(o.input).ends_with(".mlir")) {
     if (!o.inputShapes.empty()) {
       error = "--input-shape applies to ONNX models, not .mlir input";
@@ -227,6 +229,17 @@ void pipedream::registerDriverPasses() {
   });
 }
 
+//===--- Compile time (issue 16; ctime) -----------------------------------===//
+/// The code generator's compile-time options from the command line.
+static void applyCompileTimeOptions(const CompileOptions &o,
+                                    pipedream::cpu::CPUCodegenOptions &codegen) {
+  codegen.codegenThreads = o.codegenThreads;
+  codegen.outlineKernels = o.outlineKernels;
+  codegen.cacheDir = o.cacheDir;
+  codegen.useCache = !o.noCache;
+}
+//===----------------------------------------------------------------------===//
+
 /// Compiles the lowered `module` into the bundle's program library at
 /// `libraryPath` with the code generator of `target`.
 static LogicalResult
@@ -292,11 +305,13 @@ LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
                                           std::string &error) {
   registerDriverPasses();
   FirstError firstError(module.getContext());
+  pipedream::TimedPhase phase("nn to linalg");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
     return failure();
   }
+  pipedream::attachPassTiming(pm);
   pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
   if (succeeded(pm.run(module)))
     return success();
@@ -439,7 +454,10 @@ scheduleModule(const Flags &f, ModuleOp module,
       " virtual=" + std::to_string(f.o.virtualStages) +
       (fromCsv ? " schedule-csv=\"" + f.o.scheduleCsv + "\"" : "") +
       "},pipe-project-ranks{keep-global=true},pipe-verify-schedule";
+  pipedream::TimedPhase phase("autodiff + schedule (stage training, unroll, "
+                              "ranks)");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  pipedream::attachPassTiming(pm);
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(module))) {
     error = firstError.orElse("scheduling failed");
     return failure();
@@ -620,6 +638,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     return fail("--freeze/--train are training flags; they do not apply to "
                 "--inference");
   }
+  std::optional<pipedream::TimedPhase> partitionPhase;
+  partitionPhase.emplace("partition");
   if (failed(pipedream::partitionModule(*module, config, error)))
     return fail(modelName + ": " + error);
   auto report = pipedream::collectPartitionReport(*module, error);
@@ -627,6 +647,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     return fail(modelName + ": " + error);
   if (failed(pipedream::outlineStages(*module, error)))
     return fail(modelName + ": " + error);
+  partitionPhase.reset();
   llvm::json::Object json = pipedream::partitionReportJSON(*report);
   if (weightDecisions)
     json["weights"] = pipedream::nn::weightDecisionsJSON(*weightDecisions);
@@ -659,6 +680,8 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
   const std::string &reportJSONPath = f.o.reportJSON;
   const std::string &outputDir = f.o.output;
   if (pipelineBundle) {
+    std::optional<pipedream::TimedPhase> rankPhase;
+    rankPhase.emplace("rank programs");
     auto ranks = pipedream::serializeRankPrograms(*module, error);
     if (failed(ranks))
       return fail(modelName + ": " + error);
@@ -666,6 +689,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (failed(pipedream::lowerRankProgramsToNative(*module, *ranks,
                                                     "pipedream_", error)))
       return fail(modelName + ": " + error);
+    rankPhase.reset();
     pipedream::Bundle bundle;
     if (failed(pipedream::collectBundle(*module, modelName, "", "pipedream_",
                                         bundle, error)))
@@ -729,8 +753,10 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (auto gemmLowering = pipedream::cpu::parseGemmLowering(f.o.gemm))
       codegen.gemm = *gemmLowering;
     codegen.runTimeChecks = f.o.runTimeChecks;
+    applyCompileTimeOptions(f.o, codegen);
     if (f.o.output.empty())
       return fail("no output: pass -o OUT_DIR");
+    pipedream::TimedPhase bundlePhase("write bundle");
     if (failed(pipedream::writeBundle(
             bundle, f.o.output,
             [&](StringRef libraryPath, std::string &libraryError) {
@@ -773,6 +799,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
 
 CompileResult pipedream::compile(const CompileOptions &options) {
   registerDriverPasses();
+  pipedream::CompileTimingSession timing(options.timePhases, llvm::errs());
   Flags f(options);
   CompileResult result;
   auto fail = [&](const llvm::Twine &message) {
@@ -921,6 +948,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
                 ": expected auto, kernel, vectorize, blas or loops");
   codegen.gemm = *gemmLowering;
   codegen.runTimeChecks = f.o.runTimeChecks;
+  applyCompileTimeOptions(f.o, codegen);
   if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
       !pipedream::cpu::isBLASAvailable())
     return fail("--gemm blas: this pipedream was built without OpenBLAS "
@@ -957,6 +985,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   std::optional<pipedream::nn::TrainingInfo> trainingInfo;
   SmallVector<pipedream::nn::WeightDecision> weightDecisions;
   if (training) {
+    pipedream::TimedPhase phase("autodiff (training program)");
     std::string error;
     auto decisions = markTrainable(f.o, *module, error);
     if (failed(decisions))
@@ -1059,6 +1088,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   }
 
   std::string error;
+  pipedream::TimedPhase bundlePhase("write bundle");
   if (failed(pipedream::writeBundle(
           bundle, f.o.output,
           [&](StringRef libraryPath, std::string &libraryError) {

@@ -243,6 +243,36 @@ static cl::opt<std::string>
                             "schedule as an SVG picture"),
                    cl::value_desc("FILE.svg"), cl::cat(category));
 
+//===--- Compile time (issue 16; ctime) -----------------------------------===//
+static cl::opt<bool> timePhasesOption(
+    "time-phases",
+    cl::desc("Print the wall and CPU time of each compile phase (import, "
+             "autodiff, partition, schedule, lowering, LLVM opt, codegen, "
+             "link) with MLIR's pass timing, to stderr"),
+    cl::cat(category));
+static cl::opt<unsigned> codegenThreadsOption(
+    "codegen-threads",
+    cl::desc("Threads for LLVM optimization and code generation (0: one per "
+             "core, default; 1: one module on one thread)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<bool> outlineKernelsOption(
+    "outline-kernels",
+    cl::desc("Compile each loop nest as a function of its own, once per "
+             "distinct nest (default true)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<std::string> cacheDirOption(
+    "cache-dir",
+    cl::desc("Cache of compiled objects, keyed by a hash of their LLVM IR "
+             "(default: $PIPEDREAM_CACHE_DIR, $XDG_CACHE_HOME/pipedream or "
+             "~/.cache/pipedream)"),
+    cl::value_desc("DIR"), cl::cat(category));
+static cl::opt<bool> noCacheOption(
+    "no-cache",
+    cl::desc("Do not read or write the object cache (also "
+             "PIPEDREAM_NO_CACHE=1)"),
+    cl::cat(category));
+//===----------------------------------------------------------------------===//
+
 /// Parses the command line; unknown options and bad values are one-line
 /// errors. Returns false when the program should exit with `exitCode`.
 static bool parseCommandLine(int argc, char **argv, int &exitCode) {
@@ -325,6 +355,12 @@ static pipedream::CompileOptions readOptions() {
   o.timeline = timelineOption;
   o.scheduleCsv = scheduleCsvOption;             // issue 17
   o.exportScheduleCsv = exportScheduleCsvOption; // issue 17
+  // Compile time (issue 16).
+  o.timePhases = timePhasesOption;
+  o.codegenThreads = codegenThreadsOption;
+  o.outlineKernels = outlineKernelsOption;
+  o.cacheDir = cacheDirOption;
+  o.noCache = noCacheOption;
   return o;
 }
 

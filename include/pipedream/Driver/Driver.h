@@ -106,6 +106,23 @@ struct CompileOptions {
   /// With `emit` scheduled: write the schedule in torch's CSV format.
   std::string exportScheduleCsv;
   // --- end issue 17 ---
+
+  //===--- Compile time (issue 16; ctime) ---------------------------------===//
+  /// --time-phases: print the wall and CPU time of every phase, with MLIR's
+  /// pass timing, to stderr (include/pipedream/Support/CompileTiming.h).
+  bool timePhases = false;
+  /// --codegen-threads: threads for LLVM optimization and code generation
+  /// (the module is split); 0 picks the hardware's, 1 compiles one module.
+  unsigned codegenThreads = 0;
+  /// --outline-kernels=false keeps every loop nest inside its function
+  /// (cpu-outline-kernels, lib/Target/CPU/OutlineKernels.cpp).
+  bool outlineKernels = true;
+  /// --cache-dir: compiled objects by a hash of their LLVM IR; empty: the
+  /// default ($PIPEDREAM_CACHE_DIR, else $XDG_CACHE_HOME/pipedream, else
+  /// ~/.cache/pipedream). --no-cache or PIPEDREAM_NO_CACHE=1 disables it.
+  std::string cacheDir;
+  bool noCache = false;
+  //===--------------------------------------------------------------------===//
 };
 
 /// What one compilation produced.

@@ -12,6 +12,7 @@
 
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/CPU/Passes.h"
+#include "pipedream/Support/CompileTiming.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -199,6 +200,11 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   entry.symbolPrefix = options.symbolPrefix;
   pm.addPass(createGenerateEntryPointsPass(entry));
 
+  // Every loop nest in a function of its own, equal nests shared: LLVM's
+  // cost grows faster than linearly with function size (issue 16).
+  if (options.outlineKernels)
+    pm.addPass(createOutlineKernelsPass());
+
   // Loops and the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -275,11 +281,13 @@ LogicalResult runLoweringPipeline(
     os << diag.getLocation() << ": " << diag.str();
     return success();
   });
+  TimedPhase phase(what);
   PassManager pm(ctx, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
     return failure();
   }
+  attachPassTiming(pm);
   buildPipeline(pm);
   if (succeeded(pm.run(module)))
     return success();

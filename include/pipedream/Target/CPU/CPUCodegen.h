@@ -92,6 +92,18 @@ struct CPUCodegenOptions {
   /// writeKernelObject) into the library. The CUDA target's host code needs
   /// none (its program.so depends on nothing).
   bool linkKernels = true;
+
+  // Compile time (lib/Target/CPU/ParallelCodegen.cpp, OutlineKernels.cpp).
+  /// Threads for the LLVM optimization and code generation of the split
+  /// module; 0: one per hardware thread; 1: the whole module on one thread.
+  unsigned codegenThreads = 0;
+  /// cpu-outline-kernels: every loop nest in a function of its own,
+  /// structurally equal ones shared.
+  bool outlineKernels = true;
+  /// Object cache directory ("" = the default, see resolveObjectCacheDir).
+  std::string cacheDir;
+  /// False: neither read nor write the object cache.
+  bool useCache = true;
 };
 
 /// True when this build of pipedream found OpenBLAS and can link bundles
@@ -120,7 +132,8 @@ void registerCPUCodegenPasses();
 ///   buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
 ///   buffer-deallocation-pipeline, convert-bufferization-to-memref,
 ///   [cpu-lower-gemm-to-blas], cpu-lower-strided-copies,
-///   cpu-generate-entry-points, convert-linalg-to-loops, lower-affine,
+///   cpu-generate-entry-points, [cpu-outline-kernels], convert-linalg-to-loops,
+///   lower-affine,
 ///   convert-vector-to-scf, convert-scf-to-cf, expand-strided-metadata,
 ///   lower-affine, convert-vector-to-llvm, convert-math-to-llvm,
 ///   convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts
