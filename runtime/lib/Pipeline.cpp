@@ -32,6 +32,7 @@
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "RankEntry.h"
+#include "StepSnapshot.h"
 #include "Trace.h"
 #include "Transport.h"
 
@@ -128,11 +129,18 @@ struct pd_pipeline {
   std::vector<std::pair<int64_t, double>> stepLosses;
   /// pd_pipeline_set_check_finite.
   bool checkFinite = false;
-  /// Persistent buffers (not grads) that the rank's non-update calls
-  /// update (BatchNorm running statistics), saved at the start of each
-  /// step and restored when it fails.
-  std::vector<pd_buffer *> stepUpdated;
-  std::vector<std::vector<unsigned char>> stepSaved;
+  /// Persistent buffers (not grads) the step may have changed when the
+  /// ranks agree on its status, saved at the start of each step and
+  /// restored when it fails: what the rank's non-update calls update
+  /// (BatchNorm running statistics, dropout seeds) and, for asynchronous
+  /// schedules, whose updates run before the agreement, also what its
+  /// updates change (weights, optimizer state, step counters).
+  pipedream::runtime::StepSnapshot stepSnapshot;
+  /// Asynchronous schedules: the weights the rank's updates change. Their
+  /// updates clear the gradient accumulators before the agreement, so
+  /// check-finite looks at the updated weights instead (a non-finite
+  /// gradient makes its weight non-finite under SGD, momentum and Adam).
+  std::vector<pd_buffer *> asyncUpdatedWeights;
 };
 
 namespace pipedream {
@@ -344,11 +352,15 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
     auto key = std::make_tuple(ins.stage, ins.chunk,
                                ins.saveWeights >= 0 ? ins.saveWeights
                                                     : ins.useWeights);
-    version = &p.weightVersions[key];
-    if (ins.useWeights >= 0 && version->empty())
+    // NOTE: F creates its version's entry even when the stage has no
+    // weights (an empty map), so B and W of a weightless stage find it.
+    auto found = p.weightVersions.find(key);
+    if (ins.useWeights >= 0 && found == p.weightVersions.end())
       throw Error(PD_ERROR_INVALID_ARGUMENT,
                   "no weight version " + std::to_string(ins.useWeights) +
                       " was saved for this stage");
+    version = found != p.weightVersions.end() ? &found->second
+                                              : &p.weightVersions[key];
   }
   for (size_t k = 0; k < function.buffers.size(); ++k) {
     const BufferSpec &buffer = function.spec.buffers[k];
@@ -465,6 +477,15 @@ void agreeOnStep(pd_pipeline &p) {
         noteFailure(p, -1, "gradient '" + grad->name + "' is not finite (" +
                                bad + ", check-finite)");
     }
+    for (pd_buffer *weight : p.asyncUpdatedWeights) {
+      if (weight->cuda)
+        pipedream::runtime::downloadBuffer(*weight);
+      std::string bad = pipedream::runtime::describeNonFinite(*weight);
+      if (!bad.empty())
+        noteFailure(p, -1, "weight '" + weight->name +
+                               "' is not finite after the step's updates (" +
+                               bad + ", check-finite)");
+    }
   }
   StepStatus mine;
   mine.rank = static_cast<int64_t>(p.rank);
@@ -513,9 +534,7 @@ void agreeOnStep(pd_pipeline &p) {
   }
   if (!agreed.failed)
     return;
-  for (size_t k = 0; k < p.stepUpdated.size(); ++k)
-    std::memcpy(p.stepUpdated[k]->memory.get(), p.stepSaved[k].data(),
-                p.stepSaved[k].size());
+  p.stepSnapshot.restore();
   std::string where =
       (agreed.microbatch >= 0
            ? "micro-batch " + std::to_string(agreed.microbatch) + ", "
@@ -1012,20 +1031,26 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     // messages: an agreement before the first one could wait on a rank
     // that waits on this one.
     p->agreeBeforeUpdate = spec->kind != "pipedream" && spec->kind != "2bw";
+    // NOTE: an asynchronous schedule's updates run before the ranks agree
+    // on the step (agreeBeforeUpdate): the snapshot then holds everything
+    // they change too, so that a failed step is applied on no rank.
     std::set<pd_buffer *> updated;
     for (const PipelineInstruction &ins : p->program->program)
-      if (ins.op == PipelineInstruction::Op::Call && ins.action != "U")
+      if (ins.op == PipelineInstruction::Op::Call &&
+          (ins.action != "U" || !p->agreeBeforeUpdate))
         for (auto &[output, target] :
              bundle->functionByIndex[ins.function]->updates)
-          if (target->role != PD_ROLE_GRAD && !target->cuda)
+          if (target->role != PD_ROLE_GRAD)
             updated.insert(target);
     for (auto &buffer : bundle->weights)
-      if (updated.count(buffer.get()))
-        p->stepUpdated.push_back(buffer.get());
+      if (updated.count(buffer.get())) {
+        p->stepSnapshot.add(buffer.get());
+        if (!p->agreeBeforeUpdate)
+          p->asyncUpdatedWeights.push_back(buffer.get());
+      }
     for (auto &buffer : bundle->persistent)
       if (updated.count(buffer.get()))
-        p->stepUpdated.push_back(buffer.get());
-    p->stepSaved.resize(p->stepUpdated.size());
+        p->stepSnapshot.add(buffer.get());
     for (size_t d = 0; d < spec->data.size(); ++d)
       if (std::binary_search(spec->data[d].ranks.begin(),
                              spec->data[d].ranks.end(), rank))
@@ -1105,11 +1130,7 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     p.failureMicrobatch = -1;
     p.stepLosses.clear();
     p.stepAgreed = false;
-    for (size_t k = 0; k < p.stepUpdated.size(); ++k) {
-      const pd_buffer &buffer = *p.stepUpdated[k];
-      const unsigned char *memory = buffer.memory.get();
-      p.stepSaved[k].assign(memory, memory + buffer.type.numBytes);
-    }
+    p.stepSnapshot.save();
     if (p.entry)
       runNativeEntry(p);
     else

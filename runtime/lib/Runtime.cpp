@@ -16,6 +16,7 @@
 #include "Checkpoint.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
+#include "StepSnapshot.h"
 #include "Trace.h"
 
 #include <algorithm>
@@ -361,10 +362,10 @@ struct pd_trainer {
   /// Every `grad` buffer of the bundle, zeroed before each step.
   std::vector<pd_buffer *> grads;
   /// Persistent buffers (not grads) the step function updates (BatchNorm
-  /// running statistics), copied at the start of each step and restored
-  /// when the step fails, so a failed step changes nothing.
-  std::vector<pd_buffer *> stepUpdated;
-  std::vector<std::vector<unsigned char>> stepSaved;
+  /// running statistics, on the host or the device), copied at the start
+  /// of each step and restored when the step fails, so a failed step
+  /// changes nothing.
+  pipedream::runtime::StepSnapshot stepSnapshot;
   /// pd_trainer_set_check_finite.
   bool checkFinite = false;
   /// Measured events (pd_trainer_set_tracing).
@@ -1344,12 +1345,9 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     for (auto &buffer : bundle->persistent)
       if (buffer->role == PD_ROLE_GRAD)
         trainer->grads.push_back(buffer.get());
-    // NOTE: cuda buffers' values may be on the device only; they are not
-    // restored (docs/Runtime.md "Run-time checks").
     for (auto &[output, target] : trainer->step->updates)
-      if (target->role != PD_ROLE_GRAD && !target->cuda)
-        trainer->stepUpdated.push_back(target);
-    trainer->stepSaved.resize(trainer->stepUpdated.size());
+      if (target->role != PD_ROLE_GRAD)
+        trainer->stepSnapshot.add(target);
     bundle->trainers.push_back(std::move(trainer));
     *out = bundle->trainers.back().get();
     return PD_OK;
@@ -1418,17 +1416,11 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
       pipedream::runtime::zeroBuffer(*grad);
-    for (size_t k = 0; k < trainer->stepUpdated.size(); ++k) {
-      const pd_buffer &buffer = *trainer->stepUpdated[k];
-      const unsigned char *memory = buffer.memory.get();
-      trainer->stepSaved[k].assign(memory, memory + buffer.type.numBytes);
-    }
+    trainer->stepSnapshot.save();
     // A failed check: the step's persistent changes are undone, the update
     // does not run.
     auto failStep = [&](const std::string &message) {
-      for (size_t k = 0; k < trainer->stepUpdated.size(); ++k)
-        std::memcpy(trainer->stepUpdated[k]->memory.get(),
-                    trainer->stepSaved[k].data(), trainer->stepSaved[k].size());
+      trainer->stepSnapshot.restore();
       throw Error(PD_ERROR_CHECK_FAILED, message);
     };
     double total = 0;
