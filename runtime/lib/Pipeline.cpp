@@ -141,6 +141,10 @@ struct pd_pipeline {
   /// check-finite looks at the updated weights instead (a non-finite
   /// gradient makes its weight non-finite under SGD, momentum and Adam).
   std::vector<pd_buffer *> asyncUpdatedWeights;
+  /// Some function of the rank has run-time checks (program.so has the
+  /// status record): without them, and with check-finite off, no step can
+  /// fail a check and the snapshot is not taken.
+  bool hasChecks = false;
 };
 
 namespace pipedream {
@@ -1018,6 +1022,9 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
       // dlsym is specified for (POSIX).
       p->entry = reinterpret_cast<pd_rank_entry>(symbol);
     }
+    for (size_t f : p->program->functions)
+      if (bundle->functionByIndex[f]->checkRecord)
+        p->hasChecks = true;
     std::set<pd_buffer *> grads;
     for (size_t f : p->program->functions)
       for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
@@ -1130,7 +1137,10 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     p.failureMicrobatch = -1;
     p.stepLosses.clear();
     p.stepAgreed = false;
-    p.stepSnapshot.save();
+    if (p.hasChecks || p.checkFinite)
+      p.stepSnapshot.save();
+    else
+      p.stepSnapshot.skip();
     if (p.entry)
       runNativeEntry(p);
     else

@@ -22,6 +22,7 @@ void StepSnapshot::add(pd_buffer *buffer) {
 }
 
 void StepSnapshot::save() {
+  saved = true;
   for (Entry &entry : entries) {
     pd_buffer &buffer = *entry.buffer;
     size_t bytes = buffer.type.numBytes;
@@ -45,6 +46,8 @@ void StepSnapshot::save() {
 }
 
 void StepSnapshot::restore() {
+  if (!saved)
+    return;
   for (Entry &entry : entries) {
     pd_buffer &buffer = *entry.buffer;
     size_t bytes = buffer.type.numBytes;

@@ -33,6 +33,9 @@ public:
   void add(pd_buffer *buffer);
   /// Saves every buffer's current value. Throws Error (device copies).
   void save();
+  /// Forgets the saved values (a step that cannot fail a check: no
+  /// checks in the bundle, check-finite off), so restore() does nothing.
+  void skip() { saved = false; }
   /// Puts every saved value back. Throws Error (device copies).
   void restore();
   /// Bytes the snapshot holds (host and device), for docs and benchmarks.
@@ -48,6 +51,7 @@ private:
     bool onDevice = false;
   };
   std::vector<Entry> entries;
+  bool saved = false;
 };
 
 } // namespace runtime
