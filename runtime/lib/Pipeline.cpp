@@ -29,6 +29,7 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "RankEntry.h"
@@ -545,6 +546,44 @@ void agreeOnStep(pd_pipeline &p) {
            : std::string()) +
       "rank " + std::to_string(agreed.rank) + ": ";
   throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
+}
+
+/// cuda bundles (their device code cannot report): the step's rows of
+/// every data input that bundle.json `data_index_checks` names, on the host
+/// and before the step runs. Every rank given the array checks it, so all
+/// fail alike with the same message (the rank named is the first that
+/// reads it), before any message or update: nothing to agree or undo.
+void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
+                      size_t count, size_t samples, size_t first) {
+  const PipelineSpec &spec = *p.spec;
+  for (const auto &check : p.bundle->manifest.dataIndexChecks) {
+    const PipelineData *data = nullptr;
+    for (const PipelineData &d : spec.data)
+      if (d.name == check.input)
+        data = &d;
+    if (!data || data->ranks.empty())
+      continue;
+    for (size_t a = 0; a < count; ++a) {
+      if (!arrays[a].name || check.input != arrays[a].name)
+        continue;
+      // matchData checked the arrays the rank reads; another rank's array
+      // is scanned only when it has the micro-batch's element type.
+      if (arrays[a].dtype != data->type.dtype ||
+          arrays[a].num_bytes <
+              samples * (data->type.numBytes / spec.microbatchSize))
+        continue;
+      size_t perRow = data->type.numElements / spec.microbatchSize;
+      pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
+          check, arrays[a].dtype, arrays[a].data, perRow, samples, first,
+          spec.batchSize);
+      if (bad.found)
+        throw Error(PD_ERROR_CHECK_FAILED,
+                    "micro-batch " +
+                        std::to_string(bad.row / spec.microbatchSize) +
+                        ", rank " + std::to_string(data->ranks.front()) +
+                        ": " + bad.message);
+    }
+  }
 }
 
 /// Before a call: the agreement comes before the step's first update (or
@@ -1123,6 +1162,8 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     for (size_t k = 0; k < p.reads.size(); ++k)
       if (spec.data[p.reads[k]].isLabels)
         checkLabels(spec, *matched[k], samples, first, spec.batchSize);
+    if (p.cuda)
+      checkDataIndices(p, arrays, count, samples, first);
 
     pipedream::runtime::TraceLog &trace = p.trace;
     const double stepStart =

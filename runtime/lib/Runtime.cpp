@@ -14,6 +14,7 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "StepSnapshot.h"
@@ -630,6 +631,19 @@ void allocateBuffers(pd_bundle &bundle) {
 /// Calls `function` on its buffers, then applies its `updates`
 /// (pipedream::runtime::invokeFunction; device pointers for cuda bundles).
 void runFunction(pd_function &function) {
+  // cuda: the index inputs' host values, before they are uploaded (the
+  // host copy is the value after pd_buffer_write; one already on the
+  // device only, a previous call's output, is not checked).
+  for (auto &[i, check] : function.hostIndexChecks) {
+    const pd_buffer &buffer = *function.buffers[i];
+    if (!buffer.hostCurrent || !buffer.memory)
+      continue;
+    pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
+        *check, buffer.type.dtype, buffer.memory.get(),
+        buffer.type.numElements, 1, 0, 1);
+    if (bad.found)
+      throw Error(PD_ERROR_CHECK_FAILED, bad.message);
+  }
   for (size_t i = 0; i < function.buffers.size(); ++i) {
     pd_buffer *buffer = function.buffers[i];
     if (buffer->role == PD_ROLE_INPUT && !buffer->written)
@@ -832,6 +846,13 @@ void markCuda(pd_bundle &bundle) {
     function->cuda = true;
     for (auto &buffer : function->owned)
       buffer->cuda = true;
+    // The device code cannot report an index out of range: the data
+    // inputs that are indices are checked on the host (runFunction).
+    for (const auto &check : bundle.manifest.dataIndexChecks)
+      for (size_t i = 0; i < function->buffers.size(); ++i)
+        if (function->buffers[i]->role == PD_ROLE_INPUT &&
+            function->buffers[i]->name == check.input)
+          function->hostIndexChecks.emplace_back(i, &check);
   }
 }
 
