@@ -7,6 +7,7 @@
 #include "pipedream/Compiler/Bundle.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -306,6 +307,27 @@ static std::string shapeToJSON(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+std::vector<BundleDataIndexCheck>
+collectDataIndexChecks(ModuleOp module, ArrayRef<std::string> dataNames) {
+  std::vector<BundleDataIndexCheck> checks;
+  module.walk([&](nn::CheckIndexRangeOp op) {
+    if (!llvm::is_contained(dataNames, op.getInput().str()))
+      return;
+    BundleDataIndexCheck check{op.getInput().str(),
+                               op.getLowerAttr().getInt(),
+                               op.getUpperAttr().getInt(),
+                               op.getNode().str(), op.getOpType().str()};
+    // Several calls (forward and backward of a pipeline stage) lower one op.
+    for (const BundleDataIndexCheck &c : checks)
+      if (c.input == check.input && c.lower == check.lower &&
+          c.upper == check.upper && c.node == check.node &&
+          c.opType == check.opType)
+        return;
+    checks.push_back(std::move(check));
+  });
+  return checks;
+}
+
 std::string renderBundleManifest(const Bundle &bundle) {
   // Written by hand rather than with llvm::json::Object, which sorts keys:
   // the field order of docs/Bundle.md, one weight or buffer per line.
@@ -353,6 +375,15 @@ std::string renderBundleManifest(const Bundle &bundle) {
     os << ",\n  \"training\": " << bundle.trainingJSON;
   if (!bundle.pipelineJSON.empty())
     os << ",\n  \"pipeline\": " << bundle.pipelineJSON;
+  if (!bundle.dataIndexChecks.empty()) {
+    os << ",\n  \"data_index_checks\": [";
+    for (auto [i, c] : llvm::enumerate(bundle.dataIndexChecks))
+      os << (i ? "," : "") << "\n    {\"input\": " << quote(c.input)
+         << ", \"lower\": " << c.lower << ", \"upper\": " << c.upper
+         << ", \"node\": " << quote(c.node) << ", \"op\": " << quote(c.opType)
+         << "}";
+    os << "\n  ]";
+  }
   os << "\n}\n";
   return text;
 }

@@ -653,6 +653,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     json["weights"] = pipedream::nn::weightDecisionsJSON(*weightDecisions);
   // What a pipeline bundle's runtime needs to feed the ranks.
   llvm::json::Array dataInputs;
+  std::vector<std::string> dataInputNames;
   int64_t microbatchSize = 0, numClasses = 0;
   if (auto main = module->lookupSymbol<func::FuncOp>("main")) {
     for (unsigned i = 0, e = main.getNumArguments(); i < e; ++i) {
@@ -662,6 +663,7 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
           i, pipedream::nn::NNDialect::kNameAttrName);
       dataInputs.push_back(name ? name.getValue().str()
                                 : "arg" + std::to_string(i));
+      dataInputNames.push_back(dataInputs.back().getAsString()->str());
       auto type = cast<RankedTensorType>(main.getArgumentTypes()[i]);
       if (!microbatchSize && type.getRank())
         microbatchSize = type.getDimSize(0);
@@ -746,6 +748,10 @@ static bool runPartitioning(const Flags &f, CompileResult &result) {
     if (hasNNOps(*module) &&
         failed(pipedream::convertNNToLinalg(*module, error)))
       return fail(modelName + ": " + error);
+    // cuda: the index checks the runtime makes on the host (docs/Bundle.md).
+    if (bundle.target == "cuda" && f.o.runTimeChecks)
+      bundle.dataIndexChecks =
+          pipedream::collectDataIndexChecks(*module, dataInputNames);
     pipedream::stripModelAttributes(*module);
     pipedream::cpu::CPUCodegenOptions codegen;
     codegen.optLevel = f.o.optLevel;
@@ -1055,6 +1061,20 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     std::string error;
     if (failed(pipedream::convertNNToLinalg(*module, error)))
       return fail(modelName + ": " + error);
+  }
+  // cuda: the index checks the runtime makes on the host (docs/Bundle.md).
+  if (bundle.target == "cuda" && f.o.runTimeChecks) {
+    std::vector<std::string> dataNames;
+    if (trainingInfo)
+      dataNames.assign(trainingInfo->inputNames.begin(),
+                       trainingInfo->inputNames.end());
+    else
+      for (const pipedream::BundleFunction &function : bundle.functions)
+        for (const pipedream::BundleBuffer &buffer : function.buffers)
+          if (buffer.role == "input")
+            dataNames.push_back(buffer.name);
+    bundle.dataIndexChecks =
+        pipedream::collectDataIndexChecks(*module, dataNames);
   }
   // The linalg module keeps nn.name/nn.param: compiling it again gives the
   // same bundle.

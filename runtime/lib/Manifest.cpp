@@ -1100,6 +1100,41 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
 
 } // namespace
 
+/// `data_index_checks`: [{"input", "lower", "upper", "node", "op"}, ...].
+void parseDataIndexChecks(Validator &v, const json &value, Manifest &manifest) {
+  const std::string path = "data_index_checks";
+  const json &list = v.array(value, path);
+  auto signedInt = [&](const json &object, const std::string &at,
+                       const char *key) {
+    const json &field = v.member(object, at, key);
+    std::string fieldPath = Validator::join(at, key);
+    if (field.is_number_unsigned() &&
+        field.get<uint64_t>() <=
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return static_cast<int64_t>(field.get<uint64_t>());
+    if (field.is_number_integer() && !field.is_number_unsigned())
+      return field.get<int64_t>();
+    v.fail(fieldPath, "expected an integer, got " + show(field));
+  };
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string at = Validator::index(path, i);
+    const json &object = v.object(list[i], at);
+    DataIndexCheck check;
+    check.input =
+        v.string(v.member(object, at, "input"), Validator::join(at, "input"));
+    check.lower = signedInt(object, at, "lower");
+    check.upper = signedInt(object, at, "upper");
+    if (check.lower >= check.upper)
+      v.fail(at, "empty range [" + std::to_string(check.lower) + ", " +
+                     std::to_string(check.upper) + ")");
+    check.node = v.string(v.member(object, at, "node"),
+                          Validator::join(at, "node"), /*allowEmpty=*/true);
+    check.opType =
+        v.string(v.member(object, at, "op"), Validator::join(at, "op"));
+    manifest.dataIndexChecks.push_back(std::move(check));
+  }
+}
+
 Manifest parseManifest(const std::string &text, const std::string &source) {
   Validator v(source);
   json root;
@@ -1346,6 +1381,8 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
     manifest.hasTraining = true;
     parseTraining(v, root["training"], manifest);
   }
+  if (root.contains("data_index_checks"))
+    parseDataIndexChecks(v, root["data_index_checks"], manifest);
   if (root.contains("pipeline")) {
     manifest.hasPipeline = true;
     parsePipeline(v, root["pipeline"], manifest);

@@ -220,6 +220,19 @@ inline bool isBoundBuffer(const BufferSpec &buffer) {
          (buffer.role == PD_ROLE_OUTPUT && !buffer.updates.empty());
 }
 
+/// One entry of bundle.json `data_index_checks` (cuda bundles, docs/Bundle.md
+/// "Run-time checks"): the values of the data input `input` index an axis of
+/// `upper` elements in ONNX node `node` (op `opType`), so they must lie in
+/// [lower, upper). The runtime checks them on the host before the data goes
+/// to the device (the device code clamps but cannot report).
+struct DataIndexCheck {
+  std::string input;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  std::string node;
+  std::string opType;
+};
+
 /// A validated bundle.json.
 struct Manifest {
   int64_t version = kBundleVersion;
@@ -239,6 +252,8 @@ struct Manifest {
   TrainingSpec training;
   bool hasPipeline = false;
   PipelineSpec pipeline;
+  /// `data_index_checks` (empty when absent).
+  std::vector<DataIndexCheck> dataIndexChecks;
 };
 
 /// Parses and validates bundle.json text. Throws Error (PD_ERROR_FORMAT)

@@ -14,9 +14,11 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "Threads.h"
+#include "StepSnapshot.h"
 #include "Trace.h"
 
 #include <algorithm>
@@ -362,10 +364,10 @@ struct pd_trainer {
   /// Every `grad` buffer of the bundle, zeroed before each step.
   std::vector<pd_buffer *> grads;
   /// Persistent buffers (not grads) the step function updates (BatchNorm
-  /// running statistics), copied at the start of each step and restored
-  /// when the step fails, so a failed step changes nothing.
-  std::vector<pd_buffer *> stepUpdated;
-  std::vector<std::vector<unsigned char>> stepSaved;
+  /// running statistics, on the host or the device), copied at the start
+  /// of each step and restored when the step fails, so a failed step
+  /// changes nothing.
+  pipedream::runtime::StepSnapshot stepSnapshot;
   /// pd_trainer_set_check_finite.
   bool checkFinite = false;
   /// Measured events (pd_trainer_set_tracing).
@@ -677,6 +679,19 @@ void allocateBuffers(pd_bundle &bundle) {
 /// Calls `function` on its buffers, then applies its `updates`
 /// (pipedream::runtime::invokeFunction; device pointers for cuda bundles).
 void runFunction(pd_function &function) {
+  // cuda: the index inputs' host values, before they are uploaded (the
+  // host copy is the value after pd_buffer_write; one already on the
+  // device only, a previous call's output, is not checked).
+  for (auto &[i, check] : function.hostIndexChecks) {
+    const pd_buffer &buffer = *function.buffers[i];
+    if (!buffer.hostCurrent || !buffer.memory)
+      continue;
+    pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
+        *check, buffer.type.dtype, buffer.memory.get(),
+        buffer.type.numElements, 1, 0, 1);
+    if (bad.found)
+      throw Error(PD_ERROR_CHECK_FAILED, bad.message);
+  }
   for (size_t i = 0; i < function.buffers.size(); ++i) {
     pd_buffer *buffer = function.buffers[i];
     if (buffer->role == PD_ROLE_INPUT && !buffer->written)
@@ -879,6 +894,13 @@ void markCuda(pd_bundle &bundle) {
     function->cuda = true;
     for (auto &buffer : function->owned)
       buffer->cuda = true;
+    // The device code cannot report an index out of range: the data
+    // inputs that are indices are checked on the host (runFunction).
+    for (const auto &check : bundle.manifest.dataIndexChecks)
+      for (size_t i = 0; i < function->buffers.size(); ++i)
+        if (function->buffers[i]->role == PD_ROLE_INPUT &&
+            function->buffers[i]->name == check.input)
+          function->hostIndexChecks.emplace_back(i, &check);
   }
 }
 
@@ -1392,12 +1414,9 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     for (auto &buffer : bundle->persistent)
       if (buffer->role == PD_ROLE_GRAD)
         trainer->grads.push_back(buffer.get());
-    // NOTE: cuda buffers' values may be on the device only; they are not
-    // restored (docs/Runtime.md "Run-time checks").
     for (auto &[output, target] : trainer->step->updates)
-      if (target->role != PD_ROLE_GRAD && !target->cuda)
-        trainer->stepUpdated.push_back(target);
-    trainer->stepSaved.resize(trainer->stepUpdated.size());
+      if (target->role != PD_ROLE_GRAD)
+        trainer->stepSnapshot.add(target);
     bundle->trainers.push_back(std::move(trainer));
     *out = bundle->trainers.back().get();
     return PD_OK;
@@ -1466,17 +1485,11 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
       pipedream::runtime::zeroBuffer(*grad);
-    for (size_t k = 0; k < trainer->stepUpdated.size(); ++k) {
-      const pd_buffer &buffer = *trainer->stepUpdated[k];
-      const unsigned char *memory = buffer.memory.get();
-      trainer->stepSaved[k].assign(memory, memory + buffer.type.numBytes);
-    }
+    trainer->stepSnapshot.save();
     // A failed check: the step's persistent changes are undone, the update
     // does not run.
     auto failStep = [&](const std::string &message) {
-      for (size_t k = 0; k < trainer->stepUpdated.size(); ++k)
-        std::memcpy(trainer->stepUpdated[k]->memory.get(),
-                    trainer->stepSaved[k].data(), trainer->stepSaved[k].size());
+      trainer->stepSnapshot.restore();
       throw Error(PD_ERROR_CHECK_FAILED, message);
     };
     double total = 0;

@@ -84,7 +84,8 @@ const char kUsage[] =
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
     "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
     "                     --checkpoint-every S] [--resume]\n"
-    "                     [--check-finite] [--ranks K] [--transport threads|mpi|nccl]\n"
+    "                     [--check-finite] [--skip-failed-steps]\n"
+    "                     [--ranks K] [--transport threads|mpi|nccl]\n"
     "                     [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
@@ -119,6 +120,11 @@ const char kUsage[] =
     "                           --steps, with the same data order\n"
     "  --check-finite           stop at the first non-finite loss or\n"
     "                           gradient (the step is not applied)\n"
+    "  --skip-failed-steps      a step that fails a run-time check (an index\n"
+    "                           out of range; with --check-finite a\n"
+    "                           non-finite loss or gradient) is skipped, not\n"
+    "                           applied on any rank, with a warning, and\n"
+    "                           training goes on\n"
     "\n"
     "Pipeline bundles (compiled with --stages K):\n"
     "  --ranks K                run K MPI processes: re-executes itself under\n"
@@ -167,6 +173,8 @@ struct Options {
   // --threads (issue 21)
   std::string threads;
   int numThreads = 0;
+  // --skip-failed-steps (docs/Runtime.md "Run-time checks").
+  bool skipFailedSteps = false;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -204,6 +212,14 @@ int error(const std::string &message) {
   return 1;
 }
 
+/// --skip-failed-steps: the one line for a skipped step (the runtime did
+/// not apply it on any rank).
+void warnSkipped(uint64_t step, const char *message) {
+  std::fprintf(stderr, "warning: step %llu skipped (not applied): %s\n",
+               static_cast<unsigned long long>(step), message);
+  std::fflush(stderr);
+}
+
 /// Parses argv; returns false with `message` set on a usage error. Sets
 /// `help` for -h/--help.
 bool parseArguments(int argc, char **argv, Options &options, bool &help,
@@ -225,7 +241,8 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         value = arg.substr(equals + 1);
         hasValue = true;
       }
-      if (flag == "--resume" || flag == "--check-finite") {
+      if (flag == "--resume" || flag == "--check-finite" ||
+          flag == "--skip-failed-steps") {
         if (hasValue) {
           message = flag + " takes no value";
           return false;
@@ -234,7 +251,9 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
           message = flag + " given twice";
           return false;
         }
-        (flag == "--resume" ? options.resume : options.checkFinite) = true;
+        (flag == "--resume"           ? options.resume
+         : flag == "--check-finite" ? options.checkFinite
+                                    : options.skipFailedSteps) = true;
         continue;
       }
       std::string *target = valueOf(options, flag);
@@ -370,7 +389,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
                              "--ranks", "--transport", "--timeout",
                              "--trace", "--checkpoint-dir",
                              "--checkpoint-every", "--resume",
-                             "--check-finite"})
+                             "--check-finite", "--skip-failed-steps"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";
@@ -783,6 +802,14 @@ int train(const Options &options, pd_bundle *bundle) {
         status != PD_OK) {
       // A failed run-time check: the step was not applied, the last
       // checkpoint is intact.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        warnSkipped(s + 1, pd_last_error());
+        if (checkpointDue(options, s + 1) &&
+            pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                       s + 1) != PD_OK)
+          return error(pd_last_error());
+        continue;
+      }
       if (status == PD_ERROR_CHECK_FAILED)
         return error("step " + std::to_string(s + 1) + ", " +
                      pd_last_error());
@@ -942,6 +969,15 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
         status != PD_OK) {
       // Every rank has the same agreed message (it names the rank that
       // failed): printed once.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        if (rank == 0)
+          warnSkipped(s + 1, pd_last_error());
+        if (checkpointDue(options, s + 1) &&
+            pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
+                                        s + 1) != PD_OK)
+          return pd_last_error();
+        continue;
+      }
       if (status == PD_ERROR_CHECK_FAILED) {
         quiet = agreed = true;
         return "step " + std::to_string(s + 1) + ", " + pd_last_error();

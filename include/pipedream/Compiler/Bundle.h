@@ -84,6 +84,16 @@ struct BundleFunction {
   std::vector<BundleBuffer> buffers;
 };
 
+/// One entry of bundle.json `data_index_checks`: a data input whose values
+/// an op indexes with (docs/Bundle.md "Run-time checks"; cuda bundles).
+struct BundleDataIndexCheck {
+  std::string input;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  std::string node;
+  std::string opType;
+};
+
 /// Everything bundle.json says, plus the weight bytes.
 struct Bundle {
   std::string model;
@@ -105,6 +115,8 @@ struct Bundle {
   std::string trainingJSON;
   /// The `pipeline` object of bundle.json (rendered JSON), empty if none.
   std::string pipelineJSON;
+  /// `data_index_checks` (written when not empty).
+  std::vector<BundleDataIndexCheck> dataIndexChecks;
   /// Files copied into the bundle: (name in the bundle, source path).
   std::vector<std::pair<std::string, std::string>> copiedFiles;
 };
@@ -148,6 +160,15 @@ mlir::LogicalResult assignRankWeightFiles(Bundle &bundle,
 /// schedules are not included.
 llvm::json::Array rankMemoryJSON(const Bundle &bundle,
                                  const llvm::json::Array &ranks);
+/// The `nn.check_index_range` ops of `module` (after convert-nn-to-linalg,
+/// before the code generator lowers them) whose indices are one of the data
+/// inputs `dataNames` itself (the check's `input`), as `data_index_checks`
+/// entries, one per (input, bounds, node, op) in module order. The runtime
+/// checks those inputs on the host for cuda bundles, whose device code
+/// cannot report (docs/Bundle.md "Run-time checks").
+std::vector<BundleDataIndexCheck>
+collectDataIndexChecks(mlir::ModuleOp module,
+                       llvm::ArrayRef<std::string> dataNames);
 
 /// bundle.json for `bundle`, pretty-printed.
 std::string renderBundleManifest(const Bundle &bundle);
