@@ -17,9 +17,10 @@ ours is faster.
 
 import os
 
-# Before numpy, onnxruntime or any OpenBLAS is loaded: one thread everywhere.
-os.environ["OPENBLAS_NUM_THREADS"] = "1"
-os.environ["OMP_NUM_THREADS"] = "1"
+# Before numpy, onnxruntime or any OpenBLAS is loaded: one thread everywhere
+# (pipedream's kernels read PIPEDREAM_NUM_THREADS; --threads changes all).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "PIPEDREAM_NUM_THREADS"):
+    os.environ[_var] = "1"
 
 import argparse
 import ctypes
@@ -83,6 +84,22 @@ class Bundle:
         self.entry = getattr(self.lib, fn["symbol"])
         self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
         self.entry.restype = None
+        # pipedream's CPU kernels (lib/Target/CPU/Kernels/Kernels.h), in every
+        # program.so of this pipedream; absent in older bundles.
+        self.kernel = None
+        if hasattr(self.lib, "pipedream_cpu_gemm_kernel"):
+            self.lib.pipedream_cpu_gemm_kernel.restype = ctypes.c_char_p
+            self.lib.pipedream_cpu_set_num_threads.argtypes = [ctypes.c_int32]
+            self.kernel = self.lib.pipedream_cpu_gemm_kernel().decode()
+
+    def set_threads(self, n):
+        if self.kernel is not None:
+            self.lib.pipedream_cpu_set_num_threads(n)
+
+    def uses_kernel(self):
+        """Whether the code calls pd_cpu_sgemm (not just links it)."""
+        with open(self.lib._name, "rb") as f:
+            return b"pd_cpu_sgemm" in f.read() and self.kernel is not None
 
     def run(self):
         self.entry(self.pointers)
@@ -91,9 +108,9 @@ class Bundle:
 class OrtModel:
     """onnxruntime on one thread, inputs and outputs bound to fixed arrays."""
 
-    def __init__(self, path, inputs, outputs):
+    def __init__(self, path, inputs, outputs, threads=1):
         so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
+        so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -124,10 +141,19 @@ def fill_inputs(bundle, rng, int_high):
             arr[...] = rng.standard_normal(arr.shape).astype(arr.dtype)
 
 
+CPU_TIMES = {}
+
+
 def timed(fn):
+    """Wall ms of fn(); its CPU time of this thread goes to CPU_TIMES[fn]:
+    on one thread each (the default) it is what the call costs even when
+    other jobs share the cores (a shared machine preempts wall time)."""
+    c0 = time.thread_time_ns()
     t0 = time.perf_counter_ns()
     fn()
-    return (time.perf_counter_ns() - t0) / 1e6
+    t1 = time.perf_counter_ns()
+    CPU_TIMES.setdefault(fn, []).append((time.thread_time_ns() - c0) / 1e6)
+    return (t1 - t0) / 1e6
 
 
 def openblas_info():
@@ -160,19 +186,29 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--reps", type=int, default=30,
                         help="interleaved timed calls per side")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of both sides (pipedream's kernels, "
+                             "onnxruntime's intra-op pool, OpenBLAS)")
     parser.add_argument("--rtol", type=float, default=1e-3)
     parser.add_argument("--atol", type=float, default=1e-4,
                         help="absolute tolerance, relative to max |ort output|")
     parser.add_argument("--int-high", type=int, default=64,
                         help="integer inputs (token ids) are drawn from [0, this)")
     args = parser.parse_args()
+    if args.threads != 1:
+        # OpenBLAS reads its variables when it is loaded (with the first
+        # program.so that needs it, after this).
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                    "PIPEDREAM_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
 
     print(f"machine: {cpu_name()}, {os.cpu_count()} logical CPUs; "
           f"python {platform.python_version()}, numpy {np.__version__}, "
           f"onnxruntime {ort.__version__}")
     print(f"threads: OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} "
-          f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}; onnxruntime "
-          f"intra_op=1 inter_op=1 sequential, ORT_ENABLE_ALL")
+          f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} pipedream "
+          f"{args.threads}; onnxruntime intra_op={args.threads} inter_op=1 "
+          f"sequential, ORT_ENABLE_ALL")
     print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: OpenBLAS picks)')}")
     print(f"warm-up {args.warmup}, then {args.reps} interleaved calls each; "
           f"medians quoted\n")
@@ -182,8 +218,9 @@ def main():
     for spec in args.models:
         name, onnx_path, bundle_dir = spec.split(":")
         ours = Bundle(bundle_dir)
+        ours.set_threads(args.threads)
         fill_inputs(ours, rng, args.int_high)
-        theirs = OrtModel(onnx_path, ours.inputs, ours.outputs)
+        theirs = OrtModel(onnx_path, ours.inputs, ours.outputs, args.threads)
         blas = openblas_info()
         uses_blas = "libopenblas" in open(
             os.path.join(bundle_dir, "program.so"), "rb").read().decode("latin-1")
@@ -219,11 +256,19 @@ def main():
                 t_ort.append(timed(theirs.run))
                 t_ours.append(timed(ours.run))
         m_ours, m_ort = statistics.median(t_ours), statistics.median(t_ort)
-        kernel = f"OpenBLAS {blas[0]}" if uses_blas and blas else "no BLAS"
+        c_ours = statistics.median(CPU_TIMES.pop(ours.run))
+        c_ort = statistics.median(CPU_TIMES.pop(theirs.run))
+        kernels = []
+        if ours.uses_kernel():
+            kernels.append(f"pipedream {ours.kernel}")
+        if uses_blas and blas:
+            kernels.append(f"OpenBLAS {blas[0]}")
+        kernel = " + ".join(kernels) or "MLIR-vectorized/loops only"
         print(f"[{name}] ours {m_ours:.3f} ms (min {min(t_ours):.3f}), "
               f"onnxruntime {m_ort:.3f} ms (min {min(t_ort):.3f}), "
-              f"ratio {m_ours / m_ort:.3f}  [program.so: {kernel}]\n")
-        rows.append((name, m_ours, m_ort, m_ours / m_ort, kernel))
+              f"ratio {m_ours / m_ort:.3f}; thread CPU time {c_ours:.3f} / "
+              f"{c_ort:.3f} ms, ratio {c_ours / c_ort:.3f}  [program.so: {kernel}]\n")
+        rows.append((name, m_ours, m_ort, m_ours / m_ort, c_ours / c_ort, kernel))
 
     blas = openblas_info()
     if blas:
@@ -231,9 +276,13 @@ def main():
     else:
         print("OpenBLAS: not loaded (no program.so calls BLAS)")
     print()
-    print(f"{'model':<28} {'ours ms':>10} {'ort ms':>10} {'ours/ort':>9}  GEMMs")
-    for name, a, b, r, kernel in rows:
-        print(f"{name:<28} {a:>10.3f} {b:>10.3f} {r:>9.3f}  {kernel}")
+    print(f"{'model':<28} {'ours ms':>10} {'ort ms':>10} {'ours/ort':>9} "
+          f"{'cpu ratio':>9}  GEMMs")
+    for name, a, b, r, c, kernel in rows:
+        print(f"{name:<28} {a:>10.3f} {b:>10.3f} {r:>9.3f} {c:>9.3f}  {kernel}")
+    if args.threads == 1:
+        print("(cpu ratio: medians of the calling thread's CPU time, robust "
+              "to other jobs on a shared machine; one thread each)")
     return 1 if failed else 0
 
 

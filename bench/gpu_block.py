@@ -3,7 +3,7 @@
 
     python3 bench/gpu_block.py --bin BUILD/bin --work DIR [--dim 1024]
         [--heads 16] [--seq 512] [--batch 8] [--steps 10] [--dtype f32]
-        [--json RESULTS.json] [--timeout 300]
+        [--json RESULTS.json] [--timeout 300] [--bundle B --data D.npz]
 
 The model is models/export_torch.py's GPT (token + position embedding, one
 pre-LN block: causal multi-head attention and a 4x GELU MLP, final LN, LM
@@ -18,6 +18,10 @@ tokens per step.
   zero_grad, forward, F.cross_entropy, backward, SGD step, timed with
   torch.cuda.synchronize(); TF32 off for f32 (pipedream's GEMMs are f32 with
   f32 accumulation unless PIPEDREAM_ALLOW_TF32=1), autocast for bf16.
+
+With `--bundle B --data D.npz` (the GPU kit, scripts/gpu-kit.sh: a machine
+without MLIR) pipedream's side runs that compiled bundle instead of exporting
+and compiling, and needs neither torch nor numpy.
 
 Reported: median step ms, model TFLOP/s and the fraction of the H200's dense
 peak. Model FLOPs per step = 3 x forward (backward = 2 x forward), forward =
@@ -93,6 +97,12 @@ def run(cmd, timeout, log):
 
 def bench_pipedream(args, torch, model, in_name, flops, result):
     work = args.work
+    if args.bundle:
+        # A bundle compiled elsewhere (the GPU kit, scripts/gpu-kit.sh):
+        # neither torch nor numpy is needed for pipedream's side.
+        run_bundle(args, args.bundle, args.data, flops, result,
+                   os.path.join(work, "pipedream.log"))
+        return
     onnx_path = os.path.join(work, "gpt_block.onnx")
     example = torch.randint(0, VOCAB, (args.batch, args.seq))
     model.eval()
@@ -129,6 +139,12 @@ def bench_pipedream(args, torch, model, in_name, flops, result):
     labels = rng.integers(0, VOCAB, size=(args.batch, args.seq)).astype(np.int64)
     data = os.path.join(work, "data.npz")
     np.savez(data, **{in_name: x, "labels": labels})
+    run_bundle(args, bundle, data, flops, result, log)
+
+
+def run_bundle(args, bundle, data, flops, result, log):
+    """pipedream-run BUNDLE --data DATA for steps + 2 steps; the median
+    step time of the steps after the first two into result."""
     steps = args.steps + 2
     rc, out = run([os.path.join(args.bin, "pipedream-run"), bundle,
                    "--data", data, "--steps", str(steps)], args.timeout, log)
@@ -213,6 +229,13 @@ def main():
     p.add_argument("--timeout", type=int, default=300,
                    help="seconds for each of compile, run and torch")
     p.add_argument("--json")
+    # The GPU kit (scripts/gpu-kit.sh) compiles the bundle on a machine
+    # with MLIR and runs it where there is none.
+    p.add_argument("--bundle",
+                   help="run this compiled training bundle (of the model "
+                        "--dim/--heads/--seq/--batch describe) instead of "
+                        "exporting and compiling; needs --data")
+    p.add_argument("--data", help="the bundle's DATA.npz (with --bundle)")
     # Checks of this script on machines without a GPU (the TFLOP/s and
     # fractions of the H200's peak are then meaningless).
     p.add_argument("--target", choices=["cuda", "cpu"], default="cuda",
@@ -220,6 +243,8 @@ def main():
     p.add_argument("--torch-device", choices=["cuda", "cpu"], default="cuda",
                    help="PyTorch's device (cpu: dry run)")
     args = p.parse_args()
+    if bool(args.bundle) != bool(args.data):
+        p.error("--bundle and --data go together")
     os.makedirs(args.work, exist_ok=True)
     flops = model_flops(args.batch, args.seq, args.dim)
     result = {"model": f"GPT block d={args.dim} h={args.heads} "
@@ -234,6 +259,8 @@ def main():
             f"SKIPPED: torch is not importable ({e}); it exports the ONNX "
             "model and is the reference")
         torch = None
+        if args.bundle:
+            bench_pipedream(args, None, None, None, flops, result)
     if torch is not None:
         model, in_name, _ = build_model(torch, args.dim, args.heads, args.seq)
         try:
@@ -257,6 +284,14 @@ def main():
                   f"{100 * r['fraction_of_peak']:>7.1f}%")
         else:
             print(f"{who:10} {r}")
+    if all(isinstance(result.get(w), dict) for w in ("pipedream", "torch")):
+        ratio = (result["torch"]["median_step_ms"] /
+                 result["pipedream"]["median_step_ms"])
+        result["speedup_vs_torch"] = round(ratio, 3)
+        print(f"ratio: PyTorch eager step time / pipedream's = {ratio:.3f}x")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=2)
     print(f"(model FLOPs/step {flops / 1e9:.1f} G; H200 dense peak used: "
           f"{PEAKS['bf16' if args.dtype == 'bf16' else 'fp32']} TFLOP/s "
           f"{'BF16' if args.dtype == 'bf16' else 'FP32'})")

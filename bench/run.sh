@@ -7,9 +7,14 @@
 # BUILD_DIR defaults to $PIPEDREAM_BUILD_DIR or build/; it is built with
 # scripts/build.sh if pipedream-compile is missing. Models and bundles go to
 # BUILD_DIR/bench/. Environment:
-#   BENCH_GEMM=MODE     pipedream-compile --gemm MODE (auto, vectorize, blas, loops; default auto)
+#   BENCH_GEMM=MODE     pipedream-compile --gemm MODE (auto, kernel, vectorize, blas, loops; default auto)
 #   BENCH_MODELS="..."  subset of: gpt256 gpt512 mlp2048 (default: all)
 #   BENCH_PYTHON=PY     the interpreter the venv is made from (default: python3 on PATH)
+#   BENCH_BEFORE=PATH   another pipedream-compile (e.g. main's build): each model is
+#                       also compiled with it (default flags) and timed in the same
+#                       run as NAME@before, for before/after ratios side by side
+#   BENCH_VENV=DIR      an existing venv with onnxruntime and numpy (e.g. /opt/venv)
+#                       instead of BUILD_DIR/bench-venv
 #   OPENBLAS_CORETYPE   passed through: these machines set Haswell; `env -u
 #                       OPENBLAS_CORETYPE bench/run.sh` lets OpenBLAS pick its kernel
 # Models are exported with Debian's /usr/bin/python3 (torch 1.13); the
@@ -24,7 +29,7 @@ gemm=${BENCH_GEMM:-auto}
 models=${BENCH_MODELS:-gpt256 gpt512 mlp2048}
 py=${BENCH_PYTHON:-python3}
 
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PIPEDREAM_NUM_THREADS=1
 
 compile=$build/bin/pipedream-compile
 if [ ! -x "$compile" ]; then
@@ -32,7 +37,7 @@ if [ ! -x "$compile" ]; then
   PIPEDREAM_BUILD_DIR=$build "$root/scripts/build.sh" pipedream-compile
 fi
 
-venv=$build/bench-venv
+venv=${BENCH_VENV:-$build/bench-venv}
 if ! "$venv/bin/python" -c "import onnxruntime, numpy" 2>/dev/null; then
   echo "== making $venv ($("$py" --version 2>&1)) with onnxruntime and numpy"
   "$py" -m venv "$venv"
@@ -58,6 +63,11 @@ for m in $models; do
   rm -rf "$work/$m.$gemm"
   "$compile" --inference --gemm "$gemm" "$work/$m.onnx" -o "$work/$m.$gemm"
   specs+=("$m:$work/$m.onnx:$work/$m.$gemm")
+  if [ -n "${BENCH_BEFORE:-}" ]; then
+    rm -rf "$work/$m.before"
+    "$BENCH_BEFORE" --inference "$work/$m.onnx" -o "$work/$m.before"
+    specs+=("$m@before:$work/$m.onnx:$work/$m.before")
+  fi
 done
 
 echo "== bench (--gemm $gemm)"

@@ -2,7 +2,8 @@
 """The cost of the run-time checks (docs/Runtime.md "Run-time checks").
 
     /usr/bin/python3 bench/run_time_checks.py --bin BUILD/bin [--work DIR]
-        [--calls 200] [--steps 30] [--repeats 5]
+        [--calls 200] [--steps 30] [--repeats 5] [--training-only]
+        [--dim 256] [--seq 128]
 
 1. Index checks, inference: each model compiled with and without
    `--no-run-time-checks` (which drops the min/max pass and the status
@@ -13,11 +14,20 @@
      worst case, nothing but the checked op;
    - `gpt256`: models/export_torch.py's GPT block, batch 8 x 128 tokens,
      d_model 256 (token and position embeddings).
-2. Index checks, training: `gpt256` training bundles (Adam, 2 micro-batches
-   of 8), `pipedream-run --steps N`'s mean step time, median of
-   `--repeats` runs, with/without ratio (forward Gather and backward
-   scatter both checked).
-3. `--check-finite`: the same training bundle with and without the flag.
+2. Index checks, training: the GPT (`--dim`, `--seq`; Adam, 2
+   micro-batches of 8) as single-rank training, a 2-stage 1F1B pipeline
+   and a 2-stage PipeDream (asynchronous) pipeline over the threads
+   transport, each compiled with and without `--no-run-time-checks`:
+   `pipedream-run --steps N`'s mean step time, median of `--repeats`
+   runs, with/without ratio. Checked covers the forward Gather's and the
+   backward scatter's min/max passes, the status reads and, for
+   PipeDream, the copy of the rank's weights and Adam state that undoes
+   a failed step (a bundle without checks skips it).
+3. `--check-finite` on / off, single rank and PipeDream (the loss and
+   every gradient, or the updated weights, scanned once per step).
+
+The runs of one repeat go variant after variant, so that the load of a
+shared machine drifts over all of them alike (ABAB, not AA..BB).
 
 One thread (OPENBLAS_NUM_THREADS=1). Not a test: these machines are shared
 and noisy; the medians and ratios are what to quote.
@@ -135,15 +145,12 @@ def time_inference(directory, calls, vocab):
 
 
 def time_training(args, directory, data, flags):
-    times = []
-    for _ in range(args.repeats):
-        out = subprocess.run(
-            [os.path.join(args.bin, "pipedream-run"), directory, "--data",
-             data, "--steps", str(args.steps)] + flags,
-            check=True, capture_output=True, text=True).stdout
-        times.append(float(re.search(r"mean step time ([0-9.]+) ms",
-                                     out).group(1)))
-    return statistics.median(times)
+    """One run's mean step time (ms)."""
+    out = subprocess.run(
+        [os.path.join(args.bin, "pipedream-run"), directory, "--data",
+         data, "--steps", str(args.steps)] + flags,
+        check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"mean step time ([0-9.]+) ms", out).group(1))
 
 
 def main():
@@ -153,6 +160,9 @@ def main():
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--training-only", action="store_true")
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--seq", type=int, default=128)
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="pd-checks-")
     os.makedirs(work, exist_ok=True)
@@ -162,11 +172,15 @@ def main():
     gpt = os.path.join(work, "gpt256.onnx")
     subprocess.run([sys.executable, os.path.join(ROOT, "models",
                                                  "export_torch.py"), "gpt",
-                    gpt, "--batch", "8", "--dim", "256", "--heads", "4",
-                    "--seq", "128"], check=True)
+                    gpt, "--batch", "8", "--dim", str(args.dim), "--heads",
+                    "4", "--seq", str(args.seq)], check=True)
 
-    print("index checks, inference (median of %d calls, ms):" % args.calls)
-    for name, model, vocab in (("embed", embed, 32000), ("gpt256", gpt, 64)):
+    for name, model, vocab in (() if args.training_only else
+                               (("embed", embed, 32000),
+                                ("gpt", gpt, 64))):
+        if name == "embed":
+            print("index checks, inference (median of %d calls, ms):" %
+                  args.calls)
         row = {}
         for variant, extra in (("checked", []),
                                ("unchecked", ["--no-run-time-checks"])):
@@ -179,27 +193,42 @@ def main():
 
     data = os.path.join(work, "gpt-data.npz")
     rng = np.random.default_rng(2)
-    np.savez(data, idx=rng.integers(0, 64, (64, 128)).astype(np.int64),
-             labels=rng.integers(0, 64, (64, 128)).astype(np.int64))
-    train = {}
-    for variant, extra in (("checked", []),
-                           ("unchecked", ["--no-run-time-checks"])):
-        out = os.path.join(work, "gpt256-train-" + variant)
-        compile_bundle(args, gpt, out, ["--loss", "cross-entropy",
-                                        "--optimizer", "adam",
-                                        "--microbatches", "2",
-                                        "--batch-size", "16"] + extra)
-        train[variant] = out
-    checked = time_training(args, train["checked"], data, [])
-    unchecked = time_training(args, train["unchecked"], data, [])
-    finite = time_training(args, train["checked"], data, ["--check-finite"])
-    print("training gpt256 (median of %d runs of %d steps, mean step ms):" %
-          (args.repeats, args.steps))
-    print("  index checks:   checked %8.3f  unchecked %8.3f  ratio %.3f" %
-          (checked, unchecked, checked / unchecked))
-    print("  --check-finite: on      %8.3f  off       %8.3f  ratio %.3f" %
-          (finite, checked, finite / checked))
-
+    np.savez(data, idx=rng.integers(0, 64, (64, args.seq)).astype(np.int64),
+             labels=rng.integers(0, 64, (64, args.seq)).astype(np.int64))
+    common = ["--loss", "cross-entropy", "--optimizer", "adam",
+              "--microbatches", "2", "--batch-size", "16"]
+    layouts = (("single rank", []),
+               ("1f1b K=2", ["--stages", "2", "--schedule", "1f1b"]),
+               ("pipedream K=2", ["--stages", "2", "--schedule",
+                                  "pipedream"]))
+    runs = {}
+    for name, extra in layouts:
+        flags = ["--transport", "threads"] if extra else []
+        for variant, checks in (("checked", []),
+                                ("unchecked", ["--no-run-time-checks"])):
+            out = os.path.join(work, "gpt-train-%s-%s" % (
+                name.split()[0], variant))
+            compile_bundle(args, gpt, out, common + extra + checks)
+            runs[(name, variant)] = (out, flags)
+            if variant == "checked" and name != "1f1b K=2":
+                runs[(name, "check-finite")] = (out,
+                                                flags + ["--check-finite"])
+    times = {key: [] for key in runs}
+    for _ in range(args.repeats):
+        for key, (out, flags) in runs.items():
+            times[key].append(time_training(args, out, data, flags))
+    median = {key: statistics.median(v) for key, v in times.items()}
+    print("training gpt d=%d T=%d (median of %d runs of %d steps, mean "
+          "step ms):" % (args.dim, args.seq, args.repeats, args.steps))
+    for name, _ in layouts:
+        checked = median[(name, "checked")]
+        unchecked = median[(name, "unchecked")]
+        print("  %-14s index checks:   checked %8.3f  unchecked %8.3f  "
+              "ratio %.3f" % (name, checked, unchecked, checked / unchecked))
+        if (name, "check-finite") in median:
+            finite = median[(name, "check-finite")]
+            print("  %-14s --check-finite: on      %8.3f  off       %8.3f  "
+                  "ratio %.3f" % (name, finite, checked, finite / checked))
 
 if __name__ == "__main__":
     main()

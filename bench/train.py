@@ -1,8 +1,14 @@
 #!/usr/bin/python3
 """Training step time: pipedream's compiled step vs PyTorch, one thread each.
 
-    /usr/bin/python3 bench/train.py --bin BUILD/bin [--models gpt256,mlp2048,cnn,cnn32]
+    /opt/venv/bin/python bench/train.py --bin BUILD/bin [--models gpt256,mlp2048,cnn,cnn32]
         [--steps 10] [--optimizer adam] [--microbatches 1] [--work DIR]
+
+Run it with the Python whose torch is the peer: a torch 2.x from pip (a
+venv, e.g. /opt/venv: its own BLAS/oneDNN, what a user would pick), or
+Debian's /usr/bin/python3 (torch 1.13 on Debian's reference BLAS here,
+a weak peer). The header names the CPU, both sides' GEMM kernels and
+torch's BLAS.
 
 Per model: export with models/export_torch.py (dynamic batch), compile a
 training bundle (`pipedream-compile --loss cross-entropy --optimizer ...`),
@@ -11,23 +17,28 @@ then time one optimizer step (M micro-batch steps + the update) of
 - pipedream: the bundle's `train_microbatch` / `update` called through
   ctypes exactly as docs/Bundle.md's training loop says (buffers set up
   once, the micro-batch rows copied in, `updates` swapped by pointer);
-- PyTorch 1.13 (Debian's python3-torch): zero_grad, M forward/backward of
+- PyTorch (the interpreter's): zero_grad, M forward/backward of
   F.cross_entropy / M, optimizer.step(), on the same module in train mode;
 
-both with one thread (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1).
-Prints the median step time of each over `--steps` timed steps (after two
-warm-up steps) and the ratio pipedream / torch. Not a test: these machines
-are shared and noisy; quote medians and ratios.
+both with one thread (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1,
+PIPEDREAM_NUM_THREADS=1), alternating step by step so that machine noise
+hits both alike. Prints the median wall and thread-CPU step times of each
+over `--steps` timed steps (after two warm-up steps) and the ratios
+pipedream / torch. Not a test: these machines are shared and noisy; quote
+medians and ratios.
 """
 
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("PIPEDREAM_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import json  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -136,6 +147,59 @@ class CompiledTrainer:
         return total / m
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def torch_blas():
+    """torch's BLAS and oneDNN as its build configuration names them."""
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    parts = [f"BLAS {blas.group(1) if blas else 'unknown'}"]
+    if torch.backends.mkldnn.is_available():
+        parts.append("oneDNN" + (f" {torch.backends.mkldnn.version()}"
+                                 if hasattr(torch.backends.mkldnn, "version")
+                                 else ""))
+    if hasattr(torch.backends, "cpu") and hasattr(torch.backends.cpu,
+                                                  "get_cpu_capability"):
+        parts.append(f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
+    return ", ".join(parts)
+
+
+def gemm_kernel(lib):
+    """The GEMM kernel of a pipedream program.so (Kernels.h)."""
+    if not hasattr(lib, "pipedream_cpu_gemm_kernel"):
+        return "no pipedream kernel (an older program.so)"
+    lib.pipedream_cpu_gemm_kernel.restype = ctypes.c_char_p
+    lib.pipedream_cpu_num_threads.restype = ctypes.c_int32
+    return (f"pipedream {lib.pipedream_cpu_gemm_kernel().decode()}, "
+            f"{lib.pipedream_cpu_num_threads()} thread(s)")
+
+
+def export(model, example, path, in_name, out_name):
+    kwargs = {}
+    if int(torch.__version__.split(".")[0]) >= 2:
+        # The TorchScript exporter, as Debian's torch 1.13 uses (torch 2.x
+        # defaults to the dynamo one, whose graphs differ).
+        kwargs["dynamo"] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), path,
+                          input_names=[in_name], output_names=[out_name],
+                          opset_version=17,
+                          dynamic_axes={in_name: {0: "batch"},
+                                        out_name: {0: "batch"}},
+                          training=torch.onnx.TrainingMode.PRESERVE,
+                          do_constant_folding=True, **kwargs)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -148,7 +212,11 @@ def main():
     torch.set_num_threads(1)
     work = args.work or tempfile.mkdtemp(prefix="bench-train-")
     os.makedirs(work, exist_ok=True)
-    print(f"{'model':10} {'pipedream ms':>13} {'torch ms':>10} {'ratio':>7}")
+    print(f"machine: {cpu_name()}, {os.cpu_count()} logical CPUs; python "
+          f"{platform.python_version()}, torch {torch.__version__} "
+          f"({torch_blas()}), {torch.get_num_threads()} thread(s)")
+    print(f"{'model':10} {'pipedream ms':>13} {'torch ms':>10} {'ratio':>7} "
+          f"{'cpu ratio':>9}  pipedream GEMMs")
     for name in args.models.split(","):
         kind, mb, kwargs = MODELS[name]
         torch.manual_seed(0)
@@ -157,15 +225,7 @@ def main():
             example = torch.randn((mb,) + IMAGE_SHAPES[name])
         model.eval()
         onnx_path = os.path.join(work, f"{name}.onnx")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(model, (example,), onnx_path,
-                              input_names=[in_name], output_names=[out_name],
-                              opset_version=17,
-                              dynamic_axes={in_name: {0: "batch"},
-                                            out_name: {0: "batch"}},
-                              training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=True)
+        export(model, example, onnx_path, in_name, out_name)
         bundle = os.path.join(work, f"{name}.bundle")
         subprocess.run([os.path.join(args.bin, "pipedream-compile"), onnx_path,
                         "-o", bundle, "--loss", "cross-entropy",
@@ -184,21 +244,13 @@ def main():
         data = {in_name: x, "labels": labels.astype(np.int64)}
 
         trainer = CompiledTrainer(bundle)
-        ours = []
-        for i in range(args.steps + 2):
-            start = time.perf_counter()
-            trainer.step(data)
-            if i >= 2:
-                ours.append(time.perf_counter() - start)
-
         model.train()
         opt = (torch.optim.Adam(model.parameters(), lr=1e-3)
                if args.optimizer == "adam" else
                torch.optim.SGD(model.parameters(), lr=0.01))
         tx, ty = torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64))
-        theirs = []
-        for i in range(args.steps + 2):
-            start = time.perf_counter()
+
+        def torch_step():
             opt.zero_grad()
             for j in range(args.microbatches):
                 sl = slice(j * mb, (j + 1) * mb)
@@ -207,10 +259,25 @@ def main():
                                        ty[sl].reshape(-1)) / args.microbatches
                 loss.backward()
             opt.step()
-            if i >= 2:
-                theirs.append(time.perf_counter() - start)
-        a, b = statistics.median(ours) * 1e3, statistics.median(theirs) * 1e3
-        print(f"{name:10} {a:13.2f} {b:10.2f} {a / b:7.2f}", flush=True)
+
+        # Alternating, step by step: noise from other jobs hits both alike.
+        times = {"ours": [], "torch": []}
+        for i in range(args.steps + 2):
+            for side, fn in (("ours", lambda: trainer.step(data)),
+                             ("torch", torch_step))[::1 if i % 2 else -1]:
+                c0, t0 = time.thread_time(), time.perf_counter()
+                fn()
+                if i >= 2:
+                    times[side].append((time.perf_counter() - t0,
+                                        time.thread_time() - c0))
+        med = {side: (statistics.median(t for t, _ in v) * 1e3,
+                      statistics.median(c for _, c in v) * 1e3)
+               for side, v in times.items()}
+        (a, ca), (b, cb) = med["ours"], med["torch"]
+        print(f"{name:10} {a:13.2f} {b:10.2f} {a / b:7.2f} {ca / cb:9.2f}  "
+              f"{gemm_kernel(trainer.lib)}", flush=True)
+    print("(ratio: wall-time medians; cpu ratio: the calling thread's CPU "
+          "time, robust to other jobs on a shared machine)")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@
 #
 #   scripts/gpu-check.sh RESULTS_DIR
 #
+# (It builds there, so steps 2-4 need MLIR, ONNX/protobuf, libzip,
+# nlohmann-json and GoogleTest on that machine. Where they are missing, build
+# the self-contained kit here instead: scripts/gpu-kit.sh KIT, then
+# KIT/run.sh RESULTS_DIR there; docs/GPU.md "The GPU kit".)
+#
 # (On the project's device machine, write the results under $OUT so they
 # come back: `scripts/gpu-check.sh "$OUT/gpu-check"`; about 2 min for the
 # runtime part and a few more for the whole project with 16 cores;

@@ -9,6 +9,16 @@
 #   scripts/sanitize.sh --configure-only configure build-sanitize/ only
 #   scripts/sanitize.sh --conformance    also the ONNX conformance runner
 #   scripts/sanitize.sh -- LIT_ARGS...   lit on a subset (e.g. test/Import)
+#   scripts/sanitize.sh --runtime        only the runtime instrumented: builds
+#                                        the sanitized runtime, pipedream-run
+#                                        and the runtime's unit tests, takes
+#                                        the other tools (pipedream-compile...)
+#                                        from the normal build
+#                                        ($PIPEDREAM_BUILD_DIR, else build/),
+#                                        runs the runtime-facing lit tests
+#                                        (RUNTIME_LIT below) and those unit
+#                                        tests (minutes, not the hours of an
+#                                        instrumented compiler on 2 cores)
 #   JOBS=N                               build/test parallelism (nproc)
 # Only pipedream's code is instrumented; Debian's LLVM/MLIR libraries are
 # not. Every sanitizer report of every process (also those run under `not`
@@ -18,15 +28,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${PIPEDREAM_SANITIZE_BUILD_DIR:-$root/build-sanitize}
 jobs=${JOBS:-$(nproc)}
-deps=1 tests=1 build=1 conformance=0 lit_paths=()
+deps=1 tests=1 build=1 conformance=0 runtime=0 lit_paths=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-deps) deps=0 ;;
     --build-only) tests=0 ;;
     --configure-only) tests=0 build=0 ;;
     --conformance) conformance=1 ;;
+    --runtime) runtime=1 ;;
     --) shift; lit_paths=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "sanitize.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -48,7 +59,30 @@ if [ ! -f "$dir/build.ninja" ]; then
     -DPIPEDREAM_ENABLE_FUZZER=ON -DPIPEDREAM_ENABLE_CUDA=OFF
 fi
 [ "$build" = 1 ] || exit 0
-cmake --build "$dir" -j "$jobs"
+# The lit tests that exercise the runtime (pipedream-run on hand-written and
+# compiled bundles, run-time checks, checkpoints, pipelines over threads and
+# MPI, training): relative to test/.
+RUNTIME_LIT=(Tools/pipedream-run Training)
+if [ "$runtime" = 1 ]; then
+  normal=${PIPEDREAM_BUILD_DIR:-$root/build}
+  cmake --build "$dir" -j "$jobs" --target pipedream-run \
+    pipedream-runtime-tests pipedream-runtime-capi-test \
+    pipedream-test-program pipedream-gpu-test-program pipedream-gpu-fake \
+    pipedream-gpu-fake-tests
+  # The compiler from the normal build; a full sanitized build replaces
+  # these links with instrumented binaries.
+  for tool in pipedream-compile pipedream-opt pipedream-translate \
+      pipedream-profile; do
+    if [ ! -e "$dir/bin/$tool" ] || [ -L "$dir/bin/$tool" ]; then
+      [ -x "$normal/bin/$tool" ] || {
+        echo "sanitize: --runtime needs $normal/bin/$tool (scripts/build.sh)" >&2
+        exit 1; }
+      ln -sf "$normal/bin/$tool" "$dir/bin/$tool"
+    fi
+  done
+else
+  cmake --build "$dir" -j "$jobs"
+fi
 [ "$tests" = 1 ] || exit 0
 
 # shellcheck source=scripts/sanitizer-env.sh
@@ -58,6 +92,14 @@ mkdir -p "$dir/sanitizer-logs"
 status=0
 if [ "${#lit_paths[@]}" -gt 0 ]; then
   /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${lit_paths[@]}" || status=1
+elif [ "$runtime" = 1 ]; then
+  /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${RUNTIME_LIT[@]/#/$dir/test/}" \
+    || status=1
+  for t in pipedream-runtime-tests pipedream-gpu-fake-tests; do
+    "$dir/runtime/test/$t" || status=1
+  done
+  "$dir/runtime/test/pipedream-runtime-capi-test" \
+    "$dir/runtime/test/pipedream-test-program.so" || status=1
 else
   /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "$dir/test" || status=1
   if [ "$conformance" = 1 ]; then

@@ -11,7 +11,10 @@ if [ -n "${1:-}" ]; then
 fi
 # abort_on_error: a report ends the process with SIGABRT, which `not`
 # (without --crash) counts as a failure, not as the expected error exit.
-export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1${_pd_log}${PIPEDREAM_ASAN_OPTIONS:+:$PIPEDREAM_ASAN_OPTIONS}"
+# fast_unwind_on_malloc=0: Open MPI's leaks (fuzz/sanitizer/lsan.supp) come
+# from components it unloads at MPI_Finalize; only the slow unwinder's
+# deeper stacks reach a frame the suppressions can name.
+export ASAN_OPTIONS="fast_unwind_on_malloc=0:abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1${_pd_log}${PIPEDREAM_ASAN_OPTIONS:+:$PIPEDREAM_ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:abort_on_error=1${1:+:log_path=$1/ubsan}"
 export LSAN_OPTIONS="suppressions=$_pd_root/fuzz/sanitizer/lsan.supp:print_suppressions=0"
 unset _pd_root _pd_log

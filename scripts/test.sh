@@ -5,6 +5,9 @@
 #   scripts/test.sh --sanitize [--no-deps]
 #                              the same suites in an ASan + UBSan build
 #                              (scripts/sanitize.sh, build-sanitize/)
+#   scripts/test.sh --sanitize --runtime [--no-deps]
+#                              only the runtime instrumented: its lit tests
+#                              and unit tests (scripts/sanitize.sh --runtime)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PIPEDREAM_BUILD_DIR:-$root/build}
@@ -12,18 +15,30 @@ deps=1
 for arg in "$@"; do
   case "$arg" in
     --no-deps) deps=0 ;;
-    --sanitize) ;;
+    --sanitize|--runtime) ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
+sanitize=0 runtime=0
 for arg in "$@"; do
-  if [ "$arg" = --sanitize ]; then
-    if [ "$deps" = 1 ]; then
-      exec "$root/scripts/sanitize.sh" --conformance
-    fi
-    exec "$root/scripts/sanitize.sh" --no-deps --conformance
-  fi
+  [ "$arg" = --sanitize ] && sanitize=1
+  [ "$arg" = --runtime ] && runtime=1
 done
+if [ "$runtime" = 1 ] && [ "$sanitize" = 0 ]; then
+  echo "test.sh: --runtime goes with --sanitize" >&2
+  exit 2
+fi
+if [ "$sanitize" = 1 ]; then
+  flags=()
+  [ "$deps" = 1 ] || flags+=(--no-deps)
+  if [ "$runtime" = 1 ]; then
+    [ "$deps" = 1 ] && "$root/scripts/build.sh"
+    [ -x "$build/bin/pipedream-compile" ] || "$root/scripts/build.sh"
+    exec env PIPEDREAM_BUILD_DIR="$build" "$root/scripts/sanitize.sh" \
+      "${flags[@]}" --runtime
+  fi
+  exec "$root/scripts/sanitize.sh" "${flags[@]}" --conformance
+fi
 if [ "$deps" = 1 ]; then
   "$root/scripts/install-deps.sh"
 fi

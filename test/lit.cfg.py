@@ -22,6 +22,9 @@ config.substitutions.append(("%src_root", config.pipedream_src_root))
 config.substitutions.append(("%pipedream_bin", config.pipedream_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# Tests neither read nor fill the user's object cache (issue 16: a test
+# that passed thanks to a cached object would prove nothing).
+config.environment["PIPEDREAM_NO_CACHE"] = "1"
 llvm_config.use_default_substitutions()
 # `not` and `count` at the start of a RUN line come from PATH.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

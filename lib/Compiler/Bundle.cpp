@@ -7,6 +7,7 @@
 #include "pipedream/Compiler/Bundle.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -14,6 +15,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -54,6 +57,26 @@ static std::string typeToString(Type type) {
   return s;
 }
 
+/// The bytes of a dense_resource value (a view of its blob, no copy).
+static FailureOr<ArrayRef<char>>
+getResourceBytes(DenseResourceElementsAttr resource, std::string &error) {
+  auto type = cast<ShapedType>(resource.getType());
+  int64_t bytes =
+      type.getNumElements() * getElementBytes(type.getElementType());
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob) {
+    error = "its value is an elided or missing resource blob";
+    return failure();
+  }
+  ArrayRef<char> data = blob->getData();
+  if (static_cast<int64_t>(data.size()) != bytes) {
+    error = "its resource blob holds " + std::to_string(data.size()) +
+            " bytes, expected " + std::to_string(bytes);
+    return failure();
+  }
+  return data;
+}
+
 /// Appends the raw little-endian bytes of `value` to `out`.
 static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
                                     std::string &error) {
@@ -64,18 +87,10 @@ static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
   int64_t bytes = numElements * elementBytes;
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob) {
-      error = "its value is an elided or missing resource blob";
+    auto data = getResourceBytes(resource, error);
+    if (failed(data))
       return failure();
-    }
-    ArrayRef<char> data = blob->getData();
-    if (static_cast<int64_t>(data.size()) != bytes) {
-      error = "its resource blob holds " + std::to_string(data.size()) +
-              " bytes, expected " + std::to_string(bytes);
-      return failure();
-    }
-    out.insert(out.end(), data.begin(), data.end());
+    out.insert(out.end(), data->begin(), data->end());
     return success();
   }
 
@@ -219,15 +234,25 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
           weight.dtype = buffer.dtype;
           weight.shape = buffer.shape;
           uint64_t aligned =
-              llvm::alignTo(bundle.weightData.size(), kBundleWeightAlignment);
-          bundle.weightData.resize(aligned, 0);
+              llvm::alignTo(bundle.weightFileBytes, kBundleWeightAlignment);
           weight.offset = aligned;
           std::string valueError;
-          if (failed(appendElements(value, bundle.weightData, valueError))) {
+          // NOTE: a resource blob (every large weight) is viewed, not
+          // copied: with external data it is the mapped side file.
+          if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+            auto data = getResourceBytes(resource, valueError);
+            if (failed(data)) {
+              error = "weight '" + buffer.name + "': " + valueError;
+              return failure();
+            }
+            weight.view = *data;
+          } else if (failed(appendElements(value, weight.ownedData,
+                                           valueError))) {
             error = "weight '" + buffer.name + "': " + valueError;
             return failure();
           }
-          weight.bytes = bundle.weightData.size() - aligned;
+          weight.bytes = weight.getData().size();
+          bundle.weightFileBytes = aligned + weight.bytes;
           bundle.weights.push_back(std::move(weight));
         }
       }
@@ -282,6 +307,27 @@ static std::string shapeToJSON(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+std::vector<BundleDataIndexCheck>
+collectDataIndexChecks(ModuleOp module, ArrayRef<std::string> dataNames) {
+  std::vector<BundleDataIndexCheck> checks;
+  module.walk([&](nn::CheckIndexRangeOp op) {
+    if (!llvm::is_contained(dataNames, op.getInput().str()))
+      return;
+    BundleDataIndexCheck check{op.getInput().str(),
+                               op.getLowerAttr().getInt(),
+                               op.getUpperAttr().getInt(),
+                               op.getNode().str(), op.getOpType().str()};
+    // Several calls (forward and backward of a pipeline stage) lower one op.
+    for (const BundleDataIndexCheck &c : checks)
+      if (c.input == check.input && c.lower == check.lower &&
+          c.upper == check.upper && c.node == check.node &&
+          c.opType == check.opType)
+        return;
+    checks.push_back(std::move(check));
+  });
+  return checks;
+}
+
 std::string renderBundleManifest(const Bundle &bundle) {
   // Written by hand rather than with llvm::json::Object, which sorts keys:
   // the field order of docs/Bundle.md, one weight or buffer per line.
@@ -289,8 +335,10 @@ std::string renderBundleManifest(const Bundle &bundle) {
   llvm::raw_string_ostream os(text);
   os << "{\n";
   os << "  \"format\": \"pipedream-bundle\",\n";
-  // 2: program.so has the run-time status record (docs/Bundle.md).
-  os << "  \"version\": 2,\n";
+  // 2: program.so has the run-time status record (docs/Bundle.md);
+  // 3: weights may live in rank weight files ("file", pipeline.ranks[r].
+  // weights_file). A bundle without them stays version 2.
+  os << "  \"version\": " << (bundle.rankWeights.empty() ? 2 : 3) << ",\n";
   os << "  \"model\": " << quote(bundle.model) << ",\n";
   os << "  \"target\": " << quote(bundle.target) << ",\n";
   if (!bundle.gpuArch.empty())
@@ -302,6 +350,7 @@ std::string renderBundleManifest(const Bundle &bundle) {
     os << (i ? "," : "") << "\n    {\"name\": " << quote(w.name)
        << ", \"dtype\": " << quote(w.dtype)
        << ", \"shape\": " << shapeToJSON(w.shape)
+       << (w.file.empty() ? "" : ", \"file\": " + quote(w.file))
        << ", \"offset\": " << w.offset << ", \"bytes\": " << w.bytes << "}";
   os << (bundle.weights.empty() ? "],\n" : "\n  ],\n");
   os << "  \"functions\": [";
@@ -326,8 +375,200 @@ std::string renderBundleManifest(const Bundle &bundle) {
     os << ",\n  \"training\": " << bundle.trainingJSON;
   if (!bundle.pipelineJSON.empty())
     os << ",\n  \"pipeline\": " << bundle.pipelineJSON;
+  if (!bundle.dataIndexChecks.empty()) {
+    os << ",\n  \"data_index_checks\": [";
+    for (auto [i, c] : llvm::enumerate(bundle.dataIndexChecks))
+      os << (i ? "," : "") << "\n    {\"input\": " << quote(c.input)
+         << ", \"lower\": " << c.lower << ", \"upper\": " << c.upper
+         << ", \"node\": " << quote(c.node) << ", \"op\": " << quote(c.opType)
+         << "}";
+    os << "\n  ]";
+  }
   os << "\n}\n";
   return text;
+}
+
+/// Writes a weight file of `size` bytes: each of `weights` (data, offset)
+/// at its offset, zeros between; streamed, so no copy of the weights is
+/// made in memory.
+static LogicalResult
+writeWeightFile(StringRef path, uint64_t size,
+                ArrayRef<std::pair<ArrayRef<char>, uint64_t>> weights,
+                std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (!ec) {
+    uint64_t at = 0;
+    static const char zeros[kBundleWeightAlignment] = {};
+    for (auto [data, offset] : weights) {
+      if (offset < at) {
+        error = (path + ": overlapping weights (internal error)").str();
+        return failure();
+      }
+      for (; at < offset; at += std::min<uint64_t>(offset - at, sizeof(zeros)))
+        os.write(zeros, std::min<uint64_t>(offset - at, sizeof(zeros)));
+      os.write(data.data(), data.size());
+      at += data.size();
+    }
+    for (; at < size; at += std::min<uint64_t>(size - at, sizeof(zeros)))
+      os.write(zeros, std::min<uint64_t>(size - at, sizeof(zeros)));
+    os.close();
+    ec = os.error();
+  }
+  if (ec) {
+    error = (path + ": " + ec.message()).str();
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult assignRankWeightFiles(Bundle &bundle, llvm::json::Array &ranks,
+                                    std::string &error) {
+  llvm::StringMap<size_t> weightIndex;
+  for (auto [i, w] : llvm::enumerate(bundle.weights))
+    weightIndex[w.name] = i;
+  llvm::StringMap<const BundleFunction *> functions;
+  for (const BundleFunction &f : bundle.functions)
+    functions[f.name] = &f;
+
+  std::vector<BundleRankWeights> files(ranks.size());
+  std::vector<bool> held(bundle.weights.size(), false);
+  for (auto [r, value] : llvm::enumerate(ranks)) {
+    llvm::json::Object *rank = value.getAsObject();
+    llvm::json::Array *program = rank ? rank->getArray("program") : nullptr;
+    if (!program) {
+      error = "rank " + std::to_string(r) + " has no program";
+      return failure();
+    }
+    // The weights the rank's functions bind, in bundle order.
+    std::vector<bool> uses(bundle.weights.size(), false);
+    for (const llvm::json::Value &inst : *program) {
+      const llvm::json::Object *object = inst.getAsObject();
+      if (!object || object->getString("op") != "call")
+        continue;
+      auto name = object->getString("function");
+      auto it = name ? functions.find(*name) : functions.end();
+      if (it == functions.end()) {
+        error = "rank " + std::to_string(r) +
+                " calls a function the bundle does not have";
+        return failure();
+      }
+      // Bound weights, and weights an output replaces (`updates`).
+      for (const BundleBuffer &b : it->second->buffers) {
+        StringRef bound = b.role == "weight" ? StringRef(b.name)
+                                             : StringRef(b.updates);
+        if (auto w = weightIndex.find(bound); w != weightIndex.end())
+          uses[w->second] = true;
+      }
+    }
+    BundleRankWeights &file = files[r];
+    file.file = "weights.rank" + std::to_string(r) + ".bin";
+    llvm::json::Array entries;
+    for (size_t w = 0; w < uses.size(); ++w) {
+      if (!uses[w])
+        continue;
+      BundleWeight &weight = bundle.weights[w];
+      uint64_t offset =
+          llvm::alignTo(file.fileBytes, kBundleWeightAlignment);
+      file.weights.push_back({w, offset});
+      file.fileBytes = offset + weight.bytes;
+      if (!held[w]) {
+        held[w] = true;
+        weight.file = file.file;
+        weight.offset = offset;
+      }
+      entries.push_back(llvm::json::Object{
+          {"name", weight.name}, {"offset", static_cast<int64_t>(offset)}});
+    }
+    (*rank)["weights_file"] = file.file;
+    (*rank)["weights"] = std::move(entries);
+  }
+  // weights.bin: what no rank holds.
+  bundle.weightFileBytes = 0;
+  for (auto [w, weight] : llvm::enumerate(bundle.weights)) {
+    if (held[w])
+      continue;
+    weight.offset =
+        llvm::alignTo(bundle.weightFileBytes, kBundleWeightAlignment);
+    bundle.weightFileBytes = weight.offset + weight.bytes;
+  }
+  bundle.rankWeights = std::move(files);
+  return success();
+}
+
+/// Bytes of one element of a manifest dtype (i1: one byte).
+static int64_t dtypeBytes(StringRef dtype) {
+  return llvm::StringSwitch<int64_t>(dtype)
+      .Cases({"f64", "i64"}, 8)
+      .Cases({"f32", "i32"}, 4)
+      .Cases({"f16", "bf16"}, 2)
+      .Default(1);
+}
+
+static int64_t bufferBytes(StringRef dtype, ArrayRef<int64_t> shape) {
+  int64_t n = dtypeBytes(dtype);
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+llvm::json::Array rankMemoryJSON(const Bundle &bundle,
+                                 const llvm::json::Array &ranks) {
+  llvm::StringMap<const BundleFunction *> functions;
+  for (const BundleFunction &f : bundle.functions)
+    functions[f.name] = &f;
+  llvm::json::Array out;
+  for (auto [r, value] : llvm::enumerate(ranks)) {
+    const llvm::json::Object *rank = value.getAsObject();
+    if (!rank)
+      continue;
+    llvm::StringSet<> called;
+    if (const llvm::json::Array *program = rank->getArray("program"))
+      for (const llvm::json::Value &inst : *program)
+        if (const llvm::json::Object *o = inst.getAsObject())
+          if (o->getString("op") == "call")
+            if (auto name = o->getString("function"))
+              called.insert(*name);
+    int64_t weights = 0, grads = 0, states = 0, updates = 0, registers = 0;
+    llvm::StringSet<> persistent;
+    for (const auto &entry : called) {
+      auto it = functions.find(entry.getKey());
+      if (it == functions.end())
+        continue;
+      for (const BundleBuffer &b : it->second->buffers) {
+        int64_t bytes = bufferBytes(b.dtype, b.shape);
+        if (b.role == "output" && !b.updates.empty())
+          updates += bytes;
+        if ((b.role != "weight" && b.role != "grad" && b.role != "state") ||
+            !persistent.insert(b.name).second)
+          continue;
+        (b.role == "weight" ? weights : b.role == "grad" ? grads : states) +=
+            bytes;
+      }
+    }
+    if (const llvm::json::Array *regs = rank->getArray("registers")) {
+      for (const llvm::json::Value &reg : *regs) {
+        const llvm::json::Object *o = reg.getAsObject();
+        const llvm::json::Array *shape = o ? o->getArray("shape") : nullptr;
+        auto dtype = o ? o->getString("dtype") : std::nullopt;
+        if (!shape || !dtype)
+          continue;
+        SmallVector<int64_t> dims;
+        for (const llvm::json::Value &d : *shape)
+          dims.push_back(d.getAsInteger().value_or(0));
+        registers += bufferBytes(*dtype, dims);
+      }
+    }
+    out.push_back(llvm::json::Object{
+        {"rank", static_cast<int64_t>(r)},
+        {"weight_bytes", weights},
+        {"gradient_bytes", grads},
+        {"optimizer_state_bytes", states},
+        {"update_output_bytes", updates},
+        {"register_bytes", registers},
+        {"total_bytes", weights + grads + states + updates + registers}});
+  }
+  return out;
 }
 
 /// Writes `data` to `path` (created or truncated).
@@ -407,11 +648,23 @@ LogicalResult writeBundle(
   };
   if (failed(writeLibrary(inTemp(bundle.library), error)))
     return failure();
-  if (failed(writeFile(inTemp(bundle.weightsFile),
-                       StringRef(bundle.weightData.data(),
-                                 bundle.weightData.size()),
-                       error)))
-    return failure();
+  {
+    std::vector<std::pair<ArrayRef<char>, uint64_t>> common;
+    for (const BundleWeight &w : bundle.weights)
+      if (w.file.empty())
+        common.push_back({w.getData(), w.offset});
+    if (failed(writeWeightFile(inTemp(bundle.weightsFile),
+                               bundle.weightFileBytes, common, error)))
+      return failure();
+  }
+  for (const BundleRankWeights &rank : bundle.rankWeights) {
+    std::vector<std::pair<ArrayRef<char>, uint64_t>> held;
+    for (auto [w, offset] : rank.weights)
+      held.push_back({bundle.weights[w].getData(), offset});
+    if (failed(writeWeightFile(inTemp(rank.file), rank.fileBytes, held,
+                               error)))
+      return failure();
+  }
   for (const auto &[name, source] : bundle.copiedFiles) {
     if (std::error_code ec = llvm::sys::fs::copy_file(source, inTemp(name))) {
       error = source + ": cannot copy into the bundle: " + ec.message();
@@ -434,6 +687,8 @@ LogicalResult writeBundle(
   // new bundle.json next to an old library.
   SmallVector<StringRef> names = {StringRef(bundle.library),
                                   StringRef(bundle.weightsFile)};
+  for (const BundleRankWeights &rank : bundle.rankWeights)
+    names.push_back(rank.file);
   for (const auto &file : bundle.copiedFiles)
     names.push_back(file.first);
   names.push_back("bundle.json");

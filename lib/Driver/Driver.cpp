@@ -31,10 +31,12 @@
 #include "pipedream/Dialect/NN/Transforms/Training.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
+#include "pipedream/Support/CompileTiming.h"
 #include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
@@ -76,6 +78,7 @@ runPhasePipeline(ModuleOp module,
                  std::string &error) {
   FirstErrorHandler firstError(module.getContext(), format);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  attachPassTiming(pm);
   populate(pm);
   if (succeeded(pm.run(module)))
     return success();
@@ -97,6 +100,7 @@ static DialectRegistry driverDialects() {
 static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
                                                  MLIRContext &context,
                                                  std::string &error) {
+  TimedPhase phase("import");
   if (o.isMLIR) {
     FirstErrorHandler firstError(&context);
     llvm::SourceMgr sourceMgr;
@@ -230,11 +234,13 @@ LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
                                           std::string &error) {
   registerDriverPasses();
   FirstErrorHandler firstError(module.getContext());
+  TimedPhase phase("nn to linalg");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
     return failure();
   }
+  attachPassTiming(pm);
   pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
   if (succeeded(pm.run(module)))
     return success();
@@ -277,6 +283,9 @@ markTrainable(const TrainingPhaseOptions &o, ModuleOp module,
     error = firstError.orElse("cannot classify the weights");
     return failure();
   }
+  for (const nn::WeightDecision &d : *decisions)
+    if (!d.warning.empty())
+      llvm::errs() << "warning: " << d.warning << "\n";
   return decisions;
 }
 
@@ -318,7 +327,9 @@ static llvm::json::Object optimizerJSON(const nn::OptimizerOptions &o) {
 static FailureOr<llvm::json::Object>
 buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
                         ArrayRef<nn::WeightDecision> weightDecisions,
+                        std::vector<std::string> &dataInputs,
                         std::string &error) {
+  TimedPhase phase("autodiff (training program)");
   FirstErrorHandler firstError(module.getContext());
   const nn::TrainingOptions &t = p.training.nn;
   auto info = nn::buildTrainingFunctions(module, t);
@@ -328,8 +339,10 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
   }
   const nn::OptimizerOptions &o = t.optimizer;
   llvm::json::Array inputs;
-  for (const std::string &name : info->inputNames)
+  for (const std::string &name : info->inputNames) {
     inputs.push_back(name);
+    dataInputs.push_back(name);
+  }
   llvm::json::Object section{
       {"loss", nn::stringifyLossKind(t.loss)},
       {"microbatches", t.microbatches},
@@ -360,7 +373,8 @@ static LogicalResult reportSchedule(const PhaseOptions &p,
                                     std::string &text, std::string &error) {
   const sched::Config &config = p.schedule.config;
   bool split = config.splitsBackward();
-  sched::Schedule schedule = sched::buildSchedule(config);
+  sched::Schedule schedule = p.schedule.fromCsv ? *p.schedule.fromCsv
+                                                : sched::buildSchedule(config);
   sched::ReportOptions options;
   sched::Costs costs;
   for (const StageReport &stage : partition.stageReports) {
@@ -404,6 +418,13 @@ static LogicalResult reportSchedule(const PhaseOptions &p,
                         "versions, peak memory {3} bytes\n",
                         r, report.activationSlots[r], report.weightVersions[r],
                         report.peakMemoryBytes[r]);
+  if (!p.schedule.exportScheduleCsv.empty())
+    if (std::string err = sched::writeTextFile(
+            p.schedule.exportScheduleCsv, sched::exportScheduleCSV(schedule));
+        !err.empty()) {
+      error = "--export-schedule-csv: " + err;
+      return failure();
+    }
   if (!p.schedule.trace.empty())
     if (std::string err = sched::writeTextFile(
             p.schedule.trace, sched::traceJSON(schedule, report, options));
@@ -467,6 +488,8 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
                      const std::optional<SmallVector<nn::WeightDecision>>
                          &weightDecisions,
                      PipelineState &state, std::string &error) {
+  std::optional<TimedPhase> partitionPhase;
+  partitionPhase.emplace("partition");
   if (failed(runPhasePipeline(
           module,
           [&](OpPassManager &pm) {
@@ -486,8 +509,11 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
   if (weightDecisions)
     state.json["weights"] = nn::weightDecisionsJSON(*weightDecisions);
   collectPipelineInputs(module, state);
+  partitionPhase.reset();
   if (!p.scheduled())
     return success();
+  TimedPhase schedulePhase("autodiff + schedule (stage training, unroll, "
+                           "ranks)");
   if (failed(runPhasePipeline(
           module,
           [&](OpPassManager &pm) {
@@ -503,17 +529,25 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
 /// section in `bundle` (docs/Bundle.md, "Pipeline bundles").
 static LogicalResult buildPipelineBundle(const PhaseOptions &p,
                                          ModuleOp module, StringRef modelName,
-                                         const PipelineState &state,
+                                         PipelineState &state,
                                          Bundle &bundle, std::string &error) {
   const std::string &prefix = p.codegen.cpu.symbolPrefix;
+  std::optional<TimedPhase> rankPhase;
+  rankPhase.emplace("rank programs");
   auto ranks = serializeRankPrograms(module, error);
   if (failed(ranks))
     return failure();
   // Each rank's step as a native entry of program.so (docs/Bundle.md).
   if (failed(lowerRankProgramsToNative(module, *ranks, prefix, error)))
     return failure();
+  rankPhase.reset();
   if (failed(collectBundle(module, modelName, "", prefix, bundle, error)))
     return failure();
+  // Each rank's weights in its own file (docs/Bundle.md), and what the
+  // runtime allocates per rank into report.json (`rank_memory`).
+  if (failed(assignRankWeightFiles(bundle, *ranks, error)))
+    return failure();
+  state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
   const nn::TrainingOptions &t = p.training.nn;
   const nn::OptimizerOptions &o = t.optimizer;
   const sched::Config &config = p.schedule.config;
@@ -523,12 +557,13 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
                                       {"microbatches", config.numMicrobatches},
                                       {"chunks", config.numChunks}}},
       {"loss", nn::stringifyLossKind(t.loss)},
-      {"labels", t.labelsName},
       {"inputs", llvm::json::Array(state.dataInputs)},
       {"microbatch_size", state.microbatchSize},
       {"batch_size", config.numMicrobatches * state.microbatchSize},
       {"optimizer", optimizerJSON(o)},
       {"ranks", std::move(*ranks)}};
+  if (t.loss != nn::LossKind::None)
+    section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;
   llvm::raw_string_ostream os(bundle.pipelineJSON);
@@ -555,6 +590,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   if (failed(resolved))
     return fail(error);
   const PhaseOptions &p = *resolved;
+  CompileTimingSession timing(p.timePhases, llvm::errs());
 
   MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
@@ -584,6 +620,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   // The training program: per stage in a pipeline, else one step function.
   std::optional<llvm::json::Object> trainingSection;
   std::optional<PipelineState> pipeline;
+  std::vector<std::string> singleRankInputs;
   if (p.pipelined) {
     pipeline.emplace();
     if (failed(partitionAndSchedule(p, *module, weightDecisions, *pipeline,
@@ -591,7 +628,8 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       return fail(modelName + ": " + error);
   } else if (p.training.enabled) {
     auto section =
-        buildSingleRankTraining(p, *module, *weightDecisions, error);
+        buildSingleRankTraining(p, *module, *weightDecisions,
+                                singleRankInputs, error);
     if (failed(section))
       return fail(modelName + ": " + error);
     trainingSection = std::move(*section);
@@ -645,6 +683,20 @@ CompileResult pipedream::compile(const CompileOptions &options) {
 
   if (hasNNOps(*module) && failed(convertNNToLinalg(*module, error)))
     return fail(modelName + ": " + error);
+  // cuda: the index checks the runtime makes on the host (docs/Bundle.md).
+  if (bundle.target == "cuda" && p.codegen.cpu.runTimeChecks) {
+    std::vector<std::string> dataNames;
+    if (pipeline)
+      dataNames = pipeline->dataInputs;
+    else if (p.training.enabled)
+      dataNames = singleRankInputs;
+    else
+      for (const BundleFunction &function : bundle.functions)
+        for (const BundleBuffer &buffer : function.buffers)
+          if (buffer.role == "input")
+            dataNames.push_back(buffer.name);
+    bundle.dataIndexChecks = collectDataIndexChecks(*module, dataNames);
+  }
   // The linalg module keeps nn.name/nn.param: compiling it again gives the
   // same bundle.
   if (p.emit == CompilePhase::Linalg)
@@ -673,6 +725,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     });
   }
 
+  TimedPhase bundlePhase("write bundle");
   if (failed(writeBundle(
           bundle, p.output,
           [&](StringRef libraryPath, std::string &libraryError) {

@@ -35,18 +35,43 @@ struct CodegenFlags::Flags {
         optLevel("O", cl::desc("LLVM optimization level (0-3, default 3)"),
                  cl::Prefix, cl::init(3), cl::cat(category)),
         gemm("gemm",
-             cl::desc("GEMM lowering: auto (default: vectorized kernel, "
-                      "else OpenBLAS), vectorize (no BLAS), blas, loops"),
+             cl::desc("GEMM lowering: auto (default: pipedream's kernel "
+                      "for f32, OpenBLAS for f64), kernel (no BLAS), "
+                      "vectorize, blas, loops"),
              cl::value_desc("MODE"), cl::init("auto"), cl::cat(category)),
         noRunTimeChecks(
             "no-run-time-checks",
             cl::desc("Do not report out-of-range indices at run time (they "
                      "are still clamped); for measuring the checks' cost"),
-            cl::cat(category)) {}
+            cl::cat(category)),
+        codegenThreads(
+            "codegen-threads",
+            cl::desc("Threads for LLVM optimization and code generation "
+                     "(0: one per core, default; 1: one module on one "
+                     "thread)"),
+            cl::init(0), cl::cat(category)),
+        outlineKernels(
+            "outline-kernels",
+            cl::desc("Compile each loop nest as a function of its own, once "
+                     "per distinct nest (default true)"),
+            cl::init(true), cl::cat(category)),
+        cacheDir("cache-dir",
+                 cl::desc("Cache of compiled objects, keyed by a hash of "
+                          "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
+                          "$XDG_CACHE_HOME/pipedream or ~/.cache/pipedream)"),
+                 cl::value_desc("DIR"), cl::cat(category)),
+        noCache("no-cache",
+                cl::desc("Do not read or write the object cache (also "
+                         "PIPEDREAM_NO_CACHE=1)"),
+                cl::cat(category)) {}
   cl::opt<std::string> targetCPU;
   cl::opt<unsigned> optLevel;
   cl::opt<std::string> gemm;
   cl::opt<bool> noRunTimeChecks;
+  cl::opt<unsigned> codegenThreads;
+  cl::opt<bool> outlineKernels;
+  cl::opt<std::string> cacheDir;
+  cl::opt<bool> noCache;
 };
 
 CodegenFlags::CodegenFlags(cl::OptionCategory &category)
@@ -58,6 +83,10 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.optLevel = flags->optLevel;
   o.gemm = flags->gemm;
   o.runTimeChecks = !flags->noRunTimeChecks;
+  o.codegenThreads = flags->codegenThreads;
+  o.outlineKernels = flags->outlineKernels;
+  o.cacheDir = flags->cacheDir;
+  o.noCache = flags->noCache;
 }
 
 //===----------------------------------------------------------------------===//
@@ -171,7 +200,8 @@ struct CompileFlags::Flags {
                    cl::value_desc("FILE"), cl::cat(c)),
         schedule("schedule",
                  cl::desc("Pipeline schedule: gpipe, 1f1b (default), "
-                          "interleaved-1f1b, pipedream, 2bw or zb-h1"),
+                          "interleaved-1f1b, pipedream, 2bw, zb-h1, "
+                          "interleaved-zb, zb-v or dualpipe-v"),
                  cl::init("1f1b"), cl::cat(c)),
         trace("trace",
               cl::desc("With --emit scheduled or a pipeline bundle: write "
@@ -181,7 +211,24 @@ struct CompileFlags::Flags {
         timeline("timeline",
                  cl::desc("With --emit scheduled or a pipeline bundle: "
                           "write the simulated schedule as an SVG picture"),
-                 cl::value_desc("FILE.svg"), cl::cat(c)) {}
+                 cl::value_desc("FILE.svg"), cl::cat(c)),
+        scheduleCsv("schedule-csv",
+                    cl::desc("With --emit scheduled or a pipeline bundle: "
+                             "run this torch.distributed.pipelining "
+                             "schedule CSV (kind and M inferred unless "
+                             "given)"),
+                    cl::value_desc("FILE.csv"), cl::cat(c)),
+        exportScheduleCsv("export-schedule-csv",
+                          cl::desc("With --emit scheduled or a pipeline "
+                                   "bundle: write the schedule as torch's "
+                                   "CSV"),
+                          cl::value_desc("FILE.csv"), cl::cat(c)),
+        timePhases("time-phases",
+                   cl::desc("Print the wall and CPU time of each compile "
+                            "phase (import, autodiff, partition, schedule, "
+                            "lowering, LLVM opt, codegen, link) with MLIR's "
+                            "pass timing, to stderr"),
+                   cl::cat(c)) {}
 
   cl::opt<std::string> input, output;
   cl::opt<bool> inference;
@@ -203,6 +250,8 @@ struct CompileFlags::Flags {
   cl::opt<std::string> costModel, device, memoryLimit;
   cl::opt<bool> report;
   cl::opt<std::string> reportJSON, schedule, trace, timeline;
+  cl::opt<std::string> scheduleCsv, exportScheduleCsv;
+  cl::opt<bool> timePhases;
 };
 
 CompileFlags::CompileFlags(cl::OptionCategory &category)
@@ -248,5 +297,8 @@ CompileOptions CompileFlags::read() const {
   o.reportJSON = f.reportJSON;
   o.trace = f.trace;
   o.timeline = f.timeline;
+  o.scheduleCsv = f.scheduleCsv;
+  o.exportScheduleCsv = f.exportScheduleCsv;
+  o.timePhases = f.timePhases;
   return o;
 }

@@ -12,8 +12,11 @@
 
 #include "pipedream/Pipelines/Options.h"
 
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
 using namespace mlir;
@@ -104,12 +107,16 @@ pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
   std::optional<cpu::GemmLowering> gemm = cpu::parseGemmLowering(o.gemm);
   if (!gemm)
     return fail(error, "--gemm " + o.gemm +
-                           ": expected auto, vectorize, blas or loops");
+                           ": expected auto, kernel, vectorize, blas or loops");
   codegen.cpu.gemm = *gemm;
   if (codegen.cpu.gemm == cpu::GemmLowering::BLAS && !cpu::isBLASAvailable())
     return fail(error, "--gemm blas: this pipedream was built without "
                        "OpenBLAS (install libopenblas-dev and rebuild)");
   codegen.cpu.runTimeChecks = o.runTimeChecks;
+  codegen.cpu.codegenThreads = o.codegenThreads;
+  codegen.cpu.outlineKernels = o.outlineKernels;
+  codegen.cpu.cacheDir = o.cacheDir;
+  codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.
   if (failed(cpu::createTargetMachine(codegen.cpu, error)))
     return failure();
@@ -233,7 +240,8 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.pipelined = p.emit == CompilePhase::Partitioned ||
                 p.emit == CompilePhase::Scheduled ||
                 (p.emit == CompilePhase::Bundle && !o.inference &&
-                 (pipelineFlags || o.schedule.has_value()));
+                 (pipelineFlags || o.schedule.has_value() ||
+                  !o.scheduleCsv.empty()));
   if (!p.pipelined) {
     if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
         !o.timeline.empty()) {
@@ -251,6 +259,9 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   if (p.pipelined && !scheduled && (!o.trace.empty() || !o.timeline.empty())) {
     return fail(error, "--trace/--timeline need --emit scheduled");
   }
+  if (!scheduled && (!o.scheduleCsv.empty() || !o.exportScheduleCsv.empty()))
+    return fail(error, "--schedule-csv/--export-schedule-csv need --emit "
+                       "scheduled (or a pipeline bundle)");
   if (o.input.empty()) {
     return fail(error,
                 "no input model (pipedream-compile MODEL.onnx -o OUT_DIR "
@@ -304,7 +315,32 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   if (!o.splitAfter.empty() && !o.stages)
     part.stages = int64_t(o.splitAfter.size() + 1) /
                   std::max<int64_t>(1, o.virtualStages);
-  int64_t m = o.microbatches.value_or(std::max<int64_t>(1, part.stages));
+  // The schedule kind; with --schedule-csv the file's kind and M (unless
+  // --schedule / --microbatches are given, then they must match it).
+  std::string kindName = o.schedule.value_or("1f1b");
+  std::optional<sched::Kind> kind = sched::parseKind(kindName);
+  if (p.pipelined && !kind) {
+    return fail(error, "--schedule " + kindName + ": expected " +
+                           sched::kindNameList());
+  }
+  if (!o.scheduleCsv.empty()) {
+    sched::Schedule fromCsv;
+    std::string note;
+    if (std::string err = sched::readScheduleCSVFile(
+            o.scheduleCsv, o.schedule ? kind : std::nullopt, part.stages,
+            o.microbatches.value_or(0), part.virtualStages, fromCsv, &note);
+        !err.empty())
+      return fail(error, "--schedule-csv " + err);
+    if (!note.empty())
+      llvm::errs() << "note: --schedule-csv " << o.scheduleCsv << ": " << note
+                   << "\n";
+    kind = fromCsv.config.kind;
+    p.schedule.scheduleCsv = o.scheduleCsv;
+    p.schedule.fromCsv = std::move(fromCsv);
+  }
+  int64_t m = o.microbatches.value_or(
+      p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
+                         : std::max<int64_t>(1, part.stages));
   if (m < 1) {
     return fail(error, "--microbatches " + llvm::Twine(m) + ": at least 1");
   }
@@ -343,14 +379,6 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     part.memoryLimit = o.memoryLimit;
     part.microbatches = m;
     part.optimizerStates = p.training.optimizerStates();
-    std::string kindName = o.schedule.value_or("1f1b");
-    std::optional<sched::Kind> kind = sched::parseKind(kindName);
-    if (!kind) {
-      return fail(error,
-                  "--schedule " + kindName +
-                      ": expected gpipe, 1f1b, interleaved-1f1b, pipedream, "
-                      "2bw or zb-h1");
-    }
     part.schedule = *kind;
     if (scheduled) {
       SchedulePhaseOptions &s = p.schedule;
@@ -378,10 +406,12 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       }
       s.trace = o.trace;
       s.timeline = o.timeline;
+      s.exportScheduleCsv = o.exportScheduleCsv;
     }
   }
   p.reportText = o.report;
   p.reportJSON = o.reportJSON;
+  p.timePhases = o.timePhases;
 
   // Import.
   p.import.input = o.input;

@@ -75,6 +75,7 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   unroll.kind = sched::kindName(config.kind);
   unroll.numMicrobatches = config.numMicrobatches;
   unroll.numChunks = config.numChunks;
+  unroll.scheduleCsv = schedule.scheduleCsv;
   pm.addPass(pp::createUnrollSchedulePass(unroll));
   pp::ProjectRanksPassOptions project;
   project.keepGlobal = true;
@@ -110,7 +111,7 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
   Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("gpipe, 1f1b (default), interleaved-1f1b, pipedream, "
-                     "2bw or zb-h1")};
+                     "2bw, zb-h1, zb-v, interleaved-zb or dualpipe-v")};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("micro-batches per step M (default K)")};

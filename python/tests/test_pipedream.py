@@ -25,7 +25,7 @@ def test_report(mlp_model):
     r = mlp_model.report
     assert r["verified"] is True
     assert r["schedule"] == {"kind": "1f1b", "K": STAGES, "M": MICROBATCHES,
-                             "V": 1}
+                             "V": 1, "placement": "loop"}
     assert r["partition"]["stages"] == STAGES
     assert r["partition"]["microbatches"] == MICROBATCHES
     assert [s["index"] for s in r["stages"]] == list(range(STAGES))

@@ -172,6 +172,11 @@ struct pd_function {
   /// Its bundle targets cuda: `entry` takes device pointers
   /// (invokeFunction translates).
   bool cuda = false;
+  /// cuda: (index into `buffers` of an input, bundle.json
+  /// `data_index_checks` entry for it), checked on the host before each
+  /// call (DataIndexChecks.h).
+  std::vector<std::pair<size_t, const pipedream::runtime::DataIndexCheck *>>
+      hostIndexChecks;
   /// Manifest order; weight entries point at the bundle's weights.
   std::vector<pd_buffer *> buffers;
   /// Owned input/output buffers (persistent ones are the bundle's).

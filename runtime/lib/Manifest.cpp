@@ -544,6 +544,58 @@ std::string instructionPath(size_t rank, size_t instruction) {
 }
 
 /// Validates bundle.json `pipeline` against the functions already read.
+/// A rank's own weight file (docs/Bundle.md "Rank weight files"): every
+/// weight the rank's functions bind, each once, at an aligned offset.
+void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
+                      size_t r, const Manifest &manifest, RankProgram &rank) {
+  if (!entry.contains("weights_file") && !entry.contains("weights"))
+    return;
+  std::string fpath = Validator::join(rpath, "weights_file");
+  std::string wpath = Validator::join(rpath, "weights");
+  if (manifest.version < 3)
+    v.fail(fpath, "rank weight files need bundle version 3 (the bundle says " +
+                      std::to_string(manifest.version) + ")");
+  rank.weightsFile = v.relativePath(v.member(entry, rpath, "weights_file"),
+                                    fpath);
+  const json &weights = v.array(v.member(entry, rpath, "weights"), wpath);
+  std::map<std::string, size_t> byName;
+  for (size_t i = 0; i < manifest.weights.size(); ++i)
+    byName[manifest.weights[i].name] = i;
+  std::set<size_t> listed;
+  for (size_t k = 0; k < weights.size(); ++k) {
+    std::string path = Validator::index(wpath, k);
+    const json &item = v.object(weights[k], path);
+    std::string name =
+        v.string(v.member(item, path, "name"), Validator::join(path, "name"));
+    auto it = byName.find(name);
+    if (it == byName.end())
+      v.fail(Validator::join(path, "name"),
+             "rank " + std::to_string(r) + " lists weight '" + name +
+                 "', which the bundle's 'weights' do not have");
+    if (!listed.insert(it->second).second)
+      v.fail(Validator::join(path, "name"),
+             "rank " + std::to_string(r) + " lists weight '" + name +
+                 "' twice");
+    uint64_t offset = v.unsignedInt(v.member(item, path, "offset"),
+                                    Validator::join(path, "offset"));
+    if (offset % kAlignment != 0 ||
+        offset > std::numeric_limits<uint64_t>::max() -
+                     manifest.weights[it->second].bytes)
+      v.fail(Validator::join(path, "offset"),
+             "offset " + std::to_string(offset) + " of weight '" + name +
+                 "' is not a multiple of " + std::to_string(kAlignment) +
+                 " or overflows");
+    rank.weights.push_back({it->second, offset});
+  }
+  for (size_t f : rank.functions)
+    for (const BufferSpec &b : manifest.functions[f].buffers)
+      if (b.role == PD_ROLE_WEIGHT && !listed.count(b.weightIndex))
+        v.fail(wpath, "rank " + std::to_string(r) + "'s function '" +
+                          manifest.functions[f].name + "' binds weight '" +
+                          b.name + "', which the rank's weights file '" +
+                          rank.weightsFile + "' does not list");
+}
+
 void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   const std::string path = "pipeline";
   const json &object = v.object(value, path);
@@ -558,10 +610,17 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   p.chunks = positiveAt(v, schedule, spath, "chunks", 1);
 
   p.loss = v.string(v.member(object, path, "loss"), "pipeline.loss");
-  if (p.loss != "cross-entropy" && p.loss != "mse")
-    v.fail("pipeline.loss",
-           "unknown loss '" + p.loss + "' (expected cross-entropy or mse)");
-  p.labels = v.string(v.member(object, path, "labels"), "pipeline.labels");
+  if (p.loss != "cross-entropy" && p.loss != "mse" && p.loss != "none")
+    v.fail("pipeline.loss", "unknown loss '" + p.loss +
+                                "' (expected cross-entropy, mse or none)");
+  // "none": the last stage's first output is the loss; what it reads are
+  // ordinary inputs, and there is no `labels` member.
+  const bool hasLabels = p.loss != "none";
+  if (!hasLabels && object.contains("labels"))
+    v.fail("pipeline.labels", "loss 'none' has no labels (they are "
+                              "ordinary pipeline.inputs)");
+  if (hasLabels)
+    p.labels = v.string(v.member(object, path, "labels"), "pipeline.labels");
   if (p.loss == "cross-entropy") {
     std::string npath = "pipeline.num_classes";
     uint64_t classes =
@@ -586,7 +645,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
 
   for (const std::string &name : p.inputs)
     p.data.push_back({name, {}, false, {}});
-  p.data.push_back({p.labels, {}, true, {}});
+  if (hasLabels)
+    p.data.push_back({p.labels, {}, true, {}});
   std::vector<std::string> dataFirstUse(p.data.size());
   auto dataIndex = [&](const std::string &name) -> int {
     for (size_t i = 0; i < p.data.size(); ++i)
@@ -902,6 +962,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
       rank.program.push_back(std::move(ins));
     }
     rank.functions.assign(called.begin(), called.end());
+    parseRankWeights(v, entry, rpath, r, manifest, rank);
     // An all-reduce sums a gradient accumulator the rank's functions bind.
     for (size_t i = 0; i < rank.program.size(); ++i) {
       const PipelineInstruction &ins = rank.program[i];
@@ -978,7 +1039,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
       v.fail(dpath, "'" + data.name +
                         "' is read by no 'input' instruction of any rank");
   }
-  const TensorType &labels = p.data.back().type;
+  const TensorType &labels =
+      hasLabels ? p.data.back().type : TensorType{};
   if (p.loss == "cross-entropy" && labels.dtype != PD_DTYPE_I64 &&
       labels.dtype != PD_DTYPE_I32)
     v.fail("pipeline.labels", "cross-entropy takes class indices (i64), but "
@@ -1038,6 +1100,41 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
 
 } // namespace
 
+/// `data_index_checks`: [{"input", "lower", "upper", "node", "op"}, ...].
+void parseDataIndexChecks(Validator &v, const json &value, Manifest &manifest) {
+  const std::string path = "data_index_checks";
+  const json &list = v.array(value, path);
+  auto signedInt = [&](const json &object, const std::string &at,
+                       const char *key) {
+    const json &field = v.member(object, at, key);
+    std::string fieldPath = Validator::join(at, key);
+    if (field.is_number_unsigned() &&
+        field.get<uint64_t>() <=
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return static_cast<int64_t>(field.get<uint64_t>());
+    if (field.is_number_integer() && !field.is_number_unsigned())
+      return field.get<int64_t>();
+    v.fail(fieldPath, "expected an integer, got " + show(field));
+  };
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string at = Validator::index(path, i);
+    const json &object = v.object(list[i], at);
+    DataIndexCheck check;
+    check.input =
+        v.string(v.member(object, at, "input"), Validator::join(at, "input"));
+    check.lower = signedInt(object, at, "lower");
+    check.upper = signedInt(object, at, "upper");
+    if (check.lower >= check.upper)
+      v.fail(at, "empty range [" + std::to_string(check.lower) + ", " +
+                     std::to_string(check.upper) + ")");
+    check.node = v.string(v.member(object, at, "node"),
+                          Validator::join(at, "node"), /*allowEmpty=*/true);
+    check.opType =
+        v.string(v.member(object, at, "op"), Validator::join(at, "op"));
+    manifest.dataIndexChecks.push_back(std::move(check));
+  }
+}
+
 Manifest parseManifest(const std::string &text, const std::string &source) {
   Validator v(source);
   json root;
@@ -1060,18 +1157,21 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
     v.fail("format", "expected \"" + std::string(kBundleFormat) +
                          "\", got \"" + format + "\"");
   const json &version = v.member(root, "", "version");
+  const std::string versions = "versions " +
+                               std::to_string(kMinBundleVersion) + " to " +
+                               std::to_string(kBundleVersion);
   if (version.is_number_integer() && version.get<int64_t>() >= 1 &&
-      version.get<int64_t>() < kBundleVersion)
+      version.get<int64_t>() < kMinBundleVersion)
     v.fail("version", "bundle version " + show(version) +
                           " was written by an older pipedream-compile, "
                           "whose code does not check indices at run time "
-                          "(this runtime reads version " +
-                          std::to_string(kBundleVersion) +
+                          "(this runtime reads " + versions +
                           "): recompile the model with pipedream-compile");
-  if (!version.is_number_integer() || version.get<int64_t>() != kBundleVersion)
+  if (!version.is_number_integer() ||
+      version.get<int64_t>() < kMinBundleVersion ||
+      version.get<int64_t>() > kBundleVersion)
     v.fail("version", "unsupported bundle version " + show(version) +
-                          " (this runtime reads version " +
-                          std::to_string(kBundleVersion) + ")");
+                          " (this runtime reads " + versions + ")");
   manifest.version = version.get<int64_t>();
 
   if (root.contains("model"))
@@ -1129,6 +1229,14 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
       if (weight.offset >
           std::numeric_limits<uint64_t>::max() - weight.bytes)
         v.fail(Validator::join(path, "offset"), "offset + bytes overflows");
+      if (entry.contains("file")) {
+        if (manifest.version < 3)
+          v.fail(Validator::join(path, "file"),
+                 "a weight's 'file' needs bundle version 3 (the bundle says " +
+                     std::to_string(manifest.version) + ")");
+        weight.file =
+            v.relativePath(entry["file"], Validator::join(path, "file"));
+      }
       manifest.weights.push_back(std::move(weight));
     }
   }
@@ -1138,6 +1246,9 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
   else if (!manifest.weights.empty())
     v.fail("", "missing required field 'weights_file' (the bundle has " +
                    std::to_string(manifest.weights.size()) + " weights)");
+  for (WeightSpec &weight : manifest.weights)
+    if (weight.file.empty())
+      weight.file = manifest.weightsFile;
 
   // Functions.
   const json &functions =
@@ -1270,6 +1381,8 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
     manifest.hasTraining = true;
     parseTraining(v, root["training"], manifest);
   }
+  if (root.contains("data_index_checks"))
+    parseDataIndexChecks(v, root["data_index_checks"], manifest);
   if (root.contains("pipeline")) {
     manifest.hasPipeline = true;
     parsePipeline(v, root["pipeline"], manifest);

@@ -32,11 +32,15 @@ public:
   pd_status status;
 };
 
-/// The only bundle.json `format` and `version` this runtime reads.
+/// The only bundle.json `format` this runtime reads, and its versions
+/// (kMinBundleVersion to kBundleVersion).
 constexpr const char *kBundleFormat = "pipedream-bundle";
 /// 2: program.so exports the run-time status record (docs/Bundle.md
 /// "Run-time checks"); version 1 bundles' code does not check indices.
-constexpr int64_t kBundleVersion = 2;
+/// 3: weights may live in rank weight files (a weight's `file`, a rank's
+/// `weights_file` and `weights`; docs/Bundle.md "Rank weight files").
+constexpr int64_t kMinBundleVersion = 2;
+constexpr int64_t kBundleVersion = 3;
 /// Alignment of every buffer and of every weight's offset in weights.bin.
 constexpr size_t kAlignment = 64;
 /// Largest rank a shape may have.
@@ -54,6 +58,8 @@ struct TensorType {
 struct WeightSpec {
   std::string name;
   TensorType type;
+  /// The file holding it (bundle-relative): `file`, else `weights_file`.
+  std::string file;
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
@@ -165,6 +171,11 @@ struct RankProgram {
   /// Indices into Manifest::functions of the functions the program calls,
   /// ascending.
   std::vector<size_t> functions;
+  /// The rank's own weight file (version 3, "" when the rank has none: it
+  /// reads the bundle's `weights` entries) and where each weight its
+  /// functions bind lies in it: (index into Manifest::weights, offset).
+  std::string weightsFile;
+  std::vector<std::pair<size_t, uint64_t>> weights;
 };
 
 /// A data array a pipeline reads: one of `inputs`, or the labels.
@@ -209,6 +220,19 @@ inline bool isBoundBuffer(const BufferSpec &buffer) {
          (buffer.role == PD_ROLE_OUTPUT && !buffer.updates.empty());
 }
 
+/// One entry of bundle.json `data_index_checks` (cuda bundles, docs/Bundle.md
+/// "Run-time checks"): the values of the data input `input` index an axis of
+/// `upper` elements in ONNX node `node` (op `opType`), so they must lie in
+/// [lower, upper). The runtime checks them on the host before the data goes
+/// to the device (the device code clamps but cannot report).
+struct DataIndexCheck {
+  std::string input;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  std::string node;
+  std::string opType;
+};
+
 /// A validated bundle.json.
 struct Manifest {
   int64_t version = kBundleVersion;
@@ -228,6 +252,8 @@ struct Manifest {
   TrainingSpec training;
   bool hasPipeline = false;
   PipelineSpec pipeline;
+  /// `data_index_checks` (empty when absent).
+  std::vector<DataIndexCheck> dataIndexChecks;
 };
 
 /// Parses and validates bundle.json text. Throws Error (PD_ERROR_FORMAT)

@@ -29,9 +29,11 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "RankEntry.h"
+#include "StepSnapshot.h"
 #include "Trace.h"
 #include "Transport.h"
 
@@ -128,11 +130,22 @@ struct pd_pipeline {
   std::vector<std::pair<int64_t, double>> stepLosses;
   /// pd_pipeline_set_check_finite.
   bool checkFinite = false;
-  /// Persistent buffers (not grads) that the rank's non-update calls
-  /// update (BatchNorm running statistics), saved at the start of each
-  /// step and restored when it fails.
-  std::vector<pd_buffer *> stepUpdated;
-  std::vector<std::vector<unsigned char>> stepSaved;
+  /// Persistent buffers (not grads) the step may have changed when the
+  /// ranks agree on its status, saved at the start of each step and
+  /// restored when it fails: what the rank's non-update calls update
+  /// (BatchNorm running statistics, dropout seeds) and, for asynchronous
+  /// schedules, whose updates run before the agreement, also what its
+  /// updates change (weights, optimizer state, step counters).
+  pipedream::runtime::StepSnapshot stepSnapshot;
+  /// Asynchronous schedules: the weights the rank's updates change. Their
+  /// updates clear the gradient accumulators before the agreement, so
+  /// check-finite looks at the updated weights instead (a non-finite
+  /// gradient makes its weight non-finite under SGD, momentum and Adam).
+  std::vector<pd_buffer *> asyncUpdatedWeights;
+  /// Some function of the rank has run-time checks (program.so has the
+  /// status record): without them, and with check-finite off, no step can
+  /// fail a check and the snapshot is not taken.
+  bool hasChecks = false;
 };
 
 namespace pipedream {
@@ -176,7 +189,8 @@ matchData(const PipelineSpec &spec, const std::vector<size_t> &which,
 /// numSamples) lie in [0, num_classes).
 void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
                  size_t numSamples, size_t firstRow, size_t rows) {
-  if (spec.loss != "cross-entropy")
+  if (spec.loss != "cross-entropy" || spec.data.empty() ||
+      !spec.data.back().isLabels)
     return;
   const PipelineData &data = spec.data.back();
   size_t perRow = rowBytes(spec, data) / pd_dtype_size(data.type.dtype);
@@ -344,11 +358,15 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
     auto key = std::make_tuple(ins.stage, ins.chunk,
                                ins.saveWeights >= 0 ? ins.saveWeights
                                                     : ins.useWeights);
-    version = &p.weightVersions[key];
-    if (ins.useWeights >= 0 && version->empty())
+    // NOTE: F creates its version's entry even when the stage has no
+    // weights (an empty map), so B and W of a weightless stage find it.
+    auto found = p.weightVersions.find(key);
+    if (ins.useWeights >= 0 && found == p.weightVersions.end())
       throw Error(PD_ERROR_INVALID_ARGUMENT,
                   "no weight version " + std::to_string(ins.useWeights) +
                       " was saved for this stage");
+    version = found != p.weightVersions.end() ? &found->second
+                                              : &p.weightVersions[key];
   }
   for (size_t k = 0; k < function.buffers.size(); ++k) {
     const BufferSpec &buffer = function.spec.buffers[k];
@@ -465,6 +483,15 @@ void agreeOnStep(pd_pipeline &p) {
         noteFailure(p, -1, "gradient '" + grad->name + "' is not finite (" +
                                bad + ", check-finite)");
     }
+    for (pd_buffer *weight : p.asyncUpdatedWeights) {
+      if (weight->cuda)
+        pipedream::runtime::downloadBuffer(*weight);
+      std::string bad = pipedream::runtime::describeNonFinite(*weight);
+      if (!bad.empty())
+        noteFailure(p, -1, "weight '" + weight->name +
+                               "' is not finite after the step's updates (" +
+                               bad + ", check-finite)");
+    }
   }
   StepStatus mine;
   mine.rank = static_cast<int64_t>(p.rank);
@@ -513,15 +540,51 @@ void agreeOnStep(pd_pipeline &p) {
   }
   if (!agreed.failed)
     return;
-  for (size_t k = 0; k < p.stepUpdated.size(); ++k)
-    std::memcpy(p.stepUpdated[k]->memory.get(), p.stepSaved[k].data(),
-                p.stepSaved[k].size());
+  p.stepSnapshot.restore();
   std::string where =
       (agreed.microbatch >= 0
            ? "micro-batch " + std::to_string(agreed.microbatch) + ", "
            : std::string()) +
       "rank " + std::to_string(agreed.rank) + ": ";
   throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
+}
+
+/// cuda bundles (their device code cannot report): the step's rows of
+/// every data input that bundle.json `data_index_checks` names, on the host
+/// and before the step runs. Every rank given the array checks it, so all
+/// fail alike with the same message (the rank named is the first that
+/// reads it), before any message or update: nothing to agree or undo.
+void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
+                      size_t count, size_t samples, size_t first) {
+  const PipelineSpec &spec = *p.spec;
+  for (const auto &check : p.bundle->manifest.dataIndexChecks) {
+    const PipelineData *data = nullptr;
+    for (const PipelineData &d : spec.data)
+      if (d.name == check.input)
+        data = &d;
+    if (!data || data->ranks.empty())
+      continue;
+    for (size_t a = 0; a < count; ++a) {
+      if (!arrays[a].name || check.input != arrays[a].name)
+        continue;
+      // matchData checked the arrays the rank reads; another rank's array
+      // is scanned only when it has the micro-batch's element type.
+      if (arrays[a].dtype != data->type.dtype ||
+          arrays[a].num_bytes <
+              samples * (data->type.numBytes / spec.microbatchSize))
+        continue;
+      size_t perRow = data->type.numElements / spec.microbatchSize;
+      pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
+          check, arrays[a].dtype, arrays[a].data, perRow, samples, first,
+          spec.batchSize);
+      if (bad.found)
+        throw Error(PD_ERROR_CHECK_FAILED,
+                    "micro-batch " +
+                        std::to_string(bad.row / spec.microbatchSize) +
+                        ", rank " + std::to_string(data->ranks.front()) +
+                        ": " + bad.message);
+    }
+  }
 }
 
 /// Before a call: the agreement comes before the step's first update (or
@@ -999,6 +1062,9 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
       // dlsym is specified for (POSIX).
       p->entry = reinterpret_cast<pd_rank_entry>(symbol);
     }
+    for (size_t f : p->program->functions)
+      if (bundle->functionByIndex[f]->checkRecord)
+        p->hasChecks = true;
     std::set<pd_buffer *> grads;
     for (size_t f : p->program->functions)
       for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
@@ -1012,20 +1078,26 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     // messages: an agreement before the first one could wait on a rank
     // that waits on this one.
     p->agreeBeforeUpdate = spec->kind != "pipedream" && spec->kind != "2bw";
+    // NOTE: an asynchronous schedule's updates run before the ranks agree
+    // on the step (agreeBeforeUpdate): the snapshot then holds everything
+    // they change too, so that a failed step is applied on no rank.
     std::set<pd_buffer *> updated;
     for (const PipelineInstruction &ins : p->program->program)
-      if (ins.op == PipelineInstruction::Op::Call && ins.action != "U")
+      if (ins.op == PipelineInstruction::Op::Call &&
+          (ins.action != "U" || !p->agreeBeforeUpdate))
         for (auto &[output, target] :
              bundle->functionByIndex[ins.function]->updates)
-          if (target->role != PD_ROLE_GRAD && !target->cuda)
+          if (target->role != PD_ROLE_GRAD)
             updated.insert(target);
     for (auto &buffer : bundle->weights)
-      if (updated.count(buffer.get()))
-        p->stepUpdated.push_back(buffer.get());
+      if (updated.count(buffer.get())) {
+        p->stepSnapshot.add(buffer.get());
+        if (!p->agreeBeforeUpdate)
+          p->asyncUpdatedWeights.push_back(buffer.get());
+      }
     for (auto &buffer : bundle->persistent)
       if (updated.count(buffer.get()))
-        p->stepUpdated.push_back(buffer.get());
-    p->stepSaved.resize(p->stepUpdated.size());
+        p->stepSnapshot.add(buffer.get());
     for (size_t d = 0; d < spec->data.size(); ++d)
       if (std::binary_search(spec->data[d].ranks.begin(),
                              spec->data[d].ranks.end(), rank))
@@ -1067,7 +1139,8 @@ pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
     size_t samples = 0;
     std::vector<const pd_named_array *> matched =
         matchData(spec, all, arrays, count, samples);
-    checkLabels(spec, *matched.back(), samples, 0, samples);
+    if (!matched.empty())
+      checkLabels(spec, *matched.back(), samples, 0, samples);
     if (num_samples)
       *num_samples = samples;
     return PD_OK;
@@ -1091,6 +1164,8 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     for (size_t k = 0; k < p.reads.size(); ++k)
       if (spec.data[p.reads[k]].isLabels)
         checkLabels(spec, *matched[k], samples, first, spec.batchSize);
+    if (p.cuda)
+      checkDataIndices(p, arrays, count, samples, first);
 
     pipedream::runtime::TraceLog &trace = p.trace;
     const double stepStart =
@@ -1105,11 +1180,10 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     p.failureMicrobatch = -1;
     p.stepLosses.clear();
     p.stepAgreed = false;
-    for (size_t k = 0; k < p.stepUpdated.size(); ++k) {
-      const pd_buffer &buffer = *p.stepUpdated[k];
-      const unsigned char *memory = buffer.memory.get();
-      p.stepSaved[k].assign(memory, memory + buffer.type.numBytes);
-    }
+    if (p.hasChecks || p.checkFinite)
+      p.stepSnapshot.save();
+    else
+      p.stepSnapshot.skip();
     if (p.entry)
       runNativeEntry(p);
     else

@@ -14,8 +14,11 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
+#include "Threads.h"
+#include "StepSnapshot.h"
 #include "Trace.h"
 
 #include <algorithm>
@@ -361,10 +364,10 @@ struct pd_trainer {
   /// Every `grad` buffer of the bundle, zeroed before each step.
   std::vector<pd_buffer *> grads;
   /// Persistent buffers (not grads) the step function updates (BatchNorm
-  /// running statistics), copied at the start of each step and restored
-  /// when the step fails, so a failed step changes nothing.
-  std::vector<pd_buffer *> stepUpdated;
-  std::vector<std::vector<unsigned char>> stepSaved;
+  /// running statistics, on the host or the device), copied at the start
+  /// of each step and restored when the step fails, so a failed step
+  /// changes nothing.
+  pipedream::runtime::StepSnapshot stepSnapshot;
   /// pd_trainer_set_check_finite.
   bool checkFinite = false;
   /// Measured events (pd_trainer_set_tracing).
@@ -388,8 +391,10 @@ pd_bundle::~pd_bundle() {
   functions.clear();
   persistent.clear();
   weights.clear();
-  if (library)
+  if (library) {
+    pipedream::runtime::forgetThreads(library);
     dlclose(library);
+  }
 }
 
 namespace {
@@ -453,52 +458,106 @@ std::set<std::string> persistentNamesUsed(const pd_bundle &bundle) {
   return names;
 }
 
-/// Checks every weight against the weights file's size, then reads each
-/// into its own aligned buffer (on a rank bundle only the rank's weights;
-/// the others are listed without memory).
+/// Reads `bytes` at `offset` of the bundle file `file` into `memory`,
+/// after checking the range against the file's size.
+void readWeightBytes(const pd_bundle &bundle, const std::string &file,
+                     const std::string &name, uint64_t offset, uint64_t bytes,
+                     void *memory) {
+  std::string path = joinPath(bundle.dir, file);
+  std::FILE *stream = std::fopen(path.c_str(), "rb");
+  if (!stream)
+    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                 errnoText(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(stream, std::fclose);
+  struct stat st;
+  if (fstat(fileno(stream), &st) != 0 || !S_ISREG(st.st_mode))
+    throw Error(PD_ERROR_IO,
+                path + ": cannot open the weights file: not a regular file");
+  uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  if (offset > fileSize || bytes > fileSize - offset)
+    throw Error(PD_ERROR_FORMAT,
+                path + ": too short: weight '" + name + "' needs bytes [" +
+                    std::to_string(offset) + ", " +
+                    std::to_string(offset + bytes) + ") but the file has " +
+                    std::to_string(fileSize));
+  if (bytes == 0)
+    return;
+  if (fseeko(stream, static_cast<off_t>(offset), SEEK_SET) != 0 ||
+      std::fread(memory, 1, bytes, stream) != bytes)
+    throw Error(PD_ERROR_IO, path + ": cannot read weight '" + name +
+                                 "' at offset " + std::to_string(offset));
+}
+
+/// Checks every weight against its file's size, then reads each into its
+/// own aligned buffer. On a rank bundle only the rank's weights are read,
+/// from the rank's own weight file when it has one (bundle version 3); the
+/// others are listed without memory.
 void loadWeights(pd_bundle &bundle) {
   const Manifest &manifest = bundle.manifest;
   if (manifest.weights.empty())
     return;
-  std::string path = joinPath(bundle.dir, manifest.weightsFile);
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  if (!S_ISREG(st.st_mode))
-    throw Error(PD_ERROR_IO,
-                path + ": cannot open the weights file: not a regular file");
-  uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  // Where each weight is read from: its entry, or the rank's own file.
+  std::vector<std::pair<const std::string *, uint64_t>> source;
   for (const WeightSpec &weight : manifest.weights)
-    if (weight.offset > fileSize || weight.bytes > fileSize - weight.offset)
-      throw Error(PD_ERROR_FORMAT,
-                  path + ": too short: weight '" + weight.name +
-                      "' needs bytes [" + std::to_string(weight.offset) +
-                      ", " + std::to_string(weight.offset + weight.bytes) +
-                      ") but the file has " + std::to_string(fileSize));
-
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
+    source.push_back({&weight.file, weight.offset});
   std::set<std::string> used;
-  if (bundle.rank >= 0)
+  if (bundle.rank >= 0) {
     used = persistentNamesUsed(bundle);
-  for (const WeightSpec &weight : manifest.weights) {
+    const pipedream::runtime::RankProgram &rank =
+        manifest.pipeline.ranks[static_cast<size_t>(bundle.rank)];
+    if (!rank.weightsFile.empty()) {
+      std::vector<bool> listed(manifest.weights.size(), false);
+      for (auto [w, offset] : rank.weights) {
+        source[w] = {&rank.weightsFile, offset};
+        listed[w] = true;
+      }
+      for (size_t w = 0; w < manifest.weights.size(); ++w)
+        if (used.count(manifest.weights[w].name) && !listed[w])
+          throw Error(PD_ERROR_FORMAT,
+                      joinPath(bundle.dir, rank.weightsFile) +
+                          ": rank " + std::to_string(bundle.rank) +
+                          " needs weight '" + manifest.weights[w].name +
+                          "', which its weights file does not hold");
+    }
+  }
+  // Every range first, so a short file fails before anything is read.
+  std::map<std::string, uint64_t> sizes;
+  for (size_t w = 0; w < manifest.weights.size(); ++w) {
+    const WeightSpec &weight = manifest.weights[w];
+    if (bundle.rank >= 0 && !used.count(weight.name))
+      continue;
+    const std::string &file = *source[w].first;
+    auto it = sizes.find(file);
+    if (it == sizes.end()) {
+      std::string path = joinPath(bundle.dir, file);
+      struct stat st;
+      if (stat(path.c_str(), &st) != 0)
+        throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
+                                     errnoText(errno));
+      if (!S_ISREG(st.st_mode))
+        throw Error(PD_ERROR_IO, path + ": cannot open the weights file: "
+                                        "not a regular file");
+      it = sizes.emplace(file, static_cast<uint64_t>(st.st_size)).first;
+    }
+    uint64_t offset = source[w].second;
+    if (offset > it->second || weight.bytes > it->second - offset)
+      throw Error(PD_ERROR_FORMAT,
+                  joinPath(bundle.dir, file) + ": too short: weight '" +
+                      weight.name + "' needs bytes [" +
+                      std::to_string(offset) + ", " +
+                      std::to_string(offset + weight.bytes) +
+                      ") but the file has " + std::to_string(it->second));
+  }
+  for (size_t w = 0; w < manifest.weights.size(); ++w) {
+    const WeightSpec &weight = manifest.weights[w];
     bool onRank = bundle.rank < 0 || used.count(weight.name);
     auto buffer = makeBuffer(weight.name, PD_ROLE_WEIGHT, weight.type,
                              "weight '" + weight.name + "'", onRank);
     buffer->written = true;
     buffer->onRank = onRank;
-    if (onRank && weight.bytes != 0) {
-      if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
-          std::fread(buffer->memory.get(), 1, weight.bytes, file) !=
-              weight.bytes)
-        throw Error(PD_ERROR_IO, path + ": cannot read weight '" +
-                                     weight.name + "' at offset " +
-                                     std::to_string(weight.offset));
-    }
+    if (onRank)
+      readWeightBytes(bundle, *source[w].first, weight.name, source[w].second,
+                      weight.bytes, buffer->memory.get());
     bundle.weights.push_back(std::move(buffer));
   }
 }
@@ -510,20 +569,9 @@ namespace runtime {
 void loadWeightFromFile(pd_bundle &bundle, size_t index) {
   const WeightSpec &weight = bundle.manifest.weights[index];
   pd_buffer &buffer = *bundle.weights[index];
-  std::string path = joinPath(bundle.dir, bundle.manifest.weightsFile);
   unsigned char *memory = ensureMemory(buffer);
-  if (weight.bytes == 0)
-    return;
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw Error(PD_ERROR_IO, path + ": cannot open the weights file: " +
-                                 errnoText(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> closer(file, std::fclose);
-  if (fseeko(file, static_cast<off_t>(weight.offset), SEEK_SET) != 0 ||
-      std::fread(memory, 1, weight.bytes, file) != weight.bytes)
-    throw Error(PD_ERROR_IO, path + ": cannot read weight '" + weight.name +
-                                 "' at offset " +
-                                 std::to_string(weight.offset));
+  readWeightBytes(bundle, weight.file, weight.name, weight.offset,
+                  weight.bytes, memory);
 }
 } // namespace runtime
 } // namespace pipedream
@@ -548,6 +596,8 @@ void loadLibrary(pd_bundle &bundle) {
     throw Error(PD_ERROR_LOAD, path + ": cannot load the bundle's library: " +
                                    (reason ? reason : "unknown dlopen error"));
   }
+  // pipedream/threads.h: the kernels' thread count (Threads.cpp).
+  pipedream::runtime::configureThreads(bundle.library);
   bundle.functionByIndex.assign(bundle.manifest.functions.size(), nullptr);
   // The run-time status record (docs/Bundle.md "Run-time checks"); every
   // library pipedream-compile writes exports it.
@@ -629,6 +679,19 @@ void allocateBuffers(pd_bundle &bundle) {
 /// Calls `function` on its buffers, then applies its `updates`
 /// (pipedream::runtime::invokeFunction; device pointers for cuda bundles).
 void runFunction(pd_function &function) {
+  // cuda: the index inputs' host values, before they are uploaded (the
+  // host copy is the value after pd_buffer_write; one already on the
+  // device only, a previous call's output, is not checked).
+  for (auto &[i, check] : function.hostIndexChecks) {
+    const pd_buffer &buffer = *function.buffers[i];
+    if (!buffer.hostCurrent || !buffer.memory)
+      continue;
+    pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
+        *check, buffer.type.dtype, buffer.memory.get(),
+        buffer.type.numElements, 1, 0, 1);
+    if (bad.found)
+      throw Error(PD_ERROR_CHECK_FAILED, bad.message);
+  }
   for (size_t i = 0; i < function.buffers.size(); ++i) {
     pd_buffer *buffer = function.buffers[i];
     if (buffer->role == PD_ROLE_INPUT && !buffer->written)
@@ -831,6 +894,13 @@ void markCuda(pd_bundle &bundle) {
     function->cuda = true;
     for (auto &buffer : function->owned)
       buffer->cuda = true;
+    // The device code cannot report an index out of range: the data
+    // inputs that are indices are checked on the host (runFunction).
+    for (const auto &check : bundle.manifest.dataIndexChecks)
+      for (size_t i = 0; i < function->buffers.size(); ++i)
+        if (function->buffers[i]->role == PD_ROLE_INPUT &&
+            function->buffers[i]->name == check.input)
+          function->hostIndexChecks.emplace_back(i, &check);
   }
 }
 
@@ -1344,12 +1414,9 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     for (auto &buffer : bundle->persistent)
       if (buffer->role == PD_ROLE_GRAD)
         trainer->grads.push_back(buffer.get());
-    // NOTE: cuda buffers' values may be on the device only; they are not
-    // restored (docs/Runtime.md "Run-time checks").
     for (auto &[output, target] : trainer->step->updates)
-      if (target->role != PD_ROLE_GRAD && !target->cuda)
-        trainer->stepUpdated.push_back(target);
-    trainer->stepSaved.resize(trainer->stepUpdated.size());
+      if (target->role != PD_ROLE_GRAD)
+        trainer->stepSnapshot.add(target);
     bundle->trainers.push_back(std::move(trainer));
     *out = bundle->trainers.back().get();
     return PD_OK;
@@ -1418,17 +1485,11 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     const double stepStart = trace.enabled ? traceNow() : 0;
     for (pd_buffer *grad : trainer->grads)
       pipedream::runtime::zeroBuffer(*grad);
-    for (size_t k = 0; k < trainer->stepUpdated.size(); ++k) {
-      const pd_buffer &buffer = *trainer->stepUpdated[k];
-      const unsigned char *memory = buffer.memory.get();
-      trainer->stepSaved[k].assign(memory, memory + buffer.type.numBytes);
-    }
+    trainer->stepSnapshot.save();
     // A failed check: the step's persistent changes are undone, the update
     // does not run.
     auto failStep = [&](const std::string &message) {
-      for (size_t k = 0; k < trainer->stepUpdated.size(); ++k)
-        std::memcpy(trainer->stepUpdated[k]->memory.get(),
-                    trainer->stepSaved[k].data(), trainer->stepSaved[k].size());
+      trainer->stepSnapshot.restore();
       throw Error(PD_ERROR_CHECK_FAILED, message);
     };
     double total = 0;

@@ -17,6 +17,7 @@
 #include "pipedream/runtime.h"
 
 #include "GpuSupport.h"
+#include "TestUtil.h"
 
 
 #include <gtest/gtest.h>
@@ -228,8 +229,9 @@ TEST(GpuGemm, BadArgumentsAreRecordedNotRun) {
 
 /// GpuAddOne.ptx: add_one(float *data, u32 n) adds 1 to data[0, n).
 std::string addOnePtx() {
-  std::ifstream in(PIPEDREAM_TEST_PTX);
-  EXPECT_TRUE(in) << PIPEDREAM_TEST_PTX;
+  std::string path = pipedream::test::testFile(PIPEDREAM_TEST_PTX);
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
   return std::string((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
 }
@@ -275,8 +277,9 @@ TEST(GpuLaunch, PtxModuleRunsOnTheThreadStream) {
 
 #ifdef PIPEDREAM_TEST_FATBIN
 TEST(GpuLaunch, FatbinModuleRuns) {
-  std::ifstream in(PIPEDREAM_TEST_FATBIN, std::ios::binary);
-  ASSERT_TRUE(in) << PIPEDREAM_TEST_FATBIN;
+  std::string path = pipedream::test::testFile(PIPEDREAM_TEST_FATBIN);
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
   std::string blob((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   void *module = mgpuModuleLoad(&blob[0], blob.size());

@@ -46,8 +46,9 @@ void makeCudaBundle(const std::string &dir, json manifest,
     function["symbol"] = "cuda_" + function["symbol"].get<std::string>();
   pipedream::test::writeFile(dir + "/bundle.json", manifest.dump());
   pipedream::test::writeFile(dir + "/weights.bin", weights);
-  std::filesystem::copy_file(PIPEDREAM_GPU_TEST_PROGRAM, dir + "/program.so",
-                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(
+      pipedream::test::testFile(PIPEDREAM_GPU_TEST_PROGRAM),
+      dir + "/program.so", std::filesystem::copy_options::overwrite_existing);
 }
 
 struct ChainData {
@@ -238,6 +239,58 @@ Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
     pd_transport_destroy(transports[r]);
   }
   return result;
+}
+
+// The device code of a cuda bundle clamps indices but cannot report them:
+// the inputs bundle.json `data_index_checks` names are checked on the host
+// before the call, with the CPU code's message, and the call does not run.
+TEST(GpuRuntime, DataIndexChecksRunOnTheHostBeforeTheCall) {
+  std::string bin;
+  json manifest = pipedream::test::chainTrainingManifest(2, bin);
+  // GpuTestProgram.c's `fail` symbol: a call that runs reports itself.
+  manifest["functions"].push_back(
+      {{"name", "lookup"},
+       {"symbol", "fail"},
+       {"kind", "inference"},
+       {"buffers",
+        {{{"name", "idx"}, {"role", "input"}, {"dtype", "i64"},
+          {"shape", {4}}}}}});
+  manifest["data_index_checks"] = {{{"input", "idx"},
+                                    {"lower", -3},
+                                    {"upper", 3},
+                                    {"node", "/tok/Gather"},
+                                    {"op", "Gather"}}};
+  TempDir dir;
+  makeCudaBundle(dir.path(), manifest, bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open(dir.path().c_str(), &bundle), PD_OK)
+      << pd_last_error();
+  pd_function *lookup = nullptr;
+  ASSERT_EQ(pd_function_lookup(bundle, "lookup", &lookup), PD_OK);
+  pd_buffer *idx = nullptr;
+  ASSERT_EQ(pd_function_find_buffer(lookup, "idx", &idx), PD_OK)
+      << pd_last_error();
+  int64_t shape[1] = {4};
+  int64_t bad[4] = {0, 1, 3, -1};
+  ASSERT_EQ(pd_buffer_write(idx, PD_DTYPE_I64, 1, shape, bad, sizeof(bad)),
+            PD_OK);
+  EXPECT_EQ(pd_function_run(lookup), PD_ERROR_CHECK_FAILED);
+  EXPECT_STREQ(pd_last_error(), "node '/tok/Gather' (op Gather): index 3 out "
+                                "of range [-3, 3) in input 'idx'");
+  int64_t low[4] = {0, -4, 2, -1};
+  ASSERT_EQ(pd_buffer_write(idx, PD_DTYPE_I64, 1, shape, low, sizeof(low)),
+            PD_OK);
+  EXPECT_EQ(pd_function_run(lookup), PD_ERROR_CHECK_FAILED);
+  EXPECT_STREQ(pd_last_error(), "node '/tok/Gather' (op Gather): index -4 "
+                                "out of range [-3, 3) in input 'idx'");
+  // In range (negative ids wrap): the call runs.
+  int64_t good[4] = {-3, 2, 0, -1};
+  ASSERT_EQ(pd_buffer_write(idx, PD_DTYPE_I64, 1, shape, good, sizeof(good)),
+            PD_OK);
+  EXPECT_EQ(pd_function_run(lookup), PD_ERROR_INTERNAL);
+  EXPECT_STREQ(pd_last_error(),
+               "function 'lookup': cuda test program: failing on purpose");
+  pd_bundle_close(bundle);
 }
 
 TEST(GpuRuntime, TwoStagePipelineOnOneGpuEqualsCpuTraining) {

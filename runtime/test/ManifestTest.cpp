@@ -133,12 +133,23 @@ const BadCase kBadCases[] = {
      "format: expected \"pipedream-bundle\", got \"onnx\""},
     {"FormatNotString", [](json &m) { m["format"] = 3; },
      "format: expected a string, got an integer 3"},
-    {"FutureVersion", [](json &m) { m["version"] = 3; },
-     "version: unsupported bundle version 3 (this runtime reads version 2)"},
+    {"FutureVersion", [](json &m) { m["version"] = 4; },
+     "version: unsupported bundle version 4 (this runtime reads versions 2 "
+     "to 3)"},
+    {"WeightFileNeedsVersion3",
+     [](json &m) { m["weights"][0]["file"] = "weights.rank0.bin"; },
+     "weights[0].file: a weight's 'file' needs bundle version 3 (the bundle "
+     "says 2)"},
+    {"WeightFileEscapes",
+     [](json &m) {
+       m["version"] = 3;
+       m["weights"][0]["file"] = "../weights.bin";
+     },
+     "weights[0].file"},
     {"OldVersion", [](json &m) { m["version"] = 1; },
      "version: bundle version 1 was written by an older pipedream-compile, "
      "whose code does not check indices at run time (this runtime reads "
-     "version 2): recompile the model with pipedream-compile"},
+     "versions 2 to 3): recompile the model with pipedream-compile"},
     {"VersionString", [](json &m) { m["version"] = "2"; },
      "version: unsupported bundle version \"2\""},
     {"MissingVersion", [](json &m) { m.erase("version"); },
@@ -233,6 +244,36 @@ const BadCase kBadCases[] = {
      [](json &m) { m["functions"][1]["buffers"][2]["shape"] = {1, 3}; },
      "functions[1].buffers[2]: weight buffer 'b' is f32[1x3] but the weight "
      "is f32[3]"},
+    {"DataIndexChecksNotArray", [](json &m) { m["data_index_checks"] = 3; },
+     "data_index_checks: expected an array, got an integer"},
+    {"DataIndexCheckEmptyRange",
+     [](json &m) {
+       m["data_index_checks"] = {{{"input", "idx"}, {"lower", 5},
+                                  {"upper", 5}, {"node", "/g"},
+                                  {"op", "Gather"}}};
+     },
+     "data_index_checks[0]: empty range [5, 5)"},
+    {"DataIndexCheckFloatBound",
+     [](json &m) {
+       m["data_index_checks"] = {{{"input", "idx"}, {"lower", -1.5},
+                                  {"upper", 5}, {"node", "/g"},
+                                  {"op", "Gather"}}};
+     },
+     "data_index_checks[0].lower: expected an integer, got -1.5"},
+    {"DataIndexCheckHugeBound",
+     [](json &m) {
+       m["data_index_checks"] = {{{"input", "idx"}, {"lower", 0},
+                                  {"upper", 18446744073709551615ull},
+                                  {"node", "/g"}, {"op", "Gather"}}};
+     },
+     "data_index_checks[0].upper: expected an integer, got "
+     "18446744073709551615"},
+    {"DataIndexCheckNoInput",
+     [](json &m) {
+       m["data_index_checks"] = {
+           {{"lower", 0}, {"upper", 5}, {"node", "/g"}, {"op", "Gather"}}};
+     },
+     "data_index_checks[0]: missing required field 'input'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(
@@ -261,6 +302,22 @@ TEST(Manifest, NumberOverflowIsMalformed) {
                           0),
             0u)
       << message;
+}
+
+TEST(Manifest, ParsesDataIndexChecks) {
+  json manifest = json::parse(pipedream::test::testManifest());
+  manifest["data_index_checks"] = {{{"input", "idx"},
+                                    {"lower", -61},
+                                    {"upper", 61},
+                                    {"node", "/tok/Gather"},
+                                    {"op", "Gather"}}};
+  Manifest m = parse(manifest.dump());
+  ASSERT_EQ(m.dataIndexChecks.size(), 1u);
+  EXPECT_EQ(m.dataIndexChecks[0].input, "idx");
+  EXPECT_EQ(m.dataIndexChecks[0].lower, -61);
+  EXPECT_EQ(m.dataIndexChecks[0].upper, 61);
+  EXPECT_EQ(m.dataIndexChecks[0].node, "/tok/Gather");
+  EXPECT_EQ(m.dataIndexChecks[0].opType, "Gather");
 }
 
 TEST(Manifest, EmptyTextIsMalformed) {

@@ -199,6 +199,18 @@ inline std::string probeManifest() {
 })";
 }
 
+/// The test input built at `built` (a path compiled in by CMake), or the
+/// file of the same name in $PIPEDREAM_TEST_FILES when that is set: the
+/// GPU kit (scripts/gpu-kit.sh) runs the device tests on another machine,
+/// where the build tree does not exist.
+inline std::string testFile(const char *built) {
+  const char *dir = std::getenv("PIPEDREAM_TEST_FILES");
+  if (!dir || !*dir)
+    return built;
+  return std::string(dir) + "/" +
+         std::filesystem::path(built).filename().string();
+}
+
 /// Writes a bundle into `dir`: the manifest, the weights and a copy of the
 /// test program (built from TestProgram.c) as program.so.
 inline void makeBundle(const std::string &dir,
@@ -207,7 +219,7 @@ inline void makeBundle(const std::string &dir,
   writeFile(dir + "/bundle.json", manifest);
   writeFile(dir + "/weights.bin", weights);
   std::filesystem::copy_file(
-      PIPEDREAM_TEST_PROGRAM, dir + "/program.so",
+      testFile(PIPEDREAM_TEST_PROGRAM), dir + "/program.so",
       std::filesystem::copy_options::overwrite_existing);
 }
 

@@ -111,6 +111,13 @@ SHAPE_ARGUMENTS = {
     "Pad": [1, 3], "Resize": [1, 2, 3], "Upsample": [1],
     "OneHot": [1], "Compress": [1], "Dropout": [1, 2], "MaxUnpool": [2],
     "ConstantOfShape": [0], "Range": [0, 1, 2], "Trilu": [1],
+    # Axes and counts that decide the result's shape or the loop nest
+    # (torch exports them as constants).
+    "TopK": [1], "CumSum": [1],
+    **{op: [1] for op in ["ReduceSum", "ReduceMean", "ReduceMax",
+                          "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                          "ReduceLogSum", "ReduceLogSumExp",
+                          "ReduceSumSquare"]},
 }
 
 

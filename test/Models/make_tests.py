@@ -30,15 +30,9 @@ WHAT = {
 }
 
 # Failure reasons, by the first failing piece (docs/Models.md has the matrix).
-FROZEN = ("float constants the export holds in initializers are trained as "
-          "parameters: an all-zero additive attention mask ('where'; a "
-          "finfo.min mask is frozen as a mask) or rotary cos/sin tables "
-          "have a differentiable path to the loss and ordinary values, so "
-          "nn-mark-trainable keeps them (--freeze fixes it, see the "
-          "sgd-freeze tests)")
-CLIP = ("Clip bounds that are float initializers (min_val_cast) are read "
-        "as weights, not import-time constants (helper frozen)")
-
+# None today: the dynamo exports' masks and rotary tables are frozen by the
+# exporter's record (docs/Training.md), ReLU6's Clip bounds read as
+# constants.
 KNOWN = {}
 
 
@@ -46,12 +40,6 @@ def known(names, checks, reason):
     for n in names:
         for c in checks:
             KNOWN[(n, c)] = reason
-
-
-TRAINING = ["sgd", "1f1b", "async"]
-known(["bert-dynamo", "vit-dynamo", "llama-dynamo", "t5-dynamo"],
-      ["sgd", "1f1b"], FROZEN)
-known(["mobilenetv2-dynamo"], CHECKS + ["sgd-freeze"], CLIP)
 
 
 def main():

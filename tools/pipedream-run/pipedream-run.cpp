@@ -41,6 +41,9 @@
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
 #include "pipedream/runtime.h"
+#include "pipedream/threads.h"
+
+#include "PeakMemory.h"
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +69,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,7 +84,8 @@ const char kUsage[] =
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
     "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
     "                     --checkpoint-every S] [--resume]\n"
-    "                     [--check-finite] [--ranks K] [--transport threads|mpi|nccl]\n"
+    "                     [--check-finite] [--skip-failed-steps]\n"
+    "                     [--ranks K] [--transport threads|mpi|nccl]\n"
     "                     [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
@@ -115,6 +120,11 @@ const char kUsage[] =
     "                           --steps, with the same data order\n"
     "  --check-finite           stop at the first non-finite loss or\n"
     "                           gradient (the step is not applied)\n"
+    "  --skip-failed-steps      a step that fails a run-time check (an index\n"
+    "                           out of range; with --check-finite a\n"
+    "                           non-finite loss or gradient) is skipped, not\n"
+    "                           applied on any rank, with a warning, and\n"
+    "                           training goes on\n"
     "\n"
     "Pipeline bundles (compiled with --stages K):\n"
     "  --ranks K                run K MPI processes: re-executes itself under\n"
@@ -129,6 +139,10 @@ const char kUsage[] =
     "  --timeout SECONDS        how long a rank waits for another before the\n"
     "                           run fails naming it (default\n"
     "                           $PIPEDREAM_TIMEOUT, else 60)\n"
+    "  --threads N              threads of each rank's CPU kernels (GEMMs);\n"
+    "                           default $PIPEDREAM_NUM_THREADS, else this\n"
+    "                           process's CPUs divided among the ranks that\n"
+    "                           share them; results do not depend on N\n"
     "  -h, --help               this text\n"
     "\n"
     "Training progress goes to stderr as one updating line on a terminal,\n"
@@ -156,6 +170,11 @@ struct Options {
   uint64_t checkpointSteps = 0;
   bool resume = false;
   bool checkFinite = false;
+  // --threads (issue 21)
+  std::string threads;
+  int numThreads = 0;
+  // --skip-failed-steps (docs/Runtime.md "Run-time checks").
+  bool skipFailedSteps = false;
 };
 
 std::string *valueOf(Options &options, const std::string &flag) {
@@ -183,12 +202,22 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.checkpointDir;
   if (flag == "--checkpoint-every")
     return &options.checkpointEvery;
+  if (flag == "--threads")
+    return &options.threads;
   return nullptr;
 }
 
 int error(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 1;
+}
+
+/// --skip-failed-steps: the one line for a skipped step (the runtime did
+/// not apply it on any rank).
+void warnSkipped(uint64_t step, const char *message) {
+  std::fprintf(stderr, "warning: step %llu skipped (not applied): %s\n",
+               static_cast<unsigned long long>(step), message);
+  std::fflush(stderr);
 }
 
 /// Parses argv; returns false with `message` set on a usage error. Sets
@@ -212,7 +241,8 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         value = arg.substr(equals + 1);
         hasValue = true;
       }
-      if (flag == "--resume" || flag == "--check-finite") {
+      if (flag == "--resume" || flag == "--check-finite" ||
+          flag == "--skip-failed-steps") {
         if (hasValue) {
           message = flag + " takes no value";
           return false;
@@ -221,7 +251,9 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
           message = flag + " given twice";
           return false;
         }
-        (flag == "--resume" ? options.resume : options.checkFinite) = true;
+        (flag == "--resume"           ? options.resume
+         : flag == "--check-finite" ? options.checkFinite
+                                    : options.skipFailedSteps) = true;
         continue;
       }
       std::string *target = valueOf(options, flag);
@@ -231,7 +263,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
       }
       const char *what =
           flag == "--steps" || flag == "--ranks" || flag == "--timeout" ||
-                  flag == "--checkpoint-every"
+                  flag == "--checkpoint-every" || flag == "--threads"
               ? "a number"
           : flag == "--checkpoint-dir" ? "a directory"
               : flag == "--transport" ? "threads, mpi or nccl" : "a file name";
@@ -299,6 +331,20 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
               options.transport + "'";
     return false;
   }
+  // --threads (issue 21)
+  if (!options.threads.empty()) {
+    const std::string &text = options.threads;
+    bool digits = text.size() <= 4 &&
+                  std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    long threads = digits ? std::strtol(text.c_str(), nullptr, 10) : 0;
+    if (threads <= 0 || threads > 256) {
+      message = "--threads: expected an integer from 1 to 256, got '" + text +
+                "'";
+      return false;
+    }
+    options.numThreads = static_cast<int>(threads);
+  }
   if (!options.timeout.empty()) {
     char *end = nullptr;
     double value = std::strtod(options.timeout.c_str(), &end);
@@ -343,7 +389,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
                              "--ranks", "--transport", "--timeout",
                              "--trace", "--checkpoint-dir",
                              "--checkpoint-every", "--resume",
-                             "--check-finite"})
+                             "--check-finite", "--skip-failed-steps"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";
@@ -756,6 +802,14 @@ int train(const Options &options, pd_bundle *bundle) {
         status != PD_OK) {
       // A failed run-time check: the step was not applied, the last
       // checkpoint is intact.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        warnSkipped(s + 1, pd_last_error());
+        if (checkpointDue(options, s + 1) &&
+            pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                       s + 1) != PD_OK)
+          return error(pd_last_error());
+        continue;
+      }
       if (status == PD_ERROR_CHECK_FAILED)
         return error("step " + std::to_string(s + 1) + ", " +
                      pd_last_error());
@@ -821,6 +875,10 @@ struct PipelineRun {
   std::vector<pd_named_array> views;
   /// Set when a rank fails, so a hung test rank stops waiting.
   std::atomic<bool> failed{false};
+  /// One process per rank (MPI): each rank's peak memory is its own.
+  bool processPerRank = false;
+  /// The process's resident size before the bundle was opened.
+  uint64_t startResident = 0;
 };
 
 /// Strips the runtime's "training data: " and names the data file.
@@ -911,6 +969,15 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
         status != PD_OK) {
       // Every rank has the same agreed message (it names the rank that
       // failed): printed once.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        if (rank == 0)
+          warnSkipped(s + 1, pd_last_error());
+        if (checkpointDue(options, s + 1) &&
+            pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
+                                        s + 1) != PD_OK)
+          return pd_last_error();
+        continue;
+      }
       if (status == PD_ERROR_CHECK_FAILED) {
         quiet = agreed = true;
         return "step " + std::to_string(s + 1) + ", " + pd_last_error();
@@ -975,9 +1042,42 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
       }
     }
   }
+  // --- Measured peak memory (PeakMemory.h) ---
+  // With a process per rank every rank sends its peak to rank 0; rank
+  // threads share one process, which runThreads reports.
+  std::vector<pipedream::run::ResidentMemory> peaks;
+  if (run.processPerRank) {
+    uint64_t mine[2] = {pipedream::run::peakResidentBytes(),
+                        run.startResident};
+    if (rank != 0) {
+      if (pd_transport_send(transport, 0, PD_TAG_TRACE, mine,
+                            sizeof(mine)) != PD_OK)
+        return std::string("sending the peak memory to rank 0: ") +
+               pd_last_error();
+    } else {
+      peaks.resize(pd_bundle_pipeline_ranks(bundle));
+      peaks[0] = {mine[0], mine[1]};
+      for (size_t r = 1; r < peaks.size(); ++r) {
+        uint64_t theirs[2] = {0, 0};
+        if (pd_transport_recv(transport, r, PD_TAG_TRACE, theirs,
+                              sizeof(theirs)) != PD_OK)
+          return "gathering the peak memory from rank " + std::to_string(r) +
+                 ": " + pd_last_error();
+        peaks[r] = {theirs[0], theirs[1]};
+      }
+    }
+  }
+  // --- end of measured peak memory ---
   if (rank != 0)
     return "";
   progress.finish();
+  if (run.processPerRank) {
+    std::printf("%s", pipedream::run::describePeakMemory(
+                          options.bundleDir, peaks, /*threads=*/false,
+                          peaks.size())
+                          .c_str());
+    std::fflush(stdout);
+  }
   if (!options.trace.empty() &&
       !writeTrace(options, pd_bundle_pipeline_ranks(bundle), true,
                   std::move(slices), message))
@@ -1023,6 +1123,7 @@ std::string rankMessage(size_t rank, const std::string &text) {
 
 /// True when this process was started by mpirun (Open MPI).
 bool underMpirun();
+void applyThreads(const Options &options, size_t ranksHere);
 
 /// torchrun-style environment with --transport nccl: RANK and WORLD_SIZE
 /// set and no mpirun.
@@ -1081,6 +1182,8 @@ int runMpiRank(const Options &options) {
   size_t ranks = pd_bundle_pipeline_ranks(bundle);
   PipelineRun run;
   run.options = &options;
+  run.processPerRank = true;
+  run.startResident = pipedream::run::currentResidentBytes();
   std::string message;
   bool loaded = loadData(run, bundle, rank == 0, message);
   pd_bundle_close(bundle);
@@ -1120,11 +1223,13 @@ int runMpiRank(const Options &options) {
 }
 
 /// Every rank a thread of this process.
-int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
+int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero,
+               uint64_t startResident) {
   if (options.numRanks && options.numRanks != ranks)
     return error("--ranks " + std::to_string(options.numRanks) + ": " +
                  options.bundleDir + " is a pipeline of " +
                  std::to_string(ranks) + " ranks");
+  applyThreads(options, ranks);
   auto run = std::make_shared<PipelineRun>();
   run->options = &options;
   std::string message;
@@ -1180,6 +1285,13 @@ int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero) {
     if (printed.insert(line).second)
       std::fprintf(stderr, "error: %s\n", line.c_str());
   }
+  if (status == 0)
+    std::printf("%s", pipedream::run::describePeakMemory(
+                          options.bundleDir,
+                          {{pipedream::run::peakResidentBytes(),
+                            startResident}},
+                          /*threads=*/true, ranks)
+                          .c_str());
   return status;
 }
 
@@ -1255,6 +1367,35 @@ bool underMpirun() {
   return size && *size;
 }
 
+//===-- --threads (issue 21) ---------------------------------------------===//
+
+/// Threads of the CPU kernels per rank (pipedream/threads.h): --threads N,
+/// else $PIPEDREAM_NUM_THREADS (program.so reads it), else this process's
+/// CPUs divided among the `ranksHere` ranks that share them (the pipeline's
+/// ranks for the threads transport; mpirun's or torchrun's local ranks
+/// sharing one affinity mask when not bound).
+void applyThreads(const Options &options, size_t ranksHere) {
+  if (options.numThreads > 0) {
+    pd_set_num_threads(options.numThreads);
+    return;
+  }
+  if (std::getenv("PIPEDREAM_NUM_THREADS"))
+    return;
+  for (const char *local : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"})
+    if (const char *text = std::getenv(local)) {
+      long n = std::strtol(text, nullptr, 10);
+      if (n > 1)
+        ranksHere = std::max(ranksHere, static_cast<size_t>(n));
+    }
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  size_t share = std::max<size_t>(1, static_cast<size_t>(cpus) /
+                                         std::max<size_t>(1, ranksHere));
+  pd_set_num_threads(static_cast<int>(share));
+}
+
+//===-- end --threads ----------------------------------------------------===//
+
 /// --data on a pipeline bundle: sets `code` and returns true; returns false
 /// for any other bundle (trained by `train`).
 bool trainPipeline(const Options &options, int &code) {
@@ -1264,6 +1405,7 @@ bool trainPipeline(const Options &options, int &code) {
     return true;
   }
   pd_bundle *bundle = nullptr;
+  uint64_t startResident = pipedream::run::currentResidentBytes();
   pd_status status =
       pd_bundle_open_rank(options.bundleDir.c_str(), 0, &bundle);
   if (status == PD_ERROR_UNSUPPORTED &&
@@ -1294,7 +1436,7 @@ bool trainPipeline(const Options &options, int &code) {
     return true;
   }
   if (options.transport == "threads" || options.ranks.empty()) {
-    code = runThreads(options, ranks, bundle);
+    code = runThreads(options, ranks, bundle, startResident);
     return true;
   }
   code = launchMpirun(options, ranks);
@@ -1302,6 +1444,7 @@ bool trainPipeline(const Options &options, int &code) {
 }
 
 int run(const Options &options) {
+  applyThreads(options, 1);
   if (!options.data.empty()) {
     int code = 0;
     if (trainPipeline(options, code))

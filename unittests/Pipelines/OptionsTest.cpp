@@ -120,8 +120,8 @@ TEST(Options, CodegenChecksInBothFlows) {
   for (int64_t stages : {1, 2}) {
     CompileOptions o = training(stages);
     o.gemm = "fast";
-    EXPECT_EQ(errorOf(o), "--gemm fast: expected auto, vectorize, blas or "
-                          "loops");
+    EXPECT_EQ(errorOf(o), "--gemm fast: expected auto, kernel, vectorize, "
+                          "blas or loops");
     o = training(stages);
     o.optLevel = 4;
     EXPECT_EQ(errorOf(o), "-O4: the optimization level is 0 to 3");

@@ -23,6 +23,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
@@ -45,13 +46,33 @@ struct BundleBuffer {
   llvm::SmallVector<int64_t> shape;
 };
 
-/// One weight stored in weights.bin.
+/// One weight stored in weights.bin (or, in a pipeline bundle with rank
+/// weight files, in the file of the first rank that holds it).
 struct BundleWeight {
   std::string name;
   std::string dtype;
   llvm::SmallVector<int64_t> shape;
+  /// The file holding it: empty for Bundle::weightsFile.
+  std::string file;
   uint64_t offset = 0;
   uint64_t bytes = 0;
+  /// The value: a view of the `nn.param` resource blob (owned by the
+  /// module's MLIRContext, which must outlive writeBundle: large weights are
+  /// never copied), else `ownedData`.
+  llvm::ArrayRef<char> view;
+  std::vector<char> ownedData;
+  llvm::ArrayRef<char> getData() const {
+    return view.data() ? view : llvm::ArrayRef<char>(ownedData);
+  }
+};
+
+/// The weights one rank of a pipeline bundle holds, in their own file
+/// (docs/Bundle.md "Rank weight files"): (index into Bundle::weights,
+/// offset in `file`).
+struct BundleRankWeights {
+  std::string file;
+  std::vector<std::pair<size_t, uint64_t>> weights;
+  uint64_t fileBytes = 0;
 };
 
 /// One exported function.
@@ -61,6 +82,16 @@ struct BundleFunction {
   /// "inference" (training adds forward, backward, update...).
   std::string kind;
   std::vector<BundleBuffer> buffers;
+};
+
+/// One entry of bundle.json `data_index_checks`: a data input whose values
+/// an op indexes with (docs/Bundle.md "Run-time checks"; cuda bundles).
+struct BundleDataIndexCheck {
+  std::string input;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  std::string node;
+  std::string opType;
 };
 
 /// Everything bundle.json says, plus the weight bytes.
@@ -74,12 +105,18 @@ struct Bundle {
   std::string weightsFile = "weights.bin";
   std::vector<BundleWeight> weights;
   std::vector<BundleFunction> functions;
-  /// The contents of weights.bin.
-  std::vector<char> weightData;
+  /// The size of weights.bin (the weights whose `file` is empty, each at
+  /// its offset, zero padding between).
+  uint64_t weightFileBytes = 0;
+  /// Per-rank weight files (pipeline bundles; bundle version 3), empty if
+  /// none.
+  std::vector<BundleRankWeights> rankWeights;
   /// The `training` object of bundle.json (rendered JSON), empty if none.
   std::string trainingJSON;
   /// The `pipeline` object of bundle.json (rendered JSON), empty if none.
   std::string pipelineJSON;
+  /// `data_index_checks` (written when not empty).
+  std::vector<BundleDataIndexCheck> dataIndexChecks;
   /// Files copied into the bundle: (name in the bundle, source path).
   std::vector<std::pair<std::string, std::string>> copiedFiles;
 };
@@ -100,6 +137,38 @@ mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,
                                   llvm::StringRef kind,
                                   llvm::StringRef symbolPrefix, Bundle &bundle,
                                   std::string &error);
+
+/// Gives each rank of a pipeline bundle its own weight file
+/// `weights.rank<r>.bin` holding the weights its program's functions bind
+/// (a weight shared by several ranks is in each of their files), records
+/// it in the rank objects of `ranks` (`weights_file`, `weights`: name and
+/// offset, docs/Bundle.md) and points each weight's bundle entry at its
+/// first holder's file. weights.bin keeps only the weights no rank holds.
+/// Fails with a one-line `error` on a malformed `ranks` array.
+mlir::LogicalResult assignRankWeightFiles(Bundle &bundle,
+                                          llvm::json::Array &ranks,
+                                          std::string &error);
+
+/// What the runtime allocates for each rank of a pipeline bundle
+/// (`ranks` as serializeRankPrograms made them): the weights, gradient
+/// accumulators and optimizer state its functions bind, the output buffers
+/// that replace them after each call (`updates`: one per output of each
+/// function the rank calls), and its registers (values and stash slots).
+/// One object per rank with those byte counts and their sum
+/// (`total_bytes`), for report.json's `rank_memory`. The stage functions'
+/// own temporaries (workspace) and weight versions of asynchronous
+/// schedules are not included.
+llvm::json::Array rankMemoryJSON(const Bundle &bundle,
+                                 const llvm::json::Array &ranks);
+/// The `nn.check_index_range` ops of `module` (after convert-nn-to-linalg,
+/// before the code generator lowers them) whose indices are one of the data
+/// inputs `dataNames` itself (the check's `input`), as `data_index_checks`
+/// entries, one per (input, bounds, node, op) in module order. The runtime
+/// checks those inputs on the host for cuda bundles, whose device code
+/// cannot report (docs/Bundle.md "Run-time checks").
+std::vector<BundleDataIndexCheck>
+collectDataIndexChecks(mlir::ModuleOp module,
+                       llvm::ArrayRef<std::string> dataNames);
 
 /// bundle.json for `bundle`, pretty-printed.
 std::string renderBundleManifest(const Bundle &bundle);

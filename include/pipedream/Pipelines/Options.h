@@ -108,6 +108,25 @@ struct CompileOptions {
   /// With `emit` scheduled (or a pipeline bundle): Chrome trace / SVG files.
   std::string trace;
   std::string timeline;
+  /// With `emit` scheduled (or a pipeline bundle): run this
+  /// torch.distributed.pipelining schedule CSV instead of the generated one
+  /// (kind and M read from the file unless --schedule / --microbatches are
+  /// given), and write the schedule in torch's CSV format.
+  std::string scheduleCsv;
+  std::string exportScheduleCsv;
+
+  // Compile time (docs/CompileTime.md).
+  /// --time-phases: the wall and CPU time of every phase, with MLIR's pass
+  /// timing, to stderr (include/pipedream/Support/CompileTiming.h).
+  bool timePhases = false;
+  /// --codegen-threads: threads for LLVM optimization and code generation
+  /// (the module is split); 0 picks the hardware's, 1 compiles one module.
+  unsigned codegenThreads = 0;
+  /// --outline-kernels=false keeps every loop nest inside its function.
+  bool outlineKernels = true;
+  /// --cache-dir (empty: the default directory) and --no-cache.
+  std::string cacheDir;
+  bool noCache = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -188,6 +207,12 @@ struct SchedulePhaseOptions {
   int64_t microbatchesPerUpdate = 1;
   /// With --trace / --timeline: the simulated schedule's files.
   std::string trace, timeline;
+  /// --schedule-csv: the schedule read from torch's CSV (config's kind and
+  /// M are the file's), used instead of the generated one.
+  std::string scheduleCsv;
+  std::optional<pipe::schedule::Schedule> fromCsv;
+  /// --export-schedule-csv FILE.
+  std::string exportScheduleCsv;
 };
 
 /// Code generation for the CPU (also the host side of --target cuda).
@@ -220,6 +245,8 @@ struct PhaseOptions {
   /// --report (text into CompileResult::reportText) and --report-json FILE.
   bool reportText = false;
   std::string reportJSON;
+  /// --time-phases.
+  bool timePhases = false;
 
   /// Whether the schedule phase runs.
   bool scheduled() const {

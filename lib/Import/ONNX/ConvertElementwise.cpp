@@ -286,6 +286,7 @@ static void convertClip(NodeContext &ctx) {
     return;
   bool ok = true;
   std::optional<double> min, max;
+  Value runtimeMin, runtimeMax;
   if (ctx.sinceVersion() < 11) {
     // Attributes before opset 11; from opset 6 they default to the float
     // range (which clamps infinities).
@@ -296,11 +297,49 @@ static void convertClip(NodeContext &ctx) {
       max = ctx.floatAttr("max", limit);
     ok = !ctx.failed();
   } else {
-    min = scalarBound(ctx, 1, "min", ok);
-    max = scalarBound(ctx, 2, "max", ok);
+    // A bound known at import becomes an attribute of nn.clip; one known
+    // only at run time (a graph input) an elementwise max / min.
+    auto bound = [&](size_t i, StringRef what, std::optional<double> &out,
+                     Value &runtime) {
+      if (!ok || !ctx.hasInput(i))
+        return;
+      if (ctx.constantInput(i) || ctx.isWeightInput(i)) {
+        out = scalarBound(ctx, i, what, ok);
+        return;
+      }
+      RankedTensorType type = ctx.inputType(i, what);
+      if (!type || type.getNumElements() != 1) {
+        if (type)
+          ctx.fail("input '" + what + "' must be a scalar");
+        ok = false;
+        return;
+      }
+      runtime = ctx.operand(i, what);
+      if (runtime && type.getRank() != 0)
+        runtime = ctx.createValue<nn::ReshapeOp>(runtime, ctx.i64s({}));
+      ok = bool(runtime);
+    };
+    bound(1, "min", min, runtimeMin);
+    bound(2, "max", max, runtimeMax);
   }
   if (!ok)
     return;
+  if (runtimeMin || runtimeMax) {
+    // Lower bounds first, then upper ones: every element is hi when
+    // lo > hi, as ONNX says.
+    Value y = ctx.operand(0);
+    if (y && min)
+      y = ctx.createValue<nn::ClipOp>(y, ctx.f64(*min), FloatAttr());
+    if (y && runtimeMin)
+      y = ctx.createValue<nn::MaxOp>(y, runtimeMin);
+    if (y && max)
+      y = ctx.createValue<nn::ClipOp>(y, FloatAttr(), ctx.f64(*max));
+    if (y && runtimeMax)
+      y = ctx.createValue<nn::MinOp>(y, runtimeMax);
+    if (y)
+      ctx.setOutput(0, y);
+    return;
+  }
   // ONNX: when min > max every element becomes max.
   if (min && max && *min > *max)
     min = max;

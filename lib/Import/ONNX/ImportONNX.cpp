@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "BatchRespecialize.h"
+#include "ExternalData.h"
 #include "Importer.h"
+#include "TorchProvenance.h"
 #include "Proto/ONNXChecker.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
@@ -94,83 +96,6 @@ int32_t onnx_import::getDType(Type type) {
   return kUndefined;
 }
 
-/// Reads `length` bytes at `offset` of an external data file `location`
-/// relative to `baseDir`. Rejects paths that leave the model's directory.
-static bool readExternalData(const onnx::TensorProto &tensor,
-                             StringRef baseDir, int64_t expectedBytes,
-                             std::vector<char> &storage, std::string &error) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (const auto &entry : tensor.external_data()) {
-    auto parseInt = [&](int64_t &out) {
-      if (StringRef(entry.value()).getAsInteger(10, out) || out < 0) {
-        error = "external data '" + sanitize(entry.key()) +
-                "' is not a non-negative integer";
-        return false;
-      }
-      return true;
-    };
-    if (entry.key() == "location")
-      location = entry.value();
-    else if (entry.key() == "offset" && !parseInt(offset))
-      return false;
-    else if (entry.key() == "length" && !parseInt(length))
-      return false;
-  }
-  if (location.empty()) {
-    error = "external data has no location";
-    return false;
-  }
-  if (baseDir.empty()) {
-    error = "cannot read external data file '" + sanitize(location) +
-            "': this import has no model directory or disallows external "
-            "data";
-    return false;
-  }
-  if (llvm::sys::path::is_absolute(location) ||
-      llvm::any_of(llvm::make_range(llvm::sys::path::begin(location),
-                                    llvm::sys::path::end(location)),
-                    [](StringRef part) { return part == ".."; })) {
-    error = "external data location '" + sanitize(location) +
-            "' must be a relative path inside the model's directory";
-    return false;
-  }
-  SmallString<256> path(baseDir);
-  llvm::sys::path::append(path, location);
-  uint64_t fileSize = 0;
-  if (llvm::sys::fs::file_size(path, fileSize)) {
-    error = "cannot open external data file '" + sanitize(path) + "'";
-    return false;
-  }
-  if (uint64_t(offset) > fileSize) {
-    error = "external data offset " + std::to_string(offset) +
-            " is past the end of '" + sanitize(location) + "' (" +
-            std::to_string(fileSize) + " bytes)";
-    return false;
-  }
-  if (length < 0)
-    length = int64_t(fileSize - uint64_t(offset));
-  if (length != expectedBytes) {
-    error = "external data holds " + std::to_string(length) +
-            " bytes but the tensor needs " + std::to_string(expectedBytes);
-    return false;
-  }
-  if (uint64_t(offset) + uint64_t(length) > fileSize) {
-    error = "external data [" + std::to_string(offset) + ", " +
-            std::to_string(offset + length) + ") exceeds '" +
-            sanitize(location) + "' (" + std::to_string(fileSize) + " bytes)";
-    return false;
-  }
-  auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
-                                                 /*IsVolatile=*/false);
-  if (!buffer || int64_t((*buffer)->getBufferSize()) != length) {
-    error = "cannot read external data file '" + sanitize(location) + "'";
-    return false;
-  }
-  storage.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
-  return true;
-}
-
 /// Appends `count` little-endian values of `width` bytes taken from a typed
 /// protobuf field.
 template <typename Field>
@@ -195,11 +120,14 @@ static void appendTyped(const Field &field, int64_t width,
 }
 
 /// The data of `tensor` in ONNX raw layout (little-endian, one byte per
-/// bool), viewing raw_data when possible. `shape` gets the dimensions.
+/// bool), viewing raw_data or the mapped external data when possible.
+/// `shape` gets the dimensions; `external`, when given, owns external data
+/// (else it is copied into `storage`).
 static std::optional<ArrayRef<char>>
 getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
                SmallVectorImpl<int64_t> &shape, std::vector<char> &storage,
-               std::string &error) {
+               std::string &error,
+               std::unique_ptr<llvm::MemoryBuffer> *external = nullptr) {
   int32_t dtype = tensor.data_type();
   if (!isSupportedDType(dtype)) {
     error = "data type " + dtypeName(dtype) + " is not supported";
@@ -218,8 +146,14 @@ getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
   int64_t width = dtypeByteWidth(dtype);
   int64_t bytes = *n * width;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (!readExternalData(tensor, baseDir, bytes, storage, error))
+    auto data = readExternalData(tensor, baseDir, bytes, error);
+    if (!data)
       return std::nullopt;
+    if (external) {
+      *external = std::move(data->buffer);
+      return data->bytes;
+    }
+    storage.assign(data->bytes.begin(), data->bytes.end());
     return ArrayRef<char>(storage);
   }
   if (tensor.has_raw_data()) {
@@ -380,13 +314,29 @@ static std::string blobKey(StringRef name) {
 
 /// An elements attribute holding `bytes` (MLIR raw layout, not bool):
 /// dense for small tensors, a dense_resource blob for large ones.
-static ElementsAttr elementsFromBytes(RankedTensorType type,
-                                      ArrayRef<char> bytes,
-                                      StringRef nameHint) {
+/// When `owner` (a mapping of external data that holds `bytes`) is given
+/// and the data is aligned for the element type, the blob points into the
+/// mapping and keeps it alive instead of copying it.
+static ElementsAttr
+elementsFromBytes(RankedTensorType type, ArrayRef<char> bytes,
+                  StringRef nameHint,
+                  std::unique_ptr<llvm::MemoryBuffer> owner = nullptr) {
   if (type.getNumElements() <= kMaxInlineElements)
     return DenseElementsAttr::getFromRawBuffer(type, bytes);
   size_t align = std::max<size_t>(
       1, (type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  // NOTE: the blob is immutable (nothing writes through it), so a
+  // read-only mapping of the model's side file is a valid backing store.
+  if (owner && reinterpret_cast<uintptr_t>(bytes.data()) % align == 0) {
+    std::shared_ptr<llvm::MemoryBuffer> mapping(std::move(owner));
+    return DenseResourceElementsAttr::get(
+        type, blobKey(nameHint),
+        AsmResourceBlob(bytes, align,
+                        [mapping](void *, size_t, size_t) mutable {
+                          mapping.reset();
+                        },
+                        /*dataIsMutable=*/false));
+  }
   return DenseResourceElementsAttr::get(
       type, blobKey(nameHint),
       HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, align,
@@ -443,6 +393,11 @@ public:
   /// Arguments (by number) converters declared constants of the model
   /// (NodeContext::markFrozenWeight): they get `nn.frozen`.
   llvm::DenseSet<unsigned> frozenArgs;
+  /// Float initializers (weights) by name, and the values of those an op
+  /// reads as import-time constants (NodeContext::requireConstant: a Clip
+  /// bound, a Pad value the exporter left in an initializer).
+  llvm::StringMap<const onnx::TensorProto *> weightProtos;
+  llvm::StringMap<std::shared_ptr<const HostTensor>> weightConstants;
   /// Node name -> "node 'N' (op 'X', opset V)", to name verifier errors.
   llvm::StringMap<std::string> nodeHeaders;
   /// First error diagnostic seen during import.
@@ -992,6 +947,7 @@ GraphImporter::run(onnx::ModelProto &model) {
     v.loc = NameLoc::get(StringAttr::get(&context, init.name()), fileLoc);
     if (isFloatDType(dtype)) {
       weights.push_back(&init);
+      weightProtos[init.name()] = &init;
       argNames.push_back(init.name());
       argTypes.push_back(v.type);
       continue;
@@ -1129,14 +1085,16 @@ GraphImporter::run(onnx::ModelProto &model) {
     const onnx::TensorProto &init = *weights[w];
     SmallVector<int64_t> dims;
     std::vector<char> storage;
+    std::unique_ptr<llvm::MemoryBuffer> external;
     std::string why;
-    auto bytes = getTensorBytes(init, baseDir, dims, storage, why);
+    auto bytes = getTensorBytes(init, baseDir, dims, storage, why, &external);
     if (!bytes) {
       fail("initializer '" + sanitize(init.name()) + "': " + why);
       return failure();
     }
     auto type = cast<RankedTensorType>(argTypes[numInputs + w]);
-    params.push_back(elementsFromBytes(type, *bytes, init.name()));
+    params.push_back(
+        elementsFromBytes(type, *bytes, init.name(), std::move(external)));
   }
   if (::mlir::failed(func.eraseArguments(unusedArgs))) {
     fail("internal error: cannot erase unused weight arguments");
@@ -1148,10 +1106,14 @@ GraphImporter::run(onnx::ModelProto &model) {
     return b.getNamedAttr(nn::NNDialect::kNameAttrName, b.getStringAttr(n));
   };
   size_t w = 0, argIndex = 0;
+  TorchProvenance provenance(graph);
   for (size_t i = 0; i < argNames.size(); ++i) {
     if (unusedArgs.test(i))
       continue;
     SmallVector<NamedAttribute> attrs{nameAttr(argNames[i])};
+    if (i >= numInputs)
+      if (DictionaryAttr origin = provenance.originOf(argNames[i], b))
+        attrs.push_back(b.getNamedAttr(nn::NNDialect::kOriginAttrName, origin));
     if (i >= numInputs && !referenceOnly)
       attrs.push_back(
           b.getNamedAttr(nn::NNDialect::kParamAttrName, params[w++]));
@@ -1162,6 +1124,19 @@ GraphImporter::run(onnx::ModelProto &model) {
   }
   for (auto [i, name] : llvm::enumerate(resultNames))
     func.setResultAttrs(i, {nameAttr(name)});
+  // Float initializers read only as import-time constants are constants
+  // too (for --train's and --freeze's messages).
+  if (!weightConstants.empty()) {
+    SmallVector<Attribute> constantNames;
+    if (auto names =
+            (*module)->getAttrOfType<ArrayAttr>(import_attrs::kConstantInitializers))
+      llvm::append_range(constantNames, names.getValue());
+    for (size_t i = numInputs; i < argNames.size(); ++i)
+      if (unusedArgs.test(i) && weightConstants.count(argNames[i]))
+        constantNames.push_back(b.getStringAttr(argNames[i]));
+    (*module)->setAttr(import_attrs::kConstantInitializers,
+                       b.getArrayAttr(constantNames));
+  }
   if (respec) {
     std::string what = respec->rewrittenSummary();
     (*module)->setAttr(
@@ -1269,6 +1244,11 @@ const HostTensor *NodeContext::constantInput(size_t i) {
   return v && v->constant ? &*v->constant : nullptr;
 }
 
+bool NodeContext::isWeightInput(size_t i) const {
+  return hasInput(i) && !importer.inputOverrides.count(i) &&
+         importer.weightProtos.count(node.input(int(i)));
+}
+
 const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
   if (!hasInput(i)) {
     fail("missing input '" + what + "'");
@@ -1276,6 +1256,26 @@ const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
   }
   if (const HostTensor *t = constantInput(i))
     return t;
+  // A float initializer where the op needs a constant (torch's dynamo
+  // exporter writes ReLU6's Clip bounds as initializers): its value is
+  // known, and the weight is frozen, so every reader sees that value.
+  auto proto = importer.weightProtos.find(node.input(int(i)));
+  if (proto != importer.weightProtos.end() &&
+      !importer.inputOverrides.count(i)) {
+    std::shared_ptr<const HostTensor> &cached =
+        importer.weightConstants[proto->first()];
+    if (!cached) {
+      std::string why;
+      auto decoded = decodeTensor(*proto->second, importer.baseDir, why);
+      if (!decoded) {
+        fail("initializer '" + sanitize(proto->first()) + "': " + why);
+        return nullptr;
+      }
+      cached = std::make_shared<const HostTensor>(std::move(*decoded));
+    }
+    markFrozenWeight(i);
+    return &*cached;
+  }
   std::string valueName = sanitize(node.input(int(i)));
   unsupported("input '" + what + "'" +
               (valueName == what ? "" : " ('" + valueName + "')") +

@@ -87,6 +87,9 @@ public:
   /// When input `i` is a weight (a float initializer), marks it `nn.frozen`:
   /// an operand the model treats as a constant (a loss's class weights).
   void markFrozenWeight(size_t i);
+  /// Input `i` is a float initializer (a weight argument) that
+  /// requireConstant would read as an import-time constant.
+  bool isWeightInput(size_t i) const;
   /// Input `i` when it is a constant known at import, else null.
   const HostTensor *constantInput(size_t i);
   /// Input `i`, which must be a known constant; reports why not otherwise.

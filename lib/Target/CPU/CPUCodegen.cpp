@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/CPUCodegen.h"
+#include "pipedream/Support/CompileTiming.h"
+#include "pipedream/Target/CPU/ParallelCodegen.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -247,30 +249,39 @@ LogicalResult emitSharedLibrary(ModuleOp module,
   if (failed(machine))
     return failure();
   llvm::LLVMContext llvmContext;
+  std::optional<TimedPhase> translatePhase;
+  translatePhase.emplace("LLVM IR translation");
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
       translateToLLVMIR(module, llvmContext, **machine, error);
   if (failed(llvmModule))
     return failure();
-  optimizeLLVMModule(**llvmModule, **machine, options.optLevel);
-  llvm::SmallVector<char, 0> object;
-  if (failed(emitObjectFile(**llvmModule, **machine, object, error)))
+  translatePhase.reset();
+  // LLVM -O and instruction selection, split over the cores and cached
+  // (ParallelCodegen.cpp).
+  std::vector<llvm::SmallVector<char, 0>> objects;
+  if (failed(compileToObjects(std::move(*llvmModule), options, objects,
+                              error)))
     return failure();
 
-  // lld reads its inputs from files: the object goes next to the output,
-  // under a name no other compile uses.
-  llvm::SmallString<256> objectPath;
-  {
+  // lld reads its inputs from files: the objects go next to the output,
+  // under names no other compile uses.
+  std::vector<std::string> objectPaths;
+  llvm::scope_exit removeObjects([&] {
+    for (const std::string &path : objectPaths)
+      llvm::sys::fs::remove(path);
+  });
+  for (const llvm::SmallVector<char, 0> &object : objects) {
+    llvm::SmallString<256> objectPath;
     llvm::SmallString<256> model(outputPath);
     model += ".%%%%%%.o";
-    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, objectPath)) {
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueFile(model, objectPath)) {
       error = (outputPath + ": cannot create a temporary object file: " +
                ec.message())
                   .str();
       return failure();
     }
-  }
-  llvm::scope_exit removeObject([&] { llvm::sys::fs::remove(objectPath); });
-  {
+    objectPaths.push_back(std::string(objectPath));
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec);
     if (!ec) {
@@ -283,8 +294,9 @@ LogicalResult emitSharedLibrary(ModuleOp module,
       return failure();
     }
   }
-  return linkSharedLibrary({std::string(objectPath)}, outputPath, withBLAS,
-                           error, runtimeSymbols);
+  TimedPhase linkPhase("link");
+  return linkSharedLibrary(objectPaths, outputPath, withBLAS, error,
+                           runtimeSymbols, options.linkKernels);
 }
 
 } // namespace pipedream::cpu

@@ -6,7 +6,7 @@
 //
 // Links program.so with lld used as a library (no `ld` process). The library
 // records the shared objects it needs (libc, libm, OpenBLAS when GEMMs were
-// routed to it) and is linked with `-z defs`, so a missing symbol is a
+// routed to it), holds the CPU kernel object (KernelObject.cpp), and is linked with `-z defs`, so a missing symbol is a
 // compile error, not a dlopen failure in the runtime. compiler-rt's builtins
 // archive is linked statically: LLVM lowers conversions the CPU has no
 // instruction for (f64 -> f16, f32 -> bf16 without AVX512-BF16...) to
@@ -25,6 +25,7 @@
 #include "pipedream/Target/CPU/CPUCodegen.h"
 
 #include "lld/Common/Driver.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -54,9 +55,21 @@ bool isBLASAvailable() {
 LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
                                 StringRef outputPath, bool withBLAS,
                                 std::string &error,
-                                ArrayRef<std::string> runtimeSymbols) {
+                                ArrayRef<std::string> runtimeSymbols,
+                                bool withKernels) {
   static std::mutex lldMutex;
   static bool lldUsable = true;
+
+  // The kernels (pd_cpu_sgemm, pipedream_cpu_set_num_threads): in every CPU
+  // library, called or not (30 KiB), so the runtime always finds the thread
+  // setting.
+  std::string kernelObject;
+  if (withKernels && failed(writeKernelObject(outputPath, kernelObject, error)))
+    return failure();
+  llvm::scope_exit removeKernelObject([&] {
+    if (!kernelObject.empty())
+      llvm::sys::fs::remove(kernelObject);
+  });
 
   std::string output = outputPath.str();
   std::vector<const char *> args = {
@@ -66,6 +79,8 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
       "--hash-style=gnu", "--gc-sections", "-O1"};
   for (const std::string &object : objectFiles)
     args.push_back(object.c_str());
+  if (withKernels)
+    args.push_back(kernelObject.c_str());
   // Soft-float and other helpers LLVM's backend may call. An archive: only
   // members that resolve an undefined symbol are linked; --exclude-libs
   // keeps them out of the dynamic symbol table even if one were not hidden.

@@ -4,12 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Replaces f32/f64 linalg contractions on memrefs by CBLAS gemm calls.
+// Replaces f32/f64 linalg contractions on memrefs by CBLAS gemm calls, or
+// f32 ones by calls to pipedream's own kernel `pd_cpu_sgemm` (same
+// arguments; lib/Target/CPU/Kernels/Gemm.cpp) with `sgemm=pd_cpu_sgemm`.
 //
-// In the default GEMM lowering (`--gemm=auto`) this pass only sees what
-// cpu-vectorize-gemm left: transposed-B and column-major layouts, sizes the
-// register tile does not divide, f64. With `--gemm=blas` it takes every
-// contraction. Measurements behind that split: lib/Target/CPU/README.md.
+// In the default GEMM lowering (`--gemm=auto`) every f32 contraction goes
+// to pd_cpu_sgemm and f64 ones to OpenBLAS; `--gemm=kernel` leaves f64 to
+// loops; with `--gemm=blas` every contraction goes to OpenBLAS.
+// Measurements behind that choice: lib/Target/CPU/README.md.
 //
 // The contraction analysis (GemmPlan.h, shared with the CUDA target's
 // cuda-lower-gemm-to-library) describes each contraction by the loop
@@ -57,9 +59,10 @@ constexpr int32_t kCblasRowMajor = 101;
 constexpr int32_t kCblasNoTrans = 111;
 constexpr int32_t kCblasTrans = 112;
 
-/// Declares `cblas_sgemm` / `cblas_dgemm` in `module` if needed.
-static func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType) {
-  StringRef name = elementType.isF32() ? "cblas_sgemm" : "cblas_dgemm";
+/// Declares `name` (cblas_sgemm, cblas_dgemm or pd_cpu_sgemm: CBLAS's
+/// arguments) in `module` if needed.
+static func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
+                                    StringRef name) {
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = module.getContext();
@@ -125,13 +128,21 @@ static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
 
 struct LowerGemmToBLASPass
     : pipedream::cpu::impl::LowerGemmToBLASPassBase<LowerGemmToBLASPass> {
+  using LowerGemmToBLASPassBase::LowerGemmToBLASPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (sgemm != "cblas_sgemm" && sgemm != "pd_cpu_sgemm") {
+      module.emitError() << "cpu-lower-gemm-to-blas: sgemm=" << sgemm
+                         << ": expected cblas_sgemm or pd_cpu_sgemm";
+      return signalPassFailure();
+    }
+    bool f64 = lowerF64;
     SmallVector<std::pair<linalg::LinalgOp, pipedream::GemmPlan>> work;
     module.walk([&](linalg::LinalgOp op) {
       FailureOr<pipedream::GemmPlan> plan =
-          pipedream::planGemm(op, [](Type type) {
-            return isa<Float32Type, Float64Type>(type);
+          pipedream::planGemm(op, [f64](Type type) {
+            return isa<Float32Type>(type) || (f64 && isa<Float64Type>(type));
           });
       if (succeeded(plan))
         work.emplace_back(op, std::move(*plan));
@@ -139,7 +150,9 @@ struct LowerGemmToBLASPass
     for (auto &[op, plan] : work) {
       auto elementType = cast<FloatType>(
           cast<MemRefType>(plan.memrefs[2].getType()).getElementType());
-      func::FuncOp gemm = getOrInsertGemm(module, elementType);
+      func::FuncOp gemm = getOrInsertGemm(
+          module, elementType,
+          elementType.isF32() ? StringRef(sgemm) : StringRef("cblas_dgemm"));
       emitGemm(op, plan, gemm);
     }
   }

@@ -12,6 +12,7 @@
 
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/CPU/Passes.h"
+#include "pipedream/Support/CompileTiming.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -131,6 +132,7 @@ void registerCPUCodegenDialects(DialectRegistry &registry) {
 std::optional<GemmLowering> parseGemmLowering(StringRef text) {
   return llvm::StringSwitch<std::optional<GemmLowering>>(text)
       .Case("auto", GemmLowering::Auto)
+      .Case("kernel", GemmLowering::Kernel)
       .Case("vectorize", GemmLowering::Vectorize)
       .Case("blas", GemmLowering::BLAS)
       .Case("loops", GemmLowering::Loops)
@@ -172,8 +174,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFuseElementwiseOpsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (options.gemm == GemmLowering::Auto ||
-      options.gemm == GemmLowering::Vectorize) {
+  if (options.gemm == GemmLowering::Vectorize) {
     pm.addNestedPass<func::FuncOp>(createVectorizeGemmPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -182,8 +183,15 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   buildBundleBufferizationPipeline(pm);
 
   // Buffer level: library calls, then the ABI wrappers.
-  if (usesBLAS(options))
+  if (options.gemm == GemmLowering::Auto ||
+      options.gemm == GemmLowering::Kernel) {
+    LowerGemmToBLASPassOptions toKernel;
+    toKernel.sgemm = "pd_cpu_sgemm";
+    toKernel.lowerF64 = usesBLAS(options);
+    pm.addPass(createLowerGemmToBLASPass(toKernel));
+  } else if (usesBLAS(options)) {
     pm.addPass(createLowerGemmToBLASPass());
+  }
   pm.addPass(createLowerStridedCopiesPass());
   LowerRunTimeChecksPassOptions checks;
   checks.dropChecks = !options.runTimeChecks;
@@ -191,6 +199,11 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   GenerateEntryPointsPassOptions entry;
   entry.symbolPrefix = options.symbolPrefix;
   pm.addPass(createGenerateEntryPointsPass(entry));
+
+  // Every loop nest in a function of its own, equal nests shared: LLVM's
+  // cost grows faster than linearly with function size (issue 16).
+  if (options.outlineKernels)
+    pm.addPass(createOutlineKernelsPass());
 
   // Loops and the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -229,7 +242,7 @@ struct CPULoweringPipelineOptions
     : public PassPipelineOptions<CPULoweringPipelineOptions> {
   Option<std::string> gemm{
       *this, "gemm",
-      llvm::cl::desc("GEMM lowering: auto, vectorize, blas or loops"),
+      llvm::cl::desc("GEMM lowering: auto, kernel, vectorize, blas or loops"),
       llvm::cl::init("auto")};
   Option<std::string> symbolPrefix{
       *this, "symbol-prefix",
@@ -268,11 +281,13 @@ LogicalResult runLoweringPipeline(
     os << diag.getLocation() << ": " << diag.str();
     return success();
   });
+  TimedPhase phase(what);
   PassManager pm(ctx, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm))) {
     error = "invalid pass manager options";
     return failure();
   }
+  attachPassTiming(pm);
   buildPipeline(pm);
   if (succeeded(pm.run(module)))
     return success();

@@ -71,6 +71,7 @@ LogicalResult compileToSharedLibrary(ModuleOp module,
   host.optLevel = options.optLevel;
   host.cpu = "x86-64";
   host.symbolPrefix = options.symbolPrefix;
+  host.linkKernels = false;
   return cpu::emitSharedLibrary(module, host, outputPath, /*withBLAS=*/false,
                                 runtimeSymbols(), error);
 }

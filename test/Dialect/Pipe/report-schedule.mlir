@@ -20,6 +20,19 @@
 // RUN: diff %S/Inputs/torch-1f1b-k2m4.csv %t.rt.csv
 // RUN: pipedream-opt %s -pipe-report-schedule="kind=1f1b stages=2 microbatches=4 csv=-" -o /dev/null | diff %S/Inputs/torch-1f1b-k2m4.csv -
 // RUN: FileCheck %s --check-prefix=RT < %t.rt.json
+// kind=auto: the search over the synchronous kinds (V = 2 for the chunked
+// ones), unit work per step (a stage's F = 1, backward = 2, split over V
+// chunks and M micro-batches): ZB-V 51/16, ZB-H1 27/8, 1F1B 33/8.
+// RUN: pipedream-opt %s -pipe-report-schedule="kind=auto stages=4 microbatches=8 json=%t.auto.json" -o /dev/null | FileCheck %s --check-prefix=AUTO
+// RUN: FileCheck %s --check-prefix=AUTO-JSON < %t.auto.json
+// AUTO: schedule candidates (unit work per step):
+// AUTO-NEXT: kind V M step time bubble peak memory/rank
+// AUTO-NEXT: * zb-v 2 8 3.1875 0.0588
+// AUTO-NEXT: {{^}} interleaved-zb 2 8 3.1875 0.0588
+// AUTO-NEXT: {{^}} zb-h1 1 8 3.375 0.1111
+// AUTO: {{^}} 1f1b 1 8 4.125 0.2727
+// AUTO-NOT: pipedream
+// AUTO-JSON: "kind": "zb-v"
 // Errors.
 // RUN: not pipedream-opt %s -pipe-report-schedule="kind=zb_h1" 2>&1 | FileCheck %s --check-prefix=BAD-KIND
 // RUN: not pipedream-opt %s -pipe-report-schedule="schedule-csv=%S/Inputs/custom-k2m2-malformed.csv" 2>&1 | FileCheck %s --check-prefix=BAD-CSV
@@ -99,5 +112,5 @@
 // RT: "verified": true
 
 // BAD-KIND: error: pipe-report-schedule: unknown schedule kind 'zb_h1'
-// BAD-CSV: error: pipe-report-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W)
+// BAD-CSV: error: pipe-report-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W, or one of torch's SEND_F
 // NO-PROGRAM: error: pipe-report-schedule: no global pipe.program in the module

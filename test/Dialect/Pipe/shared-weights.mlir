@@ -50,7 +50,10 @@ func.func @main(%x: tensor<2x4xf32> {nn.name = "x", pipe.stage = #pipe.stage<0>}
 
 // Split backward: W, not B, adds the weight gradient; the all-reduce
 // follows the last W.
+// (ZB-H1 defers rank 1's W by one micro-batch: stage 1's W of
+// micro-batch 1 is the last.)
 // ZBH1: call_stage W @stage0_W{{.*}} stage 0 microbatch 1
+// ZBH1: call_stage W @stage1_W{{.*}} stage 1 microbatch 1
 // ZBH1-NEXT: pipe.all_reduce_grad "w" stages [#pipe.stage<0>, #pipe.stage<1>] microbatch 1
 // ZBH1-NOT: call_stage W
 

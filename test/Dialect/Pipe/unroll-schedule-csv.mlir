@@ -35,6 +35,6 @@
 // CHECK: pipe.call_stage U @s0_U
 
 // INVALID: error: pipe-unroll-schedule: {{.*}}custom-k2m2-invalid.csv: the custom schedule is invalid: rank 1, action 0 (B of stage 1 micro-batch 0): B runs before its F
-// MALFORMED: error: pipe-unroll-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W)
+// MALFORMED: error: pipe-unroll-schedule: {{.*}}custom-k2m2-malformed.csv: row 2, column 4: '1X1' has unknown action type 'X' (expected F, B, I or W, or one of torch's SEND_F
 // RANGE: error: pipe-unroll-schedule: {{.*}}custom-k2m4.csv: row 1, column 3: '0F2': micro-batch 2 is out of range: the schedule has 2 micro-batches
 // MISSING: error: pipe-unroll-schedule: {{.*}}does-not-exist.csv: cannot open the schedule CSV

@@ -31,8 +31,12 @@
 // IR: define void @pipedream_scalar(ptr
 // IR-NOT: define {{.*}}@two_results(
 
+// The kernels' exports (lib/Target/CPU/Kernels/Kernels.h), then the entries.
 // NM-NOT: {{ T }}
-// NM: T pipedream_run_time_status
+// NM: T pipedream_cpu_gemm_kernel
+// NM-NEXT: T pipedream_cpu_num_threads
+// NM-NEXT: T pipedream_cpu_set_num_threads
+// NM-NEXT: T pipedream_run_time_status
 // NM-NEXT: T pipedream_scalar
 // NM-NEXT: T pipedream_two_results
 // NM-NOT: {{ T }}

@@ -3,7 +3,9 @@
 // become loops (fully unrolled by LLVM here), merged M dimensions one call.
 // Numerics of the same cases: contractions.test.
 
-// RUN: pipedream-compile %s --inference --gemm blas --emit llvm -o - \
+// The checks read each function's calls in place: loop nests are not
+// outlined into kernels here (cpu-outline-kernels has its own tests).
+// RUN: pipedream-compile %s --inference --gemm blas --outline-kernels=false --emit llvm -o - \
 // RUN:   | sed -e 's/ptr [^,)]*/ptr/g' | FileCheck %s
 
 // Order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc.

@@ -2,6 +2,7 @@
 """Trains a model whose graph computes its own loss; compares with torch.
 
     loss_none_compare.py --bin BUILD/bin --work DIR [--steps N]
+        [--stages K --microbatches M [--mpi]]
 
 The torch module returns `F.cross_entropy(logits, y, weight=class_weight,
 ignore_index=IGNORE)` (exported by torch.onnx as SoftmaxCrossEntropyLoss
@@ -15,6 +16,13 @@ class weights (a constant of the loss, frozen by the importer) bitwise
 unchanged in the `--save-onnx` model; bundle.json's training section has
 loss "none" and no labels. Prints `OK ...` or `MISMATCH ...` lines; exits
 non-zero on a mismatch.
+
+With --stages K the bundle is a K-stage 1F1B pipeline of M micro-batches
+(on threads, or over K MPI processes with --mpi), and the reference is
+torch with gradient accumulation: each step minimises the mean over the M
+micro-batches of the model's loss (what pipelined `--loss none` means; with
+class weights or ignored labels that differs from the loss of the whole
+batch, which normalises over all of its rows at once).
 """
 
 import argparse
@@ -56,7 +64,11 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--stages", type=int, default=1)
+    p.add_argument("--microbatches", type=int, default=1)
+    p.add_argument("--mpi", action="store_true")
     args = p.parse_args()
+    m = args.microbatches
     os.makedirs(args.work, exist_ok=True)
 
     torch.manual_seed(0)
@@ -88,19 +100,31 @@ def main():
     for step in range(args.steps):
         sl = slice(step * args.batch, (step + 1) * args.batch)
         opt.zero_grad()
-        loss = model(torch.from_numpy(x[sl]), torch.from_numpy(y[sl]))
-        loss.backward()
+        xs, ys = torch.from_numpy(x[sl]), torch.from_numpy(y[sl])
+        total = 0.0
+        for part in range(m):
+            rows = slice(part * args.batch // m, (part + 1) * args.batch // m)
+            loss = model(xs[rows], ys[rows]) / m
+            loss.backward()
+            total += loss.item()
         opt.step()
-        torch_losses.append(loss.item())
+        torch_losses.append(total)
     final = {k: v.detach().numpy() for k, v in model.state_dict().items()}
 
     bundle = os.path.join(args.work, "bundle")
     subprocess.run([os.path.join(args.bin, "pipedream-compile"), onnx_path,
                     "-o", bundle, "--loss", "none", "--optimizer", "sgd",
                     "--lr", repr(args.lr), "--batch-size", str(args.batch),
-                    "-O", "1"], check=True)
+                    "-O", "1"] + ([] if args.stages == 1 else [
+                        "--stages", str(args.stages), "--schedule", "1f1b",
+                        "--microbatches", str(m)]), check=True)
     with open(os.path.join(bundle, "bundle.json")) as f:
-        training = json.load(f)["training"]
+        manifest = json.load(f)
+    training = manifest["training" if args.stages == 1 else "pipeline"]
+    if args.stages > 1:
+        # The pipeline section names the weights in its report.
+        with open(os.path.join(bundle, "report.json")) as f:
+            training = dict(training, weights=json.load(f)["weights"])
     bad = 0
     if training["loss"] != "none" or "labels" in training or \
             sorted(training["inputs"]) != ["x", "y"]:
@@ -117,8 +141,9 @@ def main():
     trained_path = os.path.join(args.work, "trained.onnx")
     subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle, "--data",
                     data, "--steps", str(args.steps), "--loss-log", log,
-                    "--save-onnx", trained_path], check=True,
-                   stdout=subprocess.DEVNULL)
+                    "--save-onnx", trained_path] +
+                   (["--ranks", str(args.stages)] if args.mpi else []),
+                   check=True, stdout=subprocess.DEVNULL)
     with open(log) as f:
         ours = [float(r["loss"]) for r in csv.DictReader(f)]
     trained = {i.name: numpy_helper.to_array(i)
@@ -156,7 +181,10 @@ def main():
         print("MISMATCH the export has no class-weight initializer")
         bad += 1
     if not bad:
-        print(f"OK loss none: losses {' '.join(f'{v:.6f}' for v in ours)}; "
+        where = "" if args.stages == 1 else \
+            f" ({args.stages} stages, {m} micro-batches" + \
+            (", MPI)" if args.mpi else ", threads)")
+        print(f"OK loss none{where}: losses {' '.join(f'{v:.6f}' for v in ours)}; "
               f"worst relative error loss {worst_loss:.2g}, weights "
               f"{worst_weight:.2g}; {len(constants)} constant initializers "
               f"unchanged")

@@ -50,10 +50,15 @@ RTOL = 1e-5
 
 
 def load_weights(manifest, bundle):
-    raw = np.fromfile(os.path.join(bundle, manifest["weights_file"]),
-                      dtype=np.uint8)
+    # Bundle version 3: a weight may live in a rank weight file ("file").
+    files = {}
     out = {}
     for w in manifest["weights"]:
+        name = w.get("file", manifest["weights_file"])
+        if name not in files:
+            files[name] = np.fromfile(os.path.join(bundle, name),
+                                      dtype=np.uint8)
+        raw = files[name]
         arr = tc.aligned_empty(tuple(w["shape"]), tc.DTYPES[w["dtype"]])
         arr.reshape(-1).view(np.uint8)[:] = raw[w["offset"]:w["offset"] + w["bytes"]]
         out[w["name"]] = arr
@@ -237,6 +242,51 @@ def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
 TORCH_RTOL = 1e-4
 
 
+def check_rank_files(bundle, onnx_path, tag):
+    """Bundle version 3 (docs/Bundle.md "Rank weight files"): each rank's
+    file holds exactly the weights its functions bind, with the model's
+    initial values; together they hold each weight once per holding rank,
+    and weights.bin none of them."""
+    with open(os.path.join(bundle, "bundle.json")) as f:
+        manifest = json.load(f)
+    initial = {i.name: numpy_helper.to_array(i)
+               for i in onnx.load(onnx_path).graph.initializer}
+    weights = {w["name"]: w for w in manifest["weights"]}
+    functions = {f["name"]: f for f in manifest["functions"]}
+    bad = 0
+    if manifest["version"] != 3:
+        print(f"MISMATCH {tag}: bundle version {manifest['version']}, not 3")
+        bad += 1
+    held = 0
+    for r, rank in enumerate(manifest["pipeline"]["ranks"]):
+        called = {i["function"] for i in rank["program"] if i["op"] == "call"}
+        needed = {b["name"] for f in called
+                  for b in functions[f]["buffers"] if b["role"] == "weight"}
+        listed = {w["name"]: w["offset"] for w in rank["weights"]}
+        if set(listed) != needed:
+            print(f"MISMATCH {tag}: rank {r} lists {sorted(listed)} but "
+                  f"binds {sorted(needed)}")
+            bad += 1
+        raw = np.fromfile(os.path.join(bundle, rank["weights_file"]),
+                          dtype=np.uint8)
+        for name, offset in listed.items():
+            w = weights[name]
+            got = raw[offset:offset + w["bytes"]].view(
+                tc.DTYPES[w["dtype"]]).reshape(w["shape"])
+            held += w["bytes"]
+            if name in initial and not np.array_equal(got, initial[name]):
+                print(f"MISMATCH {tag}: rank {r}'s copy of {name} is not "
+                      f"the model's initial value")
+                bad += 1
+    common = os.path.getsize(os.path.join(bundle, manifest["weights_file"]))
+    total = sum(w["bytes"] for w in weights.values())
+    if not bad:
+        print(f"OK rank weight files {tag}: {held} bytes over "
+              f"{len(manifest['pipeline']['ranks'])} ranks for {total} "
+              f"bytes of weights; weights.bin {common} bytes")
+    return bad
+
+
 def compare_torch(args, model, x, labels, losses, weights, tag):
     """The pipeline against torch.optim training of the same model in
     float64 (pipeline_compare's optimizer settings), and a torch model with
@@ -310,6 +360,15 @@ def main():
                    help="pipedream-compile's --momentum (with --optimizer "
                         "sgd: SGD with momentum)")
     p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--dim", type=int, default=32,
+                   help="gpt: d_model (export_torch.py --dim)")
+    p.add_argument("--heads", type=int, default=2,
+                   help="gpt: attention heads (export_torch.py --heads)")
+    p.add_argument("--external-data", action="store_true",
+                   help="store the model's weights as ONNX external data "
+                        "(model.onnx.data next to it) before compiling; "
+                        "also checks the pipeline bundle's rank weight "
+                        "files against the initializers")
     p.add_argument("--runner", choices=["python", "threads", "mpi"],
                    default="python")
     p.add_argument("--work")
@@ -349,7 +408,8 @@ def main():
         onnx.save(proto, onnx_path)
     else:
         model, example, in_name, out_name = tc.export_torch.build(
-            args.model, args.microbatch_size, layers=args.layers)
+            args.model, args.microbatch_size, layers=args.layers,
+            dim=args.dim, heads=args.heads)
         model.eval()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -361,6 +421,12 @@ def main():
                               training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=tc.export_torch
                               .constant_folding(args.model))
+    if args.external_data:
+        proto = onnx.load(onnx_path)
+        onnx.save_model(proto, onnx_path, save_as_external_data=True,
+                        all_tensors_to_one_file=True,
+                        location="model.onnx.data", size_threshold=1024)
+        del proto
     m, b = args.microbatches, args.microbatch_size
     rng = np.random.default_rng(11)
     asynchronous = args.schedule in ("pipedream", "2bw")
@@ -409,6 +475,8 @@ def main():
     tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
            f"M={m} ({args.runner})")
     bad = 0
+    if args.external_data:
+        bad += check_rank_files(piped, onnx_path, tag)
     worst_loss = max(abs(a - r) / max(abs(r), 1e-12)
                      for a, r in zip(losses, ref_losses))
     if len(losses) != len(ref_losses) or worst_loss > RTOL:

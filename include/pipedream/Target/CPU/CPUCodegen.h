@@ -50,10 +50,13 @@ namespace pipedream::cpu {
 /// How f32/f64 contractions (matmul, batch_matmul, generic contractions,
 /// convolutions after im2col) are compiled.
 enum class GemmLowering {
-  /// cpu-vectorize-gemm where it applies (f32, row-major B and C, sizes the
-  /// register tile divides), CBLAS for the other contractions when OpenBLAS
-  /// is available, loops for the rest.
+  /// f32 contractions to pipedream's kernel (`pd_cpu_sgemm`, as Kernel),
+  /// f64 ones to CBLAS when OpenBLAS is available, loops for the rest.
   Auto,
+  /// Every f32 contraction to `pd_cpu_sgemm` (lib/Target/CPU/Kernels:
+  /// packed, AVX-512/AVX2 by cpuid, threads), loops for the rest: program.so
+  /// depends on libc and libm only.
+  Kernel,
   /// cpu-vectorize-gemm where it applies, loops for the rest: program.so
   /// depends on libc and libm only.
   Vectorize,
@@ -63,7 +66,7 @@ enum class GemmLowering {
   Loops,
 };
 
-/// Parses "auto", "vectorize", "blas" or "loops".
+/// Parses "auto", "kernel", "vectorize", "blas" or "loops".
 std::optional<GemmLowering> parseGemmLowering(llvm::StringRef text);
 
 /// Options of the CPU code generator.
@@ -85,6 +88,22 @@ struct CPUCodegenOptions {
   bool runTimeChecks = true;
   /// Symbol prefix of the exported entry wrappers.
   std::string symbolPrefix = "pipedream_";
+  /// Link the CPU kernel object (pd_cpu_sgemm, the thread count;
+  /// writeKernelObject) into the library. The CUDA target's host code needs
+  /// none (its program.so depends on nothing).
+  bool linkKernels = true;
+
+  // Compile time (lib/Target/CPU/ParallelCodegen.cpp, OutlineKernels.cpp).
+  /// Threads for the LLVM optimization and code generation of the split
+  /// module; 0: one per hardware thread; 1: the whole module on one thread.
+  unsigned codegenThreads = 0;
+  /// cpu-outline-kernels: every loop nest in a function of its own,
+  /// structurally equal ones shared.
+  bool outlineKernels = true;
+  /// Object cache directory ("" = the default, see resolveObjectCacheDir).
+  std::string cacheDir;
+  /// False: neither read nor write the object cache.
+  bool useCache = true;
 };
 
 /// True when this build of pipedream found OpenBLAS and can link bundles
@@ -113,7 +132,8 @@ void registerCPUCodegenPasses();
 ///   buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
 ///   buffer-deallocation-pipeline, convert-bufferization-to-memref,
 ///   [cpu-lower-gemm-to-blas], cpu-lower-strided-copies,
-///   cpu-generate-entry-points, convert-linalg-to-loops, lower-affine,
+///   cpu-generate-entry-points, [cpu-outline-kernels], convert-linalg-to-loops,
+///   lower-affine,
 ///   convert-vector-to-scf, convert-scf-to-cf, expand-strided-metadata,
 ///   lower-affine, convert-vector-to-llvm, convert-math-to-llvm,
 ///   convert-math-to-libm, convert-to-llvm, reconcile-unrealized-casts
@@ -165,7 +185,8 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
                                    llvm::SmallVectorImpl<char> &object,
                                    std::string &error);
 
-/// Links `objectFiles` into the shared library `outputPath` with lld, in
+/// Links `objectFiles` and, when `withKernels`, the CPU kernel object
+/// (writeKernelObject) into the shared library `outputPath` with lld, in
 /// process, against libc, libm and (when `withBLAS`) OpenBLAS, refusing
 /// undefined symbols except the names in `runtimeSymbols`, which stay
 /// undefined in the library (the loader resolves them from what the process
@@ -175,7 +196,14 @@ mlir::LogicalResult
 linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
                   llvm::StringRef outputPath, bool withBLAS,
                   std::string &error,
-                  llvm::ArrayRef<std::string> runtimeSymbols = {});
+                  llvm::ArrayRef<std::string> runtimeSymbols = {},
+                  bool withKernels = true);
+
+/// Writes the CPU kernel object (lib/Target/CPU/Kernels: pd_cpu_sgemm, the
+/// thread count) to a new file next to `outputPath` and returns its name in
+/// `path`; linkSharedLibrary links it into every library and removes it.
+mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
+                                      std::string &path, std::string &error);
 
 /// Code generation for a module already in the LLVM dialect: translation
 /// with `options`' target machine, the LLVM -O pipeline, an object file

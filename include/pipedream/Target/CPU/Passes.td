@@ -146,6 +146,12 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     When the op's output was zero-filled by the `linalg.fill` right before
     it, the fill is erased and the call uses `beta = 0`.
 
+    `sgemm=pd_cpu_sgemm` calls pipedream's own packed, register-tiled
+    kernel for f32 instead (lib/Target/CPU/Kernels: same arguments as
+    `cblas_sgemm`, AVX-512 or AVX2 chosen by cpuid at run time, linked into
+    every program.so); `f64=false` leaves f64 contractions to the loop
+    lowering (no OpenBLAS).
+
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>)
                   outs(%c : memref<64x16xf32>)
@@ -154,6 +160,13 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
         %pa, %c32, %pb, %c16, %one, %pc, %c16) : (...) -> ()
     ```
   }];
+  let options = [
+    Option<"sgemm", "sgemm", "std::string", /*default=*/"\"cblas_sgemm\"",
+           "Callee of f32 contractions: cblas_sgemm (OpenBLAS) or "
+           "pd_cpu_sgemm (pipedream's kernel)">,
+    Option<"lowerF64", "f64", "bool", /*default=*/"true",
+           "Lower f64 contractions to cblas_dgemm">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect",
                            "mlir::func::FuncDialect",
                            "mlir::memref::MemRefDialect",
@@ -311,6 +324,57 @@ def CacheAllocationsPass
            "Bytes the module keeps parked at most (default 1 GiB)">,
   ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-outline-kernels
+//===----------------------------------------------------------------------===//
+
+def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Move every loop nest into a function of its own, one "
+                "function per distinct nest";
+  let description = [{
+    Runs on bufferized IR (before `convert-linalg-to-loops`). Every loop nest
+    at the top level of a function body (a linalg op on memrefs, an
+    `scf.for`/`scf.forall`/`scf.parallel` or `affine.for` without results)
+    becomes a call of a private `func.func @__pipedream_kernel_<N>` with
+    internal linkage and LLVM's `noinline` (`passthrough`), whose arguments are the values the nest uses from outside
+    (memrefs, scalars); constants are cloned into the kernel, so trip counts
+    and strides stay constant there. Kernels that print the same (same ops,
+    types, attributes and constants) are one function: the identical blocks
+    of a transformer compile once.
+
+    Why: LLVM's optimization and instruction selection are superlinear in
+    the size of a function, and a training step in one function is
+    thousands of loop nests; outlined, every function is small, the module
+    can be split over threads, and equal nests are compiled once.
+
+    ```mlir
+    func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+      linalg.generic {...} ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {...}
+      return
+    }
+    // becomes
+    func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {
+      call @__pipedream_kernel_0(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+      return
+    }
+    func.func private @__pipedream_kernel_0(%a: memref<4xf32>, %b: memref<4xf32>)
+        attributes {llvm.linkage = #llvm.linkage<internal>,
+                    passthrough = ["noinline"]} {
+      linalg.generic {...} ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {...}
+      return
+    }
+    ```
+
+    A linalg op on tensors (a module that was not bufferized) is an error.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Distinct kernel functions created">,
+    Statistic<"numCalls", "calls", "Loop nests replaced by a kernel call">,
+  ];
 }
 
 #endif // PIPEDREAM_TARGET_CPU_PASSES_TD

@@ -58,6 +58,24 @@ static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// `nn.origin = {kind = "...", sources = ["...", ...]}` (NNBase.td).
+static LogicalResult verifyOriginAttr(Operation *op, NamedAttribute attr) {
+  auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+  auto kind = dict ? dict.getAs<StringAttr>("kind") : StringAttr();
+  auto sources = dict ? dict.getAs<ArrayAttr>("sources") : ArrayAttr();
+  if (!kind || !sources || dict.size() != 2 ||
+      !llvm::is_contained(ArrayRef<StringRef>{"parameter", "folded",
+                                              "derived", "buffer",
+                                              "constant"},
+                          kind.getValue()) ||
+      !llvm::all_of(sources, [](Attribute a) { return isa<StringAttr>(a); }))
+    return op->emitError()
+           << "'" << attr.getName().getValue()
+           << "' must be {kind = \"parameter\"|\"folded\"|\"derived\"|"
+              "\"buffer\"|\"constant\", sources = [strings]}";
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -76,6 +94,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                              << "' must be a unit attribute";
     return success();
   }
+  if (attr.getName() == kOriginAttrName)
+    return verifyOriginAttr(op, attr);
   if (attr.getName() == kParamAttrName) {
     // NOTE: passes read the initial weight value from here; its type must be
     // exactly the argument's so no pass has to reconcile the two.

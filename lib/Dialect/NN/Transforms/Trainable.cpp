@@ -123,6 +123,73 @@ DenseSet<Value> valuesReachingLoss(Block &body, Value trained) {
   return reaches;
 }
 
+/// `nn.origin` of argument `index` (empty `kind` when there is none).
+struct Origin {
+  StringRef kind;
+  SmallVector<StringRef> sources;
+};
+Origin originOf(func::FuncOp func, unsigned index) {
+  Origin origin;
+  auto dict =
+      func.getArgAttrOfType<DictionaryAttr>(index, Names::kOriginAttrName);
+  if (!dict)
+    return origin;
+  if (auto kind = dict.getAs<StringAttr>("kind"))
+    origin.kind = kind.getValue();
+  if (auto sources = dict.getAs<ArrayAttr>("sources"))
+    for (auto s : sources.getAsRange<StringAttr>())
+      origin.sources.push_back(s.getValue());
+  return origin;
+}
+
+/// The decision the exporter's record makes (TorchProvenance.h): torch
+/// knows which tensors are nn.Parameters, so its word beats the structural
+/// guesses (a learnable scalar is trained; an all-zero mask is not).
+void decideByOrigin(WeightDecision &d, const Origin &origin, bool reaches) {
+  using Kind = WeightDecision::Kind;
+  auto list = [&] {
+    std::string text;
+    for (StringRef s : origin.sources)
+      text += (text.empty() ? "'" : ", '") + s.str() + "'";
+    return text;
+  };
+  if (origin.kind == "buffer") {
+    d.kind = Kind::Frozen;
+    d.reason = "torch buffer (export signature)";
+    return;
+  }
+  if (origin.kind == "constant") {
+    d.kind = Kind::Frozen;
+    d.reason = origin.sources.empty()
+                   ? "constant made by the exporter (not a torch parameter)"
+                   : "constant folded by the exporter from torch buffer(s) " +
+                         list();
+    return;
+  }
+  if (!reaches) {
+    d.kind = Kind::Frozen;
+    d.reason = "no differentiable path to the loss";
+    return;
+  }
+  d.kind = Kind::Trainable;
+  if (origin.kind == "parameter") {
+    d.reason = "torch parameter";
+    return;
+  }
+  if (origin.kind == "folded") {
+    d.reason = "folded by the exporter from torch parameter " + list();
+    return;
+  }
+  d.reason = "computed by the exporter from torch parameter(s) " + list() +
+             " and other values";
+  d.warning = "weight '" + d.name + "' was computed at export from torch "
+              "parameter(s) " + list() + " and other values (onnxscript's "
+              "constant folding): training it updates the folded value, "
+              "which is not the same as training the parameter unless the "
+              "fold was a reshape; export with torch.onnx.export(..., "
+              "optimize=False), or --freeze it";
+}
+
 /// One --freeze/--train entry, compiled.
 struct Pattern {
   std::string text;
@@ -251,6 +318,8 @@ classifyWeights(func::FuncOp func, const TrainableOptions &options,
         decide(Kind::Frozen, "nn.frozen");
       else if (func.getArgAttr(i, Names::kNoGradAttrName))
         decide(Kind::Frozen, "nn.no_grad");
+      else if (Origin origin = originOf(func, i); !origin.kind.empty())
+        decideByOrigin(d, origin, reaches.contains(arg));
       else if (type.getRank() == 0)
         decide(Kind::Frozen, "scalar constant");
       else if (!reaches.contains(arg))
@@ -263,6 +332,29 @@ classifyWeights(func::FuncOp func, const TrainableOptions &options,
         decide(Kind::Trainable, "parameter");
     }
     decisions.push_back(std::move(d));
+  }
+
+  // One torch parameter folded into two trainable weights (the head's
+  // transposed copy of a tied embedding) would be trained twice, untied.
+  llvm::StringMap<std::string> holderOf;
+  for (unsigned i = 0, e = func.getNumArguments(), next = 0; i < e; ++i) {
+    if (!isParamArgument(func, i))
+      continue;
+    const WeightDecision &d = decisions[next++];
+    Origin origin = originOf(func, i);
+    if (d.kind != WeightDecision::Kind::Trainable || origin.kind.empty() ||
+        origin.kind == "derived")
+      continue;
+    for (StringRef source : origin.sources) {
+      auto [it, inserted] = holderOf.try_emplace(source, d.name);
+      if (!inserted)
+        return func.emitError("weights '")
+               << it->second << "' and '" << d.name
+               << "' are both torch parameter '" << source
+               << "' (the exporter folded a copy of it): training them "
+                  "separately unties the parameter; export with "
+                  "torch.onnx.export(..., optimize=False), or --freeze one";
+    }
   }
 
   llvm::StringSet<> constants;
@@ -278,8 +370,9 @@ classifyWeights(func::FuncOp func, const TrainableOptions &options,
     if (constants.contains(p.text))
       return func.emitError("--train '")
              << p.text
-             << "': the initializer is an integer or bool tensor (a "
-                "constant); only float initializers can be trained";
+             << "': the initializer is a constant (an integer or bool "
+                "tensor, or a float one an op reads at import time, such as "
+                "a Clip bound); it cannot be trained";
     return func.emitError("--train '")
            << p.text << "' matches no weight of the model";
   }

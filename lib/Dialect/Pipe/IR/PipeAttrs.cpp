@@ -54,7 +54,17 @@ ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (numChunks < 1)
     return emitError() << "schedule needs at least 1 chunk per stage, got "
                        << numChunks;
-  if (kind == ScheduleKind::Interleaved1F1B) {
+  if (kind == ScheduleKind::InterleavedZeroBubble) {
+    if (numChunks == 1)
+      return emitError() << "'" << stringifyScheduleKind(kind)
+                         << "' needs more than 1 chunk per stage";
+    int64_t rounds = std::max<int64_t>(1, numMicrobatches / numStages);
+    if (numMicrobatches % rounds != 0)
+      return emitError() << "'" << stringifyScheduleKind(kind)
+                         << "' needs microbatches to be a multiple of "
+                            "max(1, microbatches / stages) = "
+                         << rounds << ", got " << numMicrobatches;
+  } else if (kind == ScheduleKind::Interleaved1F1B) {
     if (numChunks == 1)
       return emitError() << "'" << stringifyScheduleKind(kind)
                          << "' needs more than 1 chunk per stage";
@@ -69,7 +79,8 @@ ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   } else if (numChunks != 1) {
     return emitError() << "'" << stringifyScheduleKind(kind)
                        << "' has 1 chunk per stage, got " << numChunks
-                       << " (only 'interleaved-1f1b' has virtual chunks)";
+                       << " (only 'interleaved-1f1b' and 'interleaved-zb' "
+                          "have virtual chunks)";
   }
   return success();
 }
@@ -80,6 +91,7 @@ bool ScheduleAttr::isSynchronous() const {
   case ScheduleKind::OneFOneB:
   case ScheduleKind::Interleaved1F1B:
   case ScheduleKind::ZeroBubbleH1:
+  case ScheduleKind::InterleavedZeroBubble:
     return true;
   case ScheduleKind::PipeDream:
   case ScheduleKind::TwoBW:
@@ -89,7 +101,8 @@ bool ScheduleAttr::isSynchronous() const {
 }
 
 bool ScheduleAttr::splitsBackward() const {
-  return getKind() == ScheduleKind::ZeroBubbleH1;
+  return getKind() == ScheduleKind::ZeroBubbleH1 ||
+         getKind() == ScheduleKind::InterleavedZeroBubble;
 }
 
 bool ScheduleAttr::hasWeightVersions() const { return !isSynchronous(); }

@@ -170,12 +170,10 @@ void BuildStageTrainingPass::runOnOperation() {
                        << "'";
     return signalPassFailure();
   }
-  if (*lossKind == nn::LossKind::None) {
-    module.emitError() << "pipe-build-stage-training: loss 'none' (the "
-                          "model's own loss output) is single-rank only; "
-                          "pipelines take --loss cross-entropy or mse";
-    return signalPassFailure();
-  }
+  // --loss none: the last stage's first output is the model's own loss
+  // (one element); there is no labels input (what the loss reads are
+  // ordinary graph inputs, fed to the stage that reads them).
+  bool hasLabels = *lossKind != nn::LossKind::None;
   nn::OptimizerOptions opt;
   opt.kind = *optimizerKind;
   opt.lr = lr;
@@ -256,9 +254,18 @@ void BuildStageTrainingPass::runOnOperation() {
   }
   unsigned predictionResult = cast<OpResult>(ret.getOperand(0)).getResultNumber();
   auto predType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+  if (!hasLabels && (!predType || !predType.hasStaticShape() ||
+                     predType.getNumElements() != 1)) {
+    driver.emitError() << "pipe-build-stage-training: --loss none trains the "
+                          "first output as the loss, which must be a scalar; "
+                          "it has type "
+                       << ret.getOperand(0).getType();
+    return signalPassFailure();
+  }
   FailureOr<RankedTensorType> labelsType =
-      predType ? nn::getLabelsType(*lossKind, predType)
-               : FailureOr<RankedTensorType>(failure());
+      !hasLabels ? FailureOr<RankedTensorType>(RankedTensorType())
+      : predType ? nn::getLabelsType(*lossKind, predType)
+                 : FailureOr<RankedTensorType>(failure());
   if (failed(labelsType)) {
     driver.emitError() << "pipe-build-stage-training: the loss does not apply "
                           "to the prediction "
@@ -308,7 +315,7 @@ void BuildStageTrainingPass::runOnOperation() {
     // The training-mode stage function G(args..., [labels]) -> (sends...,
     // [loss], running stats'...).
     SmallVector<Type> argTypes(callee.getArgumentTypes());
-    if (last)
+    if (last && hasLabels)
       argTypes.push_back(*labelsType);
     // Dropout: a per-stage seed state advanced by each F; op k of the whole
     // model draws from seed + k, so the masks equal single-rank training's.
@@ -347,7 +354,7 @@ void BuildStageTrainingPass::runOnOperation() {
         stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
       }
     }
-    if (last) {
+    if (last && hasLabels) {
       unsigned i = callee.getNumArguments();
       stageFn.setArgAttr(i, "pipe.input", b.getStringAttr(labelsName));
       stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
@@ -383,7 +390,7 @@ void BuildStageTrainingPass::runOnOperation() {
     if (last) {
       results.push_back(nn::buildLoss(
           b, loc, *lossKind, mapping.lookup(calleeRet.getOperand(predictionResult)),
-          entry->getArgument(callee.getNumArguments())));
+          hasLabels ? entry->getArgument(callee.getNumArguments()) : Value()));
       NamedAttrList attrs;
       attrs.set(NNNames::kRoleAttrName, b.getStringAttr("loss"));
       attrs.set(NNNames::kNameAttrName, b.getStringAttr("loss"));

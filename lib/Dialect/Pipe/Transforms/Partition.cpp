@@ -195,8 +195,7 @@ void PartitionPass::runOnOperation() {
   std::optional<schedule::Kind> kind = schedule::parseKind(scheduleKind);
   if (!kind) {
     module.emitError() << "pipe-partition: unknown schedule '" << scheduleKind
-                       << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, "
-                          "zb-h1)";
+                       << "' (" << schedule::kindNameList() << ")";
     return signalPassFailure();
   }
   // Virtual chunks imply Megatron's interleaved schedule.

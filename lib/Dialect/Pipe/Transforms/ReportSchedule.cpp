@@ -8,6 +8,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/ProjectRanks.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -49,14 +50,31 @@ void ReportSchedulePass::runOnOperation() {
       return signalPassFailure();
     }
     schedule = scheduleOfProgram(program);
+  } else if (kind == "auto") {
+    // The search: every synchronous kind (V = `virtual`, or 2, for the
+    // kinds with chunks) at M = `microbatches`, unit work per step.
+    sched::SearchOptions search;
+    search.numRanks = numStages;
+    search.microbatches = {numMicrobatches};
+    search.chunks = {numChunks > 1 ? (int64_t)numChunks : 2};
+    std::vector<sched::SearchCandidate> candidates =
+        sched::searchSchedules(search);
+    if (numStages < 1 || numMicrobatches < 1 || candidates.empty()) {
+      module.emitError() << "pipe-report-schedule: kind=auto: no valid "
+                            "schedule for stages="
+                         << numStages << " microbatches=" << numMicrobatches;
+      return signalPassFailure();
+    }
+    llvm::outs() << "schedule candidates (unit work per step):\n"
+                 << sched::candidatesTable(candidates);
+    schedule = sched::buildSchedule(candidates.front().config);
   } else {
     std::optional<sched::Kind> k =
         kind.empty() ? std::nullopt : sched::parseKind(kind);
     if (!kind.empty() && !k) {
       module.emitError() << "pipe-report-schedule: unknown schedule kind '"
                          << kind
-                         << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, "
-                            "2bw, zb-h1)";
+                         << "' (" << sched::kindNameList() << ")";
       return signalPassFailure();
     }
     sched::Config config{k.value_or(sched::Kind::OneFOneB), numStages,
@@ -71,14 +89,18 @@ void ReportSchedulePass::runOnOperation() {
       }
       sched::CSVImportOptions opts;
       opts.kind = k;
+      std::string note;
       if (std::string err =
               sched::parseScheduleCSV((*buf)->getBuffer().str(), opts,
-                                      schedule);
+                                      schedule, &note);
           !err.empty()) {
         module.emitError() << "pipe-report-schedule: " << scheduleCsv << ": "
                            << err;
         return signalPassFailure();
       }
+      if (!note.empty())
+        module.emitRemark() << "pipe-report-schedule: " << scheduleCsv << ": "
+                            << note;
     } else {
       if (std::string err = sched::validate(config); !err.empty()) {
         module.emitError() << "pipe-report-schedule: " << err;

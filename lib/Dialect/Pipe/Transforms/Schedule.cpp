@@ -20,12 +20,26 @@ namespace schedule {
 // Names
 //===----------------------------------------------------------------------===//
 
+const std::vector<Kind> &allKinds() {
+  static const std::vector<Kind> kinds{
+      Kind::GPipe, Kind::OneFOneB, Kind::Interleaved1F1B,
+      Kind::PipeDream, Kind::TwoBW, Kind::ZBH1,
+      Kind::ZBV, Kind::InterleavedZB, Kind::DualPipeV};
+  return kinds;
+}
+
 std::optional<Kind> parseKind(const std::string &name) {
-  for (Kind k : {Kind::GPipe, Kind::OneFOneB, Kind::Interleaved1F1B,
-                 Kind::PipeDream, Kind::TwoBW, Kind::ZBH1})
+  for (Kind k : allKinds())
     if (name == kindName(k))
       return k;
   return std::nullopt;
+}
+
+std::string kindNameList() {
+  std::string out;
+  for (Kind k : allKinds())
+    out += (out.empty() ? "" : ", ") + std::string(kindName(k));
+  return out;
 }
 
 const char *kindName(Kind kind) {
@@ -42,6 +56,12 @@ const char *kindName(Kind kind) {
     return "2bw";
   case Kind::ZBH1:
     return "zb-h1";
+  case Kind::ZBV:
+    return "zb-v";
+  case Kind::InterleavedZB:
+    return "interleaved-zb";
+  case Kind::DualPipeV:
+    return "dualpipe-v";
   }
   return "?";
 }
@@ -86,15 +106,41 @@ std::string validate(const Config &c) {
     return "the number of micro-batches must be at least 1";
   if (c.numChunks < 1)
     return "the number of chunks must be at least 1";
-  if (c.kind == Kind::Interleaved1F1B) {
+  std::string name = kindName(c.kind);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  switch (c.kind) {
+  case Kind::Interleaved1F1B:
     if (c.numMicrobatches % c.numRanks != 0)
       return "interleaved-1f1b needs the micro-batches (" +
-             std::to_string(c.numMicrobatches) +
-             ") to be a multiple of the stages (" +
-             std::to_string(c.numRanks) + ")";
-  } else if (c.numChunks != 1) {
-    return std::string(kindName(c.kind)) +
-           " runs one chunk per stage; only interleaved-1f1b takes chunks";
+             str(c.numMicrobatches) + ") to be a multiple of the stages (" +
+             str(c.numRanks) + ")";
+    break;
+  case Kind::InterleavedZB: {
+    if (c.numChunks < 2)
+      return "interleaved-zb needs at least 2 chunks per stage, got " +
+             str(c.numChunks) + " (with 1 chunk it is zb-h1)";
+    // torch's ZB1P runs rounds of M / max(1, M / K) micro-batches.
+    int64_t rounds = std::max<int64_t>(1, c.numMicrobatches / c.numRanks);
+    if (c.numMicrobatches % rounds != 0)
+      return "interleaved-zb needs the micro-batches (" +
+             str(c.numMicrobatches) + ") to be a multiple of the rounds " +
+             "max(1, M / K) = " + str(rounds);
+    break;
+  }
+  case Kind::ZBV:
+  case Kind::DualPipeV:
+    if (c.numChunks != 2)
+      return name + " runs exactly 2 chunks per stage (a V: stage s and " +
+             "2K-1-s on rank s), got " + str(c.numChunks);
+    if (c.kind == Kind::DualPipeV && c.numMicrobatches < 2 * c.numRanks)
+      return "dualpipe-v needs at least 2K = " + str(2 * c.numRanks) +
+             " micro-batches (one per virtual stage), got " +
+             str(c.numMicrobatches);
+    break;
+  default:
+    if (c.numChunks != 1)
+      return name + " runs one chunk per stage; only interleaved-1f1b, " +
+             "interleaved-zb, zb-v and dualpipe-v take chunks";
   }
   return "";
 }
@@ -173,48 +219,204 @@ static void buildInterleaved(Schedule &s) {
   }
 }
 
-/// ZB-H1: greedy list scheduling under unit costs (F = B = W = 1), priority
-/// B > F > W, at most min(K-r, M) micro-batches in flight on rank r.
-static void buildZBH1(Schedule &s) {
+/// The synchronous kinds' flush: one U per chunk of each rank, chunk order.
+static void appendUpdates(Schedule &s) {
+  const Config &c = s.config;
+  for (int64_t r = 0; r < c.numRanks; ++r)
+    for (int64_t chunk = 0; chunk < c.numChunks; ++chunk)
+      s.ranks[r].push_back({Op::U, c.stageOf(r, chunk), c.numMicrobatches - 1});
+}
+
+/// ZB-H1 (V = 1) and ZB1P (interleaved-zb, V >= 2): torch's
+/// ScheduleInterleavedZeroBubble order. Rank r runs `warmup` forwards, then
+/// pairs of one forward and one input-gradient backward, then the remaining
+/// backwards; the weight gradient of the i-th backward follows the
+/// (i + r)-th backward, so W is deferred by r micro-batches on rank r (the
+/// last r drain at the end). In flight on rank r (V = 1): warm-up K-1-r plus
+/// r deferred plus the current one = K micro-batches.
+static void buildZeroBubbleLoop(Schedule &s) {
+  const Config &c = s.config;
+  int64_t k = c.numRanks, v = c.numChunks, numMb = c.numMicrobatches;
+  int64_t rounds = std::max<int64_t>(1, numMb / k);
+  int64_t perRound = numMb / rounds;
+  int64_t total = numMb * v;
+  for (int64_t r = 0; r < k; ++r) {
+    auto &list = s.ranks[r];
+    int64_t warmup = std::min((v - 1) * perRound + (k - 1 - r), total);
+    auto forwardStage = [&](int64_t step) {
+      return c.stageOf(r, (step / perRound) % v);
+    };
+    auto backwardStage = [&](int64_t step) {
+      return c.stageOf(r, v - 1 - ((step - warmup) / perRound) % v);
+    };
+    std::map<int64_t, int64_t> nextF, nextB, nextW;
+    std::vector<int64_t> backwardSteps;
+    size_t numW = 0;
+    auto forward = [&](int64_t step) {
+      int64_t stage = forwardStage(step);
+      list.push_back({Op::F, stage, nextF[stage]++});
+    };
+    auto weight = [&] {
+      int64_t stage = backwardStage(backwardSteps[numW++]);
+      list.push_back({Op::W, stage, nextW[stage]++});
+    };
+    auto backward = [&](int64_t step) {
+      int64_t stage = backwardStage(step);
+      list.push_back({Op::B, stage, nextB[stage]++});
+      backwardSteps.push_back(step);
+      if (step - warmup >= r)
+        weight();
+    };
+    for (int64_t step = 0; step < total + warmup; ++step) {
+      if (step < total)
+        forward(step);
+      if (step >= warmup)
+        backward(step);
+    }
+    while (numW < backwardSteps.size())
+      weight();
+  }
+  appendUpdates(s);
+}
+
+/// ZB-V: torch's ScheduleZBVZeroBubble order (V placement; chunk 0 is stage
+/// r, chunk 1 stage 2K-1-r). It is built for max(M, 2K-1) micro-batches and
+/// the actions of the micro-batches past M are dropped, as torch does.
+static void buildZBV(Schedule &s) {
   const Config &c = s.config;
   int64_t k = c.numRanks, numMb = c.numMicrobatches;
-  const int64_t never = INT64_MAX;
-  std::vector<std::vector<int64_t>> fEnd(k, std::vector<int64_t>(numMb, never));
-  std::vector<std::vector<int64_t>> bEnd = fEnd;
-  std::vector<int64_t> nextF(k, 0), nextB(k, 0), busyUntil(k, 0), inflight(k);
-  std::vector<std::vector<int64_t>> pendingW(k);
-  std::vector<size_t> nextW(k, 0);
-  int64_t remaining = 3 * k * numMb;
-  for (int64_t t = 0; remaining > 0; ++t) {
-    for (int64_t r = 0; r < k; ++r) {
-      if (busyUntil[r] > t)
-        continue;
-      auto &list = s.ranks[r];
-      int64_t cap = std::min(k - r, numMb);
-      int64_t b = nextB[r], f = nextF[r];
-      if (b < f && (r == k - 1 || bEnd[r + 1][b] <= t)) {
-        list.push_back({Op::B, r, b});
-        bEnd[r][b] = t + 1;
-        pendingW[r].push_back(b);
-        ++nextB[r];
-      } else if (f < numMb && (r == 0 || fEnd[r - 1][f] <= t) &&
-                 inflight[r] < cap) {
-        list.push_back({Op::F, r, f});
-        fEnd[r][f] = t + 1;
-        ++inflight[r];
-        ++nextF[r];
-      } else if (nextW[r] < pendingW[r].size()) {
-        list.push_back({Op::W, r, pendingW[r][nextW[r]++]});
-        --inflight[r];
-      } else {
-        continue;
-      }
-      busyUntil[r] = t + 1;
-      --remaining;
+  int64_t n = std::max(2 * k - 1, numMb);
+  for (int64_t r = 0; r < k; ++r) {
+    auto &list = s.ranks[r];
+    int64_t s0 = c.stageOf(r, 0), s1 = c.stageOf(r, 1);
+    int64_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    auto emit = [&](Op op, int64_t stage, int64_t mb) {
+      if (mb < numMb)
+        list.push_back({op, stage, mb});
+    };
+    for (int64_t i = 0; i < 2 * (k - r) - 1; ++i)
+      emit(Op::F, s0, f0++);
+    for (int64_t i = 0; i < r; ++i) {
+      emit(Op::F, s1, f1++);
+      emit(Op::F, s0, f0++);
     }
+    for (int64_t i = 0; i < k - r; ++i) {
+      emit(Op::F, s1, f1++);
+      emit(Op::B, s1, b1);
+      emit(Op::W, s1, b1++);
+    }
+    while (f1 < f0 || f0 < n) {
+      if (f0 < n)
+        emit(Op::F, s0, f0++);
+      emit(Op::B, s0, b0);
+      emit(Op::W, s0, b0++);
+      emit(Op::F, s1, f1++);
+      emit(Op::B, s1, b1);
+      emit(Op::W, s1, b1++);
+    }
+    int64_t w0 = b0, w1 = b1;
+    for (int64_t i = 0; i < r; ++i) {
+      emit(Op::B, s0, b0++);
+      emit(Op::B, s1, b1++);
+    }
+    for (int64_t i = 0; i < k - r; ++i) {
+      emit(Op::B, s0, b0++);
+      emit(Op::W, s0, w0++);
+    }
+    while (w1 < b1)
+      emit(Op::W, s1, w1++);
+    while (w0 < b0)
+      emit(Op::W, s0, w0++);
   }
-  for (int64_t r = 0; r < k; ++r)
-    s.ranks[r].push_back({Op::U, r, numMb - 1});
+  appendUpdates(s);
+}
+
+/// DualPipeV: torch's ScheduleDualPipeV order (after DeepSeek's DualPipe).
+/// A full backward is B + W joined (Join::FullBackward); an overlapped pair
+/// is an F and the full backward of the other chunk (Join::Overlap on the
+/// B). Input-gradient backwards queue their W, which later steps pop.
+static void buildDualPipeV(Schedule &s) {
+  const Config &c = s.config;
+  int64_t k = c.numRanks, numMb = c.numMicrobatches;
+  for (int64_t r = 0; r < k; ++r) {
+    auto &list = s.ranks[r];
+    int64_t s0 = c.stageOf(r, 0), s1 = c.stageOf(r, 1);
+    std::map<int64_t, int64_t> nextF, nextB;
+    std::vector<std::pair<int64_t, int64_t>> weights; // queued W, FIFO
+    size_t nextWeight = 0;
+    auto forward = [&](int64_t stage) {
+      list.push_back({Op::F, stage, nextF[stage]++});
+    };
+    auto inputBackward = [&](int64_t stage) {
+      int64_t mb = nextB[stage]++;
+      list.push_back({Op::B, stage, mb});
+      weights.push_back({stage, mb});
+    };
+    auto fullBackward = [&](int64_t stage, Join join) {
+      int64_t mb = nextB[stage]++;
+      list.push_back({Op::B, stage, mb, join});
+      list.push_back({Op::W, stage, mb, Join::FullBackward});
+    };
+    auto pendingWeight = [&] {
+      if (nextWeight < weights.size()) {
+        auto [stage, mb] = weights[nextWeight++];
+        list.push_back({Op::W, stage, mb});
+      }
+    };
+    auto overlap = [&](int64_t forwardStage, int64_t backwardStage) {
+      forward(forwardStage);
+      fullBackward(backwardStage, Join::Overlap);
+    };
+    for (int64_t i = 0; i < (k - r - 1) * 2; ++i)
+      forward(s0);
+    for (int64_t i = 0; i <= r; ++i) {
+      forward(s0);
+      forward(s1);
+    }
+    for (int64_t i = 0; i < k - r - 1; ++i) {
+      inputBackward(s1);
+      pendingWeight();
+      forward(s1);
+    }
+    for (int64_t i = 0; i < numMb - 2 * k + r + 1; ++i) {
+      if (i == 0 && r == k - 1) {
+        // torch: the last rank does not overlap its first pair.
+        forward(s0);
+        fullBackward(s1, Join::None);
+      } else {
+        overlap(s0, s1);
+      }
+      overlap(s1, s0);
+    }
+    for (int64_t i = 0; i < k - r - 1; ++i) {
+      fullBackward(s1, Join::None);
+      overlap(s1, s0);
+    }
+    // The second half of the drain splits the backward (zero bubble).
+    bool split = false;
+    auto drainBackward = [&](int64_t stage) {
+      if (split)
+        inputBackward(stage);
+      else
+        fullBackward(stage, Join::None);
+    };
+    int64_t last = r + 1;
+    for (int64_t i = 0; i < last; ++i) {
+      if (i == last / 2 && r % 2 == 1)
+        split = true;
+      drainBackward(s1);
+      if (i == last / 2 && r % 2 == 0)
+        split = true;
+      drainBackward(s0);
+    }
+    for (int64_t i = 0; i < k - r - 1; ++i) {
+      pendingWeight();
+      drainBackward(s0);
+    }
+    while (nextWeight < weights.size())
+      pendingWeight();
+  }
+  appendUpdates(s);
 }
 
 Schedule buildSchedule(const Config &config) {
@@ -233,7 +435,14 @@ Schedule buildSchedule(const Config &config) {
     buildInterleaved(s);
     break;
   case Kind::ZBH1:
-    buildZBH1(s);
+  case Kind::InterleavedZB:
+    buildZeroBubbleLoop(s);
+    break;
+  case Kind::ZBV:
+    buildZBV(s);
+    break;
+  case Kind::DualPipeV:
+    buildDualPipeV(s);
     break;
   case Kind::PipeDream:
     build1F1B(s, [](int64_t) { return true; }, /*flush=*/false);
@@ -379,36 +588,52 @@ static std::vector<std::vector<Item>> lowerToItems(const Schedule &s) {
     };
     size_t posted = 0; // actions whose receives are posted
     size_t numOps = 0;  // rank-wide op ids, in posting order
+    // Deferred sends: waited for at the end of the step, not where posted.
+    const bool deferred = c.defersSends();
+    std::vector<size_t> deferredSends;
     std::map<size_t, std::vector<size_t>> recvWaits; // action -> op ids
-    for (size_t i = 0; i < list.size(); ++i) {
-      const Action &a = list[i];
+    for (size_t i = 0; i < list.size();) {
+      // A group: an action and the ones joined to it (Action::join) run
+      // back to back, with one communication step before them.
+      size_t end = i + 1;
+      while (end < list.size() && list[end].join != Join::None)
+        ++end;
       Item step{(int64_t)i, true, pending, {}};
-      for (size_t j = 0; j < pending.size(); ++j)
-        step.waits.push_back(numOps++);
+      for (size_t j = 0; j < pending.size(); ++j) {
+        if (deferred)
+          deferredSends.push_back(numOps++);
+        else
+          step.waits.push_back(numOps++);
+      }
       pending.clear();
-      // Post the receives of this action and of the next kRecvLookahead
-      // ones (Megatron posts the next forward's and backward's receives
-      // with the current sends); each is waited for before its action.
-      for (; posted < std::min(list.size(), i + 1 + kRecvLookahead); ++posted)
+      // Post the receives of this group and of the next kRecvLookahead
+      // actions (Megatron posts the next forward's and backward's receives
+      // with the current sends); each is waited for before its group.
+      for (; posted < std::min(list.size(), end + kRecvLookahead); ++posted)
         for (const CommOp &op : recvsOf(list[posted])) {
           step.ops.push_back(op);
           recvWaits[posted].push_back(numOps++);
         }
-      for (size_t id : recvWaits[i])
-        step.waits.push_back(id);
+      for (size_t g = i; g < end; ++g)
+        for (size_t id : recvWaits[g])
+          step.waits.push_back(id);
       if (!step.ops.empty() || !step.waits.empty())
         out[r].push_back(step);
-      out[r].push_back({(int64_t)i, false, {}, {}});
-      if (a.op == Op::F && a.stage + 1 < numStages &&
-          c.rankOf(a.stage + 1) != (int64_t)r)
-        pending.push_back({true, c.rankOf(a.stage + 1),
-                           {0, a.stage, a.microbatch}});
-      if (a.op == Op::B && a.stage > 0 && c.rankOf(a.stage - 1) != (int64_t)r)
-        pending.push_back({true, c.rankOf(a.stage - 1),
-                           {1, a.stage, a.microbatch}});
+      for (; i < end; ++i) {
+        const Action &a = list[i];
+        out[r].push_back({(int64_t)i, false, {}, {}});
+        if (a.op == Op::F && a.stage + 1 < numStages &&
+            c.rankOf(a.stage + 1) != (int64_t)r)
+          pending.push_back({true, c.rankOf(a.stage + 1),
+                             {0, a.stage, a.microbatch}});
+        if (a.op == Op::B && a.stage > 0 &&
+            c.rankOf(a.stage - 1) != (int64_t)r)
+          pending.push_back({true, c.rankOf(a.stage - 1),
+                             {1, a.stage, a.microbatch}});
+      }
     }
-    if (!pending.empty()) {
-      Item step{-1, true, pending, {}};
+    if (!pending.empty() || !deferredSends.empty()) {
+      Item step{-1, true, pending, deferredSends};
       for (size_t j = 0; j < pending.size(); ++j)
         step.waits.push_back(numOps++);
       out[r].push_back(step);
@@ -471,6 +696,10 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
   int64_t numStages = c.numVirtualStages(), numMb = c.numMicrobatches;
   bool split = c.splitsBackward();
   std::map<std::tuple<int, int64_t, int64_t>, std::pair<int64_t, int64_t>> seen;
+  std::set<std::tuple<int, int64_t, int64_t>> present; // anywhere
+  for (const auto &list : s.ranks)
+    for (const Action &a : list)
+      present.insert({(int)a.op, a.stage, a.microbatch});
   result.peakActivationSlots.assign(c.numRanks, 0);
   result.peakWeightVersions.assign(numStages, 1);
 
@@ -499,6 +728,19 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
       if (a.op == Op::W && !split)
         return fail(r, i, where + ": W in a schedule that does not split "
                                   "the backward");
+      if (a.join == Join::FullBackward &&
+          (a.op != Op::W || i == 0 || list[i - 1].op != Op::B ||
+           list[i - 1].stage != a.stage ||
+           list[i - 1].microbatch != a.microbatch))
+        return fail(r, i, where + ": joined as a full backward, but it is "
+                                  "not the W right after the B of its stage "
+                                  "and micro-batch");
+      if (a.join == Join::Overlap &&
+          (a.op != Op::B || i == 0 || list[i - 1].op != Op::F ||
+           list[i - 1].join != Join::None))
+        return fail(r, i, where + ": overlapped, but it is not a B right "
+                                  "after an F (OVERLAP_F_B pairs a forward "
+                                  "with a backward)");
       if (a.op == Op::U && !expectsUpdate(a.microbatch))
         return fail(r, i, where + ": no update is due after micro-batch " +
                               std::to_string(a.microbatch) + " in " +
@@ -543,12 +785,17 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
           from = 0;
         else if (c.kind == Kind::TwoBW)
           from = a.microbatch - a.microbatch % c.numRanks;
-        for (int64_t m = from; m <= to; ++m)
+        for (int64_t m = from; m <= to; ++m) {
+          if (!present.count({(int)last, a.stage, m}))
+            return fail(r, i, where + ": missing " +
+                                  describe({last, a.stage, m}) +
+                                  " (whose gradient this U applies)");
           if (!isDone(last, a.stage, m))
             return fail(r, i, where + ": U runs before the " +
                                   std::string(1, opLetter(last)) +
                                   " of micro-batch " + std::to_string(m) +
                                   " whose gradient it applies");
+        }
         break;
       }
       }

@@ -18,12 +18,23 @@ namespace schedule {
 
 namespace {
 
-/// One action cell of the CSV.
+/// One compute action of the CSV (a cell, or one sub-action of an
+/// overlapped cell).
 struct Cell {
   int64_t row, column; // 0-based
+  std::string text;    // the whole cell, for messages
   int64_t stage;
   char type; // F, B, I, W
   int64_t microbatch;
+  bool overlapped; // the second sub-action of an OVERLAP_F_B cell
+};
+
+/// A communication or FSDP action: checked, then ignored.
+struct IgnoredCell {
+  int64_t row, column;
+  std::string text;
+  int64_t stage;
+  int64_t microbatch; // -1: none
 };
 
 std::string trim(const std::string &s) {
@@ -35,9 +46,9 @@ std::string trim(const std::string &s) {
   return s.substr(b, e - b);
 }
 
-std::string where(int64_t row, int64_t column) {
+std::string where(int64_t row, int64_t column, const std::string &text) {
   return "row " + std::to_string(row + 1) + ", column " +
-         std::to_string(column + 1);
+         std::to_string(column + 1) + ": '" + text + "'";
 }
 
 /// Parses "<digits>" at `pos`; returns false when there is none or it
@@ -54,15 +65,111 @@ bool parseNumber(const std::string &s, size_t &pos, int64_t &value) {
   return pos > start;
 }
 
-/// Types of torch's compute_comms format that carry no computation.
-const char *const kSkippedTypes[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD",
-                                     "SEND_F",  "RECV_F",  "SEND_B",
-                                     "RECV_B"};
+/// torch's action types that carry no computation. Communication: pipedream
+/// derives it from the compute order. FSDP: no sharded parameters here.
+struct IgnoredType {
+  const char *name;
+  bool hasMicrobatch;
+  bool isComm;
+};
+const IgnoredType kIgnoredTypes[] = {
+    {"SEND_F", true, true},       {"RECV_F", true, true},
+    {"SEND_B", true, true},       {"RECV_B", true, true},
+    {"WAIT_SEND_F", true, true},  {"WAIT_SEND_B", true, true},
+    {"UNSHARD", false, false},    {"RESHARD", false, false},
+    {"REDUCE_GRAD", false, false}, {"WAIT_REDUCE_GRAD", false, false},
+};
+
+const char *const kActionSyntax =
+    "{stage}{F|B|I|W}{microbatch}, e.g. 0F1; or torch's SEND_F, RECV_F, "
+    "SEND_B, RECV_B, WAIT_SEND_F, WAIT_SEND_B, UNSHARD, RESHARD, "
+    "REDUCE_GRAD, WAIT_REDUCE_GRAD, (a;b)OVERLAP_F_B";
+
+/// Parses one action `s` (a cell or a sub-action) of the cell `text`.
+/// Appends to `cells` or `ignored`; returns "" or the error.
+std::string parseAction(const std::string &s, int64_t row, int64_t column,
+                        const std::string &text, bool overlapped,
+                        std::vector<Cell> &cells,
+                        std::vector<IgnoredCell> &ignored) {
+  std::string at = where(row, column, text);
+  size_t pos = 0;
+  int64_t stage = 0, mb = 0;
+  if (!parseNumber(s, pos, stage))
+    return at + " is not an action (" + kActionSyntax + ")";
+  size_t typeStart = pos;
+  while (pos < s.size() && !std::isdigit((unsigned char)s[pos]))
+    ++pos;
+  std::string type = s.substr(typeStart, pos - typeStart);
+  for (const IgnoredType &t : kIgnoredTypes) {
+    if (type != t.name)
+      continue;
+    if (overlapped)
+      return at + ": OVERLAP_F_B pairs compute actions, not " + type;
+    int64_t ignoredMb = -1;
+    if (t.hasMicrobatch && !parseNumber(s, pos, ignoredMb))
+      return at + " has no micro-batch (e.g. " + std::to_string(stage) +
+             type + "0)";
+    if (pos != s.size())
+      return at + " has trailing characters after the " +
+             (t.hasMicrobatch ? "micro-batch" : "action type");
+    ignored.push_back({row, column, text, stage, ignoredMb});
+    return "";
+  }
+  if (type != "F" && type != "B" && type != "I" && type != "W")
+    return at + " has unknown action type '" + type +
+           "' (expected F, B, I or W, or one of torch's SEND_F, RECV_F, "
+           "SEND_B, RECV_B, WAIT_SEND_F, WAIT_SEND_B, UNSHARD, RESHARD, "
+           "REDUCE_GRAD, WAIT_REDUCE_GRAD)";
+  if (!parseNumber(s, pos, mb))
+    return at + " has no micro-batch (e.g. " + std::to_string(stage) + type +
+           "0)";
+  if (pos != s.size())
+    return at + " has trailing characters after the micro-batch";
+  cells.push_back({row, column, text, stage, type[0], mb, overlapped});
+  return "";
+}
+
+/// Parses one cell (not empty).
+std::string parseCell(const std::string &s, int64_t row, int64_t column,
+                      std::vector<Cell> &cells,
+                      std::vector<IgnoredCell> &ignored) {
+  if (s.front() != '(')
+    return parseAction(s, row, column, s, false, cells, ignored);
+  std::string at = where(row, column, s);
+  size_t close = s.find(')');
+  if (close == std::string::npos)
+    return at + " has no ')' (an overlapped action is (a;b)OVERLAP_F_B)";
+  std::string type = trim(s.substr(close + 1));
+  if (type != "OVERLAP_F_B")
+    return at + " has unknown action type '" + type +
+           "' after its sub-actions (expected OVERLAP_F_B)";
+  std::vector<std::string> subs;
+  std::string sub;
+  std::istringstream is(s.substr(1, close - 1));
+  while (std::getline(is, sub, ';'))
+    if (!trim(sub).empty())
+      subs.push_back(trim(sub));
+  size_t before = cells.size(), beforeIgnored = ignored.size();
+  for (size_t i = 0; i < subs.size(); ++i)
+    if (std::string err = parseAction(subs[i], row, column, s, i > 0, cells,
+                                      ignored);
+        !err.empty())
+      return err;
+  if (subs.size() != 2 || ignored.size() != beforeIgnored ||
+      cells[before].type != 'F' ||
+      (cells[before + 1].type != 'B' && cells[before + 1].type != 'I'))
+    return at + ": OVERLAP_F_B pairs one forward with one backward, "
+                "(F;B) or (F;I)";
+  return "";
+}
+
+std::string describeCell(const Cell &c) { return where(c.row, c.column, c.text); }
 
 } // namespace
 
 std::string parseScheduleCSV(const std::string &text,
-                             const CSVImportOptions &options, Schedule &out) {
+                             const CSVImportOptions &options, Schedule &out,
+                             std::string *note) {
   // Rows: split on '\n', drop '\r', drop trailing blank lines.
   std::vector<std::string> lines;
   {
@@ -80,9 +187,12 @@ std::string parseScheduleCSV(const std::string &text,
     return "the schedule CSV is empty (expected one row of actions per rank)";
 
   std::vector<Cell> cells;
+  std::vector<IgnoredCell> ignored;
   int64_t maxStage = -1, maxMb = -1;
-  bool hasSplit = false;
+  bool hasSplit = false, hasOverlap = false;
   for (size_t r = 0; r < lines.size(); ++r) {
+    // csv.writer quotes a cell only when it holds a comma, quote or line
+    // break, which no action does; a quoted cell is unquoted all the same.
     std::vector<std::string> fields;
     std::string field;
     std::istringstream ls(lines[r]);
@@ -94,41 +204,15 @@ std::string parseScheduleCSV(const std::string &text,
         s = trim(s.substr(1, s.size() - 2));
       if (s.empty())
         continue;
-      std::string at = where(r, c);
-      if (s.front() == '(')
-        return at + ": '" + s +
-               "' is an overlapped action (OVERLAP_F_B); write its "
-               "sub-actions as separate cells";
-      size_t pos = 0;
-      int64_t stage = 0, mb = 0;
-      if (!parseNumber(s, pos, stage))
-        return at + ": '" + s +
-               "' is not an action ({stage}{F|B|I|W}{microbatch}, e.g. 0F1)";
-      size_t typeStart = pos;
-      while (pos < s.size() && !std::isdigit((unsigned char)s[pos]))
-        ++pos;
-      std::string type = s.substr(typeStart, pos - typeStart);
-      if (std::find(std::begin(kSkippedTypes), std::end(kSkippedTypes),
-                    type) != std::end(kSkippedTypes)) {
-        int64_t ignored;
-        parseNumber(s, pos, ignored);
-        if (pos != s.size())
-          return at + ": '" + s + "' has trailing characters";
-        continue; // communication / sharding: derived by pipedream
+      size_t before = cells.size();
+      if (std::string err = parseCell(s, r, c, cells, ignored); !err.empty())
+        return err;
+      for (size_t i = before; i < cells.size(); ++i) {
+        hasSplit |= cells[i].type == 'I' || cells[i].type == 'W';
+        hasOverlap |= cells[i].overlapped;
+        maxStage = std::max(maxStage, cells[i].stage);
+        maxMb = std::max(maxMb, cells[i].microbatch);
       }
-      if (type != "F" && type != "B" && type != "I" && type != "W")
-        return at + ": '" + s + "' has unknown action type '" + type +
-               "' (expected F, B, I or W)";
-      if (!parseNumber(s, pos, mb))
-        return at + ": '" + s + "' has no micro-batch (e.g. " +
-               std::to_string(stage) + type + "0)";
-      if (pos != s.size())
-        return at + ": '" + s + "' has trailing characters after the "
-                                 "micro-batch";
-      hasSplit |= type == "I" || type == "W";
-      maxStage = std::max(maxStage, stage);
-      maxMb = std::max(maxMb, mb);
-      cells.push_back({(int64_t)r, (int64_t)c, stage, type[0], mb});
     }
   }
 
@@ -143,9 +227,7 @@ std::string parseScheduleCSV(const std::string &text,
   for (const Cell &cell : cells) {
     bool badStage = inferChunks && cell.stage >= numCells;
     if (badStage || (inferMicrobatches && cell.microbatch >= numCells))
-      return where(cell.row, cell.column) + ": '" +
-             std::to_string(cell.stage) + cell.type +
-             std::to_string(cell.microbatch) + "': " +
+      return describeCell(cell) + ": " +
              (badStage ? "stage " : "micro-batch ") +
              std::to_string(badStage ? cell.stage : cell.microbatch) +
              " cannot be part of a complete schedule of " +
@@ -166,10 +248,18 @@ std::string parseScheduleCSV(const std::string &text,
   config.numMicrobatches = options.numMicrobatches > 0
                                ? options.numMicrobatches
                                : std::max<int64_t>(1, maxMb + 1);
+  // Placement: V when a second-chunk stage sits on the row 2K-1-s.
+  bool vShaped = false;
+  for (const Cell &cell : cells)
+    if (cell.stage >= k && cell.stage < 2 * k &&
+        cell.row == 2 * k - 1 - cell.stage && cell.row != cell.stage % k)
+      vShaped = true;
   if (options.kind)
     config.kind = *options.kind;
+  else if (vShaped)
+    config.kind = hasOverlap ? Kind::DualPipeV : Kind::ZBV;
   else if (hasSplit)
-    config.kind = Kind::ZBH1;
+    config.kind = config.numChunks > 1 ? Kind::InterleavedZB : Kind::ZBH1;
   else if (config.numChunks > 1)
     config.kind = Kind::Interleaved1F1B;
   else
@@ -185,59 +275,119 @@ std::string parseScheduleCSV(const std::string &text,
            std::to_string(config.numMicrobatches) +
            " micro-batches (each stage and micro-batch needs a forward)";
 
+  auto placement = [&] {
+    return std::string(config.isVShaped() ? "V placement: stage s and 2K-1-s "
+                                            "on rank s"
+                                          : "loop placement: stage % " +
+                                                std::to_string(k));
+  };
+  auto rangeError = [&](const std::string &at, int64_t stage,
+                        int64_t mb) -> std::string {
+    if (stage >= numStages)
+      return at + ": stage " + std::to_string(stage) +
+             " is out of range: the pipeline has " + std::to_string(k) +
+             " ranks x " + std::to_string(config.numChunks) + " chunks = " +
+             std::to_string(numStages) + " stages";
+    if (mb >= config.numMicrobatches)
+      return at + ": micro-batch " + std::to_string(mb) +
+             " is out of range: the schedule has " +
+             std::to_string(config.numMicrobatches) + " micro-batches (0 to " +
+             std::to_string(config.numMicrobatches - 1) + ")";
+    return "";
+  };
+  // With M inferred, every micro-batch below the largest needs a forward:
+  // a gap is a numbering error in the file (say so here, not later as a
+  // backward the verifier finds missing).
+  if (inferMicrobatches) {
+    std::set<int64_t> forwards;
+    for (const Cell &cell : cells)
+      if (cell.type == 'F')
+        forwards.insert(cell.microbatch);
+    for (int64_t m = 0; m <= maxMb; ++m)
+      if (!forwards.count(m)) {
+        const Cell *largest = nullptr;
+        for (const Cell &cell : cells)
+          if (cell.microbatch == maxMb)
+            largest = &cell;
+        return describeCell(*largest) + ": micro-batch " +
+               std::to_string(maxMb) +
+               " is out of range: the file has no forward of micro-batch " +
+               std::to_string(m) +
+               " (micro-batches are numbered 0 to M-1 without gaps)";
+      }
+  }
+
   Schedule s;
   s.config = config;
   s.ranks.assign(k, {});
   for (const Cell &cell : cells) {
-    std::string at = where(cell.row, cell.column);
-    std::string text = std::to_string(cell.stage) + cell.type +
-                       std::to_string(cell.microbatch);
-    if (cell.stage >= numStages)
-      return at + ": '" + text + "': stage " + std::to_string(cell.stage) +
-             " is out of range: the pipeline has " + std::to_string(k) +
-             " ranks x " + std::to_string(config.numChunks) + " chunks = " +
-             std::to_string(numStages) + " stages";
-    if (cell.microbatch >= config.numMicrobatches)
-      return at + ": '" + text + "': micro-batch " +
-             std::to_string(cell.microbatch) + " is out of range: the " +
-             "schedule has " + std::to_string(config.numMicrobatches) +
-             " micro-batches";
+    std::string at = describeCell(cell);
+    if (std::string err = rangeError(at, cell.stage, cell.microbatch);
+        !err.empty())
+      return err;
     if (config.rankOf(cell.stage) != cell.row)
-      return at + ": '" + text + "': stage " + std::to_string(cell.stage) +
-             " runs on rank " + std::to_string(config.rankOf(cell.stage)) +
-             " (stage % " + std::to_string(k) + "), not on rank " +
-             std::to_string(cell.row) +
-             " (row " + std::to_string(cell.row + 1) +
-             "); V-shaped placements are not supported";
-    Op op;
+      return at + ": stage " + std::to_string(cell.stage) + " runs on rank " +
+             std::to_string(config.rankOf(cell.stage)) + " (" +
+             kindName(config.kind) + "'s " + placement() + "), not on rank " +
+             std::to_string(cell.row) + " (row " +
+             std::to_string(cell.row + 1) + ")";
+    auto &list = s.ranks[cell.row];
+    Join join = cell.overlapped ? Join::Overlap : Join::None;
     switch (cell.type) {
     case 'F':
-      op = Op::F;
+      list.push_back({Op::F, cell.stage, cell.microbatch});
       break;
     case 'B':
+      list.push_back({Op::B, cell.stage, cell.microbatch, join});
+      // A full backward of a split schedule: input and weight gradient.
       if (split)
-        return at + ": '" + text + "' is a full backward, but " +
-               kindName(config.kind) +
-               " splits the backward: write I (input gradient) and W "
-               "(weight gradient)";
-      op = Op::B;
+        list.push_back({Op::W, cell.stage, cell.microbatch,
+                        Join::FullBackward});
       break;
     case 'I':
       if (!split)
-        return at + ": '" + text + "' is an input-gradient backward, but " +
+        return at + " is an input-gradient backward, but " +
                kindName(config.kind) +
                " does not split the backward: write B (or use zb-h1)";
-      op = Op::B;
+      list.push_back({Op::B, cell.stage, cell.microbatch, join});
       break;
     default: // 'W'
       if (!split)
-        return at + ": '" + text + "' is a weight-gradient backward, but " +
+        return at + " is a weight-gradient backward, but " +
                kindName(config.kind) +
                " does not split the backward: write B (or use zb-h1)";
-      op = Op::W;
+      list.push_back({Op::W, cell.stage, cell.microbatch});
       break;
     }
-    s.ranks[cell.row].push_back({op, cell.stage, cell.microbatch});
+  }
+  int64_t numComm = 0, numFSDP = 0;
+  for (const IgnoredCell &cell : ignored) {
+    std::string at = where(cell.row, cell.column, cell.text);
+    if (std::string err = rangeError(at, cell.stage, cell.microbatch);
+        !err.empty())
+      return err;
+    if (config.rankOf(cell.stage) != cell.row)
+      return at + ": stage " + std::to_string(cell.stage) + " runs on rank " +
+             std::to_string(config.rankOf(cell.stage)) + " (" +
+             kindName(config.kind) + "'s " + placement() + "), not on rank " +
+             std::to_string(cell.row) + " (row " +
+             std::to_string(cell.row + 1) + ")";
+    ++(cell.microbatch >= 0 || cell.text.find("SEND") != std::string::npos
+           ? numComm
+           : numFSDP);
+  }
+  if (note && (numComm || numFSDP)) {
+    *note = "ignored";
+    if (numComm)
+      *note += " " + std::to_string(numComm) +
+               " communication actions (SEND/RECV/WAIT_SEND: pipedream "
+               "derives communication from the compute order)";
+    if (numComm && numFSDP)
+      *note += " and";
+    if (numFSDP)
+      *note += " " + std::to_string(numFSDP) +
+               " FSDP actions (UNSHARD/RESHARD/REDUCE_GRAD: parameters are "
+               "not sharded here)";
   }
 
   // Updates, per the kind's policy (Schedule.h).
@@ -245,12 +395,12 @@ std::string parseScheduleCSV(const std::string &text,
   for (int64_t r = 0; r < k; ++r) {
     auto &list = s.ranks[r];
     if (config.isSynchronous()) {
-      // One U per stage the rank runs, in chunk (= stage) order.
-      std::set<int64_t> stages;
+      // One U per stage the rank runs, in chunk order.
+      std::set<int64_t> chunks;
       for (const Action &a : list)
-        stages.insert(a.stage);
-      for (int64_t stage : stages)
-        list.push_back({Op::U, stage, last});
+        chunks.insert(config.chunkOf(a.stage));
+      for (int64_t chunk : chunks)
+        list.push_back({Op::U, config.stageOf(r, chunk), last});
       continue;
     }
     std::vector<Action> withUpdates;
@@ -267,11 +417,27 @@ std::string parseScheduleCSV(const std::string &text,
   return "";
 }
 
-static std::string cellText(const Config &c, const Action &a) {
-  char letter = opLetter(a.op);
-  if (a.op == Op::B && c.splitsBackward())
-    letter = 'I';
-  return std::to_string(a.stage) + letter + std::to_string(a.microbatch);
+/// torch's text of the group of joined actions starting at `i` (advances
+/// `i` past it): `0F1`, `0I1`, `0W1`, a full backward `0B1`, or
+/// `(0F1;7B0)OVERLAP_F_B`.
+static std::string groupText(const Config &c, const std::vector<Action> &list,
+                             size_t &i) {
+  auto one = [&](size_t &j) {
+    const Action &a = list[j++];
+    char letter = opLetter(a.op);
+    if (a.op == Op::B && c.splitsBackward()) {
+      letter = 'I';
+      if (j < list.size() && list[j].join == Join::FullBackward) {
+        letter = 'B';
+        ++j;
+      }
+    }
+    return std::to_string(a.stage) + letter + std::to_string(a.microbatch);
+  };
+  std::string first = one(i);
+  if (i < list.size() && list[i].join == Join::Overlap)
+    return "(" + first + ";" + one(i) + ")OVERLAP_F_B";
+  return first;
 }
 
 std::string exportScheduleCSV(const Schedule &schedule, CSVLayout layout) {
@@ -287,18 +453,22 @@ std::string exportScheduleCSV(const Schedule &schedule, CSVLayout layout) {
       layout = CSVLayout::Compact;
   }
   for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    for (size_t i = 0; i < schedule.ranks[r].size(); ++i) {
-      const Action &a = schedule.ranks[r][i];
-      if (a.op == Op::U)
-        continue;
-      if (layout == CSVLayout::Compact) {
-        rows[r].push_back(cellText(c, a));
+    const auto &list = schedule.ranks[r];
+    for (size_t i = 0; i < list.size();) {
+      if (list[i].op == Op::U) {
+        ++i;
         continue;
       }
-      size_t step = (size_t)(sim.timeline[r][i].start + 0.5);
+      size_t first = i;
+      std::string text = groupText(c, list, i);
+      if (layout == CSVLayout::Compact) {
+        rows[r].push_back(text);
+        continue;
+      }
+      size_t step = (size_t)(sim.timeline[r][first].start + 0.5);
       if (rows[r].size() <= step)
         rows[r].resize(step + 1);
-      rows[r][step] = cellText(c, a);
+      rows[r][step] = text;
     }
   }
   std::string out;
@@ -313,8 +483,33 @@ std::string exportScheduleCSV(const Schedule &schedule, CSVLayout layout) {
   return out;
 }
 
+std::string readScheduleCSVFile(const std::string &path,
+                                std::optional<Kind> kind, int64_t numRanks,
+                                int64_t numMicrobatches, int64_t numChunks,
+                                Schedule &out, std::string *note) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return path + ": cannot open the schedule CSV";
+  std::ostringstream text;
+  text << in.rdbuf();
+  CSVImportOptions options;
+  options.kind = kind;
+  options.numRanks = numRanks;
+  options.numMicrobatches = numMicrobatches;
+  options.numChunks = numChunks;
+  Schedule s;
+  if (std::string err = parseScheduleCSV(text.str(), options, s, note);
+      !err.empty())
+    return path + ": " + err;
+  SlotAssignment slots = assignSlots(s);
+  if (std::string err = verify(s, &slots); !err.empty())
+    return path + ": the custom schedule is invalid: " + err;
+  out = std::move(s);
+  return "";
+}
+
 std::string loadScheduleCSVFile(const std::string &path, const Config &config,
-                                Schedule &out) {
+                                Schedule &out, std::string *note) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return path + ": cannot open the schedule CSV";
@@ -326,7 +521,8 @@ std::string loadScheduleCSVFile(const std::string &path, const Config &config,
   options.numMicrobatches = config.numMicrobatches;
   options.numChunks = config.numChunks;
   Schedule s;
-  if (std::string err = parseScheduleCSV(text.str(), options, s); !err.empty())
+  if (std::string err = parseScheduleCSV(text.str(), options, s, note);
+      !err.empty())
     return path + ": " + err;
   SlotAssignment slots = assignSlots(s);
   if (std::string err = verify(s, &slots); !err.empty())

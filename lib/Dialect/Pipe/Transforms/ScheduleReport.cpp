@@ -94,10 +94,12 @@ Report buildReport(const Schedule &schedule, const ReportOptions &options) {
 llvm::json::Object reportToJSON(const Report &r) {
   const Config &c = r.config;
   llvm::json::Object o;
-  o["schedule"] = llvm::json::Object{{"kind", kindName(c.kind)},
-                                     {"K", c.numRanks},
-                                     {"V", c.numChunks},
-                                     {"M", c.numMicrobatches}};
+  o["schedule"] = llvm::json::Object{
+      {"kind", kindName(c.kind)},
+      {"K", c.numRanks},
+      {"V", c.numChunks},
+      {"M", c.numMicrobatches},
+      {"placement", c.isVShaped() ? "v" : "loop"}};
   if (r.verified) {
     o["bubble_fraction"] = r.bubbleFraction;
     o["makespan"] = r.makespan;
@@ -166,6 +168,16 @@ std::string traceJSON(const Schedule &s, const Report &r,
       for (size_t i = 0; i < s.ranks[rank].size(); ++i) {
         const Action &a = s.ranks[rank][i];
         const Slot &sl = r.sim.timeline[rank][i];
+        llvm::json::Object args{{"stage", a.stage},
+                                {"chunk", c.chunkOf(a.stage)},
+                                {"rank", rank},
+                                {"microbatch", a.microbatch},
+                                {"action", std::string(1, opLetter(a.op))}};
+        // Joined actions (torch's compound actions) say so.
+        if (a.join == Join::FullBackward)
+          args["join"] = "full_backward";
+        else if (a.join == Join::Overlap)
+          args["join"] = "overlap_f_b";
         events.push_back(llvm::json::Object{
             {"name", sliceName(a)},
             {"cat", std::string(1, opLetter(a.op))},
@@ -174,12 +186,7 @@ std::string traceJSON(const Schedule &s, const Report &r,
             {"tid", rank},
             {"ts", sl.start * scale},
             {"dur", (sl.end - sl.start) * scale},
-            {"args", llvm::json::Object{
-                         {"stage", a.stage},
-                         {"chunk", a.stage / c.numRanks},
-                         {"rank", rank},
-                         {"microbatch", a.microbatch},
-                         {"action", std::string(1, opLetter(a.op))}}}});
+            {"args", std::move(args)}});
       }
     }
   }
@@ -307,8 +314,12 @@ std::string timelineSVG(const Schedule &s, const Report &r) {
       const Action &a = s.ranks[rank][i];
       const Slot &sl = r.sim.timeline[rank][i];
       double x = left + sl.start * scale, w = (sl.end - sl.start) * scale;
-      std::string color = colorOf(a.op, a.stage / c.numRanks);
+      std::string color = colorOf(a.op, c.chunkOf(a.stage));
       std::string tip = sliceName(a);
+      if (a.join == Join::Overlap)
+        tip += " (overlapped with the F before it)";
+      else if (a.join == Join::FullBackward)
+        tip += " (with its B: one full backward)";
       if (w < 1.5) { // zero-length (U with unit costs): a tick
         os << "<rect x=\"" << num(x - 1) << "\" y=\"" << num(y)
            << "\" width=\"2\" height=\"" << num(rowH) << "\" fill=\""
@@ -319,6 +330,14 @@ std::string timelineSVG(const Schedule &s, const Report &r) {
          << num(w) << "\" height=\"" << num(rowH) << "\" fill=\"" << color
          << "\" stroke=\"white\" stroke-width=\"1\"><title>" << tip
          << "</title></rect>\n";
+      // An overlapped pair is framed as one block (DualPipe's F&B).
+      if (a.join == Join::Overlap && i > 0) {
+        const Slot &prev = r.sim.timeline[rank][i - 1];
+        os << "<rect x=\"" << num(left + prev.start * scale) << "\" y=\""
+           << num(y) << "\" width=\"" << num((sl.end - prev.start) * scale)
+           << "\" height=\"" << num(rowH)
+           << "\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n";
+      }
       if (w >= 9)
         os << "<text x=\"" << num(x + w / 2) << "\" y=\""
            << num(y + rowH / 2 + 4) << "\" font-size=\""

@@ -45,11 +45,26 @@ void UnrollSchedulePass::runOnOperation() {
   if (!kindOpt) {
     module.emitError() << "pipe-unroll-schedule: unknown schedule kind '"
                        << kind
-                       << "' (gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, "
-                          "zb-h1)";
+                       << "' (" << sched::kindNameList() << ")";
     return signalPassFailure();
   }
-
+  {
+    // NOTE: #pipe.stage<rank, chunk> numbers virtual stages chunk * K + rank
+    // (loop placement), and the runtime's sends wait for their receiver.
+    sched::Config probe{*kindOpt, 1, 1, 1};
+    if (probe.isVShaped() || probe.defersSends()) {
+      module.emitError()
+          << "pipe-unroll-schedule: " << kind << " is not supported on the "
+          << "compile path yet: "
+          << (probe.isVShaped()
+                  ? "it places stages in a V (stage s and 2K-1-s on rank s), "
+                    "which #pipe.stage cannot express, and "
+                  : "")
+          << "its order relies on deferred sends (torch's WAIT_SEND), which "
+             "the runtime does not do; pipe-report-schedule simulates it";
+      return signalPassFailure();
+    }
+  }
   // Stage functions by (stage attribute, action letter).
   std::map<std::pair<std::pair<int64_t, int64_t>, char>, func::FuncOp> fns;
   int64_t maxIndex = -1, maxChunk = -1;
@@ -101,12 +116,16 @@ void UnrollSchedulePass::runOnOperation() {
   sched::Schedule schedule = sched::buildSchedule(config);
   if (!scheduleCsv.empty()) {
     // A user's schedule (torch CSV) replaces the generated one, verified.
+    std::string note;
     if (std::string err =
-            sched::loadScheduleCSVFile(scheduleCsv, config, schedule);
+            sched::loadScheduleCSVFile(scheduleCsv, config, schedule, &note);
         !err.empty()) {
       module.emitError() << "pipe-unroll-schedule: " << err;
       return signalPassFailure();
     }
+    if (!note.empty())
+      module.emitRemark() << "pipe-unroll-schedule: " << scheduleCsv << ": "
+                          << note;
   }
   sched::SlotAssignment slots = sched::assignSlots(schedule);
   sched::SimResult sim =
@@ -438,7 +457,7 @@ void UnrollSchedulePass::runOnOperation() {
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   Location loc = module.getLoc();
-  auto scheduleAttr = ScheduleAttr::get(&getContext(), toScheduleKindAttr(config.kind),
+  auto scheduleAttr = ScheduleAttr::get(&getContext(), *toScheduleKindAttr(config.kind),
                                         k, numMicrobatches, numChunks);
   auto program = ProgramOp::create(
       b, loc, "train", b.getFunctionType(argTypes, resultTypes), scheduleAttr);

@@ -2,6 +2,7 @@
 """Reference inputs and outputs for the models of models/export_torch.py.
 
     torch_reference.py SRC_ROOT MODEL IN.npz REF.npz [--batch B] [--seed S]
+                       [--layers L]
 
 Rebuilds MODEL exactly as export_torch.py does (same seed, so the same
 weights as the exported ONNX file), draws fresh inputs from SEED and writes
@@ -27,6 +28,8 @@ def main():
     parser.add_argument("reference")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--layers", type=int, default=None,
+                        help="GPT blocks (export_torch.py --layers)")
     args = parser.parse_args()
 
     sys.path.insert(0, os.path.join(args.src_root, "models"))
@@ -34,7 +37,7 @@ def main():
 
     torch.manual_seed(0)
     model, example, input_name, output_name = export_torch.build(
-        args.model, args.batch)
+        args.model, args.batch, layers=args.layers)
     model.eval()
 
     generator = torch.Generator().manual_seed(args.seed)

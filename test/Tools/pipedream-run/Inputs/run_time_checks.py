@@ -10,9 +10,10 @@ test needs no committed model files).
   run_time_checks.py check-gather IN.npz OUT.npz MODEL.onnx
       checks that OUT's `logits` equal numpy's forward of MODEL with IN's
       idx (numpy wraps negative indices as ONNX does), in float64
-  run_time_checks.py data OUT.npz [--bad SAMPLE:VALUE]
+  run_time_checks.py data OUT.npz [--bad SAMPLE:VALUE] [--drop FIRST:END]
       32 samples of idx i64[32 x 3] in [0, 61) and labels in [0, 5); with
-      --bad, idx[SAMPLE, 1] = VALUE
+      --bad, idx[SAMPLE, 1] = VALUE; with --drop, samples [FIRST, END)
+      removed (the data a run that skipped those samples' step trained on)
   run_time_checks.py exp OUT.onnx
       x f32[4 x 6] -> Exp -> MatMul(6 x 5) -> `logits`: exp overflows to
       inf for large x (--check-finite)
@@ -21,9 +22,10 @@ test needs no committed model files).
       samples of x >= 0 where sample 13 is all zeros: its forward is finite
       (sqrt(0) = 0) but d sqrt/dh = inf at 0, so grad(w1) = x^T (inf * ...)
       = 0 * inf is NaN
-  run_time_checks.py exp-data OUT.npz [--bad SAMPLE]
+  run_time_checks.py exp-data OUT.npz [--bad SAMPLE] [--drop FIRST:END]
       32 samples of x f32[32 x 6] in [-1, 1), labels in [0, 5); with
-      --bad, x[SAMPLE, 0] = 200 (exp(200) is inf in f32)
+      --bad, x[SAMPLE, 0] = 200 (exp(200) is inf in f32); --drop as for
+      data
 """
 
 import argparse
@@ -41,6 +43,7 @@ parser.add_argument("paths", nargs="+")
 parser.add_argument("--const-index", type=int)
 parser.add_argument("--values")
 parser.add_argument("--bad")
+parser.add_argument("--drop")
 args = parser.parse_args()
 
 
@@ -50,6 +53,14 @@ def weights():
     w = (rng.standard_normal((TOKENS * DIM, CLASSES)) * 0.3).astype(np.float32)
     b = np.zeros(CLASSES, np.float32)
     return emb, w, b
+
+
+def drop(arrays):
+    if not args.drop:
+        return arrays
+    first, end = (int(v) for v in args.drop.split(":"))
+    return {k: np.delete(v, np.s_[first:end], axis=0)
+            for k, v in arrays.items()}
 
 
 def save(graph, path):
@@ -115,7 +126,7 @@ elif args.command == "data":
     if args.bad:
         sample, value = (int(v) for v in args.bad.split(":"))
         idx[sample, 1] = value
-    np.savez(args.paths[0], idx=idx, labels=labels)
+    np.savez(args.paths[0], **drop(dict(idx=idx, labels=labels)))
 elif args.command == "exp":
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((6, CLASSES)) * 0.3).astype(np.float32)
@@ -134,7 +145,7 @@ elif args.command == "exp-data":
     labels = rng.integers(0, CLASSES, size=32).astype(np.int64)
     if args.bad:
         x[int(args.bad), 0] = 200.0
-    np.savez(args.paths[0], x=x, labels=labels)
+    np.savez(args.paths[0], **drop(dict(x=x, labels=labels)))
 elif args.command == "sqrt":
     rng = np.random.default_rng(5)
     w1 = np.abs(rng.standard_normal((6, 4))).astype(np.float32)

@@ -52,6 +52,14 @@ def NN_Dialect : Dialect {
     /// Argument attribute: a weight that is not trained (BatchNorm running
     /// statistics); its value may still be updated by the forward.
     static constexpr ::llvm::StringLiteral kFrozenAttrName = "nn.frozen";
+    /// Argument attribute (dictionary): where a weight came from, as the
+    /// exporter recorded it (torch's dynamo exporter: its graph signature
+    /// and `pkg.onnxscript.optimizer.folded_from`). `kind` is "parameter" (a
+    /// torch nn.Parameter), "folded" (computed at export from exactly the
+    /// parameters in `sources`, e.g. a transpose), "derived" (from those
+    /// parameters and other values), "buffer" or "constant"; `sources`
+    /// lists the torch names. nn-mark-trainable reads it.
+    static constexpr ::llvm::StringLiteral kOriginAttrName = "nn.origin";
     /// Argument attribute (unit): no gradient is wanted for this argument.
     static constexpr ::llvm::StringLiteral kNoGradAttrName = "nn.no_grad";
     /// Result of a forward / argument of a backward (index): a value the

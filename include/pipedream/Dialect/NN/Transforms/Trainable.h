@@ -14,6 +14,10 @@
 //                and reaching the trained result through parameter operands
 //                (GradientOpInterface::isDifferentiableOperand of every op on
 //                the way, a float result, and not the exponent of `nn.pow`).
+//   torch's dynamo exporter's record (`nn.origin`, from its export
+//   signature) decides first when present: a torch parameter (or a fold
+//   of exactly one) is trainable if it reaches the result, a buffer or a
+//   constant the exporter computed is frozen;
 //   --train P  makes a float weight trainable whatever the rule says;
 //   --freeze P makes any weight frozen.
 //
@@ -60,6 +64,9 @@ struct WeightDecision {
   /// "no differentiable path to the loss".
   std::string reason;
   int64_t numElements = 0;
+  /// Non-empty when the decision may not be what the user wants (a weight
+  /// the exporter computed from a parameter): the driver prints it.
+  std::string warning;
 };
 
 /// Classifies the weights of `func` (argument order) without changing it.

@@ -34,7 +34,8 @@ def Pipe_ScheduleKind : I32Enum<"ScheduleKind", "pipeline schedule", [
     I32EnumCase<"Interleaved1F1B", 2, "interleaved-1f1b">,
     I32EnumCase<"PipeDream", 3, "pipedream">,
     I32EnumCase<"TwoBW", 4, "2bw">,
-    I32EnumCase<"ZeroBubbleH1", 5, "zb-h1">
+    I32EnumCase<"ZeroBubbleH1", 5, "zb-h1">,
+    I32EnumCase<"InterleavedZeroBubble", 6, "interleaved-zb">
   ]> {
   let cppNamespace = "::pipedream::pipe";
 }
@@ -152,7 +153,9 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
   let description = [{
     The configuration a pipeline schedule is built from:
     - `kind`: one of `gpipe`, `"1f1b"`, `"interleaved-1f1b"`, `pipedream`,
-      `"2bw"`, `"zb-h1"` (names that are not MLIR keywords print quoted);
+      `"2bw"`, `"zb-h1"`, `"interleaved-zb"` (names that are not MLIR
+      keywords print quoted; the V-shaped `zb-v` and `dualpipe-v` of the
+      schedule library have no program form yet);
     - `stages` (K >= 1): physical stages, one rank each;
     - `microbatches` (M >= 1): micro-batches per training step;
     - `chunks` (V >= 1, printed only when not 1): virtual chunks per stage.
@@ -186,7 +189,7 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
       return getNumStages() * getNumChunks();
     }
     /// True for schedules with a flush at the end of every step (gpipe,
-    /// 1f1b, interleaved-1f1b, zb-h1): all micro-batches of a step see the
+    /// 1f1b, interleaved-1f1b, zb-h1, interleaved-zb): all micro-batches of a step see the
     /// same weights.
     bool isSynchronous() const;
     /// True when the backward is split into B (input gradient) and W

@@ -38,7 +38,8 @@ def UnrollSchedulePass : Pass<"pipe-unroll-schedule", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"kind", "kind", "std::string", "\"1f1b\"",
-           "gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw or zb-h1">,
+           "gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, zb-h1 (zb-v, "
+           "interleaved-zb, dualpipe-v: library only)">,
     Option<"numMicrobatches", "microbatches", "int64_t", "8",
            "micro-batches per training step">,
     Option<"numChunks", "virtual", "int64_t", "1",

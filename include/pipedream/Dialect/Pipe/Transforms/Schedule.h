@@ -13,7 +13,17 @@
 // Model
 // -----
 // - K ranks (physical stages), V chunks per rank, M micro-batches. Virtual
-//   stage `v` (0 <= v < K*V) runs on rank `v % K` as chunk `v / K`.
+//   stage `v` (0 <= v < K*V) is chunk `v / K` of its rank. Loop placement
+//   (every kind but the V-shaped ones): rank `v % K`. V placement (`zb-v`,
+//   `dualpipe-v`, V = 2): stage s and 2K-1-s run on rank s, so the first and
+//   the last stage share rank 0.
+// - Joined actions: an action may be joined to the one before it on its
+//   rank (`Action::join`): a W that completes the B right before it is
+//   torch's full backward `B` of a split schedule, and a B overlapped with
+//   the F before it is torch's `(F;B)OVERLAP_F_B` (DualPipe). Joined actions
+//   run back to back with no communication step between them: their
+//   receives are waited for before the first, their sends posted after the
+//   last.
 // - Implied communication: F of virtual stage v on micro-batch m sends the
 //   activation to v+1; B of v sends the input gradient to v-1 (nothing when
 //   both stages sit on the same rank). Sends and receives are blocking
@@ -22,6 +32,12 @@
 //   `send_forward_recv_backward` / `batch_isend_irecv`); a step completes
 //   when every peer has the matching operations in its current step. Steps
 //   that can never complete are a deadlock.
+// - Deferred sends (`Config::defersSends`: interleaved-zb, zb-v,
+//   dualpipe-v): torch's runtime posts a send and waits for it only later
+//   (`WAIT_SEND_F`/`WAIT_SEND_B`), so a rank runs ahead of its receivers;
+//   torch's orders for these kinds rely on it (under rendezvous sends their
+//   warm-ups deadlock). A deferred send does not hold up its step; the rank
+//   waits for all of them at the end of the step.
 // - Activation stash: F of (v, m) occupies one slot of its rank until the
 //   backward of (v, m) has finished (B, or W when the backward is split).
 // - Weight versions (asynchronous kinds): F of (v, m) uses the current weight
@@ -43,13 +59,28 @@ namespace pipe {
 namespace schedule {
 
 /// Schedule kinds (same names as `#pipe.schedule`'s kind).
-enum class Kind { GPipe, OneFOneB, Interleaved1F1B, PipeDream, TwoBW, ZBH1 };
+enum class Kind {
+  GPipe,
+  OneFOneB,
+  Interleaved1F1B,
+  PipeDream,
+  TwoBW,
+  ZBH1,
+  ZBV,
+  InterleavedZB,
+  DualPipeV
+};
+
+/// Every kind, in the order of the user-facing lists.
+const std::vector<Kind> &allKinds();
 
 /// Parses a user-facing kind name (`gpipe`, `1f1b`, `interleaved-1f1b`,
-/// `pipedream`, `2bw`, `zb-h1`).
+/// `pipedream`, `2bw`, `zb-h1`, `zb-v`, `interleaved-zb`, `dualpipe-v`).
 std::optional<Kind> parseKind(const std::string &name);
 /// User-facing name of a kind.
 const char *kindName(Kind kind);
+/// "gpipe, 1f1b, ..., dualpipe-v": the kind names for error messages.
+std::string kindNameList();
 
 /// What one action does.
 enum class Op { F, B, W, U };
@@ -59,12 +90,25 @@ char opLetter(Op op);
 /// One cell of a schedule diagram: `op` of virtual stage `stage` on
 /// micro-batch `microbatch` (for U: the micro-batch whose backward completes
 /// the gradients it applies).
+/// How an action joins the action before it on its rank.
+enum class Join {
+  None,
+  /// A W completing the B of the same stage and micro-batch right before it:
+  /// together they are one full backward (torch's `B` in a split schedule).
+  FullBackward,
+  /// A B overlapped with the F right before it (torch's
+  /// `(F;B)OVERLAP_F_B`, DualPipe's overlapped forward and backward chunks).
+  Overlap,
+};
+
 struct Action {
   Op op;
   int64_t stage;
   int64_t microbatch;
+  Join join = Join::None;
   bool operator==(const Action &o) const {
-    return op == o.op && stage == o.stage && microbatch == o.microbatch;
+    return op == o.op && stage == o.stage && microbatch == o.microbatch &&
+           join == o.join;
   }
 };
 /// `1F3` style (virtual stage, op, micro-batch), as PyTorch's schedule CSV.
@@ -78,16 +122,43 @@ struct Config {
   int64_t numChunks = 1;
 
   int64_t numVirtualStages() const { return numRanks * numChunks; }
-  int64_t rankOf(int64_t stage) const { return stage % numRanks; }
-  bool splitsBackward() const { return kind == Kind::ZBH1; }
+  /// V placement: stage s and 2K-1-s on rank s (zb-v, dualpipe-v).
+  bool isVShaped() const {
+    return kind == Kind::ZBV || kind == Kind::DualPipeV;
+  }
+  int64_t rankOf(int64_t stage) const {
+    if (isVShaped() && stage >= numRanks)
+      return 2 * numRanks - 1 - stage;
+    return stage % numRanks;
+  }
+  /// Chunk of a stage on its rank (stage / K under both placements).
+  int64_t chunkOf(int64_t stage) const { return stage / numRanks; }
+  /// The stage that is chunk `chunk` of rank `rank`.
+  int64_t stageOf(int64_t rank, int64_t chunk) const {
+    if (isVShaped() && chunk == 1)
+      return 2 * numRanks - 1 - rank;
+    return chunk * numRanks + rank;
+  }
+  /// Sends waited for at the end of the step (torch's WAIT_SEND), not
+  /// where they are posted.
+  bool defersSends() const {
+    return kind == Kind::ZBV || kind == Kind::InterleavedZB ||
+           kind == Kind::DualPipeV;
+  }
+  bool splitsBackward() const {
+    return kind == Kind::ZBH1 || kind == Kind::ZBV ||
+           kind == Kind::InterleavedZB || kind == Kind::DualPipeV;
+  }
   bool isSynchronous() const {
     return kind != Kind::PipeDream && kind != Kind::TwoBW;
   }
 };
 
 /// Returns an error message when `config` is not valid, "" otherwise:
-/// K, M, V >= 1; V > 1 only (and required) for interleaved-1f1b, which also
-/// needs M % K == 0 (Megatron runs micro-batches in groups of K).
+/// K, M, V >= 1; V > 1 only for interleaved-1f1b (which also needs
+/// M % K == 0: Megatron runs micro-batches in groups of K) and
+/// interleaved-zb (V >= 2, M a multiple of max(1, M / K) as torch's); zb-v
+/// and dualpipe-v take V = 2, dualpipe-v also M >= 2K.
 std::string validate(const Config &config);
 
 /// A schedule: each rank's actions in execution order.
@@ -104,10 +175,24 @@ struct Schedule {
 ///   (k / K) % V of micro-batch (k / (K*V)) * K + k % K, backwards the same
 ///   with chunks reversed; (K-1-r)*2 + (V-1)*K warm-up forwards (all of them
 ///   when M == K); one U per chunk at the end.
-/// - zb-h1: B is the input gradient only, W the weight gradient. Each rank
-///   greedily runs, under unit costs, the first available of B > F > W with
-///   at most min(K-r, M) micro-batches in flight (F done, W not), 1F1B's
-///   memory; so W's fill the drain bubble. One U at the end.
+/// - zb-h1 (ZeroBubble's H1, the order of torch's
+///   ScheduleInterleavedZeroBubble with one stage per rank): B is the input
+///   gradient only, W the weight gradient. Rank r runs min(K-1-r, M) warm-up
+///   F, then F B pairs, then the remaining B; the W of each backward is
+///   deferred by r backwards (it follows the B r steps later; the last r W
+///   drain at the end). At most K micro-batches are in flight (F done, W
+///   not) on every rank: 1F1B's bound on rank 0. With F = B = W = 1 and
+///   M >= K the bubble is (K-1)/(3M+K-1). One U at the end.
+/// - interleaved-zb (ZB1P with V loop-placed chunks): the same with torch's
+///   interleaved forward/backward chunk order in rounds of
+///   M / max(1, M / K) micro-batches and (V-1) * round + K-1-r warm-up F.
+/// - zb-v (ZeroBubble's ZB-V, torch's ScheduleZBVZeroBubble): V placement;
+///   rank r runs 2(K-r)-1 F of its first chunk, r pairs F1 F0, K-r triples
+///   F1 B1 W1, then F0 B0 W0 F1 B1 W1 rounds, then drains.
+/// - dualpipe-v (DeepSeek's DualPipeV, torch's ScheduleDualPipeV): V
+///   placement, steady state of overlapped F/B pairs of the two chunks
+///   (Join::Overlap) with full backwards (Join::FullBackward), zero-bubble
+///   split backwards in warm-up and drain.
 /// - pipedream: 1F1B's order without a flush; a U right after every B.
 /// - 2bw (PipeDream-2BW): 1F1B's order; gradients are coalesced over windows
 ///   of K consecutive micro-batches and a U follows the B of the last

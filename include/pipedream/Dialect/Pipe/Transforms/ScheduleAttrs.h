@@ -16,6 +16,8 @@
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 
+#include <optional>
+
 namespace pipedream::pipe {
 
 inline schedule::Kind toScheduleKind(ScheduleKind kind) {
@@ -32,11 +34,15 @@ inline schedule::Kind toScheduleKind(ScheduleKind kind) {
     return schedule::Kind::TwoBW;
   case ScheduleKind::ZeroBubbleH1:
     return schedule::Kind::ZBH1;
+  case ScheduleKind::InterleavedZeroBubble:
+    return schedule::Kind::InterleavedZB;
   }
   return schedule::Kind::OneFOneB;
 }
 
-inline ScheduleKind toScheduleKindAttr(schedule::Kind kind) {
+/// The program form of a kind; none for the V-shaped kinds (zb-v,
+/// dualpipe-v), whose placement `#pipe.stage` cannot express yet.
+inline std::optional<ScheduleKind> toScheduleKindAttr(schedule::Kind kind) {
   switch (kind) {
   case schedule::Kind::GPipe:
     return ScheduleKind::GPipe;
@@ -50,8 +56,13 @@ inline ScheduleKind toScheduleKindAttr(schedule::Kind kind) {
     return ScheduleKind::TwoBW;
   case schedule::Kind::ZBH1:
     return ScheduleKind::ZeroBubbleH1;
+  case schedule::Kind::InterleavedZB:
+    return ScheduleKind::InterleavedZeroBubble;
+  case schedule::Kind::ZBV:
+  case schedule::Kind::DualPipeV:
+    return std::nullopt;
   }
-  return ScheduleKind::OneFOneB;
+  return std::nullopt;
 }
 
 inline schedule::Op toScheduleOp(ActionKind action) {

@@ -1,0 +1,750 @@
+//===- Gemm.cpp - packed, register-tiled f32 GEMM for program.so ----------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// `pd_cpu_sgemm` (Kernels.h): the GEMM of CPU bundles. The blocking is
+// BLIS's (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
+// Instantiating BLAS Functionality", 2015):
+//
+//   for jc in N step NC                      (B block in L3)
+//     for pc in K step KC: pack op(B)[pc:, jc:] into KC x NR micro-panels
+//       for ic in M step MC: pack op(A)[ic:, pc:] into MR x KC micro-panels
+//         for jr in NC step NR               (a B micro-panel stays in L1)
+//           for ir in MC step MR: micro-kernel, MR x NR accumulators
+//
+// Packing reads op(A)/op(B) through their transposition flags, so every
+// layout (transposed A or B, strided rows) runs the same micro-kernel.
+// Micro-kernels: AVX-512 12 x 32 (24 zmm accumulators), AVX2 6 x 16 (12 ymm),
+// chosen by cpuid at the first call (and the OS's XSAVE state), or a portable
+// C kernel on a CPU with neither; pipedream_cpu_gemm_kernel() says which.
+//
+// Threads split C into a grid of sub-blocks aligned to MR x NR tiles, each
+// computed by the serial algorithm above with the thread's own packing
+// buffers: K is never split, so every C element is the same sequence of
+// operations whatever the thread count (results are bitwise identical for
+// any N). The pool's workers are created on first use and block on a
+// condition variable between GEMMs.
+//
+// NOTE: this file is linked into program.so, which depends on libc, libm
+// and ld.so only: no C++ runtime (no new/delete, exceptions, RTTI,
+// thread-safe statics or std::thread), POD globals only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#if defined(__x86_64__)
+#define PD_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+// Other architectures: the portable kernel only.
+#define PD_X86 0
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The combine step C = alpha * acc + beta * C is two products and a sum in
+// the vector and the scalar (edge-tile) code alike: no contraction into an
+// FMA that only one of them would get.
+#pragma clang fp contract(off)
+
+#define PD_EXPORT __attribute__((visibility("default")))
+// Called by the generated code of the same program.so only.
+#define PD_HIDDEN __attribute__((visibility("hidden")))
+
+namespace {
+
+constexpr int32_t kRowMajor = 101;
+constexpr int32_t kColMajor = 102;
+constexpr int32_t kTrans = 112;
+
+enum class Isa { Generic = 0, Avx2 = 1, Avx512 = 2 };
+
+/// op(X) of a stored row-major matrix: element (r, c) is
+/// `trans ? p[c * ld + r] : p[r * ld + c]`.
+struct Operand {
+  const float *p;
+  int64_t ld;
+  bool trans;
+};
+
+/// Blocking of one micro-kernel.
+struct Blocking {
+  int mr, nr;
+  int64_t kc, mc, nc;
+};
+
+//===----------------------------------------------------------------------===//
+// Packing
+//===----------------------------------------------------------------------===//
+
+/// op(A)[i0 : i0+mb, p0 : p0+kb] into ceil(mb / MR) micro-panels of
+/// kb x MR (k-major), rows past mb zero.
+void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
+           int mr, float *out) {
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    float *panel = out + ir * kb;
+    if (rows < mr)
+      memset(panel, 0, sizeof(float) * kb * mr);
+    if (a.trans) {
+      // Stored K x M: a row of the store is contiguous along i.
+      for (int64_t kk = 0; kk < kb; ++kk) {
+        const float *src = a.p + (p0 + kk) * a.ld + i0 + ir;
+        float *dst = panel + kk * mr;
+        for (int64_t ii = 0; ii < rows; ++ii)
+          dst[ii] = src[ii];
+      }
+    } else {
+      for (int64_t ii = 0; ii < rows; ++ii) {
+        const float *src = a.p + (i0 + ir + ii) * a.ld + p0;
+        float *dst = panel + ii;
+        for (int64_t kk = 0; kk < kb; ++kk)
+          dst[kk * mr] = src[kk];
+      }
+    }
+  }
+}
+
+#if PD_X86
+/// dst[t * dstStride + r] = src[r * srcStride + t] for an 8 x 8 block: the
+/// transposed-B packing's inner step (8 loads, 24 shuffles, 8 stores).
+__attribute__((target("avx2"))) void transpose8x8(const float *src,
+                                                  int64_t srcStride,
+                                                  float *dst,
+                                                  int64_t dstStride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm256_loadu_ps(src + i * srcStride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (int i = 0; i < 8; ++i)
+    _mm256_storeu_ps(dst + i * dstStride, t[i]);
+}
+#endif
+
+/// op(B)[p0 : p0+kb, j0 : j0+nb] into ceil(nb / NR) micro-panels of
+/// kb x NR (k-major), columns past nb zero. `simd`: the CPU has AVX2.
+void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
+           int nr, float *out, bool simd) {
+  int64_t full = nb / nr * nr;
+  if (full < nb)
+    memset(out + full * kb, 0, sizeof(float) * kb * nr);
+  if (!b.trans) {
+    // Each stored row once, front to back, into every panel.
+    for (int64_t kk = 0; kk < kb; ++kk) {
+      const float *src = b.p + (p0 + kk) * b.ld + j0;
+      for (int64_t jr = 0; jr < full; jr += nr)
+        memcpy(out + jr * kb + kk * nr, src + jr, sizeof(float) * nr);
+      if (full < nb)
+        memcpy(out + full * kb + kk * nr, src + full,
+               sizeof(float) * (nb - full));
+    }
+    return;
+  }
+  // Stored N x K (nn.Linear's weight): rows contiguous along k, transposed
+  // 8 x 8 at a time.
+  for (int64_t jr = 0; jr < nb; jr += nr) {
+    int64_t cols = nb - jr < nr ? nb - jr : nr;
+    float *panel = out + jr * kb;
+    int64_t jj = 0;
+#if PD_X86
+    if (simd)
+      for (; jj + 8 <= cols; jj += 8) {
+        const float *src = b.p + (j0 + jr + jj) * b.ld + p0;
+        int64_t kk = 0;
+        for (; kk + 8 <= kb; kk += 8)
+          transpose8x8(src + kk, b.ld, panel + kk * nr + jj, nr);
+        for (; kk < kb; ++kk)
+          for (int64_t t = 0; t < 8; ++t)
+            panel[kk * nr + jj + t] = src[t * b.ld + kk];
+      }
+#else
+    (void)simd;
+#endif
+    for (; jj < cols; ++jj) {
+      const float *src = b.p + (j0 + jr + jj) * b.ld + p0;
+      for (int64_t kk = 0; kk < kb; ++kk)
+        panel[kk * nr + jj] = src[kk];
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-kernels: acc = Ap^T Bp over kc, then
+//   first && beta == 0:  C = alpha * acc
+//   first:               C = alpha * acc + beta * C
+//   otherwise:           C = alpha * acc + C
+//===----------------------------------------------------------------------===//
+
+/// How a micro-kernel's accumulator meets C.
+struct Update {
+  float alpha, beta;
+  bool first;
+};
+
+inline float combine(float acc, float c, const Update &u) {
+  if (!u.first)
+    return u.alpha * acc + c;
+  if (u.beta == 0.0f)
+    return u.alpha * acc;
+  return u.alpha * acc + u.beta * c;
+}
+
+template <int MR, int NR>
+void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
+                   int64_t ldc, const Update &u) {
+  float acc[MR][NR] = {};
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR)
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j)
+        acc[i][j] += ap[i] * bp[j];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j)
+      c[i * ldc + j] = combine(acc[i][j], c[i * ldc + j], u);
+}
+
+#if PD_X86
+__attribute__((target("avx2,fma"))) void
+kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
+           int64_t ldc, const Update &u) {
+  constexpr int MR = 6;
+  __m256 acc[MR][2];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 16) {
+    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; ++i) {
+      __m256 a = _mm256_broadcast_ss(ap + i);
+      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+    }
+  }
+  __m256 alpha = _mm256_set1_ps(u.alpha), beta = _mm256_set1_ps(u.beta);
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; ++h) {
+      float *dst = c + i * ldc + 8 * h;
+      __m256 r = _mm256_mul_ps(alpha, acc[i][h]);
+      if (!u.first)
+        r = _mm256_add_ps(r, _mm256_loadu_ps(dst));
+      else if (u.beta != 0.0f)
+        r = _mm256_add_ps(r, _mm256_mul_ps(beta, _mm256_loadu_ps(dst)));
+      _mm256_storeu_ps(dst, r);
+    }
+}
+
+__attribute__((target("avx512f,fma"))) void
+kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
+             int64_t ldc, const Update &u) {
+  constexpr int MR = 12;
+  __m512 acc[MR][2];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 32) {
+    __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; ++i) {
+      __m512 a = _mm512_set1_ps(ap[i]);
+      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+    }
+  }
+  __m512 alpha = _mm512_set1_ps(u.alpha), beta = _mm512_set1_ps(u.beta);
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; ++h) {
+      float *dst = c + i * ldc + 16 * h;
+      __m512 r = _mm512_mul_ps(alpha, acc[i][h]);
+      if (!u.first)
+        r = _mm512_add_ps(r, _mm512_loadu_ps(dst));
+      else if (u.beta != 0.0f)
+        r = _mm512_add_ps(r, _mm512_mul_ps(beta, _mm512_loadu_ps(dst)));
+      _mm512_storeu_ps(dst, r);
+    }
+}
+
+#endif // PD_X86
+
+using MicroKernel = void (*)(int64_t, const float *, const float *, float *,
+                             int64_t, const Update &);
+
+struct KernelInfo {
+  const char *name;
+  MicroKernel kernel;
+  Blocking blocking;
+};
+
+// Measured (thread CPU time, 256 x 2048 x 2048 with B transposed, the MLP's
+// GEMM, on a Xeon with AVX-512, 2 MiB L2): KC = 512 beat 256 (fewer passes
+// over C: 127 vs 99-105 GFLOP/s), with a packed B block of KC x NC = 2 MiB
+// or less (NC = 4096 at KC = 512: 104) and MC = 48-96. AVX2 untuned (no
+// such machine at hand): the same KC, NC, half the tile.
+const KernelInfo kKernels[] = {
+    {"generic", kernelGeneric<4, 8>, {4, 8, 256, 128, 1024}},
+#if PD_X86
+    {"avx2", kernelAvx2, {6, 16, 512, 96, 1024}},
+    {"avx512", kernelAvx512, {12, 32, 512, 96, 1024}},
+#endif
+};
+
+//===----------------------------------------------------------------------===//
+// CPU detection
+//===----------------------------------------------------------------------===//
+
+#if PD_X86
+unsigned long long readXcr0() {
+  unsigned eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+
+Isa detectIsa() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    return Isa::Generic;
+  bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28),
+       fma = ecx & (1u << 12);
+  if (!osxsave || !avx || !fma)
+    return Isa::Generic;
+  unsigned long long xcr0 = readXcr0();
+  // XMM and YMM state enabled by the OS.
+  if ((xcr0 & 0x6) != 0x6)
+    return Isa::Generic;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    return Isa::Generic;
+  bool avx2 = ebx & (1u << 5), avx512f = ebx & (1u << 16);
+  // Opmask, ZMM0-15 upper halves and ZMM16-31 state.
+  if (avx512f && (xcr0 & 0xe0) == 0xe0)
+    return Isa::Avx512;
+  return avx2 ? Isa::Avx2 : Isa::Generic;
+}
+#else
+Isa detectIsa() { return Isa::Generic; }
+#endif
+
+int gIsa = -1;
+
+const KernelInfo &kernelInfo() {
+  int isa = __atomic_load_n(&gIsa, __ATOMIC_ACQUIRE);
+  if (isa < 0) {
+    isa = static_cast<int>(detectIsa());
+    if (const char *want = getenv("PIPEDREAM_GEMM_KERNEL")) {
+      int asked = !strcmp(want, "generic") ? 0
+                  : !strcmp(want, "avx2")  ? 1
+                  : !strcmp(want, "avx512") ? 2
+                                            : isa;
+      if (asked < isa)
+        isa = asked;
+    }
+    __atomic_store_n(&gIsa, isa, __ATOMIC_RELEASE);
+  }
+  return kKernels[isa];
+}
+
+//===----------------------------------------------------------------------===//
+// Per-thread packing buffers
+//===----------------------------------------------------------------------===//
+
+struct Buffers {
+  float *a = nullptr, *b = nullptr;
+  size_t aCap = 0, bCap = 0;
+};
+
+__thread Buffers *tBuffers;
+pthread_key_t gBufferKey;
+pthread_once_t gBufferKeyOnce = PTHREAD_ONCE_INIT;
+
+void freeBuffers(void *p) {
+  auto *buffers = static_cast<Buffers *>(p);
+  free(buffers->a);
+  free(buffers->b);
+  free(buffers);
+}
+
+void makeBufferKey() { pthread_key_create(&gBufferKey, freeBuffers); }
+
+/// 64-byte aligned, grown as needed, kept for the thread's next GEMM.
+float *reserve(float *&p, size_t &cap, size_t floats) {
+  if (cap >= floats)
+    return p;
+  free(p);
+  size_t bytes = (floats * sizeof(float) + 63) & ~size_t(63);
+  p = static_cast<float *>(aligned_alloc(64, bytes));
+  cap = p ? floats : 0;
+  return p;
+}
+
+Buffers *threadBuffers() {
+  if (!tBuffers) {
+    pthread_once(&gBufferKeyOnce, makeBufferKey);
+    auto *buffers = static_cast<Buffers *>(calloc(1, sizeof(Buffers)));
+    if (!buffers)
+      return nullptr;
+    tBuffers = buffers;
+    pthread_setspecific(gBufferKey, buffers);
+  }
+  return tBuffers;
+}
+
+//===----------------------------------------------------------------------===//
+// The serial algorithm on one sub-block of C
+//===----------------------------------------------------------------------===//
+
+struct Problem {
+  int64_t m, n, k;
+  float alpha, beta;
+  Operand a, b;
+  float *c;
+  int64_t ldc;
+};
+
+/// C[i0 : i0+mb, j0 : j0+nb] of `p`. Returns false, before touching C, when
+/// the packing buffers cannot be allocated.
+bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
+               int64_t mb, int64_t j0, int64_t nb) {
+  const Blocking &bl = info.blocking;
+  const int mr = bl.mr, nr = bl.nr;
+  const bool simd = info.kernel != kKernels[0].kernel;
+  Buffers *buffers = threadBuffers();
+  if (!buffers)
+    return false;
+  int64_t kcMax = p.k < bl.kc ? p.k : bl.kc;
+  int64_t mcMax = mb < bl.mc ? mb : bl.mc;
+  int64_t ncMax = nb < bl.nc ? nb : bl.nc;
+  int64_t mcRound = (mcMax + mr - 1) / mr * mr;
+  int64_t ncRound = (ncMax + nr - 1) / nr * nr;
+  float *ap = reserve(buffers->a, buffers->aCap, size_t(mcRound * kcMax));
+  float *bp = reserve(buffers->b, buffers->bCap, size_t(ncRound * kcMax));
+  if (!ap || !bp)
+    return false;
+  alignas(64) float edge[32 * 32]; // >= MR x NR of every kernel
+  for (int64_t jc = 0; jc < nb; jc += bl.nc) {
+    int64_t nc = nb - jc < bl.nc ? nb - jc : bl.nc;
+    for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
+      int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
+      packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
+      Update update{p.alpha, p.beta, pc == 0};
+      for (int64_t ic = 0; ic < mb; ic += bl.mc) {
+        int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
+        packA(p.a, i0 + ic, mc, pc, kc, mr, ap);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          int64_t cols = nc - jr < nr ? nc - jr : nr;
+          const float *bPanel = bp + jr * kc;
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            int64_t rows = mc - ir < mr ? mc - ir : mr;
+            const float *aPanel = ap + ir * kc;
+            float *cTile = p.c + (i0 + ic + ir) * p.ldc + j0 + jc + jr;
+            if (rows == mr && cols == nr) {
+              info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
+              continue;
+            }
+            // Partial tile: the full tile into `edge`, then the same
+            // combine as the kernel's on the valid part.
+            info.kernel(kc, aPanel, bPanel, edge, nr, Update{1.0f, 0.0f, true});
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < cols; ++j)
+                cTile[i * p.ldc + j] =
+                    combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Thread pool
+//===----------------------------------------------------------------------===//
+
+constexpr int kMaxThreads = 256;
+
+struct Pool {
+  /// Held by the one caller using the workers; a concurrent caller (ranks
+  /// as threads of one process) runs on its own thread instead.
+  pthread_mutex_t use = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+  pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+  pthread_t threads[kMaxThreads];
+  int workers = 0;
+  unsigned long generation = 0;
+  void (*job)(void *, int) = nullptr;
+  void *arg = nullptr;
+  int active = 0;
+  int remaining = 0;
+  bool quit = false;
+  /// The generation when worker i was created: it waits for a later one.
+  unsigned long startGeneration[kMaxThreads];
+};
+
+Pool gPool;
+
+void *workerMain(void *p) {
+  int index = static_cast<int>(reinterpret_cast<intptr_t>(p));
+  pthread_mutex_lock(&gPool.lock);
+  unsigned long seen = gPool.startGeneration[index];
+  for (;;) {
+    while (gPool.generation == seen && !gPool.quit)
+      pthread_cond_wait(&gPool.wake, &gPool.lock);
+    if (gPool.quit)
+      break;
+    seen = gPool.generation;
+    if (index >= gPool.active)
+      continue;
+    void (*job)(void *, int) = gPool.job;
+    void *arg = gPool.arg;
+    pthread_mutex_unlock(&gPool.lock);
+    job(arg, index + 1);
+    pthread_mutex_lock(&gPool.lock);
+    if (--gPool.remaining == 0)
+      pthread_cond_signal(&gPool.done);
+  }
+  pthread_mutex_unlock(&gPool.lock);
+  return nullptr;
+}
+
+/// Runs job(arg, 0 .. threads-1), job 0 on the caller. Returns the number of
+/// parts run in parallel; 1 when the pool is busy or threads cannot start
+/// (the caller then runs everything itself).
+int runParallel(int threads, void (*job)(void *, int), void *arg) {
+  if (threads <= 1 || pthread_mutex_trylock(&gPool.use) != 0)
+    return 1;
+  pthread_mutex_lock(&gPool.lock);
+  while (gPool.workers < threads - 1) {
+    pthread_t thread;
+    gPool.startGeneration[gPool.workers] = gPool.generation;
+    if (pthread_create(&thread, nullptr, workerMain,
+                       reinterpret_cast<void *>(intptr_t(gPool.workers))) != 0)
+      break;
+    gPool.threads[gPool.workers++] = thread;
+  }
+  if (gPool.workers < threads - 1)
+    threads = gPool.workers + 1;
+  if (threads <= 1) {
+    pthread_mutex_unlock(&gPool.lock);
+    pthread_mutex_unlock(&gPool.use);
+    return 1;
+  }
+  gPool.job = job;
+  gPool.arg = arg;
+  gPool.active = threads - 1;
+  gPool.remaining = threads - 1;
+  ++gPool.generation;
+  pthread_cond_broadcast(&gPool.wake);
+  pthread_mutex_unlock(&gPool.lock);
+  job(arg, 0);
+  pthread_mutex_lock(&gPool.lock);
+  while (gPool.remaining > 0)
+    pthread_cond_wait(&gPool.done, &gPool.lock);
+  pthread_mutex_unlock(&gPool.lock);
+  pthread_mutex_unlock(&gPool.use);
+  return threads;
+}
+
+/// NOTE: runs at dlclose (and exit): workers execute this library's code,
+/// so they must be gone before it is unmapped.
+__attribute__((destructor)) void stopPool() {
+  pthread_mutex_lock(&gPool.lock);
+  gPool.quit = true;
+  pthread_cond_broadcast(&gPool.wake);
+  int workers = gPool.workers;
+  pthread_mutex_unlock(&gPool.lock);
+  for (int i = 0; i < workers; ++i)
+    pthread_join(gPool.threads[i], nullptr);
+  pthread_mutex_lock(&gPool.lock);
+  gPool.workers = 0;
+  gPool.quit = false;
+  pthread_mutex_unlock(&gPool.lock);
+}
+
+int gThreads = 0;
+
+int defaultThreads() {
+  if (const char *env = getenv("PIPEDREAM_NUM_THREADS")) {
+    long n = strtol(env, nullptr, 10);
+    if (n > 0)
+      return n > kMaxThreads ? kMaxThreads : static_cast<int>(n);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0)
+      return n > kMaxThreads ? kMaxThreads : n;
+  }
+  return 1;
+}
+
+int threadCount() {
+  int n = __atomic_load_n(&gThreads, __ATOMIC_ACQUIRE);
+  if (n <= 0) {
+    n = defaultThreads();
+    __atomic_store_n(&gThreads, n, __ATOMIC_RELEASE);
+  }
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Splitting C between threads
+//===----------------------------------------------------------------------===//
+
+struct Split {
+  const Problem *problem;
+  const KernelInfo *info;
+  int tm, tn;
+  int64_t rowTiles, colTiles;
+};
+
+/// C[i0:i1, j0:j1] in plain loops: only when the packing buffers cannot be
+/// allocated (out of memory), so the call still computes its result.
+void gemmNaive(const Problem &p, int64_t i0, int64_t i1, int64_t j0,
+               int64_t j1) {
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) {
+      float acc = 0;
+      for (int64_t l = 0; l < p.k; ++l) {
+        float x = p.a.trans ? p.a.p[l * p.a.ld + i] : p.a.p[i * p.a.ld + l];
+        float y = p.b.trans ? p.b.p[j * p.b.ld + l] : p.b.p[l * p.b.ld + j];
+        acc += x * y;
+      }
+      float &c = p.c[i * p.ldc + j];
+      c = combine(acc, c, Update{p.alpha, p.beta, true});
+    }
+}
+
+/// Part `part` of a tm x tn grid over the MR x NR tiles of C.
+void runPart(void *p, int part) {
+  auto *s = static_cast<Split *>(p);
+  const Blocking &bl = s->info->blocking;
+  int pi = part / s->tn, pj = part % s->tn;
+  auto range = [](int64_t tiles, int parts, int index, int64_t &begin,
+                  int64_t &end) {
+    begin = tiles * index / parts;
+    end = tiles * (index + 1) / parts;
+  };
+  int64_t r0, r1, c0, c1;
+  range(s->rowTiles, s->tm, pi, r0, r1);
+  range(s->colTiles, s->tn, pj, c0, c1);
+  int64_t i0 = r0 * bl.mr, i1 = r1 * bl.mr, j0 = c0 * bl.nr, j1 = c1 * bl.nr;
+  if (i1 > s->problem->m)
+    i1 = s->problem->m;
+  if (j1 > s->problem->n)
+    j1 = s->problem->n;
+  if (i1 <= i0 || j1 <= j0)
+    return;
+  if (!gemmBlock(*s->problem, *s->info, i0, i1 - i0, j0, j1 - j0))
+    gemmNaive(*s->problem, i0, i1, j0, j1);
+}
+
+/// Splits into threads parts so that sub-blocks are about square (in
+/// elements) and no part is empty.
+void chooseGrid(int threads, int64_t rowTiles, int64_t colTiles,
+                const Blocking &bl, int &tm, int &tn) {
+  tm = 1;
+  tn = 1;
+  double best = -1;
+  for (int a = 1; a <= threads; ++a) {
+    if (threads % a)
+      continue;
+    int b = threads / a;
+    if (a > rowTiles || b > colTiles)
+      continue;
+    double rows = double(rowTiles) * bl.mr / a, cols = double(colTiles) * bl.nr / b;
+    double score = rows < cols ? rows / cols : cols / rows;
+    if (score > best) {
+      best = score;
+      tm = a;
+      tn = b;
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
+                            int32_t m, int32_t n, int32_t k, float alpha,
+                            const float *a, int32_t lda, const float *b,
+                            int32_t ldb, float beta, float *c, int32_t ldc) {
+  if (order == kColMajor) {
+    // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T.
+    pd_cpu_sgemm(kRowMajor, transB, transA, n, m, k, alpha, b, ldb, a, lda,
+                 beta, c, ldc);
+    return;
+  }
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float &x = c[i * int64_t(ldc) + j];
+        x = beta == 0.0f ? 0.0f : beta * x;
+      }
+    return;
+  }
+  Problem p{m,     n,
+            k,     alpha,
+            beta,  Operand{a, lda, transA == kTrans},
+            Operand{b, ldb, transB == kTrans},
+            c,     ldc};
+  const KernelInfo &info = kernelInfo();
+  const Blocking &bl = info.blocking;
+  int64_t rowTiles = (p.m + bl.mr - 1) / bl.mr;
+  int64_t colTiles = (p.n + bl.nr - 1) / bl.nr;
+  // About 4 MFLOP per thread pays for waking it.
+  double flops = 2.0 * p.m * p.n * p.k;
+  int threads = threadCount();
+  if (flops / 4e6 < threads)
+    threads = flops < 4e6 ? 1 : static_cast<int>(flops / 4e6);
+  if (threads > rowTiles * colTiles)
+    threads = static_cast<int>(rowTiles * colTiles);
+  Split split{&p, &info, 1, 1, rowTiles, colTiles};
+  if (threads > 1) {
+    // A prime count that does not fit the grid: one fewer thread.
+    chooseGrid(threads, rowTiles, colTiles, bl, split.tm, split.tn);
+    while (split.tm * split.tn != threads && threads > 1)
+      chooseGrid(--threads, rowTiles, colTiles, bl, split.tm, split.tn);
+    if (threads > 1 && runParallel(threads, runPart, &split) > 1)
+      return;
+    split.tm = split.tn = 1;
+  }
+  runPart(&split, 0);
+}
+
+PD_EXPORT void pipedream_cpu_set_num_threads(int32_t n) {
+  __atomic_store_n(&gThreads,
+                   n <= 0 ? defaultThreads()
+                          : (n > kMaxThreads ? kMaxThreads : int(n)),
+                   __ATOMIC_RELEASE);
+}
+
+PD_EXPORT int32_t pipedream_cpu_num_threads(void) { return threadCount(); }
+
+PD_EXPORT const char *pipedream_cpu_gemm_kernel(void) { return kernelInfo().name; }
+
+} // extern "C"

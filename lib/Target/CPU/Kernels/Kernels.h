@@ -1,0 +1,56 @@
+/*===- Kernels.h - the CPU kernels linked into every program.so ---*- C -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// C API of the kernel object (Gemm.cpp) that pipedream-compile links into
+// the program.so of CPU bundles whose contractions go to `pd_cpu_sgemm`
+// (`--gemm kernel`, and `auto`). Plain C/C++, no MLIR: the object depends
+// on libc only (pthreads), like the rest of program.so.
+//
+// The pipedream_* functions are exported from program.so; the runtime finds
+// them with dlsym (pipedream-run --threads, the kernel report).
+//
+//===----------------------------------------------------------------------===*/
+
+#ifndef PIPEDREAM_TARGET_CPU_KERNELS_KERNELS_H
+#define PIPEDREAM_TARGET_CPU_KERNELS_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Row-major single-precision GEMM with CBLAS's arguments and enum values:
+/// C = alpha * op(A) op(B) + beta * C, op(X) = X or X^T (`transA`/`transB`
+/// 111 = no, 112 = yes), `order` 101 (row-major) or 102 (column-major).
+/// With beta == 0, C is not read (it may hold NaNs). Register-tiled and
+/// packed; AVX-512 or AVX2+FMA chosen by cpuid (pipedream_cpu_gemm_kernel).
+/// The result does not depend on the number of threads: threads split C,
+/// never K, so every element is summed in the same order.
+void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
+                  int32_t n, int32_t k, float alpha, const float *a,
+                  int32_t lda, const float *b, int32_t ldb, float beta,
+                  float *c, int32_t ldc);
+
+/// Threads the kernels of this program.so use (process-wide). `n` <= 0
+/// restores the default: $PIPEDREAM_NUM_THREADS when set, else the number of
+/// CPUs in the process's affinity mask.
+void pipedream_cpu_set_num_threads(int32_t n);
+
+/// The thread count in effect (the default resolved).
+int32_t pipedream_cpu_num_threads(void);
+
+/// The GEMM micro-kernel in effect: "avx512" (12x32 tiles of zmm FMAs),
+/// "avx2" (6x16, ymm FMAs) or "generic" (portable C, a CPU without
+/// AVX2+FMA). $PIPEDREAM_GEMM_KERNEL=avx2|generic selects a lower one (for
+/// tests); a kernel the CPU lacks is never selected.
+const char *pipedream_cpu_gemm_kernel(void);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // PIPEDREAM_TARGET_CPU_KERNELS_KERNELS_H

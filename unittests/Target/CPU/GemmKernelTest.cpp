@@ -1,0 +1,227 @@
+//===- GemmKernelTest.cpp - pd_cpu_sgemm against a float64 reference -------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The kernel linked into program.so (lib/Target/CPU/Kernels) over odd
+// sizes, every layout (transposed A and/or B, padded leading dimensions,
+// column-major), alpha/beta, sizes across the KC/MC/NC block edges, against
+// a float64 reference with an error bound from the float32 rounding of a
+// k-term dot product. CTest runs this binary once per micro-kernel
+// ($PIPEDREAM_GEMM_KERNEL; unittests/Target/CPU/CMakeLists.txt).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int32_t kRowMajor = 101, kColMajor = 102, kNoTrans = 111,
+                  kTrans = 112;
+
+struct Case {
+  int m, n, k;
+  bool transA, transB;
+  float alpha, beta;
+  int pad; // extra elements per stored row (lda, ldb, ldc)
+};
+
+std::string describe(const Case &c) {
+  return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+         std::to_string(c.k) + " transA=" + std::to_string(c.transA) +
+         " transB=" + std::to_string(c.transB) +
+         " alpha=" + std::to_string(c.alpha) +
+         " beta=" + std::to_string(c.beta) + " pad=" + std::to_string(c.pad) +
+         " kernel=" + pipedream_cpu_gemm_kernel();
+}
+
+/// Runs `c` in row-major storage and checks every element of C against the
+/// float64 reference, and that C's padding is untouched.
+void check(const Case &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // Stored shapes: A is m x k (k x m when transposed), B k x n (n x k).
+  int aRows = c.transA ? c.k : c.m, aCols = c.transA ? c.m : c.k;
+  int bRows = c.transB ? c.n : c.k, bCols = c.transB ? c.k : c.n;
+  int lda = aCols + c.pad, ldb = bCols + c.pad, ldc = c.n + c.pad;
+  std::vector<float> a(size_t(aRows) * lda + 1), b(size_t(bRows) * ldb + 1);
+  std::vector<float> out(size_t(c.m) * ldc + 1);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  const float sentinel = 12345.0f;
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = (i % ldc) < size_t(c.n) && i < size_t(c.m) * ldc
+                 ? (c.beta == 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                                   : dist(rng))
+                 : sentinel;
+  std::vector<float> before = out;
+  pd_cpu_sgemm(kRowMajor, c.transA ? kTrans : kNoTrans,
+               c.transB ? kTrans : kNoTrans, c.m, c.n, c.k, c.alpha, a.data(),
+               lda, b.data(), ldb, c.beta, out.data(), ldc);
+  for (int i = 0; i < c.m; ++i)
+    for (int j = 0; j < c.n; ++j) {
+      double ref = 0, mag = 0;
+      for (int l = 0; l < c.k; ++l) {
+        double x = c.transA ? a[size_t(l) * lda + i] : a[size_t(i) * lda + l];
+        double y = c.transB ? b[size_t(j) * ldb + l] : b[size_t(l) * ldb + j];
+        ref += x * y;
+        mag += std::fabs(x * y);
+      }
+      double old = c.beta == 0.0f ? 0.0 : before[size_t(i) * ldc + j];
+      ref = double(c.alpha) * ref + double(c.beta) * old;
+      mag = std::fabs(c.alpha) * mag + std::fabs(c.beta * old);
+      // float32 rounding of a k-term sum and the combine.
+      double tol = (c.k + 4) * double(FLT_EPSILON) * mag + 1e-30;
+      float got = out[size_t(i) * ldc + j];
+      ASSERT_TRUE(std::fabs(got - ref) <= tol)
+          << describe(c) << ": C[" << i << "][" << j << "] = " << got
+          << ", float64 reference " << ref << " (tolerance " << tol << ")";
+    }
+  for (size_t i = 0; i < out.size(); ++i)
+    if ((i % ldc) >= size_t(c.n) || i >= size_t(c.m) * ldc)
+      ASSERT_EQ(out[i], sentinel) << describe(c) << ": wrote padding at " << i;
+}
+
+TEST(GemmKernel, KernelInEffect) {
+  // The kernel asked for by CTest (PIPEDREAM_GEMM_KERNEL) when this CPU has
+  // it; never "generic" on a CPU with AVX2 unless asked.
+  const char *want = std::getenv("PIPEDREAM_GEMM_KERNEL");
+  const char *expect = std::getenv("PIPEDREAM_EXPECT_KERNEL");
+  std::string got = pipedream_cpu_gemm_kernel();
+  if (expect)
+    EXPECT_EQ(got, expect);
+  if (!want)
+    EXPECT_NE(got, "generic") << "no AVX2/AVX-512 kernel on this CPU?";
+}
+
+TEST(GemmKernel, OddSizesAllLayouts) {
+  const int sizes[] = {1, 2, 3, 7, 13, 17, 31, 33, 65};
+  uint32_t seed = 1;
+  for (int m : sizes)
+    for (int n : {1, 5, 16, 31, 33, 47})
+      for (int k : {1, 3, 19, 64})
+        for (int t = 0; t < 4; ++t) {
+          Case c{m, n, k, bool(t & 1), bool(t & 2), 1.0f, 0.0f, (m + k) % 3};
+          check(c, seed++);
+          if (HasFatalFailure())
+            return;
+        }
+}
+
+TEST(GemmKernel, AlphaBeta) {
+  uint32_t seed = 100;
+  for (auto [alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{0.5f, -2.0f},
+                             std::pair{-1.5f, 0.0f}, std::pair{2.0f, 0.25f}})
+    for (int t = 0; t < 4; ++t) {
+      check(Case{37, 45, 29, bool(t & 1), bool(t & 2), alpha, beta, 2},
+            seed++);
+      if (HasFatalFailure())
+        return;
+    }
+}
+
+TEST(GemmKernel, BlockEdges) {
+  // KC = 256 or 512 (K split: the first block applies beta, later ones
+  // add), MC 96-128 rows, NC = 1024 columns, 8 x 8 transposes with a
+  // remainder.
+  uint32_t seed = 200;
+  const Case cases[] = {
+      {5, 9, 257, false, true, 1.0f, 0.0f, 0},
+      {5, 9, 513, true, false, 1.0f, 1.0f, 1},
+      {7, 21, 1100, false, true, 1.0f, 1.0f, 2},
+      {200, 35, 40, false, false, 1.0f, 0.5f, 0},
+      {391, 70, 300, true, true, 0.75f, 0.0f, 3},
+      {3, 1030, 5, false, true, 1.0f, 1.0f, 0},
+      {3, 4100, 5, false, true, 1.0f, 1.0f, 0},
+      {2, 4133, 7, false, false, 1.0f, 0.0f, 1},
+      {128, 256, 256, false, true, 1.0f, 0.0f, 0},
+  };
+  for (const Case &c : cases) {
+    check(c, seed++);
+    if (HasFatalFailure())
+      return;
+  }
+}
+
+TEST(GemmKernel, ColumnMajorIsTheTranspose) {
+  // Column-major C (m x n, ldc >= m) = A B: the row-major n x m problem
+  // C^T = B^T A^T, checked against the row-major call.
+  const int m = 23, n = 19, k = 11;
+  std::vector<float> a(m * k), b(k * n), col(m * n), row(n * m);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  // Column-major A (m x k, lda = m) and B (k x n, ldb = k).
+  pd_cpu_sgemm(kColMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), m,
+               b.data(), k, 0.0f, col.data(), m);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int l = 0; l < k; ++l)
+        ref += double(a[l * m + i]) * b[j * k + l];
+      ASSERT_NEAR(col[j * m + i], ref, 1e-5) << i << "," << j;
+    }
+}
+
+TEST(GemmKernel, EmptyAndZeroK) {
+  float c[6] = {1, 2, 3, 4, 5, 6};
+  float a = 0, b = 0;
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, 0, 3, 4, 1.0f, &a, 4, &b, 3,
+               0.0f, c, 3);
+  EXPECT_EQ(c[0], 1.0f);
+  // K = 0: C = beta * C; beta = 0 writes zeros without reading.
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, 2, 3, 0, 1.0f, &a, 1, &b, 3,
+               2.0f, c, 3);
+  EXPECT_EQ(c[5], 12.0f);
+  c[1] = std::numeric_limits<float>::quiet_NaN();
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, 2, 3, 0, 1.0f, &a, 1, &b, 3,
+               0.0f, c, 3);
+  for (float x : c)
+    EXPECT_EQ(x, 0.0f);
+}
+
+TEST(GemmKernel, SameBitsForEveryThreadCount) {
+  // Threads split C, never K: the result is bitwise the same for 1..5.
+  const int m = 301, n = 517, k = 300;
+  std::vector<float> a(m * k), b(n * k), ref(m * n), got(m * n);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  pipedream_cpu_set_num_threads(1);
+  EXPECT_EQ(pipedream_cpu_num_threads(), 1);
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a.data(), k,
+               b.data(), k, 0.0f, ref.data(), n);
+  for (int threads = 2; threads <= 5; ++threads) {
+    pipedream_cpu_set_num_threads(threads);
+    EXPECT_EQ(pipedream_cpu_num_threads(), threads);
+    pd_cpu_sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a.data(), k,
+                 b.data(), k, 0.0f, got.data(), n);
+    ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)),
+              0)
+        << threads << " threads differ from 1";
+  }
+  pipedream_cpu_set_num_threads(0);
+  EXPECT_GE(pipedream_cpu_num_threads(), 1);
+}
+
+} // namespace
