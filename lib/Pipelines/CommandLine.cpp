@@ -12,6 +12,11 @@
 
 #include "pipedream/Pipelines/CommandLine.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
 using namespace pipedream;
 namespace cl = llvm::cl;
 
@@ -301,4 +306,81 @@ CompileOptions CompileFlags::read() const {
   o.exportScheduleCsv = f.exportScheduleCsv;
   o.timePhases = f.timePhases;
   return o;
+}
+
+//===----------------------------------------------------------------------===//
+// In-process parsing (the Python module)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The flags of an in-process parse: CompileFlags in a category of their
+/// own, made on first use.
+struct InProcessFlags {
+  InProcessFlags() : category("pipedream compile options"), flags(category) {}
+  cl::OptionCategory category;
+  CompileFlags flags;
+};
+} // namespace
+
+static std::mutex inProcessMutex;
+
+static InProcessFlags &inProcessFlags() {
+  static InProcessFlags instance;
+  return instance;
+}
+
+bool pipedream::isCompileFlag(llvm::StringRef name) {
+  std::lock_guard<std::mutex> lock(inProcessMutex);
+  InProcessFlags &in = inProcessFlags();
+  auto &options = cl::getRegisteredOptions();
+  auto it = options.find(name);
+  return it != options.end() &&
+         llvm::is_contained(it->second->Categories, &in.category);
+}
+
+mlir::FailureOr<CompileOptions>
+pipedream::parseCompileArguments(llvm::ArrayRef<std::string> arguments,
+                                 std::string &error) {
+  std::lock_guard<std::mutex> lock(inProcessMutex);
+  InProcessFlags &in = inProcessFlags();
+  static constexpr const char *kProgram = "pipedream";
+  std::vector<const char *> argv{kProgram};
+  for (const std::string &argument : arguments) {
+    llvm::StringRef flag = llvm::StringRef(argument).ltrim('-');
+    // --help and --version print and exit the process: never in-process.
+    if (llvm::StringRef(argument).starts_with("-") &&
+        (flag.starts_with("help") || flag.starts_with("version") ||
+         flag.starts_with("print-options") ||
+         flag.starts_with("print-all-options"))) {
+      error = "--" + flag.split('=').first.str() +
+              ": not available in-process";
+      return mlir::failure();
+    }
+    argv.push_back(argument.c_str());
+  }
+  // cl reports unknown flags into `errors`, bad values on stderr only.
+  auto parse = [](llvm::ArrayRef<const char *> args, std::string &message) {
+    cl::ResetAllOptionOccurrences();
+    std::string errors;
+    llvm::raw_string_ostream errorStream(errors);
+    if (cl::ParseCommandLineOptions(int(args.size()), args.data(), "",
+                                    &errorStream))
+      return true;
+    llvm::StringRef line = llvm::StringRef(errors).split('\n').first;
+    line.consume_front(kProgram);
+    line.consume_front(": ");
+    message = line.rtrim().str();
+    return false;
+  };
+  if (!parse(argv, error)) {
+    // Name the argument whose value cl refused.
+    for (size_t i = 1; error.empty() && i < argv.size(); ++i)
+      if (!parse({kProgram, argv[i]}, error) && error.empty())
+        error = std::string(argv[i]) + ": invalid value";
+    if (error.empty())
+      error = "invalid compile options";
+    cl::ResetAllOptionOccurrences();
+    return mlir::failure();
+  }
+  return in.flags.read();
 }

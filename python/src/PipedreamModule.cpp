@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Driver/Driver.h"
+#include "pipedream/Pipelines/CommandLine.h"
 #include "pipedream/onnx_writer.h"
 #include "pipedream/runtime.h"
 
@@ -30,6 +31,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -46,99 +48,94 @@ namespace {
 // Compiler
 //===----------------------------------------------------------------------===//
 
-/// Fills `o` from the keyword dictionary the package builds (keys are the
-/// CLI flags with '_' for '-'; an absent key is a flag not given).
-pipedream::CompileOptions readOptions(const py::dict &kw) {
-  pipedream::CompileOptions o;
+/// The value of one keyword as flag text: Python's own spelling of
+/// numbers (repr round-trips doubles), "true"/"false" for booleans.
+std::string flagValue(py::handle v) {
+  if (py::isinstance<py::bool_>(v))
+    return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v))
+    return py::repr(v).cast<std::string>();
+  if (py::isinstance<py::str>(v))
+    return v.cast<std::string>();
+  if (py::isinstance<py::bytes>(v) || py::isinstance<py::sequence>(v))
+    throw py::type_error("expected a number, a string or a boolean");
+  return py::str(v).cast<std::string>();
+}
+
+/// The compile options of the keyword dictionary the package builds: each
+/// key is a pipedream-compile flag with '_' for '-' (an absent key or None
+/// is a flag not given), parsed by pipedream-compile's own flags
+/// (pipedream/Pipelines/CommandLine.h), so names, types, defaults and
+/// checks are the command line's. The Python spellings of the flags that
+/// are not words: input (the model), output (-o), opt_level (-O),
+/// input_shapes (--input-shape), onnx_checker=False (--no-onnx-checker).
+mlir::FailureOr<pipedream::CompileOptions> readOptions(const py::dict &kw,
+                                                      std::string &error) {
+  std::vector<std::string> args;
+  std::optional<std::string> input;
   for (auto item : kw) {
     std::string key = item.first.cast<std::string>();
     py::handle v = item.second;
     if (v.is_none())
       continue;
-    if (key == "input")
-      o.input = v.cast<std::string>();
-    else if (key == "output")
-      o.output = v.cast<std::string>();
-    else if (key == "emit")
-      o.emit = v.cast<std::string>();
-    else if (key == "inference")
-      o.inference = v.cast<bool>();
-    else if (key == "input_shapes")
-      o.inputShapes = v.cast<std::vector<std::string>>();
-    else if (key == "onnx_checker")
-      o.runONNXChecker = v.cast<bool>();
-    else if (key == "target")
-      o.target = v.cast<std::string>();
-    else if (key == "target_cpu")
-      o.targetCPU = v.cast<std::string>();
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (key == "input") {
+      input = v.cast<std::string>();
+      continue;
+    }
+    if (key == "onnx_checker") {
+      if (!v.cast<bool>())
+        args.push_back("--no-onnx-checker");
+      continue;
+    }
+    if (key == "output")
+      flag = "o";
     else if (key == "opt_level")
-      o.optLevel = v.cast<unsigned>();
-    else if (key == "gemm")
-      o.gemm = v.cast<std::string>();
-    else if (key == "loss")
-      o.loss = v.cast<std::string>();
-    else if (key == "labels_name")
-      o.labelsName = v.cast<std::string>();
-    else if (key == "microbatches")
-      o.microbatches = v.cast<int64_t>();
-    else if (key == "batch_size")
-      o.batchSize = v.cast<int64_t>();
-    else if (key == "optimizer")
-      o.optimizer = v.cast<std::string>();
-    else if (key == "lr")
-      o.lr = v.cast<double>();
-    else if (key == "momentum")
-      o.momentum = v.cast<double>();
-    else if (key == "nesterov")
-      o.nesterov = v.cast<bool>();
-    else if (key == "weight_decay")
-      o.weightDecay = v.cast<double>();
-    else if (key == "beta1")
-      o.beta1 = v.cast<double>();
-    else if (key == "beta2")
-      o.beta2 = v.cast<double>();
-    else if (key == "eps")
-      o.eps = v.cast<double>();
-    else if (key == "freeze")
-      o.freeze = v.cast<std::vector<std::string>>();
-    else if (key == "train")
-      o.train = v.cast<std::vector<std::string>>();
-    else if (key == "stages")
-      o.stages = v.cast<int64_t>();
-    else if (key == "virtual_stages")
-      o.virtualStages = v.cast<int64_t>();
-    else if (key == "partition")
-      o.partition = v.cast<std::string>();
-    else if (key == "split_after")
-      o.splitAfter = v.cast<std::vector<std::string>>();
-    else if (key == "cost_model")
-      o.costModel = v.cast<std::string>();
-    else if (key == "device")
-      o.device = v.cast<std::string>();
-    else if (key == "memory_limit")
-      o.memoryLimit = v.cast<std::string>();
-    else if (key == "schedule")
-      o.schedule = v.cast<std::string>();
-    else if (key == "report")
-      o.report = v.cast<bool>();
-    else if (key == "report_json")
-      o.reportJSON = v.cast<std::string>();
-    else if (key == "trace")
-      o.trace = v.cast<std::string>();
-    else if (key == "timeline")
-      o.timeline = v.cast<std::string>();
-    else
+      flag = "O";
+    else if (key == "input_shapes")
+      flag = "input-shape";
+    if (!pipedream::isCompileFlag(flag) || flag == "no-onnx-checker")
       throw py::type_error("compile: unknown option '" + key + "'");
+    std::vector<py::handle> values;
+    if (!py::isinstance<py::str>(v) && py::isinstance<py::sequence>(v))
+      for (py::handle element : v.cast<py::sequence>())
+        values.push_back(element);
+    else
+      values.push_back(v);
+    for (py::handle element : values) {
+      std::string value;
+      try {
+        value = flagValue(element);
+      } catch (const py::type_error &e) {
+        throw py::type_error("compile: option '" + key + "': " + e.what());
+      }
+      args.push_back((flag == "O" ? "-O" : "--" + flag + "=") + value);
+    }
   }
-  return o;
+  if (input) {
+    args.push_back("--");
+    args.push_back(*input);
+  }
+  return pipedream::parseCompileArguments(args, error);
 }
 
 py::dict compile(const py::dict &kw) {
-  pipedream::CompileOptions options = readOptions(kw);
   pipedream::CompileResult result;
+  mlir::FailureOr<pipedream::CompileOptions> options =
+      readOptions(kw, result.error);
+  if (mlir::failed(options)) {
+    py::dict out;
+    out["error"] = result.error;
+    out["has_ir"] = false;
+    out["ir"] = "";
+    out["report_json"] = "";
+    out["report_text"] = "";
+    return out;
+  }
   {
     py::gil_scoped_release release;
-    result = pipedream::compile(options);
+    result = pipedream::compile(*options);
   }
   py::dict out;
   out["error"] = result.error;

@@ -260,6 +260,16 @@ def test_option_errors(mlp_model):
         pipedream.compile(mlp_model.model_path, target="nope")
     with pytest.raises(TypeError, match="unknown option 'colour'"):
         pipedream.compile(mlp_model.model_path, colour="blue")
+    # Keywords are parsed by pipedream-compile's own flags: the same type
+    # checks and messages (CommandLine.h, parseCompileArguments).
+    with pytest.raises(pipedream.CompileError,
+                       match="^--stages=two: invalid value$"):
+        pipedream.compile(mlp_model.model_path, stages="two")
+    with pytest.raises(pipedream.CompileError,
+                       match="^-O4: the optimization level is 0 to 3$"):
+        pipedream.compile(mlp_model.model_path, opt_level=4)
+    with pytest.raises(TypeError, match="unknown option 'help'"):
+        pipedream.compile(mlp_model.model_path, help=True)
     with pytest.raises(TypeError, match="example_inputs"):
         pipedream.compile(__import__("torch").nn.Linear(2, 2))
     with pytest.raises(TypeError, match="model must be"):

@@ -54,6 +54,19 @@ private:
   std::unique_ptr<Flags> flags;
 };
 
+/// The compile options of `arguments`, parsed by pipedream-compile's own
+/// flags (CompileFlags, so the same names, types, defaults and "not given"
+/// rules): `--stages=2`, `-o=DIR`, `-O1`, the model as a positional
+/// argument. For in-process front ends without a command line (the Python
+/// module). Fails with cl's one-line message (without the program name).
+/// Thread-safe; it resets the process's LLVM command-line options.
+mlir::FailureOr<CompileOptions>
+parseCompileArguments(llvm::ArrayRef<std::string> arguments,
+                      std::string &error);
+
+/// True when `name` (without dashes) is one of CompileFlags' flags.
+bool isCompileFlag(llvm::StringRef name);
+
 } // namespace pipedream
 
 #endif // PIPEDREAM_PIPELINES_COMMANDLINE_H
