@@ -17,6 +17,7 @@
 // Packing reads op(A)/op(B) through their transposition flags, so every
 // layout (transposed A or B, strided rows) runs the same micro-kernel.
 // Micro-kernels: AVX-512 12 x 32 (24 zmm accumulators), AVX2 6 x 16 (12 ymm),
+// one template over the vector width (kernelVector),
 // chosen by cpuid at the first call (and the OS's XSAVE state), or a portable
 // C kernel on a CPU with neither; pipedream_cpu_gemm_kernel() says which.
 //
@@ -223,68 +224,66 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
 }
 
 #if PD_X86
-__attribute__((target("avx2,fma"))) void
-kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
-           int64_t ldc, const Update &u) {
-  constexpr int MR = 6;
-  __m256 acc[MR][2];
+/// The vector micro-kernel of AVX2 and AVX-512, one body over the vector
+/// width W (clang vector extensions, no intrinsics: instantiated inside the
+/// target-attributed wrappers below, it compiles to their ymm / zmm code):
+/// an MR x 2W tile, 2 MR accumulators, per k one B row of 2 vectors and MR
+/// broadcast A elements.
+template <int W, int MR>
+__attribute__((always_inline)) inline void
+kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
+             int64_t ldc, const Update &u) {
+  typedef float Vec __attribute__((ext_vector_type(W)));
+  // NOTE: a B panel row is aligned to its size (64-byte aligned buffers,
+  // panels and rows of 2 W floats); C rows are not.
+  auto loadAligned = [](const float *p) {
+    return *reinterpret_cast<const Vec *>(
+        __builtin_assume_aligned(p, sizeof(Vec)));
+  };
+  auto load = [](const float *p) {
+    Vec v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  auto store = [](float *p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); };
+  Vec acc[MR][2];
 #pragma clang loop unroll(full)
   for (int i = 0; i < MR; ++i)
-    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 16) {
-    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    acc[i][0] = acc[i][1] = Vec(0.0f);
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 2 * W) {
+    Vec b0 = loadAligned(bp), b1 = loadAligned(bp + W);
 #pragma clang loop unroll(full)
     for (int i = 0; i < MR; ++i) {
-      __m256 a = _mm256_broadcast_ss(ap + i);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+      Vec a = Vec(ap[i]);
+      acc[i][0] = __builtin_elementwise_fma(a, b0, acc[i][0]);
+      acc[i][1] = __builtin_elementwise_fma(a, b1, acc[i][1]);
     }
   }
-  __m256 alpha = _mm256_set1_ps(u.alpha), beta = _mm256_set1_ps(u.beta);
+  Vec alpha = Vec(u.alpha), beta = Vec(u.beta);
 #pragma clang loop unroll(full)
   for (int i = 0; i < MR; ++i)
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      float *dst = c + i * ldc + 8 * h;
-      __m256 r = _mm256_mul_ps(alpha, acc[i][h]);
+      float *dst = c + i * ldc + W * h;
+      Vec r = alpha * acc[i][h];
       if (!u.first)
-        r = _mm256_add_ps(r, _mm256_loadu_ps(dst));
+        r = r + load(dst);
       else if (u.beta != 0.0f)
-        r = _mm256_add_ps(r, _mm256_mul_ps(beta, _mm256_loadu_ps(dst)));
-      _mm256_storeu_ps(dst, r);
+        r = r + beta * load(dst);
+      store(dst, r);
     }
+}
+
+__attribute__((target("avx2,fma"))) void
+kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
+           int64_t ldc, const Update &u) {
+  kernelVector<8, 6>(kc, ap, bp, c, ldc, u);
 }
 
 __attribute__((target("avx512f,fma"))) void
 kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
              int64_t ldc, const Update &u) {
-  constexpr int MR = 12;
-  __m512 acc[MR][2];
-#pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 32) {
-    __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#pragma clang loop unroll(full)
-    for (int i = 0; i < MR; ++i) {
-      __m512 a = _mm512_set1_ps(ap[i]);
-      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
-    }
-  }
-  __m512 alpha = _mm512_set1_ps(u.alpha), beta = _mm512_set1_ps(u.beta);
-#pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i)
-#pragma clang loop unroll(full)
-    for (int h = 0; h < 2; ++h) {
-      float *dst = c + i * ldc + 16 * h;
-      __m512 r = _mm512_mul_ps(alpha, acc[i][h]);
-      if (!u.first)
-        r = _mm512_add_ps(r, _mm512_loadu_ps(dst));
-      else if (u.beta != 0.0f)
-        r = _mm512_add_ps(r, _mm512_mul_ps(beta, _mm512_loadu_ps(dst)));
-      _mm512_storeu_ps(dst, r);
-    }
+  kernelVector<16, 12>(kc, ap, bp, c, ldc, u);
 }
 
 #endif // PD_X86
