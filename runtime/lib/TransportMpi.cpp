@@ -271,6 +271,9 @@ void drainSends(MpiState &state, size_t limit) {
     throw Error(state.failureStatus, state.failure);
 }
 
+/// How long a send drives its message itself before it returns.
+constexpr std::chrono::microseconds kSendSpin(200);
+
 /// Most bytes of buffered sends in flight before a send waits.
 constexpr size_t kMaxPendingBytes = size_t(1) << 30;
 
@@ -346,11 +349,27 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
                     MPI_BYTE, static_cast<int>(peer), mpiTag, comm,
                     &send.request),
           "MPI_Isend to rank " + std::to_string(peer));
-    std::lock_guard<std::mutex> lock(state.mutex);
-    state.pendingBytes += numBytes;
-    state.posted.push_back(std::move(send));
-    state.wake.notify_one();
-    return PD_OK;
+    // A receiver that is waiting already answers a large message's first
+    // fragment within microseconds: drive the protocol here for a moment
+    // (a progress thread woken from a sleep can take milliseconds on a
+    // loaded machine), then leave the send to the progress thread.
+    auto spinEnd = std::chrono::steady_clock::now() + kSendSpin;
+    for (;;) {
+      int complete = 0;
+      check(MPI_Test(&send.request, &complete, MPI_STATUS_IGNORE),
+            "MPI_Test " + send.waitingFor);
+      std::lock_guard<std::mutex> lock(state.mutex);
+      if (complete) {
+        state.spare.push_back(std::move(send.buffer));
+        return PD_OK;
+      }
+      if (std::chrono::steady_clock::now() >= spinEnd) {
+        state.pendingBytes += numBytes;
+        state.posted.push_back(std::move(send));
+        state.wake.notify_one();
+        return PD_OK;
+      }
+    }
   });
 }
 
