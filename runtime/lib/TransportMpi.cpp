@@ -91,6 +91,10 @@ struct MpiState {
     std::string waitingFor;
   };
   bool threaded = false;
+  /// The progress thread runs (else the rank's own transport calls test
+  /// the sends in flight: PIPEDREAM_MPI_PROGRESS_THREAD=0).
+  bool progressThread = false;
+  std::list<PendingSend> inlineInFlight;
   std::mutex mutex;
   std::condition_variable wake, drained;
   std::list<PendingSend> posted;
@@ -139,6 +143,8 @@ std::string seconds(double value) {
   return text.str();
 }
 
+void testSendsInline(MpiState &state);
+
 /// Polls `request` until it completes, an abort notice arrives or the
 /// deadline passes (then the request is cancelled and an error thrown).
 void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
@@ -158,6 +164,7 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
     check(MPI_Test(&request, &done, &status), "MPI_Test " + waitingFor);
     if (done)
       return;
+    testSendsInline(state);
     try {
       checkAbortNotices(state);
     } catch (...) {
@@ -189,57 +196,73 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
   }
 }
 
-/// The progress thread: takes the sends posted since its last round
-/// (`posted`), tests those in flight every ~50 us without holding the
-/// mutex (a sleep, not a spin: it shares the rank's cores with its
-/// compute) and sleeps on `wake` while none is.
+/// One round over the buffered sends: takes those posted since the last
+/// round into `inFlight` (the caller's), tests each without holding the
+/// mutex, recycles the buffers of completed ones and records the first
+/// failure (an MPI error, or a send past its deadline). Returns whether
+/// sends remain in flight. `lock` holds state.mutex on entry and exit.
+bool testSends(MpiState &state, std::list<MpiState::PendingSend> &inFlight,
+               std::unique_lock<std::mutex> &lock) {
+  inFlight.splice(inFlight.end(), state.posted);
+  if (inFlight.empty())
+    return false;
+  lock.unlock();
+  auto now = std::chrono::steady_clock::now();
+  std::list<MpiState::PendingSend> done;
+  pd_status failureStatus = PD_OK;
+  std::string failure;
+  for (auto it = inFlight.begin(); it != inFlight.end();) {
+    int complete = 0;
+    int code = MPI_Test(&it->request, &complete, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS || (!complete && now >= it->deadline)) {
+      if (failure.empty()) {
+        failureStatus = code != MPI_SUCCESS ? PD_ERROR_IO : PD_ERROR_TIMEOUT;
+        failure = code != MPI_SUCCESS
+                      ? "MPI_Isend " + it->waitingFor + ": " + mpiError(code)
+                      : "timed out after " + seconds(it->timeout) +
+                            " waiting for " + it->waitingFor;
+      }
+      // NOTE: a timed-out request stays; the rank fails at its next call.
+      complete = code != MPI_SUCCESS;
+    }
+    auto next = std::next(it);
+    if (complete)
+      done.splice(done.end(), inFlight, it);
+    it = next;
+  }
+  lock.lock();
+  for (MpiState::PendingSend &send : done) {
+    state.pendingBytes -= send.bytes;
+    state.spare.push_back(std::move(send.buffer));
+  }
+  if (!failure.empty() && state.failure.empty()) {
+    state.failureStatus = failureStatus;
+    state.failure = failure;
+  }
+  if (!done.empty() || !state.failure.empty() || inFlight.empty())
+    state.drained.notify_all();
+  return !inFlight.empty();
+}
+
+/// Without the progress thread: a round on the calling thread.
+void testSendsInline(MpiState &state) {
+  if (!state.threaded || state.progressThread)
+    return;
+  std::unique_lock<std::mutex> lock(state.mutex);
+  testSends(state, state.inlineInFlight, lock);
+}
+
+/// The progress thread: a round every ~50 us while sends are in flight (a
+/// sleep, not a spin: it shares the rank's cores with its compute), asleep
+/// on `wake` while none is.
 void progressLoop(MpiState &state) {
   std::list<MpiState::PendingSend> inFlight;
   std::unique_lock<std::mutex> lock(state.mutex);
   while (!state.stop) {
-    inFlight.splice(inFlight.end(), state.posted);
-    if (inFlight.empty()) {
-      state.drained.notify_all();
+    if (!testSends(state, inFlight, lock)) {
       state.wake.wait(lock);
       continue;
     }
-    lock.unlock();
-    auto now = std::chrono::steady_clock::now();
-    std::list<MpiState::PendingSend> done;
-    pd_status failureStatus = PD_OK;
-    std::string failure;
-    for (auto it = inFlight.begin(); it != inFlight.end();) {
-      int complete = 0;
-      int code = MPI_Test(&it->request, &complete, MPI_STATUS_IGNORE);
-      if (code != MPI_SUCCESS || (!complete && now >= it->deadline)) {
-        if (failure.empty()) {
-          failureStatus = code != MPI_SUCCESS ? PD_ERROR_IO : PD_ERROR_TIMEOUT;
-          failure = code != MPI_SUCCESS
-                        ? "MPI_Isend " + it->waitingFor + ": " + mpiError(code)
-                        : "timed out after " + seconds(it->timeout) +
-                              " waiting for " + it->waitingFor;
-        }
-        // NOTE: a timed-out request stays; the rank fails at its next call.
-        complete = code != MPI_SUCCESS;
-      }
-      auto next = std::next(it);
-      if (complete)
-        done.splice(done.end(), inFlight, it);
-      it = next;
-    }
-    lock.lock();
-    for (MpiState::PendingSend &send : done) {
-      state.pendingBytes -= send.bytes;
-      state.spare.push_back(std::move(send.buffer));
-    }
-    if (!failure.empty() && state.failure.empty()) {
-      state.failureStatus = failureStatus;
-      state.failure = failure;
-    }
-    if (!done.empty() || !state.failure.empty())
-      state.drained.notify_all();
-    if (state.stop)
-      break;
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     lock.lock();
@@ -260,7 +283,14 @@ void checkSendFailure(MpiState &state) {
 void drainSends(MpiState &state, size_t limit) {
   std::unique_lock<std::mutex> lock(state.mutex);
   while (state.failure.empty() && state.pendingBytes > limit) {
-    state.drained.wait_for(lock, std::chrono::milliseconds(1));
+    if (state.progressThread) {
+      state.drained.wait_for(lock, std::chrono::milliseconds(1));
+    } else {
+      testSends(state, state.inlineInFlight, lock);
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    }
     if (state.failure.empty()) {
       lock.unlock();
       checkAbortNotices(state);
@@ -508,12 +538,14 @@ void stopProgress(MpiState &state) {
       state.aborted = true;
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    state.stop = true;
-    state.wake.notify_all();
+  if (state.progressThread) {
+    {
+      std::lock_guard<std::mutex> lock(state.mutex);
+      state.stop = true;
+      state.wake.notify_all();
+    }
+    state.progress.join();
   }
-  state.progress.join();
   state.threaded = false;
 }
 
@@ -581,7 +613,10 @@ void createMpiTransport(pd_transport &transport) {
   transport.rank = static_cast<size_t>(rank);
   transport.size = static_cast<size_t>(size);
   transport.ops = kMpiOps;
-  if (state->threaded) {
+  const char *thread = std::getenv("PIPEDREAM_MPI_PROGRESS_THREAD");
+  state->progressThread =
+      state->threaded && !(thread && std::string(thread) == "0");
+  if (state->progressThread) {
     MpiState *raw = state.get();
     state->progress = std::thread([raw] { progressLoop(*raw); });
   }
