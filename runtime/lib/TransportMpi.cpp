@@ -145,6 +145,17 @@ std::string seconds(double value) {
 
 void testSendsInline(MpiState &state);
 
+/// How long a receive polls (yielding the CPU between polls) before it
+/// sleeps between them: PIPEDREAM_MPI_SPIN_MS, default 2.
+long spinMilliseconds() {
+  static long value = [] {
+    const char *env = std::getenv("PIPEDREAM_MPI_SPIN_MS");
+    long v = env ? std::strtol(env, nullptr, 10) : 2;
+    return v >= 0 ? v : 2;
+  }();
+  return value;
+}
+
 /// Polls `request` until it completes, an abort notice arrives or the
 /// deadline passes (then the request is cancelled and an error thrown).
 void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
@@ -186,7 +197,7 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
                   "timed out after " + seconds(timeout) + " waiting for " +
                       waitingFor);
     }
-    if (now - start < std::chrono::milliseconds(2)) {
+    if (now - start < std::chrono::milliseconds(spinMilliseconds())) {
       std::this_thread::yield();
       continue;
     }
