@@ -384,7 +384,11 @@ void freeBuffers(void *p) {
   free(buffers);
 }
 
-void makeBufferKey() { pthread_key_create(&gBufferKey, freeBuffers); }
+bool gBufferKeyMade = false;
+
+void makeBufferKey() {
+  gBufferKeyMade = pthread_key_create(&gBufferKey, freeBuffers) == 0;
+}
 
 /// 64-byte aligned, grown as needed, kept for the thread's next GEMM.
 float *reserve(float *&p, size_t &cap, size_t floats) {
@@ -722,7 +726,30 @@ void freeConstants(void *p) {
   free(c);
 }
 
-void makeConstantsKey() { pthread_key_create(&gConstantsKey, freeConstants); }
+bool gConstantsKeyMade = false;
+
+void makeConstantsKey() {
+  gConstantsKeyMade =
+      pthread_key_create(&gConstantsKey, freeConstants) == 0;
+}
+
+/// NOTE: runs at dlclose: the keys' destructors are this library's code,
+/// which a thread exiting later must not call (its buffers then leak; the
+/// calling thread's are freed here).
+__attribute__((destructor)) void deleteThreadKeys() {
+  if (gConstantsKeyMade) {
+    if (tConstants)
+      freeConstants(tConstants);
+    tConstants = nullptr;
+    pthread_key_delete(gConstantsKey);
+  }
+  if (gBufferKeyMade) {
+    if (tBuffers)
+      freeBuffers(tBuffers);
+    tBuffers = nullptr;
+    pthread_key_delete(gBufferKey);
+  }
+}
 
 size_t packBudget() {
   static long budget = -2; // NOTE: POD static, racing writers agree.
