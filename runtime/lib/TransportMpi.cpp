@@ -410,6 +410,9 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
         state.wake.notify_one();
         return PD_OK;
       }
+      // Yielding, like a receive's polls: a receiver sharing this core
+      // runs and takes the message.
+      std::this_thread::yield();
     }
   });
 }
