@@ -156,6 +156,13 @@ def main():
         print(f"    {tline.strip()}")
     print(f"  bubble: measured {measured.group(1) + '%' if measured else '?'}, "
           f"simulated {float(simulated.group(1)) * 100 if simulated else float('nan'):.1f}%")
+    # Per rank: calls, sends, receives (bench/pipeline_trace.py), and how
+    # loaded the machine was (a shared machine's other jobs show up as
+    # waits: a rank not on a CPU holds its peer up).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pipeline_trace
+    pipeline_trace.report(trace)
+    print(f"    load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     return 0
 
 

@@ -29,6 +29,7 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "ConstantWeights.h"
 #include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
@@ -130,6 +131,10 @@ struct pd_pipeline {
   std::vector<std::pair<int64_t, double>> stepLosses;
   /// pd_pipeline_set_check_finite.
   bool checkFinite = false;
+  /// The running step's weights declared constant to the GEMM (packed once
+  /// for its F and B calls), released before its first update; NULL
+  /// outside a step and for asynchronous schedules (weight versions).
+  pipedream::runtime::ConstantWeights *constantWeights = nullptr;
   /// Persistent buffers (not grads) the step may have changed when the
   /// ranks agree on its status, saved at the start of each step and
   /// restored when it fails: what the rank's non-update calls update
@@ -592,6 +597,27 @@ void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
 void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
   if (!p.stepAgreed && p.agreeBeforeUpdate && ins.action == "U")
     agreeOnStep(p);
+  if (ins.action == "U" && p.constantWeights)
+    p.constantWeights->release();
+}
+
+/// The functions of the rank's F and B calls (for ConstantWeights), none
+/// when the program keeps weight versions or has a call that is neither.
+std::vector<pd_function *> constantWeightCalls(const pd_pipeline &p) {
+  std::vector<pd_function *> functions;
+  for (const PipelineInstruction &ins : p.program->program) {
+    if (ins.op != PipelineInstruction::Op::Call)
+      continue;
+    if (ins.saveWeights >= 0 || ins.useWeights >= 0)
+      return {};
+    if (ins.action == "U")
+      continue;
+    pd_function *function = p.bundle->functionByIndex[ins.function];
+    if (std::find(functions.begin(), functions.end(), function) ==
+        functions.end())
+      functions.push_back(function);
+  }
+  return functions;
 }
 
 void runSend(pd_pipeline &p, const PipelineInstruction &ins,
@@ -1184,10 +1210,19 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
       p.stepSnapshot.save();
     else
       p.stepSnapshot.skip();
-    if (p.entry)
-      runNativeEntry(p);
-    else
-      interpretProgram(p);
+    {
+      pipedream::runtime::ConstantWeights constants(*p.bundle,
+                                                    constantWeightCalls(p));
+      p.constantWeights = &constants;
+      struct Reset {
+        pd_pipeline &p;
+        ~Reset() { p.constantWeights = nullptr; }
+      } reset{p};
+      if (p.entry)
+        runNativeEntry(p);
+      else
+        interpretProgram(p);
+    }
     // A program without updates (or an asynchronous schedule): agree now.
     if (!p.stepAgreed)
       agreeOnStep(p);

@@ -14,6 +14,7 @@
 
 #include "Bundle.h"
 #include "Checkpoint.h"
+#include "ConstantWeights.h"
 #include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
@@ -1486,6 +1487,10 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     for (pd_buffer *grad : trainer->grads)
       pipedream::runtime::zeroBuffer(*grad);
     trainer->stepSnapshot.save();
+    // The micro-batches' GEMMs pack the weights once (released before the
+    // update, or by an exception).
+    pipedream::runtime::ConstantWeights constants(*trainer->bundle,
+                                                  {trainer->step});
     // A failed check: the step's persistent changes are undone, the update
     // does not run.
     auto failStep = [&](const std::string &message) {
@@ -1546,6 +1551,7 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
                    ", check-finite)");
       }
     const double updateStart = trace.enabled ? traceNow() : 0;
+    constants.release();
     runFunction(*trainer->update);
     if (trace.enabled) {
       trace.add("call", trainer->update->spec.name.c_str(), "U", 0, noValue,

@@ -11,11 +11,21 @@
 //
 // NOTE: never a blocking MPI call that waits for a peer: a receive is
 // MPI_Irecv polled with MPI_Test (and MPI_Iprobe for abort notices) until
-// the deadline, a send MPI_Isend polled the same way (a rendezvous send
-// waits for its receiver). A rank that stops answering thus ends the others
-// with PD_ERROR_TIMEOUT naming it; one that fails sends abort notices first
-// so the others stop at once with PD_ERROR_PEER. Built only when CMake finds
+// the deadline. A rank that stops answering thus ends the others with
+// PD_ERROR_TIMEOUT naming it; one that fails sends abort notices first so
+// the others stop at once with PD_ERROR_PEER. Built only when CMake finds
 // MPI (PIPEDREAM_HAVE_MPI); otherwise the entry points say so.
+//
+// Sends do not wait for their receiver (issue 21: a pipeline rank that
+// waited in a rendezvous send while its receiver computed lost a quarter
+// of the step): a send copies the message into a buffer of the transport,
+// posts MPI_Isend and returns; a progress thread (MPI_THREAD_MULTIPLE)
+// tests the sends in flight, so that a large message's later fragments
+// (Open MPI's copy-in/copy-out protocol needs the sender's progress) leave
+// while the rank computes. A send that no receiver takes within the
+// timeout fails the rank's next transport call; destroy waits for the
+// sends in flight. Without MPI_THREAD_MULTIPLE, sends are MPI_Isend polled
+// until complete, as receives are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +39,16 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -57,6 +73,38 @@ struct MpiState {
   std::list<std::string> notices;
   /// Communicators of all-reduce groups (MPI_Comm_create_group of `data`).
   std::map<std::vector<size_t>, MPI_Comm> groups;
+
+  /// Buffered sends (MPI_THREAD_MULTIPLE): the messages posted and not yet
+  /// taken by the progress thread (which keeps those in flight), spare
+  /// buffers, the bytes in flight. `mutex` guards posted, spare,
+  /// pendingBytes, failure and stop.
+  struct Buffer {
+    std::unique_ptr<unsigned char[]> data;
+    size_t capacity = 0;
+  };
+  struct PendingSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    Buffer buffer;
+    size_t bytes = 0;
+    std::chrono::steady_clock::time_point deadline;
+    double timeout = 0;
+    std::string waitingFor;
+  };
+  bool threaded = false;
+  /// The progress thread runs (else the rank's own transport calls test
+  /// the sends in flight: PIPEDREAM_MPI_PROGRESS_THREAD=0).
+  bool progressThread = false;
+  std::list<PendingSend> inlineInFlight;
+  std::mutex mutex;
+  std::condition_variable wake, drained;
+  std::list<PendingSend> posted;
+  std::vector<Buffer> spare;
+  size_t pendingBytes = 0;
+  /// The first failed or timed-out buffered send (its status and message).
+  pd_status failureStatus = PD_OK;
+  std::string failure;
+  bool stop = false;
+  std::thread progress;
 };
 
 std::string mpiError(int code) {
@@ -95,6 +143,19 @@ std::string seconds(double value) {
   return text.str();
 }
 
+void testSendsInline(MpiState &state);
+
+/// How long a receive polls (yielding the CPU between polls) before it
+/// sleeps between them: PIPEDREAM_MPI_SPIN_MS, default 2.
+long spinMilliseconds() {
+  static long value = [] {
+    const char *env = std::getenv("PIPEDREAM_MPI_SPIN_MS");
+    long v = env ? std::strtol(env, nullptr, 10) : 2;
+    return v >= 0 ? v : 2;
+  }();
+  return value;
+}
+
 /// Polls `request` until it completes, an abort notice arrives or the
 /// deadline passes (then the request is cancelled and an error thrown).
 void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
@@ -104,14 +165,17 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
   auto deadline =
       start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                   std::chrono::duration<double>(timeout));
-  // Spin (yielding) for a short while, then sleep in growing steps: cheap
-  // on oversubscribed cores, fast for back-to-back messages.
-  auto sleep = std::chrono::microseconds(20);
+  // Spin (yielding) for a short while, then sleep in growing steps up to
+  // 100 us: cheap on oversubscribed cores, fast for back-to-back messages.
+  // (Up to 1 ms, a pipeline rank's every wait for an activation ended up
+  // to 1 ms late; issue 21.)
+  auto sleep = std::chrono::microseconds(10);
   for (;;) {
     int done = 0;
     check(MPI_Test(&request, &done, &status), "MPI_Test " + waitingFor);
     if (done)
       return;
+    testSendsInline(state);
     try {
       checkAbortNotices(state);
     } catch (...) {
@@ -133,15 +197,126 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
                   "timed out after " + seconds(timeout) + " waiting for " +
                       waitingFor);
     }
-    if (now - start < std::chrono::milliseconds(2)) {
+    if (now - start < std::chrono::milliseconds(spinMilliseconds())) {
       std::this_thread::yield();
       continue;
     }
     std::this_thread::sleep_for(sleep);
-    if (sleep < std::chrono::microseconds(1000))
+    if (sleep < std::chrono::microseconds(100))
       sleep *= 2;
   }
 }
+
+/// One round over the buffered sends: takes those posted since the last
+/// round into `inFlight` (the caller's), tests each without holding the
+/// mutex, recycles the buffers of completed ones and records the first
+/// failure (an MPI error, or a send past its deadline). Returns whether
+/// sends remain in flight. `lock` holds state.mutex on entry and exit.
+bool testSends(MpiState &state, std::list<MpiState::PendingSend> &inFlight,
+               std::unique_lock<std::mutex> &lock) {
+  inFlight.splice(inFlight.end(), state.posted);
+  if (inFlight.empty())
+    return false;
+  lock.unlock();
+  auto now = std::chrono::steady_clock::now();
+  std::list<MpiState::PendingSend> done;
+  pd_status failureStatus = PD_OK;
+  std::string failure;
+  for (auto it = inFlight.begin(); it != inFlight.end();) {
+    int complete = 0;
+    int code = MPI_Test(&it->request, &complete, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS || (!complete && now >= it->deadline)) {
+      if (failure.empty()) {
+        failureStatus = code != MPI_SUCCESS ? PD_ERROR_IO : PD_ERROR_TIMEOUT;
+        failure = code != MPI_SUCCESS
+                      ? "MPI_Isend " + it->waitingFor + ": " + mpiError(code)
+                      : "timed out after " + seconds(it->timeout) +
+                            " waiting for " + it->waitingFor;
+      }
+      // NOTE: a timed-out request stays; the rank fails at its next call.
+      complete = code != MPI_SUCCESS;
+    }
+    auto next = std::next(it);
+    if (complete)
+      done.splice(done.end(), inFlight, it);
+    it = next;
+  }
+  lock.lock();
+  for (MpiState::PendingSend &send : done) {
+    state.pendingBytes -= send.bytes;
+    state.spare.push_back(std::move(send.buffer));
+  }
+  if (!failure.empty() && state.failure.empty()) {
+    state.failureStatus = failureStatus;
+    state.failure = failure;
+  }
+  if (!done.empty() || !state.failure.empty() || inFlight.empty())
+    state.drained.notify_all();
+  return !inFlight.empty();
+}
+
+/// Without the progress thread: a round on the calling thread.
+void testSendsInline(MpiState &state) {
+  if (!state.threaded || state.progressThread)
+    return;
+  std::unique_lock<std::mutex> lock(state.mutex);
+  testSends(state, state.inlineInFlight, lock);
+}
+
+/// The progress thread: a round every ~50 us while sends are in flight (a
+/// sleep, not a spin: it shares the rank's cores with its compute), asleep
+/// on `wake` while none is.
+void progressLoop(MpiState &state) {
+  std::list<MpiState::PendingSend> inFlight;
+  std::unique_lock<std::mutex> lock(state.mutex);
+  while (!state.stop) {
+    if (!testSends(state, inFlight, lock)) {
+      state.wake.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    lock.lock();
+  }
+}
+
+/// Throws the first buffered send's failure (a timeout names its peer).
+void checkSendFailure(MpiState &state) {
+  if (!state.threaded)
+    return;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.failure.empty())
+    throw Error(state.failureStatus, state.failure);
+}
+
+/// Waits until the buffered sends in flight are under `limit` bytes (all
+/// sent for 0), a send fails or an abort notice arrives.
+void drainSends(MpiState &state, size_t limit) {
+  std::unique_lock<std::mutex> lock(state.mutex);
+  while (state.failure.empty() && state.pendingBytes > limit) {
+    if (state.progressThread) {
+      state.drained.wait_for(lock, std::chrono::milliseconds(1));
+    } else {
+      testSends(state, state.inlineInFlight, lock);
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    }
+    if (state.failure.empty()) {
+      lock.unlock();
+      checkAbortNotices(state);
+      lock.lock();
+    }
+  }
+  if (!state.failure.empty())
+    throw Error(state.failureStatus, state.failure);
+}
+
+/// How long a send drives its message itself before it returns.
+constexpr std::chrono::microseconds kSendSpin(200);
+
+/// Most bytes of buffered sends in flight before a send waits.
+constexpr size_t kMaxPendingBytes = size_t(1) << 30;
 
 /// The communicator and MPI tag of a pipedream tag.
 void route(MpiState &state, int64_t tag, MPI_Comm &comm, int &mpiTag) {
@@ -170,17 +345,75 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
     MPI_Comm comm;
     int mpiTag;
     route(state, tag, comm, mpiTag);
-    MPI_Request request;
-    check(MPI_Isend(const_cast<void *>(data), static_cast<int>(numBytes),
-                    MPI_BYTE, static_cast<int>(peer), mpiTag, comm, &request),
+    std::string waitingFor =
+        "rank " + std::to_string(peer) + " to receive " + describeTag(tag) +
+        " (" + std::to_string(numBytes) + " bytes): rank " +
+        std::to_string(peer) +
+        " is stuck, dead or running a program that does not match";
+    if (!state.threaded) {
+      MPI_Request request;
+      check(MPI_Isend(const_cast<void *>(data), static_cast<int>(numBytes),
+                      MPI_BYTE, static_cast<int>(peer), mpiTag, comm,
+                      &request),
+            "MPI_Isend to rank " + std::to_string(peer));
+      MPI_Status status;
+      waitFor(state, request, status, timeout, waitingFor);
+      return PD_OK;
+    }
+    checkSendFailure(state);
+    checkAbortNotices(state);
+    drainSends(state, kMaxPendingBytes - std::min(numBytes, kMaxPendingBytes));
+    MpiState::PendingSend send;
+    {
+      std::lock_guard<std::mutex> lock(state.mutex);
+      for (size_t i = 0; i < state.spare.size(); ++i)
+        if (state.spare[i].capacity >= numBytes) {
+          send.buffer = std::move(state.spare[i]);
+          state.spare.erase(state.spare.begin() + static_cast<long>(i));
+          break;
+        }
+    }
+    if (send.buffer.capacity < numBytes) {
+      send.buffer.data.reset(new unsigned char[numBytes ? numBytes : 1]);
+      send.buffer.capacity = numBytes;
+    }
+    if (numBytes)
+      std::memcpy(send.buffer.data.get(), data, numBytes);
+    send.bytes = numBytes;
+    send.timeout = timeout;
+    send.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(timeout));
+    send.waitingFor = std::move(waitingFor);
+    check(MPI_Isend(send.buffer.data.get(), static_cast<int>(numBytes),
+                    MPI_BYTE, static_cast<int>(peer), mpiTag, comm,
+                    &send.request),
           "MPI_Isend to rank " + std::to_string(peer));
-    MPI_Status status;
-    waitFor(state, request, status, timeout,
-            "rank " + std::to_string(peer) + " to receive " +
-                describeTag(tag) + " (" + std::to_string(numBytes) +
-                " bytes): rank " + std::to_string(peer) +
-                " is stuck, dead or running a program that does not match");
-    return PD_OK;
+    // A receiver that is waiting already answers a large message's first
+    // fragment within microseconds: drive the protocol here for a moment
+    // (a progress thread woken from a sleep can take milliseconds on a
+    // loaded machine), then leave the send to the progress thread.
+    auto spinEnd = std::chrono::steady_clock::now() + kSendSpin;
+    for (;;) {
+      int complete = 0;
+      check(MPI_Test(&send.request, &complete, MPI_STATUS_IGNORE),
+            "MPI_Test " + send.waitingFor);
+      std::lock_guard<std::mutex> lock(state.mutex);
+      if (complete) {
+        state.spare.push_back(std::move(send.buffer));
+        return PD_OK;
+      }
+      if (std::chrono::steady_clock::now() >= spinEnd) {
+        state.pendingBytes += numBytes;
+        state.posted.push_back(std::move(send));
+        state.wake.notify_one();
+        return PD_OK;
+      }
+      // Yielding, like a receive's polls: a receiver sharing this core
+      // runs and takes the message.
+      std::this_thread::yield();
+    }
   });
 }
 
@@ -192,6 +425,7 @@ pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
                 "a message of " + std::to_string(numBytes) +
                     " bytes is over the 2 GiB MPI count limit");
   return guarded([&] {
+    checkSendFailure(state);
     MPI_Comm comm;
     int mpiTag;
     route(state, tag, comm, mpiTag);
@@ -268,6 +502,7 @@ pd_status mpiAllReduce(void *opaque, const size_t *ranks, size_t numRanks,
                 "an all-reduce of " + std::to_string(count) +
                     " elements is over the MPI count limit");
   return guarded([&] {
+    checkSendFailure(state);
     std::vector<size_t> group(ranks, ranks + numRanks);
     std::string members;
     for (size_t q : group)
@@ -303,8 +538,34 @@ pd_status mpiAllReduce(void *opaque, const size_t *ranks, size_t numRanks,
   });
 }
 
+/// Stops the progress thread; first, unless the rank aborted, waits for
+/// the buffered sends in flight (they fail with a timeout or a peer's
+/// abort like a send; MPI_Finalize needs them complete).
+void stopProgress(MpiState &state) {
+  if (!state.threaded)
+    return;
+  if (!state.aborted) {
+    try {
+      drainSends(state, 0);
+    } catch (const Error &e) {
+      std::fprintf(stderr, "error: rank %zu: %s\n", state.rank, e.what());
+      state.aborted = true;
+    }
+  }
+  if (state.progressThread) {
+    {
+      std::lock_guard<std::mutex> lock(state.mutex);
+      state.stop = true;
+      state.wake.notify_all();
+    }
+    state.progress.join();
+  }
+  state.threaded = false;
+}
+
 void mpiDestroy(void *opaque) {
   auto *state = static_cast<MpiState *>(opaque);
+  stopProgress(*state);
   // NOTE: after an abort the peers may be gone or stuck; MPI_Finalize could
   // wait for them, so the process just exits (mpirun ends the others).
   if (!state->aborted) {
@@ -337,10 +598,19 @@ void createMpiTransport(pd_transport &transport) {
     if (finalized)
       throw Error(PD_ERROR_UNSUPPORTED,
                   "MPI was finalized already; it cannot be initialized again");
-    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-      throw Error(PD_ERROR_IO, "MPI_Init failed");
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) !=
+        MPI_SUCCESS)
+      throw Error(PD_ERROR_IO, "MPI_Init_thread failed");
     state->initializedHere = true;
   }
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  // PIPEDREAM_MPI_BUFFERED_SENDS=0: sends wait for their receiver (to
+  // measure what buffering gains).
+  const char *buffered = std::getenv("PIPEDREAM_MPI_BUFFERED_SENDS");
+  state->threaded = provided >= MPI_THREAD_MULTIPLE &&
+                    !(buffered && std::string(buffered) == "0");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &state->data), "MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &state->control), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(state->data, MPI_ERRORS_RETURN);
@@ -357,6 +627,13 @@ void createMpiTransport(pd_transport &transport) {
   transport.rank = static_cast<size_t>(rank);
   transport.size = static_cast<size_t>(size);
   transport.ops = kMpiOps;
+  const char *thread = std::getenv("PIPEDREAM_MPI_PROGRESS_THREAD");
+  state->progressThread =
+      state->threaded && !(thread && std::string(thread) == "0");
+  if (state->progressThread) {
+    MpiState *raw = state.get();
+    state->progress = std::thread([raw] { progressLoop(*raw); });
+  }
   transport.state = state.release();
 }
 

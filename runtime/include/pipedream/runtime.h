@@ -423,10 +423,12 @@ PD_API pd_status pd_transport_create_threads(size_t size, pd_transport **out);
 /** 1 when the library was built with MPI (pd_transport_create_mpi works). */
 PD_API int pd_transport_mpi_available(void);
 /** Creates the MPI transport of this process (Open MPI; run under mpirun):
- *  MPI_Init unless MPI is initialized already, rank and size of
- *  MPI_COMM_WORLD. Receives are MPI_Irecv polled with MPI_Test until the
- *  timeout; sends are MPI_Isend polled the same way. PD_ERROR_UNSUPPORTED
- *  when built without MPI. */
+ *  MPI_Init_thread (MPI_THREAD_MULTIPLE) unless MPI is initialized
+ *  already, rank and size of MPI_COMM_WORLD. Receives are MPI_Irecv polled with MPI_Test until the
+ *  timeout; sends copy the message and return at once (a progress thread
+ *  completes them; with MPI_THREAD_MULTIPLE, else MPI_Isend polled like a
+ *  receive), a send not received in time fails a later call.
+ *  PD_ERROR_UNSUPPORTED when built without MPI. */
 PD_API pd_status pd_transport_create_mpi(pd_transport **out);
 /** Frees the transport (the MPI transport finalizes MPI if it initialized
  *  it and never aborted). NULL is a no-op. */

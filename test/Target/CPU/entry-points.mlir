@@ -33,7 +33,9 @@
 
 // The kernels' exports (lib/Target/CPU/Kernels/Kernels.h), then the entries.
 // NM-NOT: {{ T }}
-// NM: T pipedream_cpu_gemm_kernel
+// NM: T pipedream_cpu_gemm_constants
+// NM-NEXT: T pipedream_cpu_gemm_kernel
+// NM-NEXT: T pipedream_cpu_gemm_packed_stats
 // NM-NEXT: T pipedream_cpu_num_threads
 // NM-NEXT: T pipedream_cpu_set_num_threads
 // NM-NEXT: T pipedream_run_time_status

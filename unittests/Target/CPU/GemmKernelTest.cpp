@@ -224,4 +224,88 @@ TEST(GemmKernel, SameBitsForEveryThreadCount) {
   EXPECT_GE(pipedream_cpu_num_threads(), 1);
 }
 
+/// C = op(A) op(B) for random A, B (B stored n x k when transB) twice:
+/// plain, then with B's memory declared constant (pipedream_cpu_gemm_
+/// constants): the first constant call packs B whole, the next reuse it;
+/// all results bitwise the plain one's.
+void checkConstantB(int m, int n, int k, bool transB, int threads,
+                    uint32_t seed) {
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" +
+               std::to_string(k) + " transB=" + std::to_string(transB) +
+               " threads=" + std::to_string(threads) +
+               " kernel=" + pipedream_cpu_gemm_kernel());
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int ldb = (transB ? k : n) + 3;
+  std::vector<float> a(size_t(m) * k), b(size_t(transB ? n : k) * ldb);
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  std::vector<float> ref(size_t(m) * n), got(size_t(m) * n);
+  pipedream_cpu_set_num_threads(threads);
+  auto run = [&](std::vector<float> &c) {
+    pd_cpu_sgemm(kRowMajor, kNoTrans, transB ? kTrans : kNoTrans, m, n, k,
+                 1.0f, a.data(), k, b.data(), ldb, 0.0f, c.data(), n);
+  };
+  run(ref);
+  const void *range = b.data();
+  int64_t bytes = int64_t(b.size() * sizeof(float));
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  for (int call = 0; call < 3; ++call) {
+    std::fill(got.begin(), got.end(), 0.0f);
+    run(got);
+    ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * sizeof(float)),
+              0)
+        << "call " << call << " with B packed once differs";
+  }
+  int64_t packed = 0, reused = 0;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 1);
+  EXPECT_EQ(reused, 2);
+  // Forgotten: B may change, and the next GEMM sees the new values.
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+  for (float &x : b)
+    x = -x;
+  run(got);
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_EQ(got[i], -ref[i]) << "stale packed B at " << i;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed + reused, 0);
+  pipedream_cpu_set_num_threads(0);
+}
+
+TEST(GemmKernel, ConstantBPackedOnce) {
+  // Edges of the tile and of the KC (512) and NC (1024) blocks, both B
+  // layouts (nn.Linear's weight is transposed), several threads.
+  checkConstantB(37, 45, 29, true, 1, 21);
+  checkConstantB(37, 45, 29, false, 1, 22);
+  checkConstantB(64, 1100, 530, true, 3, 23);
+  checkConstantB(100, 1030, 1030, false, 2, 24);
+  checkConstantB(5, 33, 700, true, 4, 25);
+}
+
+TEST(GemmKernel, ConstantRangesOnlyCoverWhatTheySay) {
+  // A B outside every constant range (an activation), or reaching past
+  // one, is packed per call: changing it between calls is seen.
+  const int m = 20, n = 40, k = 30;
+  std::vector<float> a(m * k, 0.5f), b(k * n + 8, 1.0f), c(m * n);
+  const void *range = b.data();
+  int64_t bytes = int64_t((k * n - 1) * sizeof(float)); // one short
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), k,
+               b.data(), n, 0.0f, c.data(), n);
+  for (float &x : b)
+    x = 2.0f;
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), k,
+               b.data(), n, 0.0f, c.data(), n);
+  for (float x : c)
+    ASSERT_EQ(x, 0.5f * 2.0f * k);
+  int64_t packed = -1, reused = -1;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 0);
+  EXPECT_EQ(reused, 0);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+}
+
 } // namespace

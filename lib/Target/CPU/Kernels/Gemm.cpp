@@ -17,6 +17,7 @@
 // Packing reads op(A)/op(B) through their transposition flags, so every
 // layout (transposed A or B, strided rows) runs the same micro-kernel.
 // Micro-kernels: AVX-512 12 x 32 (24 zmm accumulators), AVX2 6 x 16 (12 ymm),
+// one template over the vector width (kernelVector),
 // chosen by cpuid at the first call (and the OS's XSAVE state), or a portable
 // C kernel on a CPU with neither; pipedream_cpu_gemm_kernel() says which.
 //
@@ -223,68 +224,66 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
 }
 
 #if PD_X86
-__attribute__((target("avx2,fma"))) void
-kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
-           int64_t ldc, const Update &u) {
-  constexpr int MR = 6;
-  __m256 acc[MR][2];
+/// The vector micro-kernel of AVX2 and AVX-512, one body over the vector
+/// width W (clang vector extensions, no intrinsics: instantiated inside the
+/// target-attributed wrappers below, it compiles to their ymm / zmm code):
+/// an MR x 2W tile, 2 MR accumulators, per k one B row of 2 vectors and MR
+/// broadcast A elements.
+template <int W, int MR>
+__attribute__((always_inline)) inline void
+kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
+             int64_t ldc, const Update &u) {
+  typedef float Vec __attribute__((ext_vector_type(W)));
+  // NOTE: a B panel row is aligned to its size (64-byte aligned buffers,
+  // panels and rows of 2 W floats); C rows are not.
+  auto loadAligned = [](const float *p) {
+    return *reinterpret_cast<const Vec *>(
+        __builtin_assume_aligned(p, sizeof(Vec)));
+  };
+  auto load = [](const float *p) {
+    Vec v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  auto store = [](float *p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); };
+  Vec acc[MR][2];
 #pragma clang loop unroll(full)
   for (int i = 0; i < MR; ++i)
-    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 16) {
-    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    acc[i][0] = acc[i][1] = Vec(0.0f);
+  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 2 * W) {
+    Vec b0 = loadAligned(bp), b1 = loadAligned(bp + W);
 #pragma clang loop unroll(full)
     for (int i = 0; i < MR; ++i) {
-      __m256 a = _mm256_broadcast_ss(ap + i);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+      Vec a = Vec(ap[i]);
+      acc[i][0] = __builtin_elementwise_fma(a, b0, acc[i][0]);
+      acc[i][1] = __builtin_elementwise_fma(a, b1, acc[i][1]);
     }
   }
-  __m256 alpha = _mm256_set1_ps(u.alpha), beta = _mm256_set1_ps(u.beta);
+  Vec alpha = Vec(u.alpha), beta = Vec(u.beta);
 #pragma clang loop unroll(full)
   for (int i = 0; i < MR; ++i)
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      float *dst = c + i * ldc + 8 * h;
-      __m256 r = _mm256_mul_ps(alpha, acc[i][h]);
+      float *dst = c + i * ldc + W * h;
+      Vec r = alpha * acc[i][h];
       if (!u.first)
-        r = _mm256_add_ps(r, _mm256_loadu_ps(dst));
+        r = r + load(dst);
       else if (u.beta != 0.0f)
-        r = _mm256_add_ps(r, _mm256_mul_ps(beta, _mm256_loadu_ps(dst)));
-      _mm256_storeu_ps(dst, r);
+        r = r + beta * load(dst);
+      store(dst, r);
     }
+}
+
+__attribute__((target("avx2,fma"))) void
+kernelAvx2(int64_t kc, const float *ap, const float *bp, float *c,
+           int64_t ldc, const Update &u) {
+  kernelVector<8, 6>(kc, ap, bp, c, ldc, u);
 }
 
 __attribute__((target("avx512f,fma"))) void
 kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
              int64_t ldc, const Update &u) {
-  constexpr int MR = 12;
-  __m512 acc[MR][2];
-#pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 32) {
-    __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#pragma clang loop unroll(full)
-    for (int i = 0; i < MR; ++i) {
-      __m512 a = _mm512_set1_ps(ap[i]);
-      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
-    }
-  }
-  __m512 alpha = _mm512_set1_ps(u.alpha), beta = _mm512_set1_ps(u.beta);
-#pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i)
-#pragma clang loop unroll(full)
-    for (int h = 0; h < 2; ++h) {
-      float *dst = c + i * ldc + 16 * h;
-      __m512 r = _mm512_mul_ps(alpha, acc[i][h]);
-      if (!u.first)
-        r = _mm512_add_ps(r, _mm512_loadu_ps(dst));
-      else if (u.beta != 0.0f)
-        r = _mm512_add_ps(r, _mm512_mul_ps(beta, _mm512_loadu_ps(dst)));
-      _mm512_storeu_ps(dst, r);
-    }
+  kernelVector<16, 12>(kc, ap, bp, c, ldc, u);
 }
 
 #endif // PD_X86
@@ -385,7 +384,11 @@ void freeBuffers(void *p) {
   free(buffers);
 }
 
-void makeBufferKey() { pthread_key_create(&gBufferKey, freeBuffers); }
+bool gBufferKeyMade = false;
+
+void makeBufferKey() {
+  gBufferKeyMade = pthread_key_create(&gBufferKey, freeBuffers) == 0;
+}
 
 /// 64-byte aligned, grown as needed, kept for the thread's next GEMM.
 float *reserve(float *&p, size_t &cap, size_t floats) {
@@ -420,7 +423,17 @@ struct Problem {
   Operand a, b;
   float *c;
   int64_t ldc;
+  /// op(B) packed whole (packWholeB), or NULL: packed per block.
+  const float *packedB = nullptr;
 };
+
+/// The packed layout of a whole op(B) (K x N): for each KC block of rows
+/// (pc), ceil(N / NR) micro-panels of kc x NR, the block's panels
+/// contiguous, so columns [j, j + nb) of the block (j a multiple of NR)
+/// are exactly what packB makes for them. Offset of block pc, column j.
+inline int64_t wholeOffset(int64_t pc, int64_t j, int64_t kc, int64_t nPad) {
+  return pc * nPad + j * kc;
+}
 
 /// C[i0 : i0+mb, j0 : j0+nb] of `p`. Returns false, before touching C, when
 /// the packing buffers cannot be allocated.
@@ -446,14 +459,20 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
     int64_t nc = nb - jc < bl.nc ? nb - jc : bl.nc;
     for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
       int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
-      packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
+      const float *bBlock = bp;
+      if (p.packedB) {
+        int64_t nPad = (p.n + nr - 1) / nr * nr;
+        bBlock = p.packedB + wholeOffset(pc, j0 + jc, kc, nPad);
+      } else {
+        packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
+      }
       Update update{p.alpha, p.beta, pc == 0};
       for (int64_t ic = 0; ic < mb; ic += bl.mc) {
         int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
         packA(p.a, i0 + ic, mc, pc, kc, mr, ap);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           int64_t cols = nc - jr < nr ? nc - jr : nr;
-          const float *bPanel = bp + jr * kc;
+          const float *bPanel = bBlock + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             int64_t rows = mc - ir < mr ? mc - ir : mr;
             const float *aPanel = ap + ir * kc;
@@ -609,6 +628,207 @@ int threadCount() {
 }
 
 //===----------------------------------------------------------------------===//
+// Weights packed once (pipedream_cpu_gemm_constants)
+//===----------------------------------------------------------------------===//
+
+struct PackedB {
+  const float *p;
+  int64_t ld, k, n;
+  bool trans;
+  int isa;
+  float *packed;
+  /// Bytes of `packed` (at least the copy's).
+  size_t bytes;
+};
+
+/// The calling thread's constant ranges and packed copies, and the
+/// buffers of dropped copies (kept for the next step's: fresh pages for
+/// each step's copies cost as much as the packing saved).
+struct Constants {
+  const unsigned char **begin = nullptr, **end = nullptr;
+  int32_t ranges = 0, rangeCap = 0;
+  PackedB *packs = nullptr;
+  int32_t numPacks = 0, packCap = 0;
+  size_t packedBytes = 0;
+  float **spare = nullptr;
+  size_t *spareBytes = nullptr;
+  int32_t numSpare = 0;
+  int64_t packed = 0, reused = 0;
+};
+
+__thread Constants *tConstants;
+pthread_key_t gConstantsKey;
+pthread_once_t gConstantsKeyOnce = PTHREAD_ONCE_INIT;
+
+/// The copies' buffers become spare ones (as many as there were copies).
+void dropPacks(Constants &c) {
+  if (c.numPacks > 0) {
+    auto *spare = static_cast<float **>(
+        realloc(c.spare, sizeof(float *) * size_t(c.numSpare + c.numPacks)));
+    auto *bytes = static_cast<size_t *>(realloc(
+        c.spareBytes, sizeof(size_t) * size_t(c.numSpare + c.numPacks)));
+    if (spare)
+      c.spare = spare;
+    if (bytes)
+      c.spareBytes = bytes;
+    for (int32_t i = 0; i < c.numPacks; ++i) {
+      if (spare && bytes) {
+        c.spare[c.numSpare] = c.packs[i].packed;
+        c.spareBytes[c.numSpare++] = c.packs[i].bytes;
+      } else {
+        free(c.packs[i].packed);
+      }
+    }
+  }
+  c.numPacks = 0;
+  c.packedBytes = 0;
+}
+
+/// A buffer of at least `bytes`: the smallest spare one that fits, else a
+/// new one (spare ones freed first while the spare and packed bytes
+/// exceed `budget`).
+float *takeBuffer(Constants &c, size_t bytes, size_t budget,
+                  size_t &capacity) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < c.numSpare; ++i)
+    if (c.spareBytes[i] >= bytes &&
+        (best < 0 || c.spareBytes[i] < c.spareBytes[best]))
+      best = i;
+  if (best >= 0) {
+    float *p = c.spare[best];
+    capacity = c.spareBytes[best];
+    c.spare[best] = c.spare[--c.numSpare];
+    c.spareBytes[best] = c.spareBytes[c.numSpare];
+    return p;
+  }
+  size_t held = c.packedBytes;
+  for (int32_t i = 0; i < c.numSpare; ++i)
+    held += c.spareBytes[i];
+  while (c.numSpare > 0 && held + bytes > budget) {
+    --c.numSpare;
+    held -= c.spareBytes[c.numSpare];
+    free(c.spare[c.numSpare]);
+  }
+  capacity = (bytes + 63) & ~size_t(63);
+  return static_cast<float *>(aligned_alloc(64, capacity));
+}
+
+void freeConstants(void *p) {
+  auto *c = static_cast<Constants *>(p);
+  dropPacks(*c);
+  for (int32_t i = 0; i < c->numSpare; ++i)
+    free(c->spare[i]);
+  free(c->spare);
+  free(c->spareBytes);
+  free(c->packs);
+  free(c->begin);
+  free(c->end);
+  free(c);
+}
+
+bool gConstantsKeyMade = false;
+
+void makeConstantsKey() {
+  gConstantsKeyMade =
+      pthread_key_create(&gConstantsKey, freeConstants) == 0;
+}
+
+/// NOTE: runs at dlclose: the keys' destructors are this library's code,
+/// which a thread exiting later must not call (its buffers then leak; the
+/// calling thread's are freed here).
+__attribute__((destructor)) void deleteThreadKeys() {
+  if (gConstantsKeyMade) {
+    if (tConstants)
+      freeConstants(tConstants);
+    tConstants = nullptr;
+    pthread_key_delete(gConstantsKey);
+  }
+  if (gBufferKeyMade) {
+    if (tBuffers)
+      freeBuffers(tBuffers);
+    tBuffers = nullptr;
+    pthread_key_delete(gBufferKey);
+  }
+}
+
+size_t packBudget() {
+  static long budget = -2; // NOTE: POD static, racing writers agree.
+  long b = __atomic_load_n(&budget, __ATOMIC_RELAXED);
+  if (b == -2) {
+    b = 128;
+    if (const char *env = getenv("PIPEDREAM_GEMM_PACKED_MB")) {
+      char *end = nullptr;
+      long v = strtol(env, &end, 10);
+      if (end != env && v >= 0)
+        b = v;
+    }
+    __atomic_store_n(&budget, b, __ATOMIC_RELAXED);
+  }
+  return size_t(b) << 20;
+}
+
+/// op(B) of `p` packed whole for `info`, from the thread's cache or packed
+/// now; NULL when B is not in a constant range, over the budget or out of
+/// memory (the caller packs per block).
+const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+  Constants *c = tConstants;
+  if (!c || c->ranges == 0)
+    return nullptr;
+  const Blocking &bl = info.blocking;
+  // The bytes op(B) spans in its store.
+  int64_t rows = p.b.trans ? p.n : p.k, cols = p.b.trans ? p.k : p.n;
+  const unsigned char *first = reinterpret_cast<const unsigned char *>(p.b.p);
+  const unsigned char *last =
+      first + ((rows - 1) * p.b.ld + cols) * int64_t(sizeof(float));
+  bool inside = false;
+  for (int32_t i = 0; i < c->ranges && !inside; ++i)
+    inside = first >= c->begin[i] && last <= c->end[i];
+  if (!inside)
+    return nullptr;
+  int isa = int(&info - kKernels);
+  for (int32_t i = 0; i < c->numPacks; ++i) {
+    const PackedB &e = c->packs[i];
+    if (e.p == p.b.p && e.ld == p.b.ld && e.k == p.k && e.n == p.n &&
+        e.trans == p.b.trans && e.isa == isa) {
+      ++c->reused;
+      return e.packed;
+    }
+  }
+  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
+  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
+  if (c->packedBytes + bytes > packBudget())
+    return nullptr;
+  if (c->numPacks == c->packCap) {
+    int32_t cap = c->packCap ? 2 * c->packCap : 16;
+    auto *grown =
+        static_cast<PackedB *>(realloc(c->packs, sizeof(PackedB) * cap));
+    if (!grown)
+      return nullptr;
+    c->packs = grown;
+    c->packCap = cap;
+  }
+  size_t capacity = 0;
+  float *packed = takeBuffer(*c, bytes, packBudget(), capacity);
+  if (!packed)
+    return nullptr;
+  const bool simd = info.kernel != kKernels[0].kernel;
+  // The same packB calls, block by block, gemmBlock would make per call.
+  for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
+    int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
+    for (int64_t j = 0; j < p.n; j += bl.nc) {
+      int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
+      packB(p.b, pc, kc, j, nb, bl.nr, packed + wholeOffset(pc, j, kc, nPad),
+            simd);
+    }
+  }
+  c->packs[c->numPacks++] =
+      PackedB{p.b.p, p.b.ld, p.k, p.n, p.b.trans, isa, packed, capacity};
+  c->packedBytes += capacity;
+  ++c->packed;
+  return packed;
+}
+
+//===----------------------------------------------------------------------===//
 // Splitting C between threads
 //===----------------------------------------------------------------------===//
 
@@ -714,6 +934,7 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
             c,     ldc};
   const KernelInfo &info = kernelInfo();
   const Blocking &bl = info.blocking;
+  p.packedB = constantPackedB(p, info);
   int64_t rowTiles = (p.m + bl.mr - 1) / bl.mr;
   int64_t colTiles = (p.n + bl.nr - 1) / bl.nr;
   // About 4 MFLOP per thread pays for waking it.
@@ -746,5 +967,55 @@ PD_EXPORT void pipedream_cpu_set_num_threads(int32_t n) {
 PD_EXPORT int32_t pipedream_cpu_num_threads(void) { return threadCount(); }
 
 PD_EXPORT const char *pipedream_cpu_gemm_kernel(void) { return kernelInfo().name; }
+
+PD_EXPORT void pipedream_cpu_gemm_constants(const void *const *ptrs,
+                                            const int64_t *bytes,
+                                            int32_t count) {
+  Constants *c = tConstants;
+  if (!c) {
+    if (count <= 0)
+      return;
+    pthread_once(&gConstantsKeyOnce, makeConstantsKey);
+    c = static_cast<Constants *>(calloc(1, sizeof(Constants)));
+    if (!c)
+      return;
+    tConstants = c;
+    pthread_setspecific(gConstantsKey, c);
+  }
+  dropPacks(*c);
+  c->ranges = 0;
+  c->packed = c->reused = 0;
+  if (count <= 0 || packBudget() == 0)
+    return;
+  if (count > c->rangeCap) {
+    auto *b = static_cast<const unsigned char **>(
+        realloc(c->begin, sizeof(void *) * size_t(count)));
+    if (!b)
+      return;
+    c->begin = b;
+    auto *e = static_cast<const unsigned char **>(
+        realloc(c->end, sizeof(void *) * size_t(count)));
+    if (!e)
+      return;
+    c->end = e;
+    c->rangeCap = count;
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    if (!ptrs[i] || bytes[i] <= 0)
+      continue;
+    c->begin[c->ranges] = static_cast<const unsigned char *>(ptrs[i]);
+    c->end[c->ranges] = c->begin[c->ranges] + bytes[i];
+    ++c->ranges;
+  }
+}
+
+PD_EXPORT void pipedream_cpu_gemm_packed_stats(int64_t *packed,
+                                               int64_t *reused) {
+  Constants *c = tConstants;
+  if (packed)
+    *packed = c ? c->packed : 0;
+  if (reused)
+    *reused = c ? c->reused : 0;
+}
 
 } // extern "C"

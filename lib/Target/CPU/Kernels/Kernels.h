@@ -49,6 +49,25 @@ int32_t pipedream_cpu_num_threads(void);
 /// tests); a kernel the CPU lacks is never selected.
 const char *pipedream_cpu_gemm_kernel(void);
 
+/// Weights packed once (issue 21): declares the `count` byte ranges
+/// [ptrs[i], ptrs[i] + bytes[i]) constant for the calling thread until its
+/// next call. A GEMM this thread calls whose op(B) lies wholly inside one
+/// of them packs B once (the whole K x N, in the micro-kernel's panels) and
+/// reuses the packed copy in later GEMMs with the same B (pointer, leading
+/// dimension, transposition, K, N); each call first drops the packed copies
+/// of the previous one. `count` 0 (the runtime's call before anything may
+/// write the ranges: an optimizer update) forgets them all. The caller
+/// guarantees that the ranges are not written in between; results are
+/// bitwise those of the unpacked path (the same panels). At most
+/// $PIPEDREAM_GEMM_PACKED_MB MiB (default 128, 0 disables) are kept per
+/// thread; a B past that is packed per call as usual.
+void pipedream_cpu_gemm_constants(const void *const *ptrs,
+                                  const int64_t *bytes, int32_t count);
+
+/// Packed copies made and reused by the calling thread since its last
+/// pipedream_cpu_gemm_constants call (tests and benchmarks).
+void pipedream_cpu_gemm_packed_stats(int64_t *packed, int64_t *reused);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif

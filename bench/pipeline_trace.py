@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""Where a pipeline's step goes, per rank, from pipedream-run --trace.
+
+    /usr/bin/python3 bench/pipeline_trace.py TRACE.json
+
+For every step after the first (warm-up): per rank, the time in stage
+calls (F, B, W, U), in sends (the copy into the transport's buffer; with
+blocking sends, the wait for the receiver too), in receives (waiting for
+the peer), and the rest of the step's span; the measured bubble (1 - calls
+/ (ranks x span)); the time both ranks were outside calls at once (nothing
+in the schedule asks for that with K = 2: message latency, or a rank not
+on a CPU); and the message latency of receives that waited (send start
+to receive end). Medians over the steps. Used by bench/pipeline.py.
+"""
+
+import json
+import statistics
+import sys
+
+
+def analyze(path):
+    with open(path) as f:
+        trace = json.load(f)
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted({e["args"]["step"] for e in events})[1:] or \
+        sorted({e["args"]["step"] for e in events})
+    ranks = sorted({e["tid"] for e in events})
+    rows = {r: {"calls": [], "send": [], "recv": [], "other": []} for r in ranks}
+    bubbles, overlap, latency = [], [], []
+    sends = {(e["args"]["step"], e["tid"], e["args"]["peer"], e["args"]["tag"]): e
+             for e in events if e["cat"] == "send"}
+    for step in steps:
+        here = [e for e in events if e["args"]["step"] == step]
+        spans = [e for e in here if e["name"].startswith("step")]
+        if not spans:
+            continue
+        begin = min(e["ts"] for e in spans)
+        end = max(e["ts"] + e["dur"] for e in spans)
+        span = end - begin
+        busy = {r: [] for r in ranks}
+        for r in ranks:
+            mine = [e for e in here if e["tid"] == r and
+                    not e["name"].startswith("step")]
+            calls = sum(e["dur"] for e in mine if "function" in e["args"])
+            send = sum(e["dur"] for e in mine if e["cat"] == "send")
+            recv = sum(e["dur"] for e in mine if e["cat"] == "recv")
+            for key, value in (("calls", calls), ("send", send),
+                               ("recv", recv),
+                               ("other", span - calls - send - recv)):
+                rows[r][key].append(value / 1000.0)
+            busy[r] = sorted((e["ts"], e["ts"] + e["dur"]) for e in mine
+                             if "function" in e["args"])
+        bubbles.append(1 - sum(sum(b - a for a, b in busy[r]) for r in ranks)
+                       / (len(ranks) * span))
+        # Time when no rank is in a call: sweep over call boundaries.
+        points = sorted({begin, end, *[t for r in ranks for iv in busy[r]
+                                       for t in iv]})
+        idle = 0.0
+        for a, b in zip(points, points[1:]):
+            mid = (a + b) / 2
+            if not any(x <= mid < y for r in ranks for x, y in busy[r]):
+                idle += b - a
+        overlap.append(idle / span)
+        for e in here:
+            if e["cat"] != "recv":
+                continue
+            s = sends.get((step, e["args"]["peer"], e["tid"], e["args"]["tag"]))
+            if s and e["ts"] < s["ts"]:
+                latency.append(e["ts"] + e["dur"] - s["ts"])
+    return ranks, rows, bubbles, overlap, latency
+
+
+def report(path, out=sys.stdout):
+    ranks, rows, bubbles, overlap, latency = analyze(path)
+    med = statistics.median
+    for r in ranks:
+        x = rows[r]
+        if not x["calls"]:
+            continue
+        print(f"    rank {r}: calls {med(x['calls']):7.1f} ms, sends "
+              f"{med(x['send']):6.1f} ms, receives {med(x['recv']):6.1f} ms,"
+              f" other {med(x['other']):5.1f} ms per step (medians)", file=out)
+    if bubbles:
+        print(f"    bubble over steps 2..: median {100 * med(bubbles):.1f}%; "
+              f"no rank in a call {100 * med(overlap):.1f}% of the step",
+              file=out)
+    if latency:
+        latency.sort()
+        print(f"    message latency of waiting receives: median "
+              f"{med(latency):.0f} us, p90 "
+              f"{latency[int(0.9 * (len(latency) - 1))]:.0f} us "
+              f"({len(latency)} receives)", file=out)
+    return med(bubbles) if bubbles else float("nan")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    report(sys.argv[1])
