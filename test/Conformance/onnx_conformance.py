@@ -114,6 +114,8 @@ SHAPE_ARGUMENTS = {
     # Axes and counts that decide the result's shape or the loop nest
     # (torch exports them as constants).
     "TopK": [1], "CumSum": [1],
+    # Sequence lengths decide which steps are masked (docs/Importer.md).
+    "ReverseSequence": [1], "RNN": [4], "GRU": [4], "LSTM": [4],
     **{op: [1] for op in ["ReduceSum", "ReduceMean", "ReduceMax",
                           "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                           "ReduceLogSum", "ReduceLogSumExp",

@@ -1551,6 +1551,7 @@ const OpTable &onnx_import::getOpTable() {
     registerLayerOps(t);
     registerLossOps(t);
     registerMathOps(t);
+    registerRecurrentOps(t);
     return t;
   }();
   return table;

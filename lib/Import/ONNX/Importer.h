@@ -233,7 +233,7 @@ void registerElementwiseOps(OpTable &table);
 void registerShapeOps(OpTable &table);
 void registerNeuralOps(OpTable &table);
 /// ConvertIndexing.cpp: GatherElements/ND, Scatter*, Tile, Pad, OneHot,
-/// Compress, DepthToSpace/SpaceToDepth, ReverseSequence, Einsum.
+/// Compress, DepthToSpace/SpaceToDepth, Einsum.
 void registerIndexingOps(OpTable &table);
 /// ConvertLayers.cpp: ConvTranspose, Resize/Upsample, InstanceNormalization,
 /// MeanVarianceNormalization, LRN, GlobalMaxPool, LayerNormalization with
@@ -241,6 +241,8 @@ void registerIndexingOps(OpTable &table);
 void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
 void registerMathOps(OpTable &table);
+/// ConvertRecurrent.cpp: RNN, GRU, LSTM (unrolled), ReverseSequence.
+void registerRecurrentOps(OpTable &table);
 
 /// The axes a Reduce* node reduces (from the `axes` attribute, or from
 /// opset `axesFromOpset` on the `axes` input, with `noop_with_empty_axes`),
