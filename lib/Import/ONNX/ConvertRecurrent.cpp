@@ -322,7 +322,11 @@ static std::optional<Recurrence> resolve(NodeContext &ctx, Cell cell) {
     for (const std::string &name : a->strings()) {
       std::optional<Act> act = parseActivation(name);
       if (!act) {
-        ctx.unsupported("activation '" + printable(name) + "'");
+        StringRef lower = name;
+        bool parametric = lower.equals_insensitive("affine") ||
+                          lower.equals_insensitive("scaledtanh");
+        ctx.unsupported("activation '" + printable(name) + "'" +
+                        (parametric ? " (it has no default parameters)" : ""));
         return std::nullopt;
       }
       r.acts.push_back(*act);
@@ -439,17 +443,13 @@ static DirectionResult runDirection(NodeContext &ctx, const Recurrence &r,
     wb = slice(ctx, bias, 0, 0, gh);
     rb = slice(ctx, bias, 0, gh, gh);
   }
-  // The bias added to the input projection: Wb + Rb, except GRU's Rb_h
-  // with linear_before_reset (it is added inside the reset product).
+  // The bias added to the input projection: Wb + Rb, except for GRU with
+  // linear_before_reset, whose Rb goes with the recurrent product (Rb_h is
+  // inside the reset product).
   Value inputBias;
   if (wb) {
     if (r.cell == Cell::GRU && r.linearBeforeReset)
-      inputBias = binary<nn::AddOp>(
-          ctx, wb,
-          concat(ctx,
-                 {slice(ctx, rb, 0, 0, 2 * h),
-                  constant(ctx, element, {h}, std::vector<double>(h, 0.0))},
-                 0));
+      inputBias = wb;
     else
       inputBias = binary<nn::AddOp>(ctx, wb, rb);
   }
