@@ -57,6 +57,10 @@ def main():
             print(f"FAIL {name}: shape {have.shape} != {want.shape}")
             failed = True
             continue
+        if (have.dtype.kind in "iub") != (want.dtype.kind in "iub"):
+            print(f"FAIL {name}: dtype {have.dtype} != {want.dtype}")
+            failed = True
+            continue
         err = float(np.max(np.abs(have.astype(np.float64) - want))) if want.size else 0.0
         if not np.allclose(have, want, rtol=args.rtol, atol=args.atol):
             print(f"FAIL {name}: max abs error {err:.3g}")
