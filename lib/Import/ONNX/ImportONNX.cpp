@@ -1552,6 +1552,7 @@ const OpTable &onnx_import::getOpTable() {
     registerLossOps(t);
     registerMathOps(t);
     registerRecurrentOps(t);
+    registerSamplingOps(t);
     return t;
   }();
   return table;

@@ -256,6 +256,8 @@ mlir::Value maxPoolIndices(NodeContext &ctx, mlir::Value x,
 void registerMathOps(OpTable &table);
 /// ConvertRecurrent.cpp: RNN, GRU, LSTM (unrolled), ReverseSequence.
 void registerRecurrentOps(OpTable &table);
+/// ConvertSampling.cpp: GridSample.
+void registerSamplingOps(OpTable &table);
 
 /// The axes a Reduce* node reduces (from the `axes` attribute, or from
 /// opset `axesFromOpset` on the `axes` input, with `noop_with_empty_axes`),
