@@ -1,4 +1,4 @@
-//===- ConvertSampling.cpp - GridSample from nn ops -----------------------===//
+//===- ConvertSampling.cpp - GridSample and Det from nn ops ---------------===//
 //
 // Part of the pipedream project.
 //
@@ -22,6 +22,8 @@
 // The grid is a run-time tensor; the derivative reaches the input (through
 // the gathers) and the grid (through the coefficients; floor and round
 // have zero derivative, as in PyTorch).
+//
+// Det (small matrices) is a Laplace expansion with memoized minors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -284,7 +286,90 @@ static void convertGridSample(NodeContext &ctx) {
     ctx.setOutput(0, out);
 }
 
+//===----------------------------------------------------------------------===//
+// Det
+//===----------------------------------------------------------------------===//
+
+/// Det of `[..., M, M]` for M <= kMaxDetSize by Laplace expansion along the
+/// last row with memoized minors: the determinant of rows 0..k-1 restricted
+/// to a k-column set S is `sum_{j in S} (-1)^(k-1+pos(j)) A[k-1, j] D(S - j)`.
+/// 2^M minors, each a sum of products of batch-shaped tensors, so the
+/// derivative comes from nn.mul / nn.add (no pivoting to get wrong).
+static constexpr int64_t kMaxDetSize = 5;
+
+static void convertDet(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0, "X");
+  if (!type)
+    return;
+  int64_t rank = type.getRank();
+  if (rank < 2 || type.getDimSize(rank - 1) != type.getDimSize(rank - 2)) {
+    ctx.fail("input must be [..., M, M], got shape " +
+             shapeToString(type.getShape()));
+    return;
+  }
+  if (!isa<FloatType>(type.getElementType())) {
+    ctx.fail("input must be a float tensor");
+    return;
+  }
+  int64_t m = type.getDimSize(rank - 1);
+  if (m > kMaxDetSize) {
+    ctx.unsupported("matrices of size " + Twine(m) + " (at most " +
+                    Twine(kMaxDetSize) + ": Laplace expansion)");
+    return;
+  }
+  Value x = ctx.operand(0);
+  if (!x)
+    return;
+  SmallVector<int64_t> batch(type.getShape().drop_back(2));
+  if (m == 0) {
+    ctx.setOutput(0, constant(ctx, type.getElementType(), batch,
+                              std::vector<double>(
+                                  size_t(RankedTensorType::get(
+                                             batch, type.getElementType())
+                                             .getNumElements()),
+                                  1.0)));
+    return;
+  }
+  // Element (r, j) as a batch-shaped tensor.
+  SmallVector<int64_t> sizes(type.getShape()), starts(rank, 0),
+      steps(rank, 1);
+  sizes[rank - 2] = sizes[rank - 1] = 1;
+  auto element = [&](int64_t r, int64_t j) -> Value {
+    starts[rank - 2] = r;
+    starts[rank - 1] = j;
+    Value e = ctx.createValue<nn::SliceOp>(x, ctx.i64s(starts),
+                                           ctx.i64s(sizes), ctx.i64s(steps));
+    return reshape(ctx, e, batch);
+  };
+  std::vector<Value> minors(size_t(1) << m);
+  for (unsigned set = 1; set < (1u << m); ++set) {
+    int64_t k = llvm::popcount(set);
+    Value sum;
+    int64_t pos = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      if (!(set & (1u << j)))
+        continue;
+      Value term = element(k - 1, j);
+      if (k > 1)
+        term = binary<nn::MulOp>(ctx, term, minors[set & ~(1u << j)]);
+      bool negative = (k - 1 + pos) % 2 != 0;
+      if (!sum)
+        sum = negative ? (term ? ctx.createValue<nn::NegOp>(term) : Value())
+                       : term;
+      else
+        sum = negative ? binary<nn::SubOp>(ctx, sum, term)
+                       : binary<nn::AddOp>(ctx, sum, term);
+      ++pos;
+    }
+    if (!sum)
+      return;
+    minors[set] = sum;
+  }
+  ctx.setOutput(0, minors[(1u << m) - 1]);
+}
+
 void onnx_import::registerSamplingOps(OpTable &table) {
+  table["Det"] = {convertDet, {11, 22}};
   // Opset 20 renamed the modes (linear, cubic) and allowed N-d; 22 added
   // bfloat16.
   table["GridSample"] = {convertGridSample, {16, 20, 22}};
