@@ -1,4 +1,4 @@
-//===- ConvertSampling.cpp - GridSample and Det from nn ops ---------------===//
+//===- ConvertSampling.cpp - GridSample, RoiAlign, Det from nn ops -------===//
 //
 // Part of the pipedream project.
 //
@@ -23,7 +23,9 @@
 // the gathers) and the grid (through the coefficients; floor and round
 // have zero derivative, as in PyTorch).
 //
-// Det (small matrices) is a Laplace expansion with memoized minors.
+// RoiAlign (avg, fixed sampling ratio) samples the same way at points
+// computed from the run-time rois. Det (small matrices) is a Laplace
+// expansion with memoized minors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -368,7 +370,173 @@ static void convertDet(NodeContext &ctx) {
   ctx.setOutput(0, minors[(1u << m) - 1]);
 }
 
+//===----------------------------------------------------------------------===//
+// RoiAlign
+//===----------------------------------------------------------------------===//
+
+/// RoiAlign, `mode = avg`, as ONNX's reference and onnxruntime compute it:
+/// per region r and output bin (ph, pw), the mean over a fixed
+/// sampling_ratio x sampling_ratio grid of bilinear samples of
+/// X[batch_indices[r]]. A sample outside [-1, size] on either axis is 0; a
+/// coordinate is clamped into [0, size - 1] (this is ONNX's rule "y <= 0:
+/// 0; y_low >= size - 1: size - 1"). The sample coordinates are computed
+/// from the run-time rois: `start + (p + (i + 0.5) / grid) * bin`.
+static void convertRoiAlign(NodeContext &ctx) {
+  if (!ctx.requireInputs(3))
+    return;
+  RankedTensorType xType = ctx.inputType(0, "X"),
+                   rType = ctx.inputType(1, "rois"),
+                   bType = ctx.inputType(2, "batch_indices");
+  if (!xType || !rType || !bType)
+    return;
+  if (xType.getRank() != 4 || !isa<FloatType>(xType.getElementType())) {
+    ctx.fail("X must be a 4-D float tensor, got " +
+             shapeToString(xType.getShape()));
+    return;
+  }
+  int64_t n = xType.getDimSize(0), c = xType.getDimSize(1),
+          h = xType.getDimSize(2), w = xType.getDimSize(3);
+  if (rType.getRank() != 2 || rType.getDimSize(1) != 4 ||
+      rType.getElementType() != xType.getElementType()) {
+    ctx.fail("rois must be [num_rois, 4] of X's element type, got " +
+             shapeToString(rType.getShape()));
+    return;
+  }
+  int64_t rois = rType.getDimSize(0);
+  if (bType.getRank() != 1 || bType.getDimSize(0) != rois ||
+      !bType.getElementType().isInteger(64)) {
+    ctx.fail("batch_indices must be [" + Twine(rois) + "] int64, got " +
+             shapeToString(bType.getShape()));
+    return;
+  }
+  std::string mode = ctx.stringAttr("mode", "avg");
+  int64_t ph = ctx.intAttr("output_height", 1);
+  int64_t pw = ctx.intAttr("output_width", 1);
+  int64_t ratio = ctx.intAttr("sampling_ratio", 0);
+  double scale = ctx.floatAttr("spatial_scale", 1.0);
+  // Opset 16 added coordinate_transformation_mode (default half_pixel);
+  // opset 10 behaves as output_half_pixel.
+  std::string ctm = ctx.sinceVersion() >= 16
+                        ? ctx.stringAttr("coordinate_transformation_mode",
+                                         "half_pixel")
+                        : "output_half_pixel";
+  if (ctx.failed())
+    return;
+  if (mode != "avg") {
+    ctx.unsupported("mode '" + mode.substr(0, 32) + "' (only avg)");
+    return;
+  }
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
+    ctx.fail("coordinate_transformation_mode '" + ctm.substr(0, 32) +
+             "' is not half_pixel or output_half_pixel");
+    return;
+  }
+  if (ph < 1 || pw < 1 || ph > kMaxDim || pw > kMaxDim) {
+    ctx.fail("output_height and output_width must be positive, got " +
+             Twine(ph) + " and " + Twine(pw));
+    return;
+  }
+  if (ratio <= 0) {
+    ctx.unsupported("sampling_ratio " + Twine(ratio) +
+                    " (adaptive: the number of samples depends on the run-"
+                    "time rois; pipedream compiles static shapes)");
+    return;
+  }
+  if (ratio > 64) {
+    ctx.unsupported("sampling_ratio " + Twine(ratio) + " (at most 64)");
+    return;
+  }
+  bool halfPixel = ctm == "half_pixel";
+  Type element = xType.getElementType();
+  Value x = ctx.operand(0), roi = ctx.operand(1), batch = ctx.operand(2);
+  if (!x || !roi || !batch)
+    return;
+  Sampler sp{ctx, element, Padding::Zeros, false};
+  auto column = [&](int64_t i) -> Value {
+    Value v = ctx.createValue<nn::SliceOp>(roi, ctx.i64s({0, i}),
+                                           ctx.i64s({rois, 1}),
+                                           ctx.i64s({1, 1}));
+    return sp.sub(sp.mul(v, sp.s(scale)), sp.s(halfPixel ? 0.5 : 0.0));
+  };
+  // Per axis: the sample coordinates [R, bins * ratio] of every region.
+  auto samples = [&](Value start, Value end, int64_t bins) -> Value {
+    Value size = sp.sub(end, start);
+    if (!halfPixel && size)
+      size = binary<nn::MaxOp>(ctx, size, sp.s(1.0));
+    Value bin = sp.mul(size, sp.s(1.0 / double(bins)));
+    std::vector<double> offsets;
+    for (int64_t p = 0; p < bins; ++p)
+      for (int64_t i = 0; i < ratio; ++i)
+        offsets.push_back(double(p) + (double(i) + 0.5) / double(ratio));
+    Value table = constant(ctx, element, {1, bins * ratio}, offsets);
+    return sp.add(start, sp.mul(bin, table));
+  };
+  Value ys = samples(column(1), column(3), ph);
+  Value xs = samples(column(0), column(2), pw);
+  int64_t sy = ph * ratio, sx = pw * ratio;
+  // Per axis: the in-range mask, the low and high indices, the weights.
+  struct Axis {
+    Value valid, low, high, wLow, wHigh;
+  };
+  auto axis = [&](Value v, int64_t size) -> Axis {
+    Axis a;
+    a.valid = ctx.createValue<nn::CastOp>(
+        binary<nn::AndOp>(ctx, binary<nn::GreaterEqualOp>(ctx, v, sp.s(-1.0)),
+                          binary<nn::LessEqualOp>(ctx, v, sp.s(double(size)))),
+        TypeAttr::get(element));
+    Value clamped = sp.clamp(v, 0.0, size - 1.0);
+    Value low = sp.floor(clamped);
+    Value high = sp.clamp(sp.add(low, sp.s(1.0)), 0.0, size - 1.0);
+    a.wHigh = sp.sub(clamped, low);
+    a.wLow = sp.sub(sp.s(1.0), a.wHigh);
+    auto i64 = IntegerType::get(ctx.getContext(), 64);
+    a.low = low ? ctx.createValue<nn::CastOp>(low, TypeAttr::get(i64)) : low;
+    a.high =
+        high ? ctx.createValue<nn::CastOp>(high, TypeAttr::get(i64)) : high;
+    return a;
+  };
+  Axis ay = axis(reshape(ctx, ys, {rois, sy, 1}), h);
+  Axis ax = axis(reshape(ctx, xs, {rois, 1, sx}), w);
+  // Each region's image: [R, C, H * W].
+  Value images = ctx.createValue<nn::GatherOp>(
+      reshape(ctx, x, {n, c, h * w}), batch, ctx.i64(0));
+  Value width = indexTable(ctx, {}, {w});
+  Value mask = sp.mul(ay.valid, ax.valid);
+  if (!images || !width || !mask)
+    return;
+  int64_t points = sy * sx;
+  Value sum;
+  for (int dy = 0; dy < 2; ++dy) {
+    for (int dx = 0; dx < 2; ++dx) {
+      Value iy = dy ? ay.high : ay.low, ix = dx ? ax.high : ax.low;
+      Value weight = sp.mul(sp.mul(dy ? ay.wHigh : ay.wLow,
+                                   dx ? ax.wHigh : ax.wLow),
+                            mask);
+      Value flat = binary<nn::AddOp>(ctx, binary<nn::MulOp>(ctx, iy, width),
+                                     ix);
+      Value index = reshape(ctx, flat, {rois, 1, points});
+      index = index ? ctx.createValue<nn::ExpandOp>(
+                          index, ctx.i64s({rois, c, points}))
+                    : Value();
+      Value v = index ? ctx.createValue<nn::GatherElementsOp>(images, index,
+                                                              ctx.i64(2))
+                      : Value();
+      Value term = sp.mul(v, reshape(ctx, weight, {rois, 1, points}));
+      sum = sum ? sp.add(sum, term) : term;
+      if (!sum)
+        return;
+    }
+  }
+  Value bins = reshape(ctx, sum, {rois, c, ph, ratio, pw, ratio});
+  Value y = bins ? ctx.createValue<nn::ReduceMeanOp>(
+                       bins, ctx.i64s({3, 5}), ctx.boolean(false))
+                 : Value();
+  if (y)
+    ctx.setOutput(0, y);
+}
+
 void onnx_import::registerSamplingOps(OpTable &table) {
+  table["RoiAlign"] = {convertRoiAlign, {10, 16, 22}};
   table["Det"] = {convertDet, {11, 22}};
   // Opset 20 renamed the modes (linear, cubic) and allowed N-d; 22 added
   // bfloat16.

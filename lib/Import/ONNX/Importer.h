@@ -256,7 +256,7 @@ mlir::Value maxPoolIndices(NodeContext &ctx, mlir::Value x,
 void registerMathOps(OpTable &table);
 /// ConvertRecurrent.cpp: RNN, GRU, LSTM (unrolled), ReverseSequence.
 void registerRecurrentOps(OpTable &table);
-/// ConvertSampling.cpp: GridSample, Det.
+/// ConvertSampling.cpp: GridSample, RoiAlign, Det.
 void registerSamplingOps(OpTable &table);
 
 /// The axes a Reduce* node reduces (from the `axes` attribute, or from
