@@ -222,7 +222,7 @@ def unsupported_model(path):
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("Det", ["x"], ["y"], name="my_det")], "g",
+        [helper.make_node("DFT", ["x"], ["y"], name="my_dft")], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
@@ -232,12 +232,12 @@ def unsupported_model(path):
 
 
 def test_compile_error(bin_dir, tmp_path):
-    path = str(tmp_path / "det.onnx")
+    path = str(tmp_path / "dft.onnx")
     model = unsupported_model(path)
     with pytest.raises(pipedream.CompileError) as info:
         pipedream.compile(path, loss=None)
     message = str(info.value)
-    assert message == ("%s: node 'my_det' (op 'Det', opset 17): not "
+    assert message == ("%s: node 'my_dft' (op 'DFT', opset 17): not "
                        "supported" % path)
     # The same line as the command line's.
     done = subprocess.run([os.path.join(bin_dir, "pipedream-compile"), path,
@@ -247,7 +247,7 @@ def test_compile_error(bin_dir, tmp_path):
         1, "", "error: %s\n" % message)
     # An onnx.ModelProto and a training compilation fail alike.
     with pytest.raises(pipedream.CompileError,
-                       match="node 'my_det' \\(op 'Det', opset 17\\)"):
+                       match="node 'my_dft' \\(op 'DFT', opset 17\\)"):
         pipedream.compile(model)
 
 

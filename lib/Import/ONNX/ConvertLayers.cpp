@@ -129,6 +129,161 @@ static void convertInstanceNormalization(NodeContext &ctx) {
     ctx.setOutput(0, y);
 }
 
+/// BatchNormalization, training_mode=1: normalized with the statistics of
+/// this batch (biased variance, over every axis but 1), and the running
+/// statistics `input * momentum + batch * (1 - momentum)` as outputs 1 and 2
+/// (ONNX's reference; the biased variance too). The input running
+/// statistics are frozen: they only feed those outputs.
+void onnx_import::convertBatchNormalizationTraining(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return;
+  if (type.getRank() < 2) {
+    ctx.fail("input must be N x C x ..., got rank " + Twine(type.getRank()));
+    return;
+  }
+  if (!isa<FloatType>(type.getElementType())) {
+    ctx.fail("input must be a float tensor");
+    return;
+  }
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  double momentum = ctx.floatAttr("momentum", 0.9);
+  int64_t rank = type.getRank(), channels = type.getDimSize(1);
+  Type element = type.getElementType();
+  Value x = ctx.operand(0);
+  Value scale = perChannel(ctx, ctx.operand(1), channels, rank);
+  Value bias = perChannel(ctx, ctx.operand(2), channels, rank);
+  if (!x || !scale || !bias)
+    return;
+  SmallVector<int64_t> axes{0};
+  axes.append(range(2, rank));
+  Value m = mean(ctx, x, axes);
+  Value centered = binary<nn::SubOp>(ctx, x, m);
+  Value var = mean(ctx, binary<nn::MulOp>(ctx, centered, centered), axes);
+  Value std = var ? ctx.createValue<nn::SqrtOp>(binary<nn::AddOp>(
+                        ctx, var, scalar(ctx, element, epsilon)))
+                  : Value();
+  Value y = binary<nn::AddOp>(
+      ctx, binary<nn::MulOp>(ctx, binary<nn::DivOp>(ctx, centered, std), scale),
+      bias);
+  if (!y)
+    return;
+  ctx.setOutput(0, y);
+  for (size_t i = 1; i < 3 && i < ctx.numOutputs(); ++i) {
+    if (!ctx.outputUsed(i))
+      continue;
+    ctx.markFrozenWeight(i + 2);
+    Value running = ctx.operand(i + 2);
+    if (running && typeOf(running).getNumElements() != channels) {
+      ctx.fail("expects " + Twine(channels) + " running statistics, got " +
+               "shape " + shapeToString(typeOf(running).getShape()));
+      return;
+    }
+    Value batch = reshape(ctx, i == 1 ? m : var, {channels});
+    Value updated = binary<nn::AddOp>(
+        ctx,
+        binary<nn::MulOp>(ctx, reshape(ctx, running, {channels}),
+                          scalar(ctx, element, momentum)),
+        binary<nn::MulOp>(ctx, batch, scalar(ctx, element, 1.0 - momentum)));
+    if (!updated)
+      return;
+    ctx.setOutput(i, reshape(ctx, updated,
+                             typeOf(ctx.operand(i + 2)).getShape()));
+  }
+}
+
+/// Gathers every window's taps from `x` flattened to `[N * C, P + 1]` (the
+/// last column -inf, read by taps in the padding), takes the first maximum
+/// with `nn.arg_max` over the taps, and maps that tap to its flat input
+/// index through tables computed at import. Not differentiable (an index);
+/// the pooled values stay `nn.max_pool`.
+Value onnx_import::maxPoolIndices(NodeContext &ctx, Value x,
+                                  ArrayRef<int64_t> outShape,
+                                  ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations,
+                                  bool columnMajor) {
+  ArrayRef<int64_t> inShape = typeOf(x).getShape();
+  size_t n = kernel.size();
+  int64_t planes = inShape[0] * inShape[1];
+  int64_t points = 1, windows = 1, taps = 1;
+  for (size_t i = 0; i < n; ++i) {
+    points *= inShape[2 + i];
+    windows *= outShape[2 + i];
+    taps *= kernel[i];
+  }
+  if (planes * windows * taps > (int64_t(1) << 26)) {
+    ctx.unsupported("the Indices output of a pool this large (" +
+                    Twine(planes * windows * taps) + " window taps)");
+    return nullptr;
+  }
+  // Per (window, tap): the gathered column (`points` for padding) and the
+  // flat spatial index in the storage order.
+  std::vector<int64_t> column(size_t(windows * taps)),
+      flat(size_t(windows * taps));
+  SmallVector<int64_t> o(n, 0), k(n, 0);
+  for (int64_t wi = 0; wi < windows; ++wi) {
+    for (int64_t ti = 0; ti < taps; ++ti) {
+      int64_t rest = ti;
+      for (size_t i = n; i-- > 0;) {
+        k[i] = rest % kernel[i];
+        rest /= kernel[i];
+      }
+      bool inside = true;
+      int64_t rowMajor = 0, colMajor = 0, colStride = 1;
+      for (size_t i = 0; i < n; ++i) {
+        int64_t p = o[i] * strides[i] - pads[i] + k[i] * dilations[i];
+        int64_t dim = inShape[2 + i];
+        if (p < 0 || p >= dim) {
+          inside = false;
+          break;
+        }
+        rowMajor = rowMajor * dim + p;
+        colMajor += p * colStride;
+        colStride *= dim;
+      }
+      size_t at = size_t(wi * taps + ti);
+      column[at] = inside ? rowMajor : points;
+      flat[at] = inside ? (columnMajor ? colMajor : rowMajor) : 0;
+    }
+    for (size_t i = n; i-- > 0;) {
+      if (++o[i] < outShape[2 + i])
+        break;
+      o[i] = 0;
+    }
+  }
+  std::vector<int64_t> base(static_cast<size_t>(planes));
+  for (int64_t p = 0; p < planes; ++p)
+    base[p] = p * points;
+  Type element = typeOf(x).getElementType();
+  Value rows = reshape(ctx, x, {planes, points});
+  Value padding = constant(ctx, element, {planes, 1},
+                           std::vector<double>(planes, -INFINITY));
+  if (!rows || !padding)
+    return nullptr;
+  Value padded = ctx.createValue<nn::ConcatOp>(ValueRange{rows, padding},
+                                               ctx.i64(1));
+  if (!padded)
+    return nullptr;
+  Value tapValues = ctx.createValue<nn::GatherOp>(
+      padded, indexTable(ctx, {windows * taps}, std::move(column)),
+      ctx.i64(1));
+  Value best = ctx.createValue<nn::ArgMaxOp>(
+      reshape(ctx, tapValues, {planes, windows, taps}), ctx.i64(2),
+      ctx.boolean(true), ctx.boolean(false));
+  Value table = indexTable(ctx, {1, windows, taps}, std::move(flat));
+  if (!best || !table)
+    return nullptr;
+  Value spatial = ctx.createValue<nn::GatherElementsOp>(
+      ctx.createValue<nn::ExpandOp>(table,
+                                    ctx.i64s({planes, windows, taps})),
+      best, ctx.i64(2));
+  Value index = binary<nn::AddOp>(
+      ctx, spatial, indexTable(ctx, {planes, 1, 1}, std::move(base)));
+  return reshape(ctx, index, outShape);
+}
+
 static void convertMeanVarianceNormalization(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)

@@ -287,8 +287,8 @@ static void convertMaxPool(NodeContext &ctx) {
   RankedTensorType type = windowInput(ctx);
   if (!type)
     return;
-  if (ctx.outputUsed(1)) {
-    ctx.unsupported("the Indices output is used");
+  if (ctx.outputUsed(1) && ctx.sinceVersion() < 8) {
+    ctx.fail("MaxPool before opset 8 has no Indices output");
     return;
   }
   auto kernel = poolKernel(ctx, type);
@@ -301,11 +301,26 @@ static void convertMaxPool(NodeContext &ctx) {
   bool ceilMode = newForm && ctx.intAttr("ceil_mode", 0) != 0;
   if (!w)
     return;
-  if (Value x = ctx.operand(0))
-    ctx.setOutput(0, ctx.createValue<nn::MaxPoolOp>(
-                         x, ctx.i64s(w->kernel), ctx.i64s(w->strides),
-                         ctx.i64s(w->pads), ctx.i64s(w->dilations),
-                         ctx.boolean(ceilMode)));
+  Value x = ctx.operand(0);
+  if (!x)
+    return;
+  Value y = ctx.createValue<nn::MaxPoolOp>(
+      x, ctx.i64s(w->kernel), ctx.i64s(w->strides), ctx.i64s(w->pads),
+      ctx.i64s(w->dilations), ctx.boolean(ceilMode));
+  if (!y)
+    return;
+  ctx.setOutput(0, y);
+  if (ctx.outputUsed(1)) {
+    int64_t storageOrder = ctx.intAttr("storage_order", 0);
+    if (storageOrder != 0 && storageOrder != 1) {
+      ctx.fail("storage_order must be 0 or 1, got " + Twine(storageOrder));
+      return;
+    }
+    if (Value indices = maxPoolIndices(
+            ctx, x, cast<RankedTensorType>(y.getType()).getShape(), w->kernel,
+            w->strides, w->pads, w->dilations, storageOrder == 1))
+      ctx.setOutput(1, indices);
+  }
 }
 
 static void convertAveragePool(NodeContext &ctx) {
@@ -352,8 +367,7 @@ static void convertBatchNormalization(NodeContext &ctx) {
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
   double momentum = ctx.floatAttr("momentum", 0.9);
   if (ctx.opset() >= 14 && ctx.intAttr("training_mode", 0) != 0) {
-    ctx.unsupported("training_mode=1 (export the model in eval mode; "
-                    "training is pipedream's job)");
+    convertBatchNormalizationTraining(ctx); // ConvertLayers.cpp
     return;
   }
   // Before opset 9: `spatial` (statistics per channel when 1); before

@@ -1551,6 +1551,8 @@ const OpTable &onnx_import::getOpTable() {
     registerLayerOps(t);
     registerLossOps(t);
     registerMathOps(t);
+    registerRecurrentOps(t);
+    registerSamplingOps(t);
     return t;
   }();
   return table;

@@ -233,14 +233,31 @@ void registerElementwiseOps(OpTable &table);
 void registerShapeOps(OpTable &table);
 void registerNeuralOps(OpTable &table);
 /// ConvertIndexing.cpp: GatherElements/ND, Scatter*, Tile, Pad, OneHot,
-/// Compress, DepthToSpace/SpaceToDepth, ReverseSequence, Einsum.
+/// Compress, DepthToSpace/SpaceToDepth, Einsum.
 void registerIndexingOps(OpTable &table);
 /// ConvertLayers.cpp: ConvTranspose, Resize/Upsample, InstanceNormalization,
 /// MeanVarianceNormalization, LRN, GlobalMaxPool, LayerNormalization with
 /// its statistics outputs.
 void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
+/// BatchNormalization with training_mode=1 (opset 14+), composed
+/// (ConvertLayers.cpp): batch statistics, and the running statistics outputs.
+void convertBatchNormalizationTraining(NodeContext &ctx);
+/// MaxPool's Indices output (ConvertLayers.cpp): the flat index into `x`
+/// (N, C and the spatial axes; the spatial part column-major when
+/// `columnMajor`, storage_order=1) of every window's first maximum, for a
+/// pool of `x` with result shape `outShape`. Null on error (reported).
+mlir::Value maxPoolIndices(NodeContext &ctx, mlir::Value x,
+                           llvm::ArrayRef<int64_t> outShape,
+                           llvm::ArrayRef<int64_t> kernel,
+                           llvm::ArrayRef<int64_t> strides,
+                           llvm::ArrayRef<int64_t> pads,
+                           llvm::ArrayRef<int64_t> dilations, bool columnMajor);
 void registerMathOps(OpTable &table);
+/// ConvertRecurrent.cpp: RNN, GRU, LSTM (unrolled), ReverseSequence.
+void registerRecurrentOps(OpTable &table);
+/// ConvertSampling.cpp: GridSample, RoiAlign, Det.
+void registerSamplingOps(OpTable &table);
 
 /// The axes a Reduce* node reduces (from the `axes` attribute, or from
 /// opset `axesFromOpset` on the `axes` input, with `noop_with_empty_axes`),

@@ -2,7 +2,7 @@
 """Writes an f64 ONNX model of the ops the importer composes from nn ops
 (ConvTranspose, Resize, InstanceNormalization, LRN,
 MeanVarianceNormalization, LayerNormalization statistics, Pad, Tile,
-DepthToSpace, Einsum, OneHot values, GatherElements, MaxUnpool) for
+DepthToSpace, Einsum, OneHot values, GatherElements, MaxUnpool, BatchNormalization training_mode=1) for
 onnx-compositions.test, which imports it and checks the derivative rules of
 the composition with gradcheck.py's finite differences.
 
@@ -69,14 +69,19 @@ def main(out, keep):
                          axis=3),
         helper.make_node("MaxUnpool", ["x", "ui"], ["mu"], name="mu",
                          kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["x", "s", "b2", "rm", "rv"],
+                         ["bnt", "bnt_mean", "bnt_var"], name="bnt",
+                         training_mode=1, momentum=0.8),
     ]
     ins = [helper.make_tensor_value_info(n, F64, s) for n, s in [
         ("x", [1, 2, 2, 3]), ("w", [2, 2, 3, 2]), ("b", [4]), ("s", [2]),
         ("b2", [2]), ("g", [2, 3]), ("b3", [2, 3]), ("x4", [1, 4, 2, 3]),
-        ("a", [2, 3, 4]), ("c", [2, 2, 4]), ("vals", [2])]]
+        ("a", [2, 3, 4]), ("c", [2, 2, 4]), ("vals", [2]), ("rm", [2]),
+        ("rv", [2])]]
     outs = [helper.make_tensor_value_info(n, F64, None) for n in
             ["ct", "rl", "rc", "in", "lrn", "mvn", "ln", "mean", "inv", "pr",
-             "pe", "ti", "d2s", "es", "oh", "ge", "mu"] if not keep or n in keep]
+             "pe", "ti", "d2s", "es", "oh", "ge", "mu", "bnt", "bnt_mean",
+             "bnt_var"] if not keep or n in keep]
     graph = helper.make_graph(nodes, "compositions", ins, outs)
     m = helper.make_model(graph, producer_name="onnx_compositions",
                           opset_imports=[helper.make_opsetid("", 17)])
