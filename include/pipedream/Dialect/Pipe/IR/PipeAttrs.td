@@ -35,7 +35,9 @@ def Pipe_ScheduleKind : I32Enum<"ScheduleKind", "pipeline schedule", [
     I32EnumCase<"PipeDream", 3, "pipedream">,
     I32EnumCase<"TwoBW", 4, "2bw">,
     I32EnumCase<"ZeroBubbleH1", 5, "zb-h1">,
-    I32EnumCase<"InterleavedZeroBubble", 6, "interleaved-zb">
+    I32EnumCase<"InterleavedZeroBubble", 6, "interleaved-zb">,
+    I32EnumCase<"ZeroBubbleV", 7, "zb-v">,
+    I32EnumCase<"DualPipeV", 8, "dualpipe-v">
   ]> {
   let cppNamespace = "::pipedream::pipe";
 }
@@ -124,23 +126,44 @@ def Pipe_StageAttr : Pipe_Attr<"Stage", "stage"> {
   let parameters = (ins
     "int64_t":$index,
     DefaultValuedParameter<"int64_t", "0",
-                           "virtual chunk (interleaved schedules)">:$chunk
+                           "virtual chunk (interleaved schedules)">:$chunk,
+    DefaultValuedParameter<"bool", "false",
+                           "V placement: the chunk visits the ranks in "
+                           "reverse order">:$reversed
   );
-  let assemblyFormat = "`<` $index (`,` `chunk` `=` $chunk^)? `>`";
+  let assemblyFormat =
+      "`<` $index (`,` `chunk` `=` $chunk^)? (`,` `reversed` `=` $reversed^)? `>`";
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "int64_t":$index), [{
-      return $_get($_ctxt, index, /*chunk=*/0);
+      return $_get($_ctxt, index, /*chunk=*/0, /*reversed=*/false);
+    }]>,
+    AttrBuilder<(ins "int64_t":$index, "int64_t":$chunk), [{
+      return $_get($_ctxt, index, chunk, /*reversed=*/false);
     }]>
   ];
   let extraClassDeclaration = [{
     /// Position of this stage in model order for a pipeline of `numStages`
-    /// physical stages: `chunk * numStages + index`.
+    /// physical stages: `chunk * numStages + index` (loop placement), or
+    /// `chunk * numStages + numStages - 1 - index` for a reversed chunk (V
+    /// placement: stage s and 2K-1-s on rank s).
     int64_t getVirtualIndex(int64_t numStages) const {
-      return getChunk() * numStages + getIndex();
+      return getChunk() * numStages +
+             (getReversed() ? numStages - 1 - getIndex() : getIndex());
     }
     /// Rank that runs this stage (rank r runs every chunk of stage r).
     int64_t getRank() const { return getIndex(); }
+    /// The stage of piece `v` of numStages * V in model order: loop
+    /// placement (rank v % K), or V placement when `vShaped` (odd chunks
+    /// reversed).
+    static StageAttr getForVirtualIndex(::mlir::MLIRContext *context,
+                                        int64_t v, int64_t numStages,
+                                        bool vShaped) {
+      int64_t chunk = v / numStages, pos = v % numStages;
+      bool reversed = vShaped && chunk % 2 == 1;
+      return get(context, reversed ? numStages - 1 - pos : pos, chunk,
+                 reversed);
+    }
   }];
 }
 
@@ -198,6 +221,16 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
     /// True when a forward's weight version must be kept for its backward
     /// (pipedream, 2bw): these schedules stash `weight` slots.
     bool hasWeightVersions() const;
+    /// V placement (`zb-v`, `dualpipe-v`): stage s and 2K-1-s on rank s.
+    bool isVShaped() const {
+      return getKind() == ScheduleKind::ZeroBubbleV ||
+             getKind() == ScheduleKind::DualPipeV;
+    }
+    /// The stage attribute of virtual stage `v` under this placement.
+    StageAttr getStageOf(int64_t v) const {
+      return StageAttr::getForVirtualIndex(getContext(), v, getNumStages(),
+                                           isVShaped());
+    }
   }];
 }
 
