@@ -111,12 +111,17 @@ def Pipe_StageAttr : Pipe_Attr<"Stage", "stage"> {
 
     With K stages, the position of `#pipe.stage<index, chunk = c>` in model
     order is `c * K + index`: the partitioner cuts the model into `K * V`
-    consecutive pieces and deals them to the ranks round-robin.
+    consecutive pieces and deals them to the ranks round-robin (loop
+    placement). `reversed = true` (odd chunks only) is the way back of the V
+    placement of `zb-v` and `dualpipe-v`: `#pipe.stage<r, chunk = 1,
+    reversed = true>` is piece `2K - 1 - r`, so rank 0 runs the first and
+    the last piece.
 
     Used as the discardable attribute `pipe.stage` (the partitioner's output)
     and as the inherent stage of `pipe.call_stage`, `pipe.transfer`,
     `pipe.stash` and `pipe.restore`, whose syntax spells it without the
-    attribute brackets: `stage 1`, `stage 1 chunk 1`.
+    attribute brackets: `stage 1`, `stage 1 chunk 1`, `stage 0 chunk 1
+    reversed`.
 
     ```mlir
     %0 = nn.relu %x {pipe.stage = #pipe.stage<1>} : tensor<4xf32>
@@ -176,15 +181,17 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
   let description = [{
     The configuration a pipeline schedule is built from:
     - `kind`: one of `gpipe`, `"1f1b"`, `"interleaved-1f1b"`, `pipedream`,
-      `"2bw"`, `"zb-h1"`, `"interleaved-zb"` (names that are not MLIR
-      keywords print quoted; the V-shaped `zb-v` and `dualpipe-v` of the
-      schedule library have no program form yet);
+      `"2bw"`, `"zb-h1"`, `"interleaved-zb"`, `"zb-v"`, `"dualpipe-v"`
+      (names that are not MLIR keywords print quoted; the V-shaped `zb-v`
+      and `dualpipe-v` place stage s and 2K-1-s on rank s, the second
+      chunk `reversed`);
     - `stages` (K >= 1): physical stages, one rank each;
     - `microbatches` (M >= 1): micro-batches per training step;
     - `chunks` (V >= 1, printed only when not 1): virtual chunks per stage.
       `interleaved-1f1b` needs V > 1 and M a multiple of K (Megatron's
-      interleaved schedule runs micro-batches in groups of K); every other
-      kind has V = 1.
+      interleaved schedule runs micro-batches in groups of K);
+      `interleaved-zb` V > 1; `zb-v` and `dualpipe-v` V = 2 (`dualpipe-v`
+      M >= 2K); every other kind has V = 1.
 
     ```mlir
     #pipe.schedule<kind = gpipe, stages = 4, microbatches = 8>

@@ -45,9 +45,6 @@ struct SearchOptions {
   std::vector<int64_t> chunks{2};
   /// Only the synchronous kinds (the asynchronous ones train differently).
   bool synchronousOnly = true;
-  /// Only the kinds `pipe-unroll-schedule` compiles (loop placement,
-  /// rendezvous sends).
-  bool compilableOnly = false;
   /// Per-rank memory limit in bytes; 0: none.
   int64_t memoryLimit = 0;
   /// Costs and memory of a configuration. Unset: a stage's F costs 1 and
