@@ -6,7 +6,6 @@
 
 #include "pipedream/Compiler/ScheduleChoice.h"
 
-#include "mlir/IR/OwningOpRef.h"
 
 #include <algorithm>
 #include <limits>
@@ -42,9 +41,8 @@ pipedream::reportOptionsFromPartition(const PartitionReport &report,
 }
 
 FailureOr<ScheduleChoice>
-pipedream::chooseSchedule(ModuleOp module, const ScheduleChoiceOptions &o,
-                          std::string &error) {
-  int64_t k = std::max<int64_t>(1, o.partition.stages);
+pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
+  int64_t k = std::max<int64_t>(1, o.stages);
   std::vector<int64_t> ms;
   if (o.fixedBatch) {
     std::vector<int64_t> tries = o.microbatches;
@@ -71,17 +69,8 @@ pipedream::chooseSchedule(ModuleOp module, const ScheduleChoiceOptions &o,
   std::string firstError;
   std::vector<sched::Config> unpartitioned;
   search.optionsOf = [&](const sched::Config &c) {
-    // The partition of this configuration (K x V pieces, its placement and
-    // memory model), on a clone.
-    OwningOpRef<ModuleOp> clone(cast<ModuleOp>(module->clone()));
-    PartitionConfig cfg = o.partition;
-    cfg.schedule = sched::kindName(c.kind);
-    cfg.virtualStages = c.numChunks;
-    cfg.microbatches = c.numMicrobatches;
     std::string err;
-    FailureOr<PartitionReport> report = failure();
-    if (succeeded(partitionModule(*clone, cfg, err)))
-      report = collectPartitionReport(*clone, err);
+    FailureOr<PartitionReport> report = o.partitionOf(c, err);
     if (failed(report)) {
       if (firstError.empty())
         firstError = std::string(sched::kindName(c.kind)) + " V=" +
@@ -94,7 +83,7 @@ pipedream::chooseSchedule(ModuleOp module, const ScheduleChoiceOptions &o,
     double scale = o.fixedBatch ? double(o.importMicrobatches) /
                                       double(c.numMicrobatches)
                                 : 1.0;
-    return reportOptionsFromPartition(*report, c, o.partition.optimizerStates,
+    return reportOptionsFromPartition(*report, c, o.optimizerStates,
                                       scale);
   };
   ScheduleChoice choice;

@@ -26,21 +26,20 @@
 #ifndef PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 #define PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 
-#include "pipedream/Compiler/Partition.h"
+#include "pipedream/Compiler/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 
-#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace pipedream {
 
 struct ScheduleChoiceOptions {
-  /// The partition flags (stages, method, device, cost model, memory
-  /// limit, optimizer states); schedule, virtual stages and micro-batches
-  /// are set per candidate.
-  PartitionConfig partition;
+  /// K.
+  int64_t stages = 1;
   /// M the module was imported with.
   int64_t importMicrobatches = 1;
   /// The global batch is fixed (--batch-size): M may change (dividing
@@ -50,11 +49,19 @@ struct ScheduleChoiceOptions {
   /// M to try with a fixed batch (those not dividing it are skipped);
   /// empty: K, 2K, 4K.
   std::vector<int64_t> microbatches;
-  /// V to try for the chunked kinds (interleaved-1f1b, interleaved-zb);
-  /// the V-shaped kinds always take 2.
+  /// V to try for the loop-placed chunked kinds (interleaved-1f1b,
+  /// interleaved-zb); the V-shaped kinds always take 2.
   std::vector<int64_t> chunks{2};
   /// Per-rank memory limit in bytes (0: none).
   int64_t memoryLimitBytes = 0;
+  /// Optimizer state copies per trainable weight.
+  int64_t optimizerStates = 0;
+  /// The partition of the model for a configuration (K x V pieces, its
+  /// kind's placement and memory model), on a copy of the module; a
+  /// failure (e.g. nothing fits the memory limit) drops the candidate.
+  std::function<mlir::FailureOr<PartitionReport>(
+      const pipe::schedule::Config &, std::string &)>
+      partitionOf;
 };
 
 struct ScheduleChoice {
@@ -71,12 +78,10 @@ reportOptionsFromPartition(const PartitionReport &report,
                            const pipe::schedule::Config &config,
                            int64_t optimizerStates, double scale = 1.0);
 
-/// Runs the search on clones of `module` (which is not changed). Fails when
-/// no candidate is valid or none fits the memory limit (`error` then names
-/// the smallest peak).
+/// Runs the search. Fails when no candidate is valid or none fits the
+/// memory limit (`error` then names the smallest peak).
 mlir::FailureOr<ScheduleChoice>
-chooseSchedule(mlir::ModuleOp module, const ScheduleChoiceOptions &options,
-               std::string &error);
+chooseSchedule(const ScheduleChoiceOptions &options, std::string &error);
 
 } // namespace pipedream
 

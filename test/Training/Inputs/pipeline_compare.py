@@ -356,6 +356,9 @@ def main():
     p.add_argument("--microbatch-size", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--optimizer", default="momentum")
+    p.add_argument("--momentum", default=None,
+                   help="pipedream-compile's --momentum (with --optimizer "
+                        "sgd: SGD with momentum)")
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--dim", type=int, default=32,
                    help="gpt: d_model (export_torch.py --dim)")
@@ -441,6 +444,8 @@ def main():
               "--batch-size", str(m * b)]
     if args.eps is not None:
         common += ["--eps", repr(args.eps)]
+    if args.momentum is not None:
+        common += ["--momentum", args.momentum]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     subprocess.run([compile_, *common, "-o", single], check=True)
