@@ -67,6 +67,7 @@ pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
   search.chunks = o.chunks;
   search.memoryLimit = o.memoryLimitBytes;
   std::string firstError;
+  ScheduleChoice choice;
   std::vector<sched::Config> unpartitioned;
   search.optionsOf = [&](const sched::Config &c) {
     std::string err;
@@ -78,6 +79,7 @@ pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
                      std::to_string(c.numMicrobatches) + ": " + err;
       // No partition of it exists: dropped below.
       unpartitioned.push_back(c);
+      choice.unpartitioned.push_back({c, err});
       return sched::ReportOptions();
     }
     double scale = o.fixedBatch ? double(o.importMicrobatches) /
@@ -86,7 +88,6 @@ pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
     return reportOptionsFromPartition(*report, c, o.optimizerStates,
                                       scale);
   };
-  ScheduleChoice choice;
   for (sched::SearchCandidate &c : sched::searchSchedules(search)) {
     bool dropped = std::any_of(unpartitioned.begin(), unpartitioned.end(),
                                [&](const sched::Config &f) {

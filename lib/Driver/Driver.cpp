@@ -374,7 +374,6 @@ static LogicalResult reportSchedule(const PhaseOptions &p,
                                     llvm::json::Object &json,
                                     std::string &text, std::string &error) {
   const sched::Config &config = p.schedule.config;
-  bool split = config.splitsBackward();
   sched::Schedule schedule = p.schedule.fromCsv ? *p.schedule.fromCsv
                                                 : sched::buildSchedule(config);
   sched::ReportOptions options = reportOptionsFromPartition(
@@ -615,8 +614,11 @@ chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
         "seconds, peak memory in bytes per rank)";
   if (c.memoryLimitBytes > 0)
     os << ", memory limit " << c.memoryLimitBytes << " bytes per rank";
-  os << "
-" << sched::candidatesTable(choice->candidates);
+  os << "\n" << sched::candidatesTable(choice->candidates);
+  for (const auto &[config, message] : choice->unpartitioned)
+    os << llvm::formatv("  {0,-16} {1,2} {2,4}  not partitioned: {3}\n",
+                        sched::kindName(config.kind), config.numChunks,
+                        config.numMicrobatches, message);
   json.emplace();
   for (const sched::SearchCandidate &cand : choice->candidates) {
     llvm::json::Array peaks;
@@ -631,6 +633,13 @@ chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
         {"peak_memory_bytes", std::move(peaks)},
         {"fits", cand.fits}});
   }
+  for (const auto &[config, message] : choice->unpartitioned)
+    json->push_back(llvm::json::Object{
+        {"kind", sched::kindName(config.kind)},
+        {"virtual_stages", config.numChunks},
+        {"microbatches", config.numMicrobatches},
+        {"fits", false},
+        {"error", message}});
   llvm::errs() << llvm::formatv(
       "note: --schedule auto: {0} with V = {1}, M = {2} (simulated step "
       "{3:e} s, bubble {4:f3}), the best of {5} candidates (--report lists "

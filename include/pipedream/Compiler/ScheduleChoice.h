@@ -69,6 +69,9 @@ struct ScheduleChoice {
   pipe::schedule::Config config;
   /// Every candidate compared, best first.
   std::vector<pipe::schedule::SearchCandidate> candidates;
+  /// The configurations the model could not be partitioned for (the
+  /// partitioner's message: e.g. no partition within the memory limit).
+  std::vector<std::pair<pipe::schedule::Config, std::string>> unpartitioned;
 };
 
 /// The report options (per-stage costs with communication split over F and
