@@ -8,7 +8,8 @@
 // every M given) is built, verified and simulated with the caller's costs
 // and memory model; the candidates that fit a per-rank memory limit are
 // ranked by simulated step time. `pipe-report-schedule kind=auto` prints the
-// table. (The driver's `--schedule auto` is not wired to it yet.)
+// table; `pipedream-compile --schedule auto` runs it with each candidate's
+// own partition (include/pipedream/Compiler/ScheduleChoice.h).
 //
 //===----------------------------------------------------------------------===//
 
