@@ -5,6 +5,8 @@
         [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
         [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
         [--torch-venv VENV]
+    /usr/bin/python3 bench/pipeline.py --bin BUILD/bin --schedules zb-h1,1f1b
+        [--stages 4] [--transport threads] [--repeats 5] ...
 
 Exports a GPT-like model (models/export_torch.py gpt, sized for 2 cores),
 compiles a single-rank training bundle and a K-stage pipeline bundle with the
@@ -13,6 +15,14 @@ pipeline over `--ranks K`, Open MPI, or threads without mpirun), and prints
 samples/s of each, their ratio, and the pipeline's measured bubble fraction
 next to the simulated one (from `--trace`). Not a test: these machines are
 shared and noisy; quote medians and ratios.
+
+With --schedules zb-h1,1f1b (issue 17) it compares schedules instead:
+each is compiled (same partition, same M) and trained --repeats times;
+it prints per schedule the median step's samples/s and the median per-step
+measured bubble fraction (from the --trace slices, steps after the first of
+each run), next to the simulated bubble with the partition's stage costs
+and with unit costs. --transport threads runs the ranks on threads of one
+process (K = 4 on these 2-core machines), mpi under mpirun.
 
 With --torch-venv VENV (a venv with torch >= 2.4 from pip; Debian has
 1.13), also runs bench/torch_pipeline.py in it: PyTorch's
@@ -57,6 +67,96 @@ def blocks_before_cut(report):
     return i + 2 if rest.startswith("mlp") or rest.startswith("Add_1") else i + 1
 
 
+def step_bubbles(trace_path, ranks):
+    """Measured bubble fraction of every step of a --trace file, by step:
+    1 - (time in calls) / (ranks x the step's span), as pipedream-run
+    computes it for the last step."""
+    import json
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    span, busy = {}, {}
+    for e in events:
+        if e.get("ph") == "M" or "args" not in e or "step" not in e["args"]:
+            continue
+        step = e["args"]["step"]
+        ts, dur = e["ts"], e["dur"]
+        if e["name"].startswith("step "):
+            lo, hi = span.get(step, (float("inf"), float("-inf")))
+            span[step] = (min(lo, ts), max(hi, ts + dur))
+        elif "function" in e["args"]:
+            busy[step] = busy.get(step, 0.0) + dur
+    out = {}
+    for step, (lo, hi) in span.items():
+        if hi > lo:
+            out[step] = max(0.0, 1.0 - busy.get(step, 0.0) / (ranks * (hi - lo)))
+    return out
+
+
+def compare_schedules(args):
+    """--schedules: the same model, partition and M under each schedule."""
+    work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
+    os.makedirs(work, exist_ok=True)
+    onnx_path = os.path.join(work, "gpt.onnx")
+    run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_torch.py"),
+         "gpt", onnx_path, "--dynamic-batch", "--dim", str(args.dim),
+         "--heads", "4", "--seq", str(args.seq), "--layers", str(args.layers)])
+    m, b = args.microbatches, args.microbatch_size
+    n = m * b
+    rng = np.random.default_rng(0)
+    data = os.path.join(work, "data.npz")
+    np.savez(data, idx=rng.integers(0, 64, size=(n * 4, args.seq)),
+             labels=rng.integers(0, 64, size=(n * 4, args.seq)))
+    compile_ = os.path.join(args.bin, "pipedream-compile")
+    runner = os.path.join(args.bin, "pipedream-run")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    transport = args.transport
+    if transport == "auto":
+        transport = "mpi" if shutil.which("mpirun") else "threads"
+    ranks = (["--ranks", str(args.stages)] if transport == "mpi"
+             else ["--transport", "threads"])
+    common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
+              "--microbatches", str(m), "--batch-size", str(n),
+              "--stages", str(args.stages)]
+    rows = []
+    for kind in args.schedules.split(","):
+        bundle = os.path.join(work, kind)
+        shutil.rmtree(bundle, ignore_errors=True)
+        report = run([compile_, *common, "--schedule", kind, "-o", bundle,
+                      "--report"]).stdout
+        sim = re.search(r"bubble fraction: ([0-9.]+) simulated with the stage "
+                        r"costs, ([0-9.]+) with unit costs", report)
+        secs, bubbles = [], []
+        for rep in range(args.repeats):
+            trace = os.path.join(work, f"{kind}.{rep}.trace.json")
+            out = run([runner, bundle, "--data", data, "--steps",
+                       str(args.steps), *ranks, "--trace", trace],
+                      env=env).stdout
+            steps = re.findall(r"^step (\d+)/\d+ loss \S+ samples/s ([0-9.]+)$",
+                               out, re.M)
+            # The first step of a run warms caches and pages: left out.
+            secs += [n / float(r) for i, r in steps
+                     if int(i) > 1 and float(r) > 0]
+            bubbles += [v for step, v in step_bubbles(trace, args.stages).items()
+                        if step > 1]
+        rows.append((kind, n / float(np.median(secs)) if secs else float("nan"),
+                     float(np.median(bubbles)) if bubbles else float("nan"),
+                     len(secs),
+                     float(sim.group(1)) if sim else float("nan"),
+                     float(sim.group(2)) if sim else float("nan")))
+    print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
+          f"K={args.stages} ({transport}), {args.repeats} runs x {args.steps} "
+          f"steps, adam; medians over the steps after each run's first")
+    print(f"  {'schedule':<10} {'samples/s':>10} {'bubble':>8} {'steps':>6} "
+          f"{'simulated':>10} {'unit-cost':>10}")
+    for kind, rate, bubble, count, simc, simu in rows:
+        print(f"  {kind:<10} {rate:10.1f} {bubble * 100:7.1f}% {count:6d} "
+              f"{simc * 100:9.1f}% {simu * 100:9.1f}%")
+    base = rows[-1]
+    for kind, rate, *_ in rows[:-1]:
+        print(f"  {kind} / {base[0]}: {rate / base[1]:.2f}x samples/s")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -69,9 +169,17 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--work")
+    p.add_argument("--schedules",
+                   help="comma-separated kinds to compare (e.g. zb-h1,1f1b)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="runs per schedule with --schedules")
+    p.add_argument("--transport", choices=["auto", "mpi", "threads"],
+                   default="auto")
     p.add_argument("--torch-venv",
                    help="venv with torch >= 2.4: also run PyTorch's pipeline")
     args = p.parse_args()
+    if args.schedules:
+        return compare_schedules(args)
     work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "gpt.onnx")

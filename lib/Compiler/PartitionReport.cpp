@@ -116,8 +116,12 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
   report.fitsMemory = result.fitsMemory;
   for (int64_t p = 0; p < pieces; ++p) {
     StageReport stage;
-    stage.index = p % report.stages;
-    stage.chunk = p / report.stages;
+    // Loop placement, or the V of zb-v / dualpipe-v (piece p and 2K-1-p
+    // on rank p).
+    pp::schedule::Config placement{options.kind, report.stages, 1,
+                                   report.virtualStages};
+    stage.index = placement.rankOf(p);
+    stage.chunk = placement.chunkOf(p);
     stage.rank = stage.index;
     stage.numOps = count[p];
     stage.cost = result.pieces[p];

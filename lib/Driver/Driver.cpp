@@ -25,10 +25,12 @@
 #include "pipedream/Compiler/Bundle.h"
 #include "pipedream/Compiler/BundleRanks.h"
 #include "pipedream/Compiler/PartitionReport.h"
+#include "pipedream/Compiler/ScheduleChoice.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
@@ -372,25 +374,10 @@ static LogicalResult reportSchedule(const PhaseOptions &p,
                                     llvm::json::Object &json,
                                     std::string &text, std::string &error) {
   const sched::Config &config = p.schedule.config;
-  bool split = config.splitsBackward();
   sched::Schedule schedule = p.schedule.fromCsv ? *p.schedule.fromCsv
                                                 : sched::buildSchedule(config);
-  sched::ReportOptions options;
-  sched::Costs costs;
-  for (const StageReport &stage : partition.stageReports) {
-    sched::Costs::Stage c;
-    c.forward = stage.cost.forward + stage.cost.comm / 2;
-    c.backward = split ? stage.cost.backwardInput + stage.cost.comm / 2
-                       : stage.cost.backwardInput + stage.cost.backwardWeight +
-                             stage.cost.comm / 2;
-    c.weightGrad = split ? stage.cost.backwardWeight : 0;
-    costs.perStage.push_back(c);
-    options.memory.push_back({stage.cost.parameterBytes,
-                              stage.cost.activationBytes,
-                              stage.cost.frozenBytes});
-  }
-  options.costs = costs;
-  options.optimizerStates = p.training.optimizerStates();
+  sched::ReportOptions options = reportOptionsFromPartition(
+      partition, config, p.training.optimizerStates());
   sched::Report report = sched::buildReport(schedule, options);
   sched::Report unitReport = sched::buildReport(schedule, {});
   llvm::json::Object scheduleJSON = sched::reportToJSON(report);
@@ -575,6 +562,98 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
 // compile
 //===----------------------------------------------------------------------===//
 
+/// --schedule auto: every synchronous kind, V and M (ScheduleChoice.h),
+/// each partitioned on a copy of `module`; returns `options` with the
+/// winner's kind, V and M, the candidates as a table (`text`, for
+/// --report) and as JSON, and prints the choice as a note.
+static FailureOr<CompileOptions>
+chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
+                   ModuleOp module, std::string &text,
+                   std::optional<llvm::json::Array> &json,
+                   std::string &error) {
+  TimedPhase phase("schedule search (--schedule auto)");
+  ScheduleChoiceOptions c;
+  c.stages = p.partition.stages;
+  c.importMicrobatches = p.partition.microbatches;
+  c.fixedBatch = p.schedule.searchMicrobatches;
+  c.batchSize = options.batchSize.value_or(0);
+  c.chunks = {options.virtualStages > 1 ? options.virtualStages : 2};
+  if (!p.partition.memoryLimit.empty()) {
+    std::optional<int64_t> bytes =
+        pipe::parseByteSize(p.partition.memoryLimit);
+    if (!bytes || *bytes <= 0) {
+      error = "--memory-limit " + p.partition.memoryLimit +
+              ": not a positive byte count (e.g. 80GiB)";
+      return failure();
+    }
+    c.memoryLimitBytes = *bytes;
+  }
+  c.optimizerStates = p.training.optimizerStates();
+  c.partitionOf = [&](const sched::Config &config,
+                      std::string &err) -> FailureOr<PartitionReport> {
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+    PartitionPhaseOptions part = p.partition;
+    part.schedule = config.kind;
+    part.virtualStages = config.numChunks;
+    part.microbatches = config.numMicrobatches;
+    if (failed(runPhasePipeline(
+            *copy,
+            [&](OpPassManager &pm) { buildPartitionPipeline(pm, part); },
+            FirstErrorHandler::Format::MessageOnly, "partitioning failed",
+            err)))
+      return failure();
+    return collectPartitionReport(*copy, err);
+  };
+  FailureOr<ScheduleChoice> choice = chooseSchedule(c, error);
+  if (failed(choice))
+    return failure();
+  const sched::SearchCandidate &best = choice->candidates.front();
+  llvm::raw_string_ostream os(text);
+  os << "schedule search (--schedule auto): " << choice->candidates.size()
+     << " candidates, simulated with each one's partition (step time in "
+        "seconds, peak memory in bytes per rank)";
+  if (c.memoryLimitBytes > 0)
+    os << ", memory limit " << c.memoryLimitBytes << " bytes per rank";
+  os << "\n" << sched::candidatesTable(choice->candidates);
+  for (const auto &[config, message] : choice->unpartitioned)
+    os << llvm::formatv("  {0,-16} {1,2} {2,4}  not partitioned: {3}\n",
+                        sched::kindName(config.kind), config.numChunks,
+                        config.numMicrobatches, message);
+  json.emplace();
+  for (const sched::SearchCandidate &cand : choice->candidates) {
+    llvm::json::Array peaks;
+    for (int64_t b : cand.peakMemoryBytes)
+      peaks.push_back(b);
+    json->push_back(llvm::json::Object{
+        {"kind", sched::kindName(cand.config.kind)},
+        {"virtual_stages", cand.config.numChunks},
+        {"microbatches", cand.config.numMicrobatches},
+        {"step_time", cand.stepTime},
+        {"bubble_fraction", cand.bubbleFraction},
+        {"peak_memory_bytes", std::move(peaks)},
+        {"fits", cand.fits}});
+  }
+  for (const auto &[config, message] : choice->unpartitioned)
+    json->push_back(llvm::json::Object{
+        {"kind", sched::kindName(config.kind)},
+        {"virtual_stages", config.numChunks},
+        {"microbatches", config.numMicrobatches},
+        {"fits", false},
+        {"error", message}});
+  llvm::errs() << llvm::formatv(
+      "note: --schedule auto: {0} with V = {1}, M = {2} (simulated step "
+      "{3:e} s, bubble {4:f3}), the best of {5} candidates (--report lists "
+      "them)\n",
+      sched::kindName(choice->config.kind), choice->config.numChunks,
+      choice->config.numMicrobatches, best.stepTime, best.bubbleFraction,
+      choice->candidates.size());
+  CompileOptions chosen = options;
+  chosen.schedule = sched::kindName(choice->config.kind);
+  chosen.virtualStages = choice->config.numChunks;
+  chosen.microbatches = choice->config.numMicrobatches;
+  return chosen;
+}
+
 CompileResult pipedream::compile(const CompileOptions &options) {
   registerDriverPasses();
   CompileResult result;
@@ -589,6 +668,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   FailureOr<PhaseOptions> resolved = resolvePhaseOptions(options, error);
   if (failed(resolved))
     return fail(error);
+  // NOTE: a reference, so that --schedule auto can resolve again below.
   const PhaseOptions &p = *resolved;
   CompileTimingSession timing(p.timePhases, llvm::errs());
 
@@ -615,6 +695,35 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     if (failed(decisions))
       return fail(modelName + ": " + error);
     weightDecisions = std::move(*decisions);
+  }
+
+  // --schedule auto (issue 17): search, then resolve the options again with
+  // the winner (and import again when its M changes the micro-batch size).
+  std::string autoText;
+  std::optional<llvm::json::Array> autoJSON;
+  if (p.schedule.autoSchedule) {
+    FailureOr<CompileOptions> chosen =
+        chooseAutoSchedule(options, p, *module, autoText, autoJSON, error);
+    if (failed(chosen))
+      return fail(modelName + ": " + error);
+    std::optional<int64_t> oldSize = p.import.microbatchSize;
+    FailureOr<PhaseOptions> again = resolvePhaseOptions(*chosen, error);
+    if (failed(again))
+      return fail(error);
+    *resolved = std::move(*again);
+    if (p.import.microbatchSize != oldSize) {
+      FailureOr<OwningOpRef<ModuleOp>> loaded =
+          loadModel(p.import, context, error);
+      if (failed(loaded))
+        return fail(error);
+      module = std::move(*loaded);
+      if (p.training.enabled) {
+        auto decisions = markTrainable(p.training, *module, error);
+        if (failed(decisions))
+          return fail(modelName + ": " + error);
+        weightDecisions = std::move(*decisions);
+      }
+    }
   }
 
   // The training program: per stage in a pipeline, else one step function.
@@ -663,6 +772,8 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   // The reports of a pipelined compile.
   std::string renderedReport;
   if (pipeline) {
+    if (autoJSON)
+      pipeline->json["schedule_search"] = std::move(*autoJSON);
     renderedReport =
         llvm::formatv("{0:2}", llvm::json::Value(std::move(pipeline->json)));
     result.reportJSON = renderedReport;
@@ -670,6 +781,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       llvm::raw_string_ostream os(result.reportText);
       if (weightDecisions)
         nn::printWeightDecisions(*weightDecisions, os);
+      os << autoText;
       printPartitionReport(pipeline->partition, os);
       os << pipeline->scheduleText;
     }

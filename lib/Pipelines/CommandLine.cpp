@@ -206,7 +206,10 @@ struct CompileFlags::Flags {
         schedule("schedule",
                  cl::desc("Pipeline schedule: gpipe, 1f1b (default), "
                           "interleaved-1f1b, pipedream, 2bw, zb-h1, "
-                          "interleaved-zb, zb-v or dualpipe-v"),
+                          "interleaved-zb, zb-v, dualpipe-v, or auto (the "
+                          "kind, V and, with --batch-size and no "
+                          "--microbatches, M of the shortest simulated "
+                          "step under --memory-limit)"),
                  cl::init("1f1b"), cl::cat(c)),
         trace("trace",
               cl::desc("With --emit scheduled or a pipeline bundle: write "

@@ -319,6 +319,15 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   // --schedule / --microbatches are given, then they must match it).
   std::string kindName = o.schedule.value_or("1f1b");
   std::optional<sched::Kind> kind = sched::parseKind(kindName);
+  // --schedule auto: the driver picks the kind (ScheduleChoice.h); 1f1b
+  // stands in until then.
+  bool autoSchedule = p.pipelined && kindName == "auto";
+  if (autoSchedule) {
+    if (!o.scheduleCsv.empty())
+      return fail(error, "--schedule auto and --schedule-csv: the CSV fixes "
+                         "the schedule; give one of them");
+    kind = sched::Kind::OneFOneB;
+  }
   if (p.pipelined && !kind) {
     return fail(error, "--schedule " + kindName + ": expected " +
                            sched::kindNameList());
@@ -380,7 +389,13 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     part.microbatches = m;
     part.optimizerStates = p.training.optimizerStates();
     part.schedule = *kind;
-    if (scheduled) {
+    if (autoSchedule) {
+      SchedulePhaseOptions &s = p.schedule;
+      s.autoSchedule = true;
+      s.searchMicrobatches = !o.microbatches && o.batchSize.has_value();
+      s.config = sched::Config{*kind, part.stages, m, 1};
+      part.virtualStages = 1;
+    } else if (scheduled) {
       SchedulePhaseOptions &s = p.schedule;
       s.config = sched::Config{*kind, part.stages, m, part.virtualStages};
       if (std::string err = sched::validate(s.config); !err.empty()) {

@@ -209,6 +209,12 @@ void registerPhasePipeline(StringRef arg, StringRef description,
             resolvePhaseOptions(options.toCompileOptions(emit), error);
         if (failed(resolved))
           return errorHandler(arg + ": " + error);
+        // The search partitions copies of the model: a driver step, not a
+        // pass (pipedream-compile --schedule auto).
+        if (resolved->schedule.autoSchedule)
+          return errorHandler(arg + ": schedule=auto is pipedream-compile's "
+                                    "search (--schedule auto); the pass "
+                                    "pipeline takes a kind");
         buildTrainingPipeline(pm, *resolved);
         return success();
       },

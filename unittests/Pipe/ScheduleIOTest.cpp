@@ -529,3 +529,34 @@ TEST(Messages, PeerChecks) {
 }
 
 } // namespace
+
+// The zero-bubble kinds with chunks (issue 17) compile with rendezvous
+// sends: pipe-project-ranks derives each rank's messages from one global
+// order, and the projection completes when every send and receive blocks
+// (verifyMessages' model), although torch runs these orders with deferred
+// sends. One message per cross-rank edge, micro-batch and direction: the V
+// placement keeps the middle edge (stage K-1 -> K, both on rank K-1) local.
+TEST(Messages, ChunkedZeroBubbleKindsProjectUnderRendezvous) {
+  for (Kind kind : {Kind::ZBV, Kind::DualPipeV, Kind::InterleavedZB})
+    for (int64_t k = 1; k <= 6; ++k)
+      for (int64_t m = 1; m <= 16; ++m)
+        for (int64_t v : kind == Kind::InterleavedZB
+                             ? std::vector<int64_t>{2, 3}
+                             : std::vector<int64_t>{2}) {
+          Config c{kind, k, m, v};
+          if (!validate(c).empty())
+            continue;
+          RankEvents ev = projectMessages(buildSchedule(c));
+          EXPECT_EQ(verifyMessages(ev).message, "") << name(c);
+          int64_t sends = 0;
+          for (int64_t r = 0; r < k; ++r)
+            for (const Event &e : ev[r])
+              if (e.kind == Event::Send) {
+                ++sends;
+                EXPECT_NE(e.peer, r) << name(c);
+              }
+          int64_t edges = v * k - 1;
+          int64_t crossing = k == 1 ? 0 : c.isVShaped() ? edges - 1 : edges;
+          EXPECT_EQ(sends, 2 * crossing * m) << name(c);
+        }
+}

@@ -213,6 +213,13 @@ struct SchedulePhaseOptions {
   std::optional<pipe::schedule::Schedule> fromCsv;
   /// --export-schedule-csv FILE.
   std::string exportScheduleCsv;
+  /// --schedule auto (issue 17): `config` is a placeholder; the driver
+  /// searches kind and V (and M when `searchMicrobatches`: --batch-size
+  /// without --microbatches) by simulated step time under --memory-limit
+  /// (include/pipedream/Compiler/ScheduleChoice.h), then resolves the
+  /// options again with the winner.
+  bool autoSchedule = false;
+  bool searchMicrobatches = false;
 };
 
 /// Code generation for the CPU (also the host side of --target cuda).

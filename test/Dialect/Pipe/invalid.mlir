@@ -51,7 +51,7 @@ func.func private @f() attributes {s = #pipe.schedule<kind = "interleaved-1f1b",
 
 // -----
 
-// expected-error @+1 {{'1f1b' has 1 chunk per stage, got 2 (only 'interleaved-1f1b' and 'interleaved-zb' have virtual chunks)}}
+// expected-error @+1 {{'1f1b' has 1 chunk per stage, got 2 (only 'interleaved-1f1b', 'interleaved-zb', 'zb-v' and 'dualpipe-v' have virtual chunks)}}
 func.func private @f() attributes {s = #pipe.schedule<kind = "1f1b", stages = 4, microbatches = 8, chunks = 2>}
 
 // -----

@@ -44,11 +44,9 @@
 // RUN: pipedream-opt %s -pipe-report-schedule="schedule-csv=%S/Inputs/torch/zb-v-k4-m8.csv json=-" -o /dev/null | FileCheck %s --check-prefix=ZBV-JSON
 
 // Errors: a V-shaped kind with the wrong chunk count; too few micro-batches
-// for DualPipeV; the compile path refuses the kinds it cannot run yet.
+// for DualPipeV. (The compile path runs every kind: unroll-v-schedules.mlir.)
 // RUN: not pipedream-opt %s -pipe-report-schedule="kind=zb-v stages=4 microbatches=8" 2>&1 | FileCheck %s --check-prefix=ZBV-V1
 // RUN: not pipedream-opt %s -pipe-report-schedule="kind=dualpipe-v stages=4 microbatches=7 virtual=2" 2>&1 | FileCheck %s --check-prefix=DUAL-M
-// RUN: not pipedream-opt %S/Inputs/four-stages-split.mlir -pipe-unroll-schedule="kind=zb-v microbatches=8 virtual=2" 2>&1 | FileCheck %s --check-prefix=UNROLL-V
-// RUN: not pipedream-opt %S/Inputs/four-stages-split.mlir -pipe-unroll-schedule="kind=interleaved-zb microbatches=8 virtual=2" 2>&1 | FileCheck %s --check-prefix=UNROLL-IZB
 
 // ZB-H1, K = 4, M = 8: rank r runs K-1-r warm-up forwards and defers each
 // W by r backwards; every action as early as its inputs allow.
@@ -81,7 +79,5 @@
 
 // ZBV-V1: error: pipe-report-schedule: zb-v runs exactly 2 chunks per stage (a V: stage s and 2K-1-s on rank s), got 1
 // DUAL-M: error: pipe-report-schedule: dualpipe-v needs at least 2K = 8 micro-batches (one per virtual stage), got 7
-// UNROLL-V: error: pipe-unroll-schedule: zb-v is not supported on the compile path yet: it places stages in a V
-// UNROLL-IZB: error: pipe-unroll-schedule: interleaved-zb is not supported on the compile path yet: its order relies on deferred sends
 
 module {}

@@ -30,11 +30,16 @@ void PipeDialect::registerAttributes() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                int64_t index, int64_t chunk) {
+                                int64_t index, int64_t chunk, bool reversed) {
   if (index < 0)
     return emitError() << "stage index must be non-negative, got " << index;
   if (chunk < 0)
     return emitError() << "stage chunk must be non-negative, got " << chunk;
+  // V placement: only odd chunks (the way back of the V) are reversed.
+  if (reversed && chunk % 2 == 0)
+    return emitError() << "only an odd chunk can be reversed (V placement: "
+                          "chunk 1 runs stage 2K-1-s on rank s), got chunk "
+                       << chunk;
   return success();
 }
 
@@ -54,7 +59,17 @@ ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (numChunks < 1)
     return emitError() << "schedule needs at least 1 chunk per stage, got "
                        << numChunks;
-  if (kind == ScheduleKind::InterleavedZeroBubble) {
+  if (kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV) {
+    if (numChunks != 2)
+      return emitError() << "'" << stringifyScheduleKind(kind)
+                         << "' runs exactly 2 chunks per stage (a V: stage s "
+                            "and 2K-1-s on rank s), got "
+                         << numChunks;
+    if (kind == ScheduleKind::DualPipeV && numMicrobatches < 2 * numStages)
+      return emitError() << "'dualpipe-v' needs at least 2K = "
+                         << 2 * numStages << " microbatches, got "
+                         << numMicrobatches;
+  } else if (kind == ScheduleKind::InterleavedZeroBubble) {
     if (numChunks == 1)
       return emitError() << "'" << stringifyScheduleKind(kind)
                          << "' needs more than 1 chunk per stage";
@@ -79,8 +94,8 @@ ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   } else if (numChunks != 1) {
     return emitError() << "'" << stringifyScheduleKind(kind)
                        << "' has 1 chunk per stage, got " << numChunks
-                       << " (only 'interleaved-1f1b' and 'interleaved-zb' "
-                          "have virtual chunks)";
+                       << " (only 'interleaved-1f1b', 'interleaved-zb', 'zb-v' "
+                          "and 'dualpipe-v' have virtual chunks)";
   }
   return success();
 }
@@ -92,6 +107,8 @@ bool ScheduleAttr::isSynchronous() const {
   case ScheduleKind::Interleaved1F1B:
   case ScheduleKind::ZeroBubbleH1:
   case ScheduleKind::InterleavedZeroBubble:
+  case ScheduleKind::ZeroBubbleV:
+  case ScheduleKind::DualPipeV:
     return true;
   case ScheduleKind::PipeDream:
   case ScheduleKind::TwoBW:
@@ -102,7 +119,9 @@ bool ScheduleAttr::isSynchronous() const {
 
 bool ScheduleAttr::splitsBackward() const {
   return getKind() == ScheduleKind::ZeroBubbleH1 ||
-         getKind() == ScheduleKind::InterleavedZeroBubble;
+         getKind() == ScheduleKind::InterleavedZeroBubble ||
+         getKind() == ScheduleKind::ZeroBubbleV ||
+         getKind() == ScheduleKind::DualPipeV;
 }
 
 bool ScheduleAttr::hasWeightVersions() const { return !isSynchronous(); }

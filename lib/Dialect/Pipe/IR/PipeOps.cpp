@@ -57,6 +57,15 @@ static LogicalResult verifyStageInProgram(Operation *op, StageAttr stage,
     return op->emitOpError() << "stage " << stage
                              << " is out of range for a schedule of "
                              << schedule.getNumChunks() << " chunks per stage";
+  if (stage != schedule.getStageOf(stage.getVirtualIndex(
+                   schedule.getNumStages())))
+    return op->emitOpError()
+           << "stage " << stage << " does not follow the "
+           << (schedule.isVShaped() ? "V placement of '"
+                                    : "loop placement of '")
+           << stringifyScheduleKind(schedule.getKind()) << "' (expected "
+           << schedule.getStageOf(stage.getVirtualIndex(schedule.getNumStages()))
+           << ")";
   if (microbatch && *microbatch >= schedule.getNumMicrobatches())
     return op->emitOpError() << "microbatch " << *microbatch
                              << " is out of range for a schedule of "
@@ -71,7 +80,8 @@ static LogicalResult verifyStageInProgram(Operation *op, StageAttr stage,
 }
 
 //===----------------------------------------------------------------------===//
-// custom<Stage>: `1` or `1 chunk 2` for #pipe.stage<1, chunk = 2>
+// custom<Stage>: `1` or `1 chunk 2` for #pipe.stage<1, chunk = 2>, `0 chunk 1
+// reversed` for #pipe.stage<0, chunk = 1, reversed = true> (V placement)
 //===----------------------------------------------------------------------===//
 
 // NOTE: ops spell their stage as bare integers rather than the qualified
@@ -83,11 +93,14 @@ static ParseResult parseStage(OpAsmParser &parser, StageAttr &stage) {
   int64_t chunk = 0;
   if (parser.parseInteger(index))
     return failure();
+  bool reversed = false;
   if (succeeded(parser.parseOptionalKeyword("chunk")) &&
       parser.parseInteger(chunk))
     return failure();
+  if (succeeded(parser.parseOptionalKeyword("reversed")))
+    reversed = true;
   stage = StageAttr::getChecked([&] { return parser.emitError(loc); },
-                                parser.getContext(), index, chunk);
+                                parser.getContext(), index, chunk, reversed);
   return success(static_cast<bool>(stage));
 }
 
@@ -95,6 +108,8 @@ static void printStage(OpAsmPrinter &p, Operation *, StageAttr stage) {
   p << stage.getIndex();
   if (stage.getChunk() != 0)
     p << " chunk " << stage.getChunk();
+  if (stage.getReversed())
+    p << " reversed";
 }
 
 //===----------------------------------------------------------------------===//

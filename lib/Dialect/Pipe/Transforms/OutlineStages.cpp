@@ -58,15 +58,21 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
   // Number of physical stages: from the partition when recorded, else the
   // largest index.
   int64_t k = 0, maxChunk = 0;
+  // V placement (zb-v, dualpipe-v) when the partitioner reversed a chunk.
+  bool vShaped = false;
   for (Operation &op : body)
     if (auto stage = op.getAttrOfType<StageAttr>(PipeDialect::kStageAttrName)) {
       k = std::max<int64_t>(k, stage.getIndex() + 1);
       maxChunk = std::max<int64_t>(maxChunk, stage.getChunk());
+      vShaped |= stage.getReversed();
     }
   if (auto summary = func->getAttrOfType<DictionaryAttr>("pipe.partition"))
     if (auto stages = summary.getAs<IntegerAttr>("stages"))
       k = std::max<int64_t>(k, stages.getInt());
   int64_t numPieces = k * (maxChunk + 1);
+  auto stageAt = [&](int64_t piece) {
+    return StageAttr::getForVirtualIndex(context, piece, k, vShaped);
+  };
 
   // Every op in exactly one stage; no edge backwards.
   llvm::DenseMap<Operation *, int64_t> pieceOf;
@@ -104,8 +110,8 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
   for (int64_t p = 0; p < numPieces; ++p)
     if (plans[p].ops.empty())
       return func.emitError()
-             << "pipe-outline-stages: stage " << p % k << " chunk " << p / k
-             << " has no ops";
+             << "pipe-outline-stages: stage " << stageAt(p).getIndex()
+             << " chunk " << p / k << " has no ops";
 
   // Inputs and outputs of each stage.
   for (int64_t p = 0; p < numPieces; ++p) {
@@ -151,8 +157,9 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
   b.setInsertionPoint(func);
   for (int64_t p = 0; p < numPieces; ++p) {
     StagePlan &plan = plans[p];
-    auto stage = StageAttr::get(context, p % k, p / k);
-    std::string name = (func.getSymName() + "_stage" + Twine(p % k)).str();
+    auto stage = stageAt(p);
+    std::string name =
+        (func.getSymName() + "_stage" + Twine(stage.getIndex())).str();
     if (p / k > 0)
       name += "_chunk" + std::to_string(p / k);
     SmallVector<Type> argTypes, resultTypes;
@@ -213,7 +220,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
   llvm::DenseMap<Value, int64_t> producerPiece;
   for (int64_t p = 0; p < numPieces; ++p) {
     StagePlan &plan = plans[p];
-    auto dst = StageAttr::get(context, p % k, p / k);
+    auto dst = stageAt(p);
     SmallVector<Value> operands;
     for (Value v : plan.inputs) {
       if (isa<BlockArgument>(v)) {
@@ -224,7 +231,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
       auto it = transferred.find(key);
       if (it == transferred.end()) {
         int64_t from = producerPiece[v];
-        auto src = StageAttr::get(context, from % k, from / k);
+        auto src = stageAt(from);
         auto transfer =
             TransferOp::create(b, v.getLoc(), available[v], src, dst);
         it = transferred.emplace(key, transfer.getResult()).first;

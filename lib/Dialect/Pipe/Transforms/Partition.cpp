@@ -110,8 +110,12 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
 
   MLIRContext *context = &getContext();
   int64_t k = options.numStages;
+  // Loop placement (piece p on rank p % K), or the V of zb-v / dualpipe-v
+  // (piece p and 2K-1-p on rank p).
+  bool vShaped =
+      schedule::Config{options.kind, k, 1, options.numChunks}.isVShaped();
   auto stageOf = [&](int64_t piece) {
-    return StageAttr::get(context, piece % k, piece / k);
+    return StageAttr::getForVirtualIndex(context, piece, k, vShaped);
   };
   llvm::DenseMap<Operation *, int64_t> pieceOf;
   for (int64_t p = 0; p < options.numPieces(); ++p)

@@ -87,7 +87,7 @@ Evaluator::Evaluator(const Graph &graph, const Options &options)
     return;
   }
   for (int64_t p = 0; p < pieces; ++p) {
-    int64_t slots = sim.peakActivationSlots[p % k];
+    int64_t slots = sim.peakActivationSlots[config.rankOf(p)];
     inFlight_[p] = std::max<int64_t>(1, (slots + v - 1) / v);
     versions_[p] = std::max<int64_t>(1, sim.peakWeightVersions[p]);
   }

@@ -165,7 +165,8 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
     for (auto call : byRank[r].getBody().getOps<CallStageOp>()) {
       schedule.ranks[r].push_back({toScheduleOp(call.getAction()),
                                    call.getStage().getVirtualIndex(k),
-                                   (int64_t)call.getMicrobatch()});
+                                   (int64_t)call.getMicrobatch(),
+                                   joinOf(call)});
       calls[r].push_back(call);
     }
   }
@@ -320,7 +321,7 @@ sched::Schedule pipedream::pipe::scheduleOfProgram(ProgramOp program) {
   for (auto call : program.getBody().getOps<CallStageOp>())
     schedule.ranks[call.getStage().getRank() % k].push_back(
         {toScheduleOp(call.getAction()), call.getStage().getVirtualIndex(k),
-         (int64_t)call.getMicrobatch()});
+         (int64_t)call.getMicrobatch(), joinOf(call)});
   return schedule;
 }
 

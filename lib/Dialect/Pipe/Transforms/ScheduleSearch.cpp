@@ -38,8 +38,6 @@ std::vector<SearchCandidate> searchSchedules(const SearchOptions &options) {
     Config probe{kind, options.numRanks, 1, 1};
     if (options.synchronousOnly && !probe.isSynchronous())
       continue;
-    if (options.compilableOnly && (probe.isVShaped() || probe.defersSends()))
-      continue;
     bool takesChunks = kind == Kind::Interleaved1F1B ||
                        kind == Kind::InterleavedZB || probe.isVShaped();
     std::vector<int64_t> chunks =

@@ -48,23 +48,6 @@ void UnrollSchedulePass::runOnOperation() {
                        << "' (" << sched::kindNameList() << ")";
     return signalPassFailure();
   }
-  {
-    // NOTE: #pipe.stage<rank, chunk> numbers virtual stages chunk * K + rank
-    // (loop placement), and the runtime's sends wait for their receiver.
-    sched::Config probe{*kindOpt, 1, 1, 1};
-    if (probe.isVShaped() || probe.defersSends()) {
-      module.emitError()
-          << "pipe-unroll-schedule: " << kind << " is not supported on the "
-          << "compile path yet: "
-          << (probe.isVShaped()
-                  ? "it places stages in a V (stage s and 2K-1-s on rank s), "
-                    "which #pipe.stage cannot express, and "
-                  : "")
-          << "its order relies on deferred sends (torch's WAIT_SEND), which "
-             "the runtime does not do; pipe-report-schedule simulates it";
-      return signalPassFailure();
-    }
-  }
   // Stage functions by (stage attribute, action letter).
   std::map<std::pair<std::pair<int64_t, int64_t>, char>, func::FuncOp> fns;
   int64_t maxIndex = -1, maxChunk = -1;
@@ -97,19 +80,36 @@ void UnrollSchedulePass::runOnOperation() {
   }
   int64_t k = config.numRanks, numStages = config.numVirtualStages();
   auto stageAttrOf = [&](int64_t v) {
-    return StageAttr::get(&getContext(), v % k, v / k);
+    return StageAttr::getForVirtualIndex(&getContext(), v, k,
+                                         config.isVShaped());
   };
   auto fnOf = [&](int64_t v, char letter) -> func::FuncOp {
-    auto it = fns.find({{v % k, v / k}, letter});
+    auto it = fns.find({{config.rankOf(v), config.chunkOf(v)}, letter});
     return it == fns.end() ? func::FuncOp() : it->second;
   };
+  // The stage functions follow the kind's placement (loop, or the V of
+  // zb-v and dualpipe-v: the second chunk reversed).
+  for (auto &[key, fn] : fns) {
+    auto stage = fn->getAttrOfType<StageAttr>("pipe.stage");
+    StageAttr expected = stageAttrOf(stage.getVirtualIndex(k));
+    if (stage != expected) {
+      fn.emitError() << "pipe-unroll-schedule: stage function @"
+                     << fn.getSymName() << " has " << stage << ", but "
+                     << kind << " places its virtual stage "
+                     << stage.getVirtualIndex(k) << " at " << expected
+                     << (config.isVShaped()
+                             ? " (V placement: stage s and 2K-1-s on rank s)"
+                             : " (loop placement: stage v on rank v % K)");
+      return signalPassFailure();
+    }
+  }
   // Every needed function exists.
   for (int64_t v = 0; v < numStages; ++v)
     for (char letter : std::string(config.splitsBackward() ? "FBWU" : "FBU"))
       if (!fnOf(v, letter)) {
         module.emitError() << "pipe-unroll-schedule: missing stage function "
-                           << letter << " of stage " << v % k << " chunk "
-                           << v / k;
+                           << letter << " of stage " << config.rankOf(v)
+                           << " chunk " << config.chunkOf(v);
         return signalPassFailure();
       }
 
@@ -208,10 +208,10 @@ void UnrollSchedulePass::runOnOperation() {
                                 " is received by two stages");
           consumerOf[role->index] = v;
         } else if (role->kind == ValueRole::Residual) {
-          int64_t &n = residualsPerRank[v % k];
+          int64_t &n = residualsPerRank[config.rankOf(v)];
           n = std::max(n, role->index + 1);
         } else if (role->kind == ValueRole::Carry) {
-          int64_t &n = carriesPerRank[v % k];
+          int64_t &n = carriesPerRank[config.rankOf(v)];
           n = std::max(n, role->index + 1);
         }
       }
@@ -300,15 +300,15 @@ void UnrollSchedulePass::runOnOperation() {
         w.name = name;
         w.type = type;
         stagesOf[name].insert(v);
-        if (!w.ownerOf.insert({v % k, v}).second)
+        if (!w.ownerOf.insert({config.rankOf(v), v}).second)
           return fail(fnOf(v, 'U'),
-                      "two stages of rank " + Twine(v % k) + " update '" +
+                      "two stages of rank " + Twine(config.rankOf(v)) + " update '" +
                           name + "'");
       }
     for (int64_t v = 0; v < numStages; ++v)
       for (auto &[name, type] : gradientAccumulators(fnOf(v, gradLetter))) {
         stagesOf[name].insert(v);
-        addingRanks[name].insert(v % k);
+        addingRanks[name].insert(config.rankOf(v));
       }
     for (auto &[name, ranks] : addingRanks) {
       auto it = sharedByName.find(name);
@@ -492,7 +492,7 @@ void UnrollSchedulePass::runOnOperation() {
   SmallVector<Value> losses(resultTypes.size());
 
   auto slotOf = [&](int64_t v, int64_t m, bool carry, int64_t index) {
-    int64_t r = v % k;
+    int64_t r = config.rankOf(v);
     return slotBase[{v, m}] * perSlot[r] +
            (carry ? residualsPerRank[r] : 0) + index;
   };
@@ -551,6 +551,8 @@ void UnrollSchedulePass::runOnOperation() {
     auto call = CallStageOp::create(
         b, loc, cast<FunctionOpInterface>(fn.getOperation()),
         toActionKind(a.op), args, stageAttrOf(v), m);
+    if (a.join != sched::Join::None)
+      call->setAttr(kJoinAttrName, b.getStringAttr(joinName(a.join)));
     // Asynchronous schedules: F records the stage's weight version in the
     // (stage, micro-batch)'s slot, its B and W run with that version.
     if (!config.isSynchronous() && a.op != sched::Op::U)

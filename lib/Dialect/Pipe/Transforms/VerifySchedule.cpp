@@ -100,7 +100,7 @@ static LogicalResult verifyProgram(ProgramOp program) {
       StageAttr stage = call.getStage();
       schedule.ranks[stage.getRank()].push_back(
           {toScheduleOp(call.getAction()), stage.getVirtualIndex(k),
-           static_cast<int64_t>(call.getMicrobatch())});
+           static_cast<int64_t>(call.getMicrobatch()), joinOf(call)});
       ops[stage.getRank()].push_back(op);
     } else if (auto st = dyn_cast<StashOp>(op)) {
       int64_t v = st.getStage().getVirtualIndex(k);

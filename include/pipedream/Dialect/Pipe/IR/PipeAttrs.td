@@ -35,7 +35,9 @@ def Pipe_ScheduleKind : I32Enum<"ScheduleKind", "pipeline schedule", [
     I32EnumCase<"PipeDream", 3, "pipedream">,
     I32EnumCase<"TwoBW", 4, "2bw">,
     I32EnumCase<"ZeroBubbleH1", 5, "zb-h1">,
-    I32EnumCase<"InterleavedZeroBubble", 6, "interleaved-zb">
+    I32EnumCase<"InterleavedZeroBubble", 6, "interleaved-zb">,
+    I32EnumCase<"ZeroBubbleV", 7, "zb-v">,
+    I32EnumCase<"DualPipeV", 8, "dualpipe-v">
   ]> {
   let cppNamespace = "::pipedream::pipe";
 }
@@ -109,12 +111,17 @@ def Pipe_StageAttr : Pipe_Attr<"Stage", "stage"> {
 
     With K stages, the position of `#pipe.stage<index, chunk = c>` in model
     order is `c * K + index`: the partitioner cuts the model into `K * V`
-    consecutive pieces and deals them to the ranks round-robin.
+    consecutive pieces and deals them to the ranks round-robin (loop
+    placement). `reversed = true` (odd chunks only) is the way back of the V
+    placement of `zb-v` and `dualpipe-v`: `#pipe.stage<r, chunk = 1,
+    reversed = true>` is piece `2K - 1 - r`, so rank 0 runs the first and
+    the last piece.
 
     Used as the discardable attribute `pipe.stage` (the partitioner's output)
     and as the inherent stage of `pipe.call_stage`, `pipe.transfer`,
     `pipe.stash` and `pipe.restore`, whose syntax spells it without the
-    attribute brackets: `stage 1`, `stage 1 chunk 1`.
+    attribute brackets: `stage 1`, `stage 1 chunk 1`, `stage 0 chunk 1
+    reversed`.
 
     ```mlir
     %0 = nn.relu %x {pipe.stage = #pipe.stage<1>} : tensor<4xf32>
@@ -124,23 +131,44 @@ def Pipe_StageAttr : Pipe_Attr<"Stage", "stage"> {
   let parameters = (ins
     "int64_t":$index,
     DefaultValuedParameter<"int64_t", "0",
-                           "virtual chunk (interleaved schedules)">:$chunk
+                           "virtual chunk (interleaved schedules)">:$chunk,
+    DefaultValuedParameter<"bool", "false",
+                           "V placement: the chunk visits the ranks in "
+                           "reverse order">:$reversed
   );
-  let assemblyFormat = "`<` $index (`,` `chunk` `=` $chunk^)? `>`";
+  let assemblyFormat =
+      "`<` $index (`,` `chunk` `=` $chunk^)? (`,` `reversed` `=` $reversed^)? `>`";
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilder<(ins "int64_t":$index), [{
-      return $_get($_ctxt, index, /*chunk=*/0);
+      return $_get($_ctxt, index, /*chunk=*/0, /*reversed=*/false);
+    }]>,
+    AttrBuilder<(ins "int64_t":$index, "int64_t":$chunk), [{
+      return $_get($_ctxt, index, chunk, /*reversed=*/false);
     }]>
   ];
   let extraClassDeclaration = [{
     /// Position of this stage in model order for a pipeline of `numStages`
-    /// physical stages: `chunk * numStages + index`.
+    /// physical stages: `chunk * numStages + index` (loop placement), or
+    /// `chunk * numStages + numStages - 1 - index` for a reversed chunk (V
+    /// placement: stage s and 2K-1-s on rank s).
     int64_t getVirtualIndex(int64_t numStages) const {
-      return getChunk() * numStages + getIndex();
+      return getChunk() * numStages +
+             (getReversed() ? numStages - 1 - getIndex() : getIndex());
     }
     /// Rank that runs this stage (rank r runs every chunk of stage r).
     int64_t getRank() const { return getIndex(); }
+    /// The stage of piece `v` of numStages * V in model order: loop
+    /// placement (rank v % K), or V placement when `vShaped` (odd chunks
+    /// reversed).
+    static StageAttr getForVirtualIndex(::mlir::MLIRContext *context,
+                                        int64_t v, int64_t numStages,
+                                        bool vShaped) {
+      int64_t chunk = v / numStages, pos = v % numStages;
+      bool reversed = vShaped && chunk % 2 == 1;
+      return get(context, reversed ? numStages - 1 - pos : pos, chunk,
+                 reversed);
+    }
   }];
 }
 
@@ -153,15 +181,17 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
   let description = [{
     The configuration a pipeline schedule is built from:
     - `kind`: one of `gpipe`, `"1f1b"`, `"interleaved-1f1b"`, `pipedream`,
-      `"2bw"`, `"zb-h1"`, `"interleaved-zb"` (names that are not MLIR
-      keywords print quoted; the V-shaped `zb-v` and `dualpipe-v` of the
-      schedule library have no program form yet);
+      `"2bw"`, `"zb-h1"`, `"interleaved-zb"`, `"zb-v"`, `"dualpipe-v"`
+      (names that are not MLIR keywords print quoted; the V-shaped `zb-v`
+      and `dualpipe-v` place stage s and 2K-1-s on rank s, the second
+      chunk `reversed`);
     - `stages` (K >= 1): physical stages, one rank each;
     - `microbatches` (M >= 1): micro-batches per training step;
     - `chunks` (V >= 1, printed only when not 1): virtual chunks per stage.
       `interleaved-1f1b` needs V > 1 and M a multiple of K (Megatron's
-      interleaved schedule runs micro-batches in groups of K); every other
-      kind has V = 1.
+      interleaved schedule runs micro-batches in groups of K);
+      `interleaved-zb` V > 1; `zb-v` and `dualpipe-v` V = 2 (`dualpipe-v`
+      M >= 2K); every other kind has V = 1.
 
     ```mlir
     #pipe.schedule<kind = gpipe, stages = 4, microbatches = 8>
@@ -198,6 +228,16 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
     /// True when a forward's weight version must be kept for its backward
     /// (pipedream, 2bw): these schedules stash `weight` slots.
     bool hasWeightVersions() const;
+    /// V placement (`zb-v`, `dualpipe-v`): stage s and 2K-1-s on rank s.
+    bool isVShaped() const {
+      return getKind() == ScheduleKind::ZeroBubbleV ||
+             getKind() == ScheduleKind::DualPipeV;
+    }
+    /// The stage attribute of virtual stage `v` under this placement.
+    StageAttr getStageOf(int64_t v) const {
+      return StageAttr::getForVirtualIndex(getContext(), v, getNumStages(),
+                                           isVShaped());
+    }
   }];
 }
 

@@ -35,15 +35,23 @@ def UnrollSchedulePass : Pass<"pipe-unroll-schedule", "::mlir::ModuleOp"> {
 
     Residual j of an F whose micro-batch slot is s on a rank whose stage
     functions have at most R residuals goes to activation slot `s * R + j`.
+
+    Placement: the stage functions must follow the kind's (an error names
+    the first that does not): loop placement, virtual stage v on rank
+    v % K, chunk v / K; or the V of `zb-v` and `dualpipe-v`, stage s and
+    2K-1-s on rank s, the second chunk `#pipe.stage<r, chunk = 1, reversed
+    = true>`. A call joined to the one before it on its rank (DualPipeV's
+    overlapped F and B, a full backward's W) carries `pipe.join`.
   }];
   let options = [
     Option<"kind", "kind", "std::string", "\"1f1b\"",
-           "gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, zb-h1 (zb-v, "
-           "interleaved-zb, dualpipe-v: library only)">,
+           "gpipe, 1f1b, interleaved-1f1b, pipedream, 2bw, zb-h1, zb-v, "
+           "interleaved-zb, dualpipe-v">,
     Option<"numMicrobatches", "microbatches", "int64_t", "8",
            "micro-batches per training step">,
     Option<"numChunks", "virtual", "int64_t", "1",
-           "virtual chunks per stage (interleaved-1f1b)">,
+           "virtual chunks per stage (interleaved-1f1b, interleaved-zb; 2 "
+           "for zb-v and dualpipe-v)">,
     Option<"scheduleCsv", "schedule-csv", "std::string", "\"\"",
            "custom schedule in torch.distributed.pipelining's CSV format "
            "(one row per rank, actions like 0F1; see ScheduleCSV.h), "

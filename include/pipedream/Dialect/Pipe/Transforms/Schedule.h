@@ -37,7 +37,11 @@
 //   (`WAIT_SEND_F`/`WAIT_SEND_B`), so a rank runs ahead of its receivers;
 //   torch's orders for these kinds rely on it (under rendezvous sends their
 //   warm-ups deadlock). A deferred send does not hold up its step; the rank
-//   waits for all of them at the end of the step.
+//   waits for all of them at the end of the step. (The compile path needs
+//   no deferred sends: `pipe-project-ranks` derives each rank's messages
+//   from one global order in which every send meets its receive, so the
+//   per-rank programs of these orders complete under rendezvous sends,
+//   which `verifyMessages` proves.)
 // - Activation stash: F of (v, m) occupies one slot of its rank until the
 //   backward of (v, m) has finished (B, or W when the backward is split).
 // - Weight versions (asynchronous kinds): F of (v, m) uses the current weight

@@ -16,6 +16,9 @@
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+
 #include <optional>
 
 namespace pipedream::pipe {
@@ -36,12 +39,16 @@ inline schedule::Kind toScheduleKind(ScheduleKind kind) {
     return schedule::Kind::ZBH1;
   case ScheduleKind::InterleavedZeroBubble:
     return schedule::Kind::InterleavedZB;
+  case ScheduleKind::ZeroBubbleV:
+    return schedule::Kind::ZBV;
+  case ScheduleKind::DualPipeV:
+    return schedule::Kind::DualPipeV;
   }
   return schedule::Kind::OneFOneB;
 }
 
-/// The program form of a kind; none for the V-shaped kinds (zb-v,
-/// dualpipe-v), whose placement `#pipe.stage` cannot express yet.
+/// The program form of a kind (every kind has one; the V-shaped kinds'
+/// second chunk is `#pipe.stage<r, chunk = 1, reversed = true>`).
 inline std::optional<ScheduleKind> toScheduleKindAttr(schedule::Kind kind) {
   switch (kind) {
   case schedule::Kind::GPipe:
@@ -59,8 +66,9 @@ inline std::optional<ScheduleKind> toScheduleKindAttr(schedule::Kind kind) {
   case schedule::Kind::InterleavedZB:
     return ScheduleKind::InterleavedZeroBubble;
   case schedule::Kind::ZBV:
+    return ScheduleKind::ZeroBubbleV;
   case schedule::Kind::DualPipeV:
-    return std::nullopt;
+    return ScheduleKind::DualPipeV;
   }
   return std::nullopt;
 }
@@ -91,6 +99,39 @@ inline ActionKind toActionKind(schedule::Op op) {
     return ActionKind::Update;
   }
   return ActionKind::Forward;
+}
+
+/// Name of the discardable attribute `pipe-unroll-schedule` puts on a
+/// `pipe.call_stage` joined to the call before it on its rank
+/// (`schedule::Join`): "full_backward" (a W completing the B right before
+/// it: torch's full `B`) or "overlap" (a B overlapped with the F right
+/// before it: torch's `(F;B)OVERLAP_F_B`). Both run back to back; the join
+/// only records where the schedule came from, for the verifier and the
+/// report.
+inline constexpr const char *kJoinAttrName = "pipe.join";
+
+inline const char *joinName(schedule::Join join) {
+  switch (join) {
+  case schedule::Join::FullBackward:
+    return "full_backward";
+  case schedule::Join::Overlap:
+    return "overlap";
+  case schedule::Join::None:
+    break;
+  }
+  return "";
+}
+
+/// The join recorded on `op` (None without the attribute).
+inline schedule::Join joinOf(mlir::Operation *op) {
+  auto name = op->getAttrOfType<mlir::StringAttr>(kJoinAttrName);
+  if (!name)
+    return schedule::Join::None;
+  if (name.getValue() == "full_backward")
+    return schedule::Join::FullBackward;
+  if (name.getValue() == "overlap")
+    return schedule::Join::Overlap;
+  return schedule::Join::None;
 }
 
 } // namespace pipedream::pipe

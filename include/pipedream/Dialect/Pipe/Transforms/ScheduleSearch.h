@@ -8,7 +8,8 @@
 // every M given) is built, verified and simulated with the caller's costs
 // and memory model; the candidates that fit a per-rank memory limit are
 // ranked by simulated step time. `pipe-report-schedule kind=auto` prints the
-// table. (The driver's `--schedule auto` is not wired to it yet.)
+// table; `pipedream-compile --schedule auto` runs it with each candidate's
+// own partition (include/pipedream/Compiler/ScheduleChoice.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +46,6 @@ struct SearchOptions {
   std::vector<int64_t> chunks{2};
   /// Only the synchronous kinds (the asynchronous ones train differently).
   bool synchronousOnly = true;
-  /// Only the kinds `pipe-unroll-schedule` compiles (loop placement,
-  /// rendezvous sends).
-  bool compilableOnly = false;
   /// Per-rank memory limit in bytes; 0: none.
   int64_t memoryLimit = 0;
   /// Costs and memory of a configuration. Unset: a stage's F costs 1 and
