@@ -209,6 +209,19 @@ struct PipelineSpec {
   size_t lossRank = 0;
   /// `inputs` in order, then the labels.
   std::vector<PipelineData> data;
+  /// `replicas` (R, docs/Bundle.md "Replicated stages"): every pipeline rank
+  /// runs on R data-parallel replicas, K*R ranks in all; `rank_layout`
+  /// gives world rank w = replica * K + pipeline rank (K = ranks.size()).
+  size_t replicas = 1;
+  /// The ranks a transport must have: K*R.
+  size_t worldRanks() const { return ranks.size() * replicas; }
+  /// The pipeline rank (index into `ranks`) and replica of world rank w.
+  size_t programOf(size_t world) const { return world % ranks.size(); }
+  size_t replicaOf(size_t world) const { return world / ranks.size(); }
+  /// The world rank of pipeline rank `program` on replica `replica`.
+  size_t worldRank(size_t program, size_t replica) const {
+    return replica * ranks.size() + program;
+  }
 };
 
 /// True for a buffer the runtime binds by name (weight, grad and state

@@ -33,6 +33,7 @@
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "RankEntry.h"
+#include "ReplicaGroup.h"
 #include "StepSnapshot.h"
 #include "Trace.h"
 #include "Transport.h"
@@ -45,6 +46,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -74,6 +76,12 @@ struct pd_pipeline {
   pd_transport *transport = nullptr;
   const PipelineSpec *spec = nullptr;
   const RankProgram *program = nullptr;
+  /// Replicated stages: the pipeline rank whose program this rank runs
+  /// (an index into spec->ranks), its replica, and the group of its
+  /// replicas (null with one replica).
+  size_t programRank = 0;
+  size_t replica = 0;
+  std::unique_ptr<pipedream::runtime::ReplicaGroup> replicas;
   /// The registers' memory: host memory for CPU bundles, device memory
   /// for cuda bundles (`cuda`); registerTable points at one or the other.
   std::vector<AlignedMemory> registers;
@@ -332,8 +340,11 @@ void runInput(pd_pipeline &p, const PipelineInstruction &ins,
     device = target;
     target = static_cast<unsigned char *>(p.staging.get());
   }
-  size_t start =
-      (p.stepFirst + static_cast<size_t>(ins.microbatch) * b) % samples;
+  // NOTE: replica j trains on rows [j*M*b, (j+1)*M*b) of the step's batch.
+  size_t start = (p.stepFirst + (p.replica * spec.microbatches +
+                                 static_cast<size_t>(ins.microbatch)) *
+                                    b) %
+                 samples;
   // Contiguous runs of rows, wrapping around the end of the data.
   for (size_t done = 0; done < b && bytes != 0;) {
     size_t row = (start + done) % samples;
@@ -502,7 +513,7 @@ void agreeOnStep(pd_pipeline &p) {
                   p.stepFailure.c_str());
   }
   StepStatus agreed = mine;
-  size_t ranks = p.spec->ranks.size();
+  size_t ranks = p.spec->worldRanks();
   auto earlier = [](const StepStatus &a, const StepStatus &b) {
     if (!a.failed)
       return false;
@@ -592,6 +603,20 @@ void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
 void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
   if (!p.stepAgreed && p.agreeBeforeUpdate && ins.action == "U")
     agreeOnStep(p);
+  // Replicated stages: the update's gradients summed over the replicas
+  // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
+  if (p.replicas && ins.action == "U") {
+    pd_function &function = *p.bundle->functionByIndex[ins.function];
+    std::vector<pipedream::runtime::ReduceSpan> spans;
+    for (size_t k = 0; k < function.buffers.size(); ++k) {
+      pd_buffer *buffer = function.buffers[k];
+      if (function.spec.buffers[k].role != PD_ROLE_GRAD)
+        continue;
+      spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
+                       buffer->type.dtype, buffer->name});
+    }
+    p.replicas->allReduce(spans);
+  }
 }
 
 void runSend(pd_pipeline &p, const PipelineInstruction &ins,
@@ -607,8 +632,9 @@ void runSend(pd_pipeline &p, const PipelineInstruction &ins,
                                    "downloading the register to send: ");
     data = p.staging.get();
   }
-  transportCall(
-      pd_transport_send(p.transport, ins.peer, ins.tag, data, bytes));
+  transportCall(pd_transport_send(
+      p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag, data,
+      bytes));
 }
 
 void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
@@ -617,8 +643,9 @@ void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
     return pipedream::runtime::recvDevice(*p.transport, ins.peer, ins.tag,
                                           data, bytes);
   void *target = p.cuda ? p.staging.get() : data;
-  transportCall(
-      pd_transport_recv(p.transport, ins.peer, ins.tag, target, bytes));
+  transportCall(pd_transport_recv(p.transport,
+                                  p.spec->worldRank(ins.peer, p.replica),
+                                  ins.tag, target, bytes));
   if (p.cuda)
     pipedream::runtime::copyToDevice(data, target, bytes,
                                      "uploading the received register: ");
@@ -659,11 +686,14 @@ void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
                                        " holds no gradient '" + ins.name + "'");
   size_t bytes = ins.type.numBytes;
   size_t count = ins.type.numElements;
+  // The group's ranks on this rank's replica.
+  std::vector<size_t> group;
+  for (size_t q : ins.group)
+    group.push_back(p.spec->worldRank(q, p.replica));
   if (!p.cuda) {
-    transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
-                                          ins.group.size(),
-                                          ensureMemory(*grad), count,
-                                          ins.type.dtype));
+    transportCall(pd_transport_all_reduce(p.transport, group.data(),
+                                          group.size(), ensureMemory(*grad),
+                                          count, ins.type.dtype));
     return;
   }
   void *device = pipedream::runtime::deviceArgument(*grad);
@@ -918,7 +948,10 @@ int pd_bundle_is_pipeline(const pd_bundle *bundle) {
   return pipelineOf(bundle) ? 1 : 0;
 }
 size_t pd_bundle_pipeline_ranks(const pd_bundle *bundle) {
-  return pipelineOf(bundle) ? pipelineOf(bundle)->ranks.size() : 0;
+  return pipelineOf(bundle) ? pipelineOf(bundle)->worldRanks() : 0;
+}
+size_t pd_bundle_pipeline_replicas(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->replicas : 0;
 }
 const char *pd_bundle_pipeline_schedule(const pd_bundle *bundle) {
   return pipelineOf(bundle) ? pipelineOf(bundle)->kind.c_str() : "";
@@ -985,7 +1018,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                       ": not a pipeline bundle (bundle.json has no "
                       "'pipeline' section; pipedream-compile writes one with "
                       "--stages K)");
-    size_t ranks = spec->ranks.size();
+    size_t ranks = spec->worldRanks();
     if (rank >= ranks)
       return fail(PD_ERROR_INVALID_ARGUMENT,
                   bundle->dir + ": rank " + std::to_string(rank) +
@@ -1012,7 +1045,9 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     p->rank = rank;
     p->transport = transport;
     p->spec = spec;
-    p->program = &spec->ranks[rank];
+    p->programRank = spec->programOf(rank);
+    p->replica = spec->replicaOf(rank);
+    p->program = &spec->ranks[p->programRank];
     for (size_t f : p->program->functions)
       if (!bundle->functionByIndex[f])
         throw Error(PD_ERROR_INTERNAL,
@@ -1021,6 +1056,18 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         "' of rank " + std::to_string(rank) +
                         " is not loaded");
     p->cuda = bundle->manifest.target == "cuda";
+    if (spec->replicas > 1) {
+      if (p->cuda)
+        throw Error(PD_ERROR_UNSUPPORTED,
+                    bundle->dir + ": replicated stages (pipeline.replicas " +
+                        std::to_string(spec->replicas) +
+                        ") run on CPU bundles only; this bundle targets cuda");
+      std::vector<size_t> members;
+      for (size_t j = 0; j < spec->replicas; ++j)
+        members.push_back(spec->worldRank(p->programRank, j));
+      p->replicas = std::make_unique<pipedream::runtime::ReplicaGroup>(
+          *transport, p->programRank, p->replica, std::move(members));
+    }
     p->transportTakesDevice =
         pipedream::runtime::transportTakesDevice(*transport);
     size_t largest = sizeof(double);
@@ -1100,7 +1147,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
         p->stepSnapshot.add(buffer.get());
     for (size_t d = 0; d < spec->data.size(); ++d)
       if (std::binary_search(spec->data[d].ranks.begin(),
-                             spec->data[d].ranks.end(), rank))
+                             spec->data[d].ranks.end(), p->programRank))
         p->reads.push_back(d);
     bundle->pipelines.push_back(p.get());
     *out = p.release();
@@ -1194,15 +1241,27 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
-    if (p.rank == spec.lossRank && spec.lossRank != 0)
+    // Every replica's loss rank sends its mean to rank 0, which averages
+    // them in replica order (one replica: just the loss rank's).
+    if (p.programRank == spec.lossRank && p.rank != 0)
       transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS,
                                       &stepLoss, sizeof(stepLoss)),
                     "sending the step loss to rank 0: ");
-    if (p.rank == 0 && spec.lossRank != 0)
-      transportCall(pd_transport_recv(p.transport, spec.lossRank,
-                                      PD_TAG_STEP_LOSS, &stepLoss,
-                                      sizeof(stepLoss)),
-                    "receiving the step loss: ");
+    if (p.rank == 0) {
+      double sum = 0;
+      for (size_t j = 0; j < spec.replicas; ++j) {
+        size_t from = spec.worldRank(spec.lossRank, j);
+        double replicaLoss = stepLoss;
+        if (from != 0)
+          transportCall(pd_transport_recv(p.transport, from, PD_TAG_STEP_LOSS,
+                                          &replicaLoss, sizeof(replicaLoss)),
+                        "receiving the step loss: ");
+        sum += replicaLoss;
+      }
+      stepLoss = spec.replicas == 1
+                     ? sum
+                     : sum / static_cast<double>(spec.replicas);
+    }
     if (loss && (p.rank == 0 || p.rank == spec.lossRank))
       *loss = stepLoss;
     if (trace.enabled)
