@@ -615,7 +615,12 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
       spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
                        buffer->type.dtype, buffer->name});
     }
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     p.replicas->allReduce(spans);
+    // One event per update: the sum over the replicas of what it applies.
+    if (p.trace.enabled)
+      p.trace.add("all_reduce", function.spec.name.c_str(), "replicas",
+                  ins.stage, -1, -1, -1, start);
   }
 }
 
