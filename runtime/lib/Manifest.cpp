@@ -880,6 +880,16 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
         if (ientry.contains("chunk"))
           ins.chunk = static_cast<int64_t>(
               v.unsignedInt(ientry["chunk"], fieldPath("chunk")));
+        if (ientry.contains("replica")) {
+          uint64_t replica =
+              v.unsignedInt(ientry["replica"], fieldPath("replica"));
+          if (replica >= p.replicas)
+            v.fail(fieldPath("replica"),
+                   where + "replica " + std::to_string(replica) +
+                       " is out of range (the pipeline has " +
+                       std::to_string(p.replicas) + " replicas)");
+          ins.replica = static_cast<int64_t>(replica);
+        }
         if (ientry.contains("microbatch"))
           ins.microbatch = microbatch();
         if (ientry.contains("action"))

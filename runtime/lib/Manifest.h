@@ -142,6 +142,9 @@ struct PipelineInstruction {
   /// `useWeights` instead of the current ones; -1 when absent.
   int64_t saveWeights = -1;
   int64_t useWeights = -1;
+  /// call (sharded optimizer state, docs/Bundle.md "Replicated stages"):
+  /// only replica `replica` runs it; -1 (absent): every replica.
+  int64_t replica = -1;
   /// call: registers of the function's value arguments and results, in
   /// the order of its non-bound input and output buffers.
   std::vector<size_t> args;
@@ -221,6 +224,21 @@ struct PipelineSpec {
   /// The world rank of pipeline rank `program` on replica `replica`.
   size_t worldRank(size_t program, size_t replica) const {
     return replica * ranks.size() + program;
+  }
+  /// The functions world rank w calls: its program's, less those only other
+  /// replicas run (sharded updates), ascending.
+  std::vector<size_t> functionsOf(size_t world) const {
+    const RankProgram &rank = ranks[programOf(world)];
+    std::vector<size_t> out;
+    for (size_t f : rank.functions)
+      for (const PipelineInstruction &ins : rank.program)
+        if (ins.op == PipelineInstruction::Op::Call && ins.function == f &&
+            (ins.replica < 0 ||
+             static_cast<size_t>(ins.replica) == replicaOf(world))) {
+          out.push_back(f);
+          break;
+        }
+    return out;
   }
 };
 

@@ -82,6 +82,17 @@ struct pd_pipeline {
   size_t programRank = 0;
   size_t replica = 0;
   std::unique_ptr<pipedream::runtime::ReplicaGroup> replicas;
+  /// Sharded optimizer state: a run of update calls tagged with replicas
+  /// (instructions first..last); before the first the union of their
+  /// gradients is summed over the replicas, after the last the weights
+  /// each replica's call updated are all-gathered.
+  struct ShardGroup {
+    size_t first = 0, last = 0;
+    std::vector<pd_buffer *> grads;
+    std::vector<std::vector<pd_buffer *>> weights;
+  };
+  std::vector<ShardGroup> shardGroups;
+  std::map<size_t, size_t> shardGroupOf;
   /// The registers' memory: host memory for CPU bundles, device memory
   /// for cuda bundles (`cuda`); registerTable points at one or the other.
   std::vector<AlignedMemory> registers;
@@ -605,7 +616,7 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
     agreeOnStep(p);
   // Replicated stages: the update's gradients summed over the replicas
   // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
-  if (p.replicas && ins.action == "U") {
+  if (p.replicas && ins.action == "U" && ins.replica < 0) {
     pd_function &function = *p.bundle->functionByIndex[ins.function];
     std::vector<pipedream::runtime::ReduceSpan> spans;
     for (size_t k = 0; k < function.buffers.size(); ++k) {
@@ -718,6 +729,124 @@ void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
                                    "uploading the summed gradient: ");
 }
 
+/// call, interpreted.
+void interpretCall(pd_pipeline &p, const PipelineInstruction &ins) {
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  p.arguments.assign(function.buffers.size(), nullptr);
+  size_t a = 0, r = 0;
+  for (size_t k = 0; k < function.buffers.size(); ++k) {
+    const BufferSpec &buffer = function.spec.buffers[k];
+    if (isBoundBuffer(buffer))
+      continue;
+    p.arguments[k] = buffer.role == PD_ROLE_INPUT
+                         ? p.registerTable[ins.args[a++]]
+                         : p.registerTable[ins.results[r++]];
+  }
+  beforeCall(p, ins);
+  bindCall(p, ins, p.arguments.data());
+  if (function.cuda) {
+    // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
+    pipedream::runtime::invokeFunction(function, p.arguments.data());
+  } else {
+    function.entry(p.arguments.data());
+    finishCall(p, ins);
+  }
+  noteCheckFailure(p, ins);
+}
+
+/// A call of a sharded update (docs/Bundle.md "Replicated stages"): the
+/// group's gradients summed over the replicas before its first call, this
+/// replica's call only, the updated weights all-gathered after its last.
+void runShardCall(pd_pipeline &p, size_t index,
+                  const PipelineInstruction &ins) {
+  const pd_pipeline::ShardGroup &group =
+      p.shardGroups[p.shardGroupOf.at(index)];
+  auto span = [](pd_buffer *buffer) {
+    return pipedream::runtime::ReduceSpan{ensureMemory(*buffer),
+                                          buffer->type.numElements,
+                                          buffer->type.dtype, buffer->name};
+  };
+  if (index == group.first) {
+    if (!p.stepAgreed && p.agreeBeforeUpdate)
+      agreeOnStep(p);
+    if (p.replicas) {
+      std::vector<pipedream::runtime::ReduceSpan> spans;
+      for (pd_buffer *grad : group.grads)
+        spans.push_back(span(grad));
+      const double start =
+          p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+      p.replicas->allReduce(spans);
+      if (p.trace.enabled)
+        p.trace.add("all_reduce", "gradients", "replicas", ins.stage, -1, -1,
+                    -1, start);
+    }
+  }
+  if (static_cast<size_t>(ins.replica) == p.replica)
+    interpretCall(p, ins);
+  if (index == group.last && p.replicas) {
+    std::vector<std::vector<pipedream::runtime::ReduceSpan>> parts;
+    for (const auto &weights : group.weights) {
+      parts.emplace_back();
+      for (pd_buffer *weight : weights)
+        parts.back().push_back(span(weight));
+    }
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    p.replicas->allGather(p.replica, parts);
+    if (p.trace.enabled)
+      p.trace.add("all_gather", "weights", "replicas", ins.stage, -1, -1, -1,
+                  start);
+  }
+}
+
+/// Finds the sharded update groups of the rank's program and the buffers
+/// they sum and gather (pd_pipeline_create).
+void findShardGroups(pd_pipeline &p) {
+  const auto &program = p.program->program;
+  const pd_bundle &bundle = *p.bundle;
+  auto find = [&](const std::vector<std::unique_ptr<pd_buffer>> &list,
+                  const std::string &name) -> pd_buffer * {
+    for (const auto &buffer : list)
+      if (buffer->name == name)
+        return buffer.get();
+    throw Error(PD_ERROR_INTERNAL, "internal error: rank " +
+                                       std::to_string(p.rank) +
+                                       " holds no buffer '" + name +
+                                       "' of its sharded update");
+  };
+  for (size_t i = 0; i < program.size(); ++i) {
+    const PipelineInstruction &ins = program[i];
+    if (ins.op != PipelineInstruction::Op::Call || ins.replica < 0)
+      continue;
+    bool extends = !p.shardGroups.empty() && p.shardGroups.back().last + 1 == i &&
+                   program[i - 1].stage == ins.stage &&
+                   program[i - 1].microbatch == ins.microbatch &&
+                   program[i - 1].replica < ins.replica;
+    if (!extends) {
+      p.shardGroups.emplace_back();
+      p.shardGroups.back().first = i;
+      p.shardGroups.back().weights.resize(p.spec->replicas);
+    }
+    pd_pipeline::ShardGroup &group = p.shardGroups.back();
+    group.last = i;
+    p.shardGroupOf[i] = p.shardGroups.size() - 1;
+    std::set<std::string> weightNames;
+    for (const auto &w : bundle.manifest.weights)
+      weightNames.insert(w.name);
+    for (const BufferSpec &b :
+         bundle.manifest.functions[ins.function].buffers) {
+      if (b.role == PD_ROLE_GRAD) {
+        pd_buffer *grad = find(bundle.persistent, b.name);
+        if (std::find(group.grads.begin(), group.grads.end(), grad) ==
+            group.grads.end())
+          group.grads.push_back(grad);
+      }
+      if (b.role == PD_ROLE_OUTPUT && weightNames.count(b.updates))
+        group.weights[static_cast<size_t>(ins.replica)].push_back(
+            find(bundle.weights, b.updates));
+    }
+  }
+}
+
 /// The interpreter: runs the rank's program instruction by instruction.
 void interpretProgram(pd_pipeline &p) {
   pipedream::runtime::TraceLog &trace = p.trace;
@@ -730,30 +859,12 @@ void interpretProgram(pd_pipeline &p) {
       case PipelineInstruction::Op::Input:
         runInput(p, ins, static_cast<unsigned char *>(p.registerTable[ins.dst]));
         break;
-      case PipelineInstruction::Op::Call: {
-        pd_function &function = *p.bundle->functionByIndex[ins.function];
-        p.arguments.assign(function.buffers.size(), nullptr);
-        size_t a = 0, r = 0;
-        for (size_t k = 0; k < function.buffers.size(); ++k) {
-          const BufferSpec &buffer = function.spec.buffers[k];
-          if (isBoundBuffer(buffer))
-            continue;
-          p.arguments[k] = buffer.role == PD_ROLE_INPUT
-                               ? p.registerTable[ins.args[a++]]
-                               : p.registerTable[ins.results[r++]];
-        }
-        beforeCall(p, ins);
-        bindCall(p, ins, p.arguments.data());
-        if (function.cuda) {
-          // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
-          pipedream::runtime::invokeFunction(function, p.arguments.data());
-        } else {
-          function.entry(p.arguments.data());
-          finishCall(p, ins);
-        }
-        noteCheckFailure(p, ins);
+      case PipelineInstruction::Op::Call:
+        if (ins.replica >= 0)
+          runShardCall(p, i, ins);
+        else
+          interpretCall(p, ins);
         break;
-      }
       case PipelineInstruction::Op::Send:
         runSend(p, ins, p.registerTable[ins.src]);
         break;
@@ -1053,7 +1164,8 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     p->programRank = spec->programOf(rank);
     p->replica = spec->replicaOf(rank);
     p->program = &spec->ranks[p->programRank];
-    for (size_t f : p->program->functions)
+    const std::vector<size_t> functions = spec->functionsOf(rank);
+    for (size_t f : functions)
       if (!bundle->functionByIndex[f])
         throw Error(PD_ERROR_INTERNAL,
                     "internal error: function '" +
@@ -1099,7 +1211,13 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     const std::string &entry = p->program->entry;
     // NOTE: cuda bundles too: the register table is device memory, and
     // call_begin/call_end translate bound buffers (GpuDevice.h).
-    if (!entry.empty() && !interpretRequested()) {
+    // NOTE: sharded updates run on one replica each: their programs are
+    // interpreted (the native entry calls every stage function).
+    bool sharded = false;
+    for (const PipelineInstruction &ins : p->program->program)
+      if (ins.op == PipelineInstruction::Op::Call && ins.replica >= 0)
+        sharded = true;
+    if (!entry.empty() && !interpretRequested() && !sharded) {
       dlerror();
       void *symbol = bundle->library ? dlsym(bundle->library, entry.c_str())
                                      : nullptr;
@@ -1114,11 +1232,11 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
       // dlsym is specified for (POSIX).
       p->entry = reinterpret_cast<pd_rank_entry>(symbol);
     }
-    for (size_t f : p->program->functions)
+    for (size_t f : functions)
       if (bundle->functionByIndex[f]->checkRecord)
         p->hasChecks = true;
     std::set<pd_buffer *> grads;
-    for (size_t f : p->program->functions)
+    for (size_t f : functions)
       for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
         if (buffer->role == PD_ROLE_GRAD)
           grads.insert(buffer);
@@ -1136,6 +1254,8 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     std::set<pd_buffer *> updated;
     for (const PipelineInstruction &ins : p->program->program)
       if (ins.op == PipelineInstruction::Op::Call &&
+          (ins.replica < 0 ||
+           static_cast<size_t>(ins.replica) == p->replica) &&
           (ins.action != "U" || !p->agreeBeforeUpdate))
         for (auto &[output, target] :
              bundle->functionByIndex[ins.function]->updates)
@@ -1154,6 +1274,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
       if (std::binary_search(spec->data[d].ranks.begin(),
                              spec->data[d].ranks.end(), p->programRank))
         p->reads.push_back(d);
+    findShardGroups(*p);
     bundle->pipelines.push_back(p.get());
     *out = p.release();
     return PD_OK;

@@ -194,5 +194,115 @@ size_t ReplicaGroup::allReduce(const std::vector<ReduceSpan> &spans) {
   return plan.size();
 }
 
+void ReplicaGroup::allGather(
+    size_t replica, const std::vector<std::vector<ReduceSpan>> &byReplica) {
+  if (memberRanks.size() < 2)
+    return;
+  if (byReplica.size() != memberRanks.size() || replica >= byReplica.size())
+    throw Error(PD_ERROR_INTERNAL, "internal error: an all-gather of " +
+                                       std::to_string(byReplica.size()) +
+                                       " parts over " +
+                                       std::to_string(memberRanks.size()) +
+                                       " replicas");
+  auto bytesOf = [](const ReduceSpan &s) {
+    return s.count * pd_dtype_size(s.dtype);
+  };
+  std::string what = "the all-gather of the updated weights over the "
+                     "replicas " +
+                     describeMembers() +
+                     ": a replica is stuck, dead or running a program that "
+                     "does not match";
+  size_t total = 0;
+  std::vector<size_t> partBytes;
+  for (const auto &part : byReplica) {
+    size_t bytes = 0;
+    for (const ReduceSpan &s : part)
+      bytes += bytesOf(s);
+    partBytes.push_back(bytes);
+    total += bytes;
+  }
+  if (total == 0)
+    return;
+  AlignedMemory all = allocateAligned(total, "all-gather buffer");
+#if PIPEDREAM_HAVE_MPI
+  if (mpi) {
+    std::vector<int> counts, displacements;
+    size_t offset = 0;
+    for (size_t bytes : partBytes) {
+      if (bytes > static_cast<size_t>(INT32_MAX) ||
+          offset > static_cast<size_t>(INT32_MAX))
+        throw Error(PD_ERROR_UNSUPPORTED,
+                    "an all-gather of " + std::to_string(total) +
+                        " bytes is over the MPI count limit");
+      counts.push_back(static_cast<int>(bytes));
+      displacements.push_back(static_cast<int>(offset));
+      offset += bytes;
+    }
+    unsigned char *own = all.get() + displacements[replica];
+    for (const ReduceSpan &s : byReplica[replica]) {
+      std::memcpy(own, s.data, bytesOf(s));
+      own += bytesOf(s);
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    int code = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.get(),
+                               counts.data(), displacements.data(), MPI_BYTE,
+                               mpi->comm, &request);
+    if (code != MPI_SUCCESS)
+      throw Error(PD_ERROR_IO, "MPI_Iallgatherv over the replicas " +
+                                   describeMembers() + " failed");
+    mpiWaitCollective(transport, &request, transport.timeout, what);
+    const unsigned char *in = all.get();
+    for (size_t j = 0; j < byReplica.size(); ++j)
+      for (const ReduceSpan &s : byReplica[j]) {
+        if (j != replica)
+          std::memcpy(s.data, in, bytesOf(s));
+        in += bytesOf(s);
+      }
+    return;
+  }
+#endif
+  // One sum per element type, zero outside this replica's part.
+  for (pd_dtype dtype : {PD_DTYPE_F32, PD_DTYPE_F64}) {
+    size_t count = 0;
+    for (const auto &part : byReplica)
+      for (const ReduceSpan &s : part) {
+        if (s.dtype != PD_DTYPE_F32 && s.dtype != PD_DTYPE_F64)
+          throw Error(PD_ERROR_UNSUPPORTED,
+                      "the " + transport.kind +
+                          " transport all-gathers f32 or f64 weights only; '" +
+                          s.name + "' is another type");
+        if (s.dtype == dtype)
+          count += s.count;
+      }
+    if (count == 0)
+      continue;
+    size_t elementBytes = pd_dtype_size(dtype);
+    std::memset(all.get(), 0, count * elementBytes);
+    unsigned char *out = all.get();
+    for (size_t j = 0; j < byReplica.size(); ++j)
+      for (const ReduceSpan &s : byReplica[j]) {
+        if (s.dtype != dtype)
+          continue;
+        if (j == replica)
+          std::memcpy(out, s.data, s.count * elementBytes);
+        out += s.count * elementBytes;
+      }
+    pd_status status =
+        pd_transport_all_reduce(&transport, memberRanks.data(),
+                                memberRanks.size(), all.get(), count, dtype);
+    if (status != PD_OK)
+      throw Error(status, pd_last_error());
+    const unsigned char *in = all.get();
+    for (size_t j = 0; j < byReplica.size(); ++j)
+      for (const ReduceSpan &s : byReplica[j]) {
+        if (s.dtype != dtype)
+          continue;
+        if (j != replica)
+          std::memcpy(s.data, in, s.count * elementBytes);
+        in += s.count * elementBytes;
+      }
+  }
+}
+
 } // namespace runtime
 } // namespace pipedream

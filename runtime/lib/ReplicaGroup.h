@@ -58,6 +58,15 @@ public:
   /// buckets used. Throws Error.
   size_t allReduce(const std::vector<ReduceSpan> &spans);
 
+  /// Sharded optimizer state: replica j updated the tensors
+  /// `byReplica[j]`; afterwards every member holds all of them (every
+  /// member passes the same list). Over MPI one MPI_Iallgatherv of the
+  /// packed bytes; over other transports a pd_transport_all_reduce of
+  /// buffers that are zero outside the member's own tensors (f32 and f64
+  /// only; a -0.0 comes back +0.0). Throws Error.
+  void allGather(size_t replica,
+                 const std::vector<std::vector<ReduceSpan>> &byReplica);
+
   const std::vector<size_t> &members() const { return memberRanks; }
 
 private:

@@ -435,10 +435,8 @@ std::unique_ptr<pd_buffer> makeBuffer(const std::string &name, pd_role role,
 /// program calls (Manifest::functions indices, ascending).
 std::vector<size_t> functionsToLoad(const pd_bundle &bundle) {
   if (bundle.rank >= 0)
-    return bundle.manifest.pipeline
-        .ranks[bundle.manifest.pipeline.programOf(
-            static_cast<size_t>(bundle.rank))]
-        .functions;
+    return bundle.manifest.pipeline.functionsOf(
+        static_cast<size_t>(bundle.rank));
   std::vector<size_t> all(bundle.manifest.functions.size());
   for (size_t i = 0; i < all.size(); ++i)
     all[i] = i;
