@@ -766,6 +766,10 @@ const BadCase kBadCases[] = {
      "pipeline.rank_layout[1]: rank 1 is pipeline rank 0, replica 1, but "
      "entry 1 must be rank 1, pipeline rank 1, replica 0 (rank = replica x 2 "
      "+ pipeline rank)"},
+    {"CallReplicaOutOfRange",
+     [](json &m) { ins(m, 0, 1)["replica"] = 1; },
+     "rank 0, instruction 1: replica 1 is out of range (the pipeline has 1 "
+     "replicas)"},
     {"RankOrder",
      [](json &m) { m["pipeline"]["ranks"][1]["rank"] = 0; },
      "pipeline.ranks[1].rank: entry 1 of pipeline.ranks says rank 0"},
