@@ -239,8 +239,19 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     - `split-after=NODE,...`: manual, stage boundaries after the named ops
       (ONNX node names: the ops' `NameLoc` locations).
 
+    - `ranks=N` (with `method=auto`, one chunk): PipeDream's planner with
+      replication (ReplicationPlanner.h) picks the number of stages K and
+      each stage's data-parallel replicas over N ranks, with the replicas'
+      all-reduce in the cost. The runtime runs K x R plans (every stage R
+      replicas), so the best *uniform* plan is applied (`stages` is then
+      K); `pipe.partition` also records `replicas` = R and `plans`: the
+      optimum over all replications (possibly non-uniform, PipeDream's
+      1F1B-RR) and every uniform K x R plan with K x R = N, each with its
+      bottleneck, and which one was chosen.
+
     Errors: more stages than ops, no partition within the memory limit,
-    an unknown node name.
+    an unknown node name, `ranks` with `split-after`, `method=uniform` or
+    `virtual` > 1.
   }];
   let options = [
     Option<"numStages", "stages", "int64_t", "1", "pipeline stages (ranks)">,
@@ -258,7 +269,10 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"numMicrobatches", "microbatches", "int64_t", "0",
            "micro-batches per step (0: stages)">,
     Option<"optimizerStates", "optimizer-states", "int64_t", "0",
-           "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">
+           "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">,
+    Option<"numRanks", "ranks", "int64_t", "0",
+           "plan stages and per-stage replication over this many ranks "
+           "(0: stages x 1)">
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect"];
 }
