@@ -43,6 +43,8 @@
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Driver/ModelLowering.h"
+#include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
@@ -139,19 +141,6 @@ static cl::opt<std::string>
     deviceOption("device",
                  cl::desc("Device name recorded in the profile (default cpu)"),
                  cl::init("cpu"), cl::cat(category));
-static cl::opt<std::string>
-    targetCPU("target-cpu",
-              cl::desc("CPU to generate code for: native (default) or an "
-                       "LLVM CPU name"),
-              cl::init("native"), cl::cat(category));
-static cl::opt<unsigned> optLevel("O",
-                                  cl::desc("LLVM optimization level (0-3, "
-                                           "default 3)"),
-                                  cl::Prefix, cl::init(3), cl::cat(category));
-static cl::opt<std::string>
-    gemm("gemm",
-         cl::desc("GEMM lowering: auto (default), kernel, vectorize, blas, loops"),
-         cl::value_desc("MODE"), cl::init("auto"), cl::cat(category));
 static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::desc("Do not run the ONNX checker"),
                                cl::cat(category));
@@ -161,9 +150,7 @@ static cl::opt<bool> verbose("v",
                              cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
-  std::string text = message.str();
-  llvm::errs() << "error: " << StringRef(text).split('\n').first << "\n";
-  return 1;
+  return pipedream::printError(message);
 }
 
 //===----------------------------------------------------------------------===//
@@ -540,25 +527,12 @@ int main(int argc, char **argv) {
   // The code generator applies the pass manager options (and
   // --mlir-print-ir-after=PASS names its passes); the lowering steps are
   // pipedream-compile's (lib/Driver).
-  pipedream::registerDriverPasses();
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions(category);
-  {
-    std::string errors;
-    llvm::raw_string_ostream errorStream(errors);
-    if (!cl::ParseCommandLineOptions(
-            argc, argv,
-            "pipedream-profile: per-op forward/backward times of a model, "
-            "as a JSON profile for --cost-model\n",
-            &errorStream)) {
-      StringRef line = StringRef(errors).split('\n').first;
-      if (line.starts_with("pipedream-profile: "))
-        line = line.drop_front(strlen("pipedream-profile: "));
-      return fail(line);
-    }
-  }
+  pipedream::CodegenFlags codegenFlags(category);
+  if (!pipedream::parseCompilerCommandLine(
+          argc, argv, category,
+          "pipedream-profile: per-op forward/backward times of a model, as "
+          "a JSON profile for --cost-model\n"))
+    return 1;
   // NOTE: the in-process linker (lld) resets every command-line option to
   // its default; read what is needed after compiling now.
   const std::string output = outputPath;
@@ -567,12 +541,11 @@ int main(int argc, char **argv) {
   const double minSample = minSampleOption;
   const uint64_t seed = seedOption;
   const bool printKernels = verbose;
+  pipedream::CompileOptions codegenOptions;
+  codegenFlags.read(codegenOptions);
   if (inputFilename.empty())
     return fail("no input model (pipedream-profile MODEL.onnx -o "
                 "PROFILE.json)");
-  if (optLevel > 3)
-    return fail("-O" + llvm::Twine(optLevel.getValue()) +
-                ": the optimization level is 0 to 3");
   if (repeatsOption < 1)
     return fail("--repeats: at least 1");
   if (microbatches < 1)
@@ -584,21 +557,14 @@ int main(int argc, char **argv) {
                 ": must be a positive multiple of --microbatches (" +
                 llvm::Twine(microbatches.getValue()) + ")");
 
+  // -O, --gemm, --target-cpu: checked as pipedream-compile checks them.
   pipedream::cpu::CPUCodegenOptions codegen;
-  codegen.optLevel = optLevel;
-  codegen.cpu = targetCPU;
-  std::optional<pipedream::cpu::GemmLowering> gemmLowering =
-      pipedream::cpu::parseGemmLowering(gemm);
-  if (!gemmLowering)
-    return fail("--gemm " + gemm + ": expected auto, kernel, vectorize, blas or loops");
-  codegen.gemm = *gemmLowering;
-  if (codegen.gemm == pipedream::cpu::GemmLowering::BLAS &&
-      !pipedream::cpu::isBLASAvailable())
-    return fail("--gemm blas: this pipedream was built without OpenBLAS");
   {
     std::string error;
-    if (failed(pipedream::cpu::createTargetMachine(codegen, error)))
+    auto resolved = pipedream::resolveCodegenOptions(codegenOptions, error);
+    if (failed(resolved))
       return fail(error);
+    codegen = resolved->cpu;
   }
 
   pipedream::ImportOptions importOptions;
@@ -618,14 +584,7 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
+  pipedream::FirstErrorHandler firstError(&context);
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -648,8 +607,7 @@ int main(int argc, char **argv) {
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     model = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!model)
-      return fail(firstError.empty() ? inputFilename + ": cannot parse"
-                                     : firstError);
+      return fail(firstError.orElse(inputFilename + ": cannot parse"));
   } else {
     std::string error;
     auto imported = pipedream::importONNXFile(inputFilename, context,
@@ -721,7 +679,7 @@ int main(int argc, char **argv) {
         // rule on the measured forward.
         llvm::errs() << "warning: " << pp::getOpName(&op) << " ("
                      << op.getName() << "): no backward measured: "
-                     << firstError << "\n";
+                     << firstError.orElse("") << "\n";
         for (StringRef suffix : {"_joint", "_forward", "_backward_input",
                                  "_backward_weight"})
           if (auto f = library->lookupSymbol<func::FuncOp>(name + suffix.str()))

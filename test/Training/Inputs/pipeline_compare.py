@@ -444,6 +444,9 @@ def main():
     p.add_argument("--microbatch-size", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--optimizer", default="momentum")
+    p.add_argument("--momentum", default=None,
+                   help="pipedream-compile's --momentum (with --optimizer "
+                        "sgd: SGD with momentum)")
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--dim", type=int, default=32,
                    help="gpt: d_model (export_torch.py --dim)")
@@ -534,6 +537,8 @@ def main():
               str(replicas * m * b)]
     if args.eps is not None:
         common += ["--eps", repr(args.eps)]
+    if args.momentum is not None:
+        common += ["--momentum", args.momentum]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     # The single-rank reference trains the whole batch: R*M micro-batches.

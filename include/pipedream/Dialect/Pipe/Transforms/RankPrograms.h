@@ -15,7 +15,7 @@
 //
 // Two consumers share this plan, so they agree on every register and
 // instruction index: the `pipeline.ranks[r]` JSON of bundle.json
-// (lib/Compiler/Pipeline.cpp) and the native entry `pipeline_rank<r>` of
+// (lib/Compiler/BundleRanks.cpp) and the native entry `pipeline_rank<r>` of
 // program.so (`pipe-lower-rank-programs`, docs/Bundle.md "Native rank
 // entries"), whose runtime calls name instructions by their index here.
 //

@@ -1,4 +1,4 @@
-//===- Pipeline.h - per-rank programs of a pipeline bundle -------*- C++ -*-===//
+//===- BundleRanks.h - per-rank programs of a pipeline bundle ---*- C++ -*-===//
 //
 // Part of the pipedream project.
 //
@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEDREAM_COMPILER_PIPELINE_H
-#define PIPEDREAM_COMPILER_PIPELINE_H
+#ifndef PIPEDREAM_COMPILER_BUNDLERANKS_H
+#define PIPEDREAM_COMPILER_BUNDLERANKS_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -48,4 +48,4 @@ void eraseProgramOps(mlir::ModuleOp module);
 
 } // namespace pipedream
 
-#endif // PIPEDREAM_COMPILER_PIPELINE_H
+#endif // PIPEDREAM_COMPILER_BUNDLERANKS_H

@@ -1,10 +1,10 @@
-//===- Partition.cpp - partitioning driver and report ---------------------===//
+//===- PartitionReport.cpp - the partition report -------------------------===//
 //
 // Part of the pipedream project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Compiler/Partition.h"
+#include "pipedream/Compiler/PartitionReport.h"
 
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -24,56 +23,6 @@ using namespace mlir;
 using namespace pipedream;
 namespace pp = pipedream::pipe;
 namespace partition = pipedream::pipe::partition;
-
-/// Runs `populate`'s passes on `module`; the first error becomes `error`.
-static LogicalResult runPasses(ModuleOp module,
-                               llvm::function_ref<void(PassManager &)> populate,
-                               std::string &error) {
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = diag.str();
-    return success();
-  });
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  populate(pm);
-  if (succeeded(pm.run(module)))
-    return success();
-  error = firstError.empty() ? "partitioning failed" : firstError;
-  return failure();
-}
-
-LogicalResult pipedream::partitionModule(ModuleOp module,
-                                         const PartitionConfig &config,
-                                         std::string &error) {
-  pp::AnnotateCostsPassOptions costs;
-  costs.device = config.device;
-  if (config.costModel != "analytical")
-    costs.profile = config.costModel;
-  pp::PartitionPassOptions options;
-  options.numStages = config.stages;
-  options.numChunks = config.virtualStages;
-  options.method = config.method;
-  options.splitAfter.assign(config.splitAfter.begin(), config.splitAfter.end());
-  options.memoryLimit = config.memoryLimit;
-  options.scheduleKind = config.schedule;
-  options.numMicrobatches = config.microbatches;
-  options.optimizerStates = config.optimizerStates;
-  return runPasses(
-      module,
-      [&](PassManager &pm) {
-        pm.addPass(pp::createAnnotateCostsPass(costs));
-        pm.addPass(pp::createPartitionPass(options));
-      },
-      error);
-}
-
-LogicalResult pipedream::outlineStages(ModuleOp module, std::string &error) {
-  return runPasses(
-      module,
-      [](PassManager &pm) { pm.addPass(pp::createOutlineStagesPass()); },
-      error);
-}
 
 FailureOr<PartitionReport>
 pipedream::collectPartitionReport(ModuleOp module, std::string &error) {

@@ -1,14 +1,15 @@
-//===- Pipeline.cpp - per-rank programs of a pipeline bundle --------------===//
+//===- BundleRanks.cpp - per-rank programs of a pipeline bundle -----------===//
 //
 // Part of the pipedream project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Compiler/Pipeline.h"
+#include "pipedream/Compiler/BundleRanks.h"
 
 #include "pipedream/Compiler/Bundle.h"
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/RankPrograms.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -120,20 +121,10 @@ LogicalResult lowerRankProgramsToNative(ModuleOp module,
                                         llvm::json::Array &ranks,
                                         llvm::StringRef symbolPrefix,
                                         std::string &error) {
-  // Keep the first error as the one-line message.
-  std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error &&
-        firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
+  pipedream::FirstErrorHandler firstError(module.getContext());
   std::vector<std::string> entries;
   if (failed(lowerRankPrograms(module, symbolPrefix, entries))) {
-    error = firstError.empty() ? "cannot lower the rank programs" : firstError;
-    error = llvm::StringRef(error).split('\n').first.str();
+    error = firstError.orElse("cannot lower the rank programs");
     return failure();
   }
   if (entries.size() != ranks.size()) {

@@ -1,18 +1,17 @@
-//===- Partition.h - partitioning driver and report -------------*- C++ -*-===//
+//===- PartitionReport.h - the partition report -----------------*- C++ -*-===//
 //
 // Part of the pipedream project.
 //
 //===----------------------------------------------------------------------===//
 //
-// What `pipedream-compile` does for `--stages`, `--partition`,
-// `--cost-model`, `--emit partitioned` and `--report` / `--report-json`
-// (docs/CLI.md): runs pipe-annotate-costs, pipe-partition and
-// pipe-outline-stages on an imported module and describes the partition.
+// The partition report of `pipedream-compile --report` / `--report-json`
+// (docs/CLI.md): describes the partition pipe-partition left in a module
+// (lib/Pipelines' buildPartitionPipeline runs the passes).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEDREAM_COMPILER_PARTITION_H
-#define PIPEDREAM_COMPILER_PARTITION_H
+#ifndef PIPEDREAM_COMPILER_PARTITIONREPORT_H
+#define PIPEDREAM_COMPILER_PARTITIONREPORT_H
 
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 
@@ -24,30 +23,6 @@
 #include <vector>
 
 namespace pipedream {
-
-/// The partitioning flags of pipedream-compile.
-struct PartitionConfig {
-  int64_t stages = 1;        ///< --stages
-  int64_t virtualStages = 1; ///< --virtual-stages
-  std::string method = "auto"; ///< --partition auto|uniform
-  std::vector<std::string> splitAfter; ///< --split-after (manual)
-  std::string device = "cpu"; ///< --device cpu|h200
-  /// --cost-model: "analytical" or a profile JSON file.
-  std::string costModel = "analytical";
-  std::string schedule = "1f1b"; ///< --schedule
-  int64_t microbatches = 0;      ///< --microbatches (0: stages)
-  std::string memoryLimit;       ///< --memory-limit (bytes, suffixes)
-  int64_t optimizerStates = 0;   ///< from --optimizer (adam: 2)
-};
-
-/// Runs pipe-annotate-costs and pipe-partition on `module`. On failure sets
-/// `error` to a one-line message (the first diagnostic).
-mlir::LogicalResult partitionModule(mlir::ModuleOp module,
-                                    const PartitionConfig &config,
-                                    std::string &error);
-
-/// Runs pipe-outline-stages on a partitioned module.
-mlir::LogicalResult outlineStages(mlir::ModuleOp module, std::string &error);
 
 /// One stage (piece) of the report.
 struct StageReport {
@@ -94,7 +69,7 @@ struct PartitionReport {
   std::vector<SharedWeightReport> sharedWeights;
 };
 
-/// Describes the partition `partitionModule` left in `module` (before
+/// Describes the partition pipe-partition left in `module` (before
 /// outlining).
 mlir::FailureOr<PartitionReport> collectPartitionReport(mlir::ModuleOp module,
                                                         std::string &error);
@@ -112,4 +87,4 @@ llvm::json::Object partitionReportJSON(const PartitionReport &report);
 
 } // namespace pipedream
 
-#endif // PIPEDREAM_COMPILER_PARTITION_H
+#endif // PIPEDREAM_COMPILER_PARTITIONREPORT_H

@@ -1,0 +1,443 @@
+//===- Options.cpp - resolving and checking the compile options -----------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every default of a compilation and every check of a value, once, for the
+// single-rank and the pipelined flow (include/pipedream/Pipelines/Options.h).
+// The messages are the one-line errors of docs/CLI.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Pipelines/Options.h"
+
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+using namespace pipedream;
+namespace sched = pipedream::pipe::schedule;
+
+std::optional<CompilePhase> pipedream::parseCompilePhase(StringRef name) {
+  return llvm::StringSwitch<std::optional<CompilePhase>>(name)
+      .Case("nn", CompilePhase::NN)
+      .Case("train", CompilePhase::Train)
+      .Case("partitioned", CompilePhase::Partitioned)
+      .Case("scheduled", CompilePhase::Scheduled)
+      .Case("linalg", CompilePhase::Linalg)
+      .Case("llvm-dialect", CompilePhase::LLVMDialect)
+      .Case("llvm", CompilePhase::LLVM)
+      .Case("bundle", CompilePhase::Bundle)
+      .Default(std::nullopt);
+}
+
+StringRef pipedream::stringifyCompilePhase(CompilePhase phase) {
+  switch (phase) {
+  case CompilePhase::NN:
+    return "nn";
+  case CompilePhase::Train:
+    return "train";
+  case CompilePhase::Partitioned:
+    return "partitioned";
+  case CompilePhase::Scheduled:
+    return "scheduled";
+  case CompilePhase::Linalg:
+    return "linalg";
+  case CompilePhase::LLVMDialect:
+    return "llvm-dialect";
+  case CompilePhase::LLVM:
+    return "llvm";
+  case CompilePhase::Bundle:
+    return "bundle";
+  }
+  return "bundle";
+}
+
+std::optional<CompileTarget> pipedream::parseCompileTarget(StringRef name) {
+  return llvm::StringSwitch<std::optional<CompileTarget>>(name)
+      .Case("cpu", CompileTarget::CPU)
+      .Case("cuda", CompileTarget::CUDA)
+      .Default(std::nullopt);
+}
+
+StringRef pipedream::stringifyPartitionMethod(PartitionMethod method) {
+  return method == PartitionMethod::Uniform ? "uniform" : "auto";
+}
+
+double pipedream::defaultLearningRate(nn::OptimizerKind kind) {
+  return kind == nn::OptimizerKind::Adam || kind == nn::OptimizerKind::AdamW
+             ? 0.001
+             : 0.01;
+}
+
+int64_t TrainingPhaseOptions::optimizerStates() const {
+  if (!enabled)
+    return 0;
+  switch (nn.optimizer.kind) {
+  case nn::OptimizerKind::SGD:
+    return 0;
+  case nn::OptimizerKind::Momentum:
+    return 1;
+  case nn::OptimizerKind::Adam:
+  case nn::OptimizerKind::AdamW:
+    return 2;
+  }
+  return 0;
+}
+
+/// Sets `error` to `message`'s text and fails.
+static LogicalResult fail(std::string &error, const llvm::Twine &message) {
+  error = message.str();
+  return failure();
+}
+
+FailureOr<CodegenPhaseOptions>
+pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
+  CodegenPhaseOptions codegen;
+  if (o.optLevel > 3)
+    return fail(error, "-O" + llvm::Twine(o.optLevel) +
+                           ": the optimization level is 0 to 3");
+  codegen.cpu.optLevel = o.optLevel;
+  codegen.cpu.cpu = o.targetCPU;
+  std::optional<cpu::GemmLowering> gemm = cpu::parseGemmLowering(o.gemm);
+  if (!gemm)
+    return fail(error, "--gemm " + o.gemm +
+                           ": expected auto, kernel, vectorize, blas or loops");
+  codegen.cpu.gemm = *gemm;
+  if (codegen.cpu.gemm == cpu::GemmLowering::BLAS && !cpu::isBLASAvailable())
+    return fail(error, "--gemm blas: this pipedream was built without "
+                       "OpenBLAS (install libopenblas-dev and rebuild)");
+  codegen.cpu.runTimeChecks = o.runTimeChecks;
+  codegen.cpu.codegenThreads = o.codegenThreads;
+  codegen.cpu.outlineKernels = o.outlineKernels;
+  codegen.cpu.cacheDir = o.cacheDir;
+  codegen.cpu.useCache = !o.noCache;
+  // A bad --target-cpu fails here, before the (longer) import.
+  if (failed(cpu::createTargetMachine(codegen.cpu, error)))
+    return failure();
+  return codegen;
+}
+
+/// --target and the CUDA code generator's options: a bad --gpu-arch,
+/// --dtype or a missing toolkit fails before the import; --gpu-arch and
+/// --dtype are refused with another target.
+static LogicalResult resolveTarget(const CompileOptions &o,
+                                   TargetPhaseOptions &target,
+                                   std::string &error) {
+  std::optional<CompileTarget> kind = parseCompileTarget(o.target);
+  if (!kind)
+    return fail(error, "--target " + o.target + ": expected cpu or cuda");
+  target.target = *kind;
+  if (*kind != CompileTarget::CUDA) {
+    if (o.gpuArch || o.dtype)
+      return fail(error, llvm::Twine(o.gpuArch ? "--gpu-arch" : "--dtype") +
+                             " applies to --target cuda");
+    return success();
+  }
+  cuda::CUDACodegenOptions &c = target.cuda;
+  c.gpuArch = o.gpuArch.value_or("sm_90");
+  c.optLevel = o.optLevel;
+  if (failed(cuda::verifyGPUArch(c.gpuArch, error)))
+    return failure();
+  std::string dtype = o.dtype.value_or("f32");
+  std::optional<cuda::DType> parsed = cuda::parseDType(dtype);
+  if (!parsed)
+    return fail(error, "--dtype " + dtype + ": expected f32 or bf16");
+  c.dtype = *parsed;
+  return cuda::verifyToolkit(c, error);
+}
+
+/// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
+/// training program, so --loss is required).
+static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
+                                     bool needsLoss, int64_t microbatches,
+                                     TrainingPhaseOptions &t,
+                                     std::string &error) {
+  nn::TrainingOptions &nn = t.nn;
+  t.freeze = o.freeze;
+  t.train = o.train;
+  if (o.loss || needsLoss) {
+    if (!o.loss) {
+      if (pipelined)
+        return fail(error, "a pipeline trains: pass --loss cross-entropy|mse "
+                           "(pipelines of forward-only --inference bundles "
+                           "are not supported)");
+      return fail(error, "training needs a loss: pass --loss "
+                         "cross-entropy|mse|none (or --inference for a "
+                         "forward-only bundle)");
+    }
+    std::optional<nn::LossKind> loss = nn::parseLossKind(*o.loss);
+    if (!loss)
+      return fail(error, "--loss " + *o.loss +
+                             ": expected cross-entropy, mse or none (the "
+                             "model's first output is the loss)");
+    if (*loss == nn::LossKind::None && o.labelsName)
+      return fail(error, "--labels-name does not apply to --loss none (the "
+                         "labels, if any, are ordinary graph inputs)");
+    nn.loss = *loss;
+  }
+  nn.labelsName = o.labelsName.value_or("labels");
+  nn.microbatches = microbatches;
+
+  std::string optimizer = o.optimizer.value_or("sgd");
+  std::optional<nn::OptimizerKind> kind = nn::parseOptimizerKind(optimizer);
+  if (!kind)
+    return fail(error, "--optimizer " + optimizer +
+                           ": expected sgd, momentum, adam or adamw");
+  nn::OptimizerOptions &opt = nn.optimizer;
+  opt.kind = *kind;
+  bool adam =
+      *kind == nn::OptimizerKind::Adam || *kind == nn::OptimizerKind::AdamW;
+  opt.lr = o.lr.value_or(defaultLearningRate(*kind));
+  if (o.momentum) {
+    if (adam)
+      return fail(error, "--momentum applies to sgd and momentum; adam uses "
+                         "--beta1/--beta2");
+    opt.momentum = *o.momentum;
+    // NOTE: `--optimizer sgd --momentum 0.9` is SGD with momentum (as
+    // torch.optim.SGD(momentum=0.9)), on one rank and in a pipeline alike.
+    if (*kind == nn::OptimizerKind::SGD && opt.momentum > 0)
+      opt.kind = nn::OptimizerKind::Momentum;
+  }
+  opt.nesterov = o.nesterov.value_or(false);
+  if (opt.nesterov && opt.kind != nn::OptimizerKind::Momentum)
+    return fail(error, "--nesterov needs momentum (--optimizer momentum)");
+  opt.weightDecay = o.weightDecay.value_or(0.0);
+  opt.beta1 = o.beta1.value_or(0.9);
+  opt.beta2 = o.beta2.value_or(0.999);
+  opt.eps = o.eps.value_or(1e-8);
+  if (!(opt.lr > 0) || opt.momentum < 0 || opt.weightDecay < 0 ||
+      !(opt.beta1 >= 0 && opt.beta1 < 1) ||
+      !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
+    return fail(error, "optimizer hyper-parameters out of range (lr > 0, "
+                       "momentum >= 0, weight decay >= 0, 0 <= beta < 1, "
+                       "eps > 0)");
+  return success();
+}
+
+FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
+                                                       std::string &error) {
+  PhaseOptions p;
+  std::optional<CompilePhase> emit = parseCompilePhase(o.emit);
+  if (!emit) {
+    return fail(error,
+                "--emit " + o.emit +
+                    ": expected nn, train, partitioned, scheduled, linalg, "
+                    "llvm-dialect, llvm or bundle");
+  }
+  p.emit = *emit;
+  p.output = o.output;
+
+  // Which flow: a pipelined compile partitions (docs/CLI.md, "Pipelines").
+  bool pipelineFlags =
+      o.stages.value_or(1) > 1 || o.virtualStages > 1 || !o.splitAfter.empty();
+  bool reportFlags = o.report || !o.reportJSON.empty();
+  p.pipelined = p.emit == CompilePhase::Partitioned ||
+                p.emit == CompilePhase::Scheduled ||
+                (p.emit == CompilePhase::Bundle && !o.inference &&
+                 (pipelineFlags || o.schedule.has_value() ||
+                  !o.scheduleCsv.empty()));
+  if (!p.pipelined) {
+    if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
+        !o.timeline.empty()) {
+      return fail(error,
+                  llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
+                                              "--split-after"
+                                            : "--report/--report-json/"
+                                              "--schedule/--trace") +
+                      " apply to pipelines: --emit partitioned, --emit "
+                      "scheduled or a training bundle (not --emit " +
+                      o.emit + (o.inference ? " --inference)" : ")"));
+    }
+  }
+  bool scheduled = p.scheduled();
+  if (p.pipelined && !scheduled && (!o.trace.empty() || !o.timeline.empty())) {
+    return fail(error, "--trace/--timeline need --emit scheduled");
+  }
+  if (!scheduled && (!o.scheduleCsv.empty() || !o.exportScheduleCsv.empty()))
+    return fail(error, "--schedule-csv/--export-schedule-csv need --emit "
+                       "scheduled (or a pipeline bundle)");
+  if (o.input.empty()) {
+    return fail(error,
+                "no input model (pipedream-compile MODEL.onnx -o OUT_DIR "
+                "--inference)");
+  }
+
+  // Training flags.
+  p.training.enabled = !o.inference;
+  if (o.inference) {
+    const std::pair<bool, const char *> trainingFlags[] = {
+        {o.loss.has_value(), "loss"},
+        {o.labelsName.has_value(), "labels-name"},
+        {o.microbatches.has_value(), "microbatches"},
+        {o.batchSize.has_value(), "batch-size"},
+        {o.optimizer.has_value(), "optimizer"},
+        {o.lr.has_value(), "lr"},
+        {o.momentum.has_value(), "momentum"},
+        {o.nesterov.has_value(), "nesterov"},
+        {o.weightDecay.has_value(), "weight-decay"},
+        {o.beta1.has_value(), "beta1"},
+        {o.beta2.has_value(), "beta2"},
+        {o.eps.has_value(), "eps"},
+        {!o.freeze.empty(), "freeze"},
+        {!o.train.empty(), "train"}};
+    for (auto [given, name] : trainingFlags)
+      if (given) {
+        return fail(error, llvm::Twine("--") + name +
+                               " is a training flag; it does not apply to "
+                               "--inference");
+      }
+    if (scheduled) {
+      return fail(error,
+                  "a pipeline trains: pass --loss cross-entropy|mse "
+                  "(pipelines of forward-only --inference bundles are not "
+                  "supported)");
+    }
+    if (p.emit == CompilePhase::Train) {
+      return fail(error, "--emit train: there is no training program with "
+                         "--inference");
+    }
+  }
+
+  // Stages and micro-batches: M defaults to K (1 on one rank).
+  PartitionPhaseOptions &part = p.partition;
+  part.virtualStages = o.virtualStages;
+  if (part.virtualStages < 1) {
+    return fail(error, "--virtual-stages " + llvm::Twine(part.virtualStages) +
+                           ": at least 1");
+  }
+  part.stages = o.stages.value_or(1);
+  if (!o.splitAfter.empty() && !o.stages)
+    part.stages = int64_t(o.splitAfter.size() + 1) /
+                  std::max<int64_t>(1, o.virtualStages);
+  // The schedule kind; with --schedule-csv the file's kind and M (unless
+  // --schedule / --microbatches are given, then they must match it).
+  std::string kindName = o.schedule.value_or("1f1b");
+  std::optional<sched::Kind> kind = sched::parseKind(kindName);
+  if (p.pipelined && !kind) {
+    return fail(error, "--schedule " + kindName + ": expected " +
+                           sched::kindNameList());
+  }
+  if (!o.scheduleCsv.empty()) {
+    sched::Schedule fromCsv;
+    std::string note;
+    if (std::string err = sched::readScheduleCSVFile(
+            o.scheduleCsv, o.schedule ? kind : std::nullopt, part.stages,
+            o.microbatches.value_or(0), part.virtualStages, fromCsv, &note);
+        !err.empty())
+      return fail(error, "--schedule-csv " + err);
+    if (!note.empty())
+      llvm::errs() << "note: --schedule-csv " << o.scheduleCsv << ": " << note
+                   << "\n";
+    kind = fromCsv.config.kind;
+    p.schedule.scheduleCsv = o.scheduleCsv;
+    p.schedule.fromCsv = std::move(fromCsv);
+  }
+  int64_t m = o.microbatches.value_or(
+      p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
+                         : std::max<int64_t>(1, part.stages));
+  if (m < 1) {
+    return fail(error, "--microbatches " + llvm::Twine(m) + ": at least 1");
+  }
+  if (o.batchSize) {
+    if (*o.batchSize <= 0 || *o.batchSize % m != 0) {
+      return fail(error,
+                  "--batch-size " + llvm::Twine(*o.batchSize) +
+                      ": must be a positive multiple of --microbatches (" +
+                      llvm::Twine(m) + ")");
+    }
+    p.import.microbatchSize = *o.batchSize / m;
+  }
+  if (p.training.enabled &&
+      failed(resolveTraining(o, p.pipelined,
+                             /*needsLoss=*/scheduled || !p.pipelined, m,
+                             p.training, error)))
+    return failure();
+
+  // Partition and schedule.
+  if (p.pipelined) {
+    if (o.partition == "auto")
+      part.method = PartitionMethod::Auto;
+    else if (o.partition == "uniform")
+      part.method = PartitionMethod::Uniform;
+    else {
+      return fail(error,
+                  "--partition " + o.partition + ": expected auto or uniform");
+    }
+    if (o.device != "cpu" && o.device != "h200") {
+      return fail(error, "--device " + o.device + ": expected cpu or h200");
+    }
+    part.device = o.device;
+    if (o.costModel != "analytical")
+      part.profile = o.costModel;
+    part.splitAfter = o.splitAfter;
+    part.memoryLimit = o.memoryLimit;
+    part.microbatches = m;
+    part.optimizerStates = p.training.optimizerStates();
+    part.schedule = *kind;
+    if (scheduled) {
+      SchedulePhaseOptions &s = p.schedule;
+      s.config = sched::Config{*kind, part.stages, m, part.virtualStages};
+      if (std::string err = sched::validate(s.config); !err.empty()) {
+        error = err;
+        return failure();
+      }
+      // Asynchronous schedules update several times per step: each update
+      // applies the mean gradient of its micro-batches (pipedream: one,
+      // 2bw: a window of K, as in the papers).
+      s.microbatchesPerUpdate = m;
+      if (*kind == sched::Kind::PipeDream)
+        s.microbatchesPerUpdate = 1;
+      if (*kind == sched::Kind::TwoBW) {
+        if (m % part.stages != 0) {
+          return fail(error,
+                      "--schedule 2bw coalesces gradients over windows of "
+                      "K = " +
+                          llvm::Twine(part.stages) +
+                          " micro-batches: --microbatches must be a "
+                          "multiple of it");
+        }
+        s.microbatchesPerUpdate = part.stages;
+      }
+      s.trace = o.trace;
+      s.timeline = o.timeline;
+      s.exportScheduleCsv = o.exportScheduleCsv;
+    }
+  }
+  p.reportText = o.report;
+  p.reportJSON = o.reportJSON;
+  p.timePhases = o.timePhases;
+
+  // Import.
+  p.import.input = o.input;
+  p.import.isMLIR = StringRef(o.input).ends_with(".mlir");
+  p.import.inputShapes = o.inputShapes;
+  p.import.runONNXChecker = o.runONNXChecker;
+  if (p.import.isMLIR && !o.inputShapes.empty()) {
+    return fail(error, "--input-shape applies to ONNX models, not .mlir input");
+  }
+
+  // Target and code generation (checked in every flow, also for the IR
+  // phases that stop before code generation).
+  if (failed(resolveTarget(o, p.target, error)))
+    return failure();
+  if (p.output.empty()) {
+    if (p.emit == CompilePhase::Bundle) {
+      return fail(error, "no output: pass -o OUT_DIR");
+    }
+  } else if (p.output == "-" && p.emit == CompilePhase::Bundle) {
+    return fail(error,
+                "-o -: a bundle is a directory; stdout is only for --emit "
+                "nn, linalg, llvm-dialect or llvm");
+  }
+  FailureOr<CodegenPhaseOptions> codegen = resolveCodegenOptions(o, error);
+  if (failed(codegen))
+    return failure();
+  p.codegen = std::move(*codegen);
+  return p;
+}
