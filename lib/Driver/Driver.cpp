@@ -25,6 +25,7 @@
 #include "pipedream/Compiler/Bundle.h"
 #include "pipedream/Compiler/BundleRanks.h"
 #include "pipedream/Compiler/PartitionReport.h"
+#include "pipedream/Compiler/ReplicaLayout.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
@@ -449,6 +450,8 @@ struct PipelineState {
   PartitionReport partition;
   llvm::json::Object json;
   std::string scheduleText;
+  /// Replicated stages: the rank layout and memory per rank (the bundle's).
+  std::string replicaText;
   /// Read before the schedule phase replaces @main (docs/Bundle.md,
   /// "Pipeline bundles": `inputs`, `microbatch_size`, `num_classes`).
   std::vector<std::string> dataInputs;
@@ -547,7 +550,21 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
   // runtime allocates per rank into report.json (`rank_memory`).
   if (failed(assignRankWeightFiles(bundle, *ranks, error)))
     return failure();
-  state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
+  const int64_t replicas = p.schedule.replicas;
+  if (replicas > 1) {
+    // Replicated stages: every world rank's memory and the layout.
+    llvm::json::Array memory =
+        replicatedRankMemoryJSON(bundle, *ranks, replicas);
+    llvm::raw_string_ostream os(state.replicaText);
+    printRankLayout(static_cast<int64_t>(ranks->size()), replicas,
+                    p.schedule.shardOptimizer, memory, os);
+    state.json["rank_memory"] = std::move(memory);
+    state.json["rank_layout"] =
+        rankLayoutJSON(static_cast<int64_t>(ranks->size()), replicas);
+    state.json["replicas"] = replicas;
+  } else {
+    state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
+  }
   const nn::TrainingOptions &t = p.training.nn;
   const nn::OptimizerOptions &o = t.optimizer;
   const sched::Config &config = p.schedule.config;
@@ -559,13 +576,19 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
       {"loss", nn::stringifyLossKind(t.loss)},
       {"inputs", llvm::json::Array(state.dataInputs)},
       {"microbatch_size", state.microbatchSize},
-      {"batch_size", config.numMicrobatches * state.microbatchSize},
+      {"batch_size",
+       replicas * config.numMicrobatches * state.microbatchSize},
       {"optimizer", optimizerJSON(o)},
       {"ranks", std::move(*ranks)}};
   if (t.loss != nn::LossKind::None)
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;
+  if (replicas > 1) {
+    section["replicas"] = replicas;
+    section["rank_layout"] = rankLayoutJSON(
+        static_cast<int64_t>(section.getArray("ranks")->size()), replicas);
+  }
   llvm::raw_string_ostream os(bundle.pipelineJSON);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(section)));
   return success();
@@ -672,6 +695,11 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         nn::printWeightDecisions(*weightDecisions, os);
       printPartitionReport(pipeline->partition, os);
       os << pipeline->scheduleText;
+      if (!pipeline->replicaText.empty())
+        os << pipeline->replicaText;
+      else if (p.schedule.replicas > 1)
+        printRankLayout(p.schedule.config.numRanks, p.schedule.replicas,
+                        p.schedule.shardOptimizer, {}, os);
     }
     if (p.emit != CompilePhase::Bundle) {
       if (!p.reportJSON.empty() &&

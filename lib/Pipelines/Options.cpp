@@ -234,8 +234,9 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.output = o.output;
 
   // Which flow: a pipelined compile partitions (docs/CLI.md, "Pipelines").
-  bool pipelineFlags =
-      o.stages.value_or(1) > 1 || o.virtualStages > 1 || !o.splitAfter.empty();
+  bool pipelineFlags = o.stages.value_or(1) > 1 || o.virtualStages > 1 ||
+                       !o.splitAfter.empty() || o.replicas.value_or(1) > 1 ||
+                       o.shardOptimizer;
   bool reportFlags = o.report || !o.reportJSON.empty();
   p.pipelined = p.emit == CompilePhase::Partitioned ||
                 p.emit == CompilePhase::Scheduled ||
@@ -247,7 +248,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
         !o.timeline.empty()) {
       return fail(error,
                   llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
-                                              "--split-after"
+                                              "--split-after/--replicas"
                                             : "--report/--report-json/"
                                               "--schedule/--trace") +
                       " apply to pipelines: --emit partitioned, --emit "
@@ -338,12 +339,40 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     p.schedule.scheduleCsv = o.scheduleCsv;
     p.schedule.fromCsv = std::move(fromCsv);
   }
+  // Replicated stages (docs/Bundle.md "Replicated stages").
+  const int64_t replicas = o.replicas.value_or(1);
+  if (replicas < 1)
+    return fail(error, "--replicas " + llvm::Twine(replicas) + ": at least 1");
+  if (o.shardOptimizer && replicas < 2)
+    return fail(error, "--shard-optimizer shards the optimizer state over "
+                       "the replicas of a stage: pass --replicas R (R >= 2)");
+  if (replicas > 1 && p.pipelined) {
+    if (kind && (*kind == sched::Kind::PipeDream ||
+                 *kind == sched::Kind::TwoBW))
+      return fail(error, "--replicas " + llvm::Twine(replicas) +
+                             ": replicated stages need a synchronous "
+                             "schedule, not --schedule " +
+                             sched::kindName(*kind));
+    if (!o.scheduleCsv.empty())
+      return fail(error, "--replicas does not apply to --schedule-csv");
+    if (o.target != "cpu")
+      return fail(error, "--replicas " + llvm::Twine(replicas) +
+                             ": replicated stages run on --target cpu only");
+  }
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
-                         : std::max<int64_t>(1, part.stages));
+                         : std::max<int64_t>(1, part.stages) * replicas);
   if (m < 1) {
     return fail(error, "--microbatches " + llvm::Twine(m) + ": at least 1");
   }
+  if (m % replicas != 0)
+    return fail(error, "--microbatches " + llvm::Twine(m) +
+                           ": must be a multiple of --replicas " +
+                           llvm::Twine(replicas) +
+                           " (each replica runs M/R of the step's "
+                           "micro-batches)");
+  // Each replica's schedule.
+  const int64_t perReplica = m / replicas;
   if (o.batchSize) {
     if (*o.batchSize <= 0 || *o.batchSize % m != 0) {
       return fail(error,
@@ -377,12 +406,15 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       part.profile = o.costModel;
     part.splitAfter = o.splitAfter;
     part.memoryLimit = o.memoryLimit;
-    part.microbatches = m;
+    part.microbatches = perReplica;
     part.optimizerStates = p.training.optimizerStates();
     part.schedule = *kind;
     if (scheduled) {
       SchedulePhaseOptions &s = p.schedule;
-      s.config = sched::Config{*kind, part.stages, m, part.virtualStages};
+      s.config =
+          sched::Config{*kind, part.stages, perReplica, part.virtualStages};
+      s.replicas = replicas;
+      s.shardOptimizer = o.shardOptimizer;
       if (std::string err = sched::validate(s.config); !err.empty()) {
         error = err;
         return failure();
@@ -390,7 +422,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       // Asynchronous schedules update several times per step: each update
       // applies the mean gradient of its micro-batches (pipedream: one,
       // 2bw: a window of K, as in the papers).
-      s.microbatchesPerUpdate = m;
+      s.microbatchesPerUpdate = perReplica;
       if (*kind == sched::Kind::PipeDream)
         s.microbatchesPerUpdate = 1;
       if (*kind == sched::Kind::TwoBW) {

@@ -93,6 +93,13 @@ struct CompileOptions {
 
   // Pipelines (docs/Pipe.md).
   std::optional<int64_t> stages; ///< K, default 1
+  /// Data-parallel replicas of every stage R (replicated stages, docs/Bundle.md
+  /// "Replicated stages"): K*R ranks; each replica runs M/R of the step's
+  /// M micro-batches. Unset: 1.
+  std::optional<int64_t> replicas;
+  /// ZeRO-1: every replica keeps and updates 1/R of its stage's optimizer
+  /// state (needs replicas > 1).
+  bool shardOptimizer = false;
   int64_t virtualStages = 1;     ///< V
   std::string partition = "auto";
   std::vector<std::string> splitAfter;
@@ -194,6 +201,7 @@ struct PartitionPhaseOptions {
   /// The schedule whose memory (in-flight micro-batches, weight versions)
   /// and all-reduces the partitioner counts.
   pipe::schedule::Kind schedule = pipe::schedule::Kind::OneFOneB;
+  /// Micro-batches of each replica's schedule (M/R).
   int64_t microbatches = 1;
   int64_t optimizerStates = 0;
 };
@@ -213,6 +221,11 @@ struct SchedulePhaseOptions {
   std::optional<pipe::schedule::Schedule> fromCsv;
   /// --export-schedule-csv FILE.
   std::string exportScheduleCsv;
+  /// Replicated stages: R replicas of every pipeline rank (config's M is
+  /// each replica's, M/R); with shardOptimizer, pipe-shard-optimizer splits
+  /// the updates over them.
+  int64_t replicas = 1;
+  bool shardOptimizer = false;
 };
 
 /// Code generation for the CPU (also the host side of --target cuda).

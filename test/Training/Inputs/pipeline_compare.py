@@ -25,9 +25,10 @@ the torch model itself, in float64, and compares with it (1e-4), and checks
 that a torch model with an *untied* head ends up measurably different (so
 the comparison can tell a tied from an untied training).
 `--replicas R` (replicated stages, docs/Bundle.md "Replicated stages";
-runners threads and mpi) compiles the pipeline with `--replicas R`, so
-K*R ranks each run M micro-batches of B samples, and compares with
-single-rank training of the whole batch: R*M micro-batches of B.
+runners threads and mpi) compiles the pipeline with `--replicas R
+--microbatches R*M`, so K*R ranks each run M micro-batches of B samples,
+and compares with single-rank training of the whole batch: R*M
+micro-batches of B.
 `--shard-optimizer` (with --replicas) also compiles the pipeline with
 `--shard-optimizer` (ZeRO-1) and compares its run with the unsharded one
 (every loss and weight within 1e-6 relative), and checks from bundle.json
@@ -385,8 +386,8 @@ def compare_sharded(args, compile_, common, m, piped, data_path, work,
                     losses, weights, tag):
     """The --shard-optimizer bundle against the unsharded run."""
     sharded = os.path.join(work, "sharded")
-    subprocess.run([compile_, *common, "--microbatches", str(m), "-o",
-                    sharded, "--stages", str(args.stages), "--virtual-stages",
+    subprocess.run([compile_, *common, "--microbatches",
+                    str(args.replicas * m), "-o", sharded, "--stages", str(args.stages), "--virtual-stages",
                     str(args.virtual), "--schedule", args.schedule,
                     "--replicas", str(args.replicas), "--shard-optimizer"],
                    check=True)
@@ -546,7 +547,8 @@ def main():
                     "-o", single], check=True)
     piped = os.path.join(work, "pipeline")
     extra = ["--replicas", str(replicas)] if replicas > 1 else []
-    subprocess.run([compile_, *common, "--microbatches", str(m), "-o", piped,
+    subprocess.run([compile_, *common, "--microbatches", str(replicas * m),
+                    "-o", piped,
                     "--stages", str(args.stages), "--virtual-stages",
                     str(args.virtual), "--schedule", args.schedule, *extra],
                    check=True)
