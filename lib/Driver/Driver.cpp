@@ -450,6 +450,9 @@ struct PipelineState {
   PartitionReport partition;
   llvm::json::Object json;
   std::string scheduleText;
+  /// --ranks: the plans the planner compared (report text and JSON).
+  std::string planText;
+  llvm::json::Array plansJSON;
   /// Replicated stages: the rank layout and memory per rank (the bundle's).
   std::string replicaText;
   /// Read before the schedule phase replaces @main (docs/Bundle.md,
@@ -487,7 +490,7 @@ static void collectPipelineInputs(ModuleOp module, PipelineState &state) {
 /// `module`: the phase pipelines of lib/Pipelines, the partition report
 /// between them.
 static LogicalResult
-partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
+partitionAndSchedule(PhaseOptions &p, ModuleOp module,
                      const std::optional<SmallVector<nn::WeightDecision>>
                          &weightDecisions,
                      PipelineState &state, std::string &error) {
@@ -504,11 +507,27 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
   if (failed(report))
     return failure();
   state.partition = std::move(*report);
+  // --ranks N: the schedule phase runs the planner's K x R plan.
+  if (p.partition.ranks > 0) {
+    int64_t replicas = 1;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (auto summary = f->getAttrOfType<DictionaryAttr>("pipe.partition"))
+        if (auto r = summary.getAs<IntegerAttr>("replicas"))
+          replicas = r.getInt();
+    if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
+                                    error)))
+      return failure();
+    llvm::raw_string_ostream os(state.planText);
+    printReplicationPlans(module, os);
+    state.plansJSON = replicationPlansJSON(module);
+  }
   if (failed(runPhasePipeline(
           module, [](OpPassManager &pm) { buildOutlinePipeline(pm); },
           FirstErrorHandler::Format::MessageOnly, "outlining failed", error)))
     return failure();
   state.json = partitionReportJSON(state.partition);
+  if (!state.plansJSON.empty())
+    state.json["replication_plans"] = std::move(state.plansJSON);
   if (weightDecisions)
     state.json["weights"] = nn::weightDecisionsJSON(*weightDecisions);
   collectPipelineInputs(module, state);
@@ -612,7 +631,9 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   FailureOr<PhaseOptions> resolved = resolvePhaseOptions(options, error);
   if (failed(resolved))
     return fail(error);
-  const PhaseOptions &p = *resolved;
+  // NOTE: not const: --ranks sets the schedule phase's K and R after the
+  // partition phase (applyReplicationPlan).
+  PhaseOptions &p = *resolved;
   CompileTimingSession timing(p.timePhases, llvm::errs());
 
   MLIRContext context(driverDialects());
@@ -694,6 +715,7 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       if (weightDecisions)
         nn::printWeightDecisions(*weightDecisions, os);
       printPartitionReport(pipeline->partition, os);
+      os << pipeline->planText;
       os << pipeline->scheduleText;
       if (!pipeline->replicaText.empty())
         os << pipeline->replicaText;

@@ -179,6 +179,11 @@ struct CompileFlags::Flags {
                  cl::desc("Data-parallel replicas of every stage R (K*R "
                           "ranks; each runs M/R micro-batches; default 1)"),
                  cl::init(1), cl::cat(c)),
+        ranks("ranks",
+              cl::desc("Without --stages: plan stages K and replicas R "
+                       "over this many ranks (PipeDream's planner with "
+                       "the replicas' all-reduce cost)"),
+              cl::cat(c)),
         shardOptimizer("shard-optimizer",
                        cl::desc("ZeRO-1: each replica keeps and updates 1/R "
                                 "of its stage's optimizer state"),
@@ -252,7 +257,7 @@ struct CompileFlags::Flags {
   cl::opt<double> weightDecay, beta1, beta2, eps;
   cl::list<std::string> freeze, train;
   // Pipelines.
-  cl::opt<int64_t> stages, virtualStages, replicas;
+  cl::opt<int64_t> stages, virtualStages, replicas, ranks;
   cl::opt<bool> shardOptimizer;
   cl::opt<std::string> partition;
   cl::list<std::string> splitAfter;
@@ -298,6 +303,7 @@ CompileOptions CompileFlags::read() const {
   o.virtualStages = f.virtualStages;
   o.replicas = given(f.replicas);
   o.shardOptimizer = f.shardOptimizer;
+  o.ranks = given(f.ranks);
   o.partition = f.partition;
   o.splitAfter.assign(f.splitAfter.begin(), f.splitAfter.end());
   o.costModel = f.costModel;

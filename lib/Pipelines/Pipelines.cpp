@@ -42,6 +42,7 @@ void pipedream::buildPartitionPipeline(OpPassManager &pm,
   options.scheduleKind = sched::kindName(p.schedule);
   options.numMicrobatches = p.microbatches;
   options.optimizerStates = p.optimizerStates;
+  options.numRanks = p.ranks;
   pm.addPass(pp::createPartitionPass(options));
 }
 
@@ -114,6 +115,9 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
   Option<int64_t> replicas{
       *this, "replicas",
       llvm::cl::desc("data-parallel replicas of every stage R (default 1)")};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("plan stages and replicas over this many ranks")};
   Option<bool> shardOptimizer{
       *this, "shard-optimizer",
       llvm::cl::desc("ZeRO-1 over the replicas of each stage"),
@@ -183,6 +187,7 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
     o.virtualStages = virtualStages;
     o.replicas = given(replicas);
     o.shardOptimizer = shardOptimizer;
+    o.ranks = given(ranks);
     o.schedule = given(schedule);
     o.microbatches = given(microbatches);
     o.partition = partition;

@@ -16,6 +16,7 @@
 
 #include "pipedream/Compiler/Bundle.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -37,6 +38,12 @@ llvm::json::Array replicatedRankMemoryJSON(const Bundle &bundle,
 void printRankLayout(int64_t pipelineRanks, int64_t replicas,
                      bool shardOptimizer, const llvm::json::Array &memory,
                      llvm::raw_ostream &os);
+
+/// --ranks N: the plans pipe-partition's planner compared (pipe.partition
+/// `plans`), as report lines ("plan: K stages, replicas [...], slowest
+/// ...") and JSON.
+void printReplicationPlans(mlir::ModuleOp module, llvm::raw_ostream &os);
+llvm::json::Array replicationPlansJSON(mlir::ModuleOp module);
 
 } // namespace pipedream
 

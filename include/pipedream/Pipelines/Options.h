@@ -100,6 +100,9 @@ struct CompileOptions {
   /// ZeRO-1: every replica keeps and updates 1/R of its stage's optimizer
   /// state (needs replicas > 1).
   bool shardOptimizer = false;
+  /// Without --stages: PipeDream's planner picks K and R over this many
+  /// ranks (ReplicationPlanner.h); the best K x R plan is compiled.
+  std::optional<int64_t> ranks;
   int64_t virtualStages = 1;     ///< V
   std::string partition = "auto";
   std::vector<std::string> splitAfter;
@@ -201,9 +204,12 @@ struct PartitionPhaseOptions {
   /// The schedule whose memory (in-flight micro-batches, weight versions)
   /// and all-reduces the partitioner counts.
   pipe::schedule::Kind schedule = pipe::schedule::Kind::OneFOneB;
-  /// Micro-batches of each replica's schedule (M/R).
+  /// Micro-batches of each replica's schedule (M/R); with `ranks` the
+  /// step's M (R is the planner's).
   int64_t microbatches = 1;
   int64_t optimizerStates = 0;
+  /// --ranks N: pipe-partition ranks=N (0: `stages` x 1).
+  int64_t ranks = 0;
 };
 
 /// Schedule: pipe-build-stage-training, pipe-unroll-schedule,
@@ -266,6 +272,12 @@ struct PhaseOptions {
     return pipelined && emit != CompilePhase::Partitioned;
   }
 };
+
+/// --ranks N: after the partition phase, the planner's K x R plan
+/// (pipe.partition `stages`, `replicas`) for the schedule phase: K stages,
+/// R replicas, M/R micro-batches each. Fails with a one-line `error`.
+mlir::LogicalResult applyReplicationPlan(PhaseOptions &options, int64_t stages,
+                                         int64_t replicas, std::string &error);
 
 /// Resolves the defaults of `options` and checks every value, for the
 /// single-rank and the pipelined flow alike, before anything is imported.

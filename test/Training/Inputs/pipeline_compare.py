@@ -29,6 +29,9 @@ runners threads and mpi) compiles the pipeline with `--replicas R
 --microbatches R*M`, so K*R ranks each run M micro-batches of B samples,
 and compares with single-rank training of the whole batch: R*M
 micro-batches of B.
+`--ranks N` (instead of --stages/--replicas) lets the planner choose K
+and R (`pipedream-compile --ranks N --microbatches M`, M the step's
+micro-batches) and compares with single-rank training of M micro-batches.
 `--shard-optimizer` (with --replicas) also compiles the pipeline with
 `--shard-optimizer` (ZeRO-1) and compares its run with the unsharded one
 (every loss and weight within 1e-6 relative), and checks from bundle.json
@@ -436,7 +439,8 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True,
                    choices=["mlp", "gpt", "gpt-tied", "cnn", "mlp-dropout"])
-    p.add_argument("--stages", type=int, required=True)
+    p.add_argument("--stages", type=int, default=None)
+    p.add_argument("--ranks", type=int, default=None)
     p.add_argument("--virtual", type=int, default=1)
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--shard-optimizer", action="store_true")
@@ -518,6 +522,12 @@ def main():
         del proto
     m, b = args.microbatches, args.microbatch_size
     replicas = args.replicas
+    if (args.stages is None) == (args.ranks is None):
+        print("error: pass --stages K or --ranks N")
+        return 1
+    if args.ranks:
+        # The planner's R is not known yet: M is the step's micro-batches.
+        replicas, m = 1, args.microbatches
     if replicas > 1 and args.runner == "python":
         print("error: --replicas runs on the runtime: pass --runner threads "
               "or mpi")
@@ -547,11 +557,19 @@ def main():
                     "-o", single], check=True)
     piped = os.path.join(work, "pipeline")
     extra = ["--replicas", str(replicas)] if replicas > 1 else []
+    where = (["--ranks", str(args.ranks)] if args.ranks else
+             ["--stages", str(args.stages), "--virtual-stages",
+              str(args.virtual)])
     subprocess.run([compile_, *common, "--microbatches", str(replicas * m),
-                    "-o", piped,
-                    "--stages", str(args.stages), "--virtual-stages",
-                    str(args.virtual), "--schedule", args.schedule, *extra],
-                   check=True)
+                    "-o", piped, *where, "--schedule", args.schedule,
+                    *extra], check=True)
+    with open(os.path.join(piped, "bundle.json")) as f:
+        planned = json.load(f)["pipeline"]
+    world = len(planned["ranks"]) * planned.get("replicas", 1)
+    if args.ranks:
+        args.stages = len(planned["ranks"])
+        print(f"plan: {args.stages} stages x {planned.get('replicas', 1)} "
+              f"replicas")
 
     if asynchronous:
         # No single-rank equivalent: the reference is the sequential
@@ -569,8 +587,7 @@ def main():
     else:
         losses, weights = run_tool(
             args.bin, piped, data_path, args.steps, work,
-            args.stages * replicas if args.runner == "mpi" else None,
-            args.runner)
+            world if args.runner == "mpi" else None, args.runner)
 
     tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
            f"M={m}{f' R={replicas}' if replicas > 1 else ''} ({args.runner})")

@@ -122,7 +122,9 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
     std::optional<partition::ReplicatedPlan> chosen;
     std::vector<partition::ReplicatedPlan> uniformPlans;
     for (int64_t k = 1; k <= numRanks; ++k) {
-      if (numRanks % k || k > static_cast<int64_t>(graph.nodes.size()))
+      // Every replica runs M/R of the step's micro-batches.
+      if (numRanks % k || k > static_cast<int64_t>(graph.nodes.size()) ||
+          options.numMicrobatches % (numRanks / k) != 0)
         continue;
       partition::ReplicatedPlan plan =
           partition::planUniform(graph, options, k, numRanks / k);
