@@ -107,6 +107,12 @@ pipedream::CompileOptions readOptions(const py::dict &kw) {
       o.stages = v.cast<int64_t>();
     else if (key == "virtual_stages")
       o.virtualStages = v.cast<int64_t>();
+    else if (key == "replicas")
+      o.replicas = v.cast<int64_t>();
+    else if (key == "shard_optimizer")
+      o.shardOptimizer = v.cast<bool>();
+    else if (key == "ranks")
+      o.ranks = v.cast<int64_t>();
     else if (key == "partition")
       o.partition = v.cast<std::string>();
     else if (key == "split_after")
