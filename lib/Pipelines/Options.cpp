@@ -234,9 +234,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.output = o.output;
 
   // Which flow: a pipelined compile partitions (docs/CLI.md, "Pipelines").
+  bool replicaFlags =
+      o.replicas.value_or(1) > 1 || o.shardOptimizer || o.ranks.has_value();
   bool pipelineFlags = o.stages.value_or(1) > 1 || o.virtualStages > 1 ||
-                       !o.splitAfter.empty() || o.replicas.value_or(1) > 1 ||
-                       o.shardOptimizer || o.ranks.has_value();
+                       !o.splitAfter.empty() || replicaFlags;
   bool reportFlags = o.report || !o.reportJSON.empty();
   p.pipelined = p.emit == CompilePhase::Partitioned ||
                 p.emit == CompilePhase::Scheduled ||
@@ -247,8 +248,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
         !o.timeline.empty()) {
       return fail(error,
-                  llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
-                                              "--split-after/--replicas"
+                  llvm::Twine(replicaFlags ? "--replicas/--shard-optimizer/"
+                                             "--ranks"
+                              : pipelineFlags ? "--stages/--virtual-stages/"
+                                                "--split-after"
                                             : "--report/--report-json/"
                                               "--schedule/--trace") +
                       " apply to pipelines: --emit partitioned, --emit "
