@@ -53,6 +53,9 @@ llvm::json::Object instructionJSON(const RankInstruction &ins) {
       instruction["weights"] = llvm::json::Object{{"save", ins.saveWeights}};
     else if (ins.useWeights >= 0)
       instruction["weights"] = llvm::json::Object{{"use", ins.useWeights}};
+    // A sharded update (pipe-shard-optimizer): only this replica runs it.
+    if (auto replica = call->getAttrOfType<mlir::IntegerAttr>("pipe.replica"))
+      instruction["replica"] = replica.getInt();
     return instruction;
   }
   case RankInstruction::Kind::Send:

@@ -26,6 +26,7 @@
 #include "pipedream/Compiler/BundleRanks.h"
 #include "pipedream/Compiler/PartitionReport.h"
 #include "pipedream/Compiler/ScheduleChoice.h"
+#include "pipedream/Compiler/ReplicaLayout.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
@@ -436,6 +437,11 @@ struct PipelineState {
   PartitionReport partition;
   llvm::json::Object json;
   std::string scheduleText;
+  /// --ranks: the plans the planner compared (report text and JSON).
+  std::string planText;
+  llvm::json::Array plansJSON;
+  /// Replicated stages: the rank layout and memory per rank (the bundle's).
+  std::string replicaText;
   /// Read before the schedule phase replaces @main (docs/Bundle.md,
   /// "Pipeline bundles": `inputs`, `microbatch_size`, `num_classes`).
   std::vector<std::string> dataInputs;
@@ -471,7 +477,7 @@ static void collectPipelineInputs(ModuleOp module, PipelineState &state) {
 /// `module`: the phase pipelines of lib/Pipelines, the partition report
 /// between them.
 static LogicalResult
-partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
+partitionAndSchedule(PhaseOptions &p, ModuleOp module,
                      const std::optional<SmallVector<nn::WeightDecision>>
                          &weightDecisions,
                      PipelineState &state, std::string &error) {
@@ -488,11 +494,27 @@ partitionAndSchedule(const PhaseOptions &p, ModuleOp module,
   if (failed(report))
     return failure();
   state.partition = std::move(*report);
+  // --ranks N: the schedule phase runs the planner's K x R plan.
+  if (p.partition.ranks > 0) {
+    int64_t replicas = 1;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (auto summary = f->getAttrOfType<DictionaryAttr>("pipe.partition"))
+        if (auto r = summary.getAs<IntegerAttr>("replicas"))
+          replicas = r.getInt();
+    if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
+                                    error)))
+      return failure();
+    llvm::raw_string_ostream os(state.planText);
+    printReplicationPlans(module, os);
+    state.plansJSON = replicationPlansJSON(module);
+  }
   if (failed(runPhasePipeline(
           module, [](OpPassManager &pm) { buildOutlinePipeline(pm); },
           FirstErrorHandler::Format::MessageOnly, "outlining failed", error)))
     return failure();
   state.json = partitionReportJSON(state.partition);
+  if (!state.plansJSON.empty())
+    state.json["replication_plans"] = std::move(state.plansJSON);
   if (weightDecisions)
     state.json["weights"] = nn::weightDecisionsJSON(*weightDecisions);
   collectPipelineInputs(module, state);
@@ -534,7 +556,21 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
   // runtime allocates per rank into report.json (`rank_memory`).
   if (failed(assignRankWeightFiles(bundle, *ranks, error)))
     return failure();
-  state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
+  const int64_t replicas = p.schedule.replicas;
+  if (replicas > 1) {
+    // Replicated stages: every world rank's memory and the layout.
+    llvm::json::Array memory =
+        replicatedRankMemoryJSON(bundle, *ranks, replicas);
+    llvm::raw_string_ostream os(state.replicaText);
+    printRankLayout(static_cast<int64_t>(ranks->size()), replicas,
+                    p.schedule.shardOptimizer, memory, os);
+    state.json["rank_memory"] = std::move(memory);
+    state.json["rank_layout"] =
+        rankLayoutJSON(static_cast<int64_t>(ranks->size()), replicas);
+    state.json["replicas"] = replicas;
+  } else {
+    state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
+  }
   const nn::TrainingOptions &t = p.training.nn;
   const nn::OptimizerOptions &o = t.optimizer;
   const sched::Config &config = p.schedule.config;
@@ -546,13 +582,19 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
       {"loss", nn::stringifyLossKind(t.loss)},
       {"inputs", llvm::json::Array(state.dataInputs)},
       {"microbatch_size", state.microbatchSize},
-      {"batch_size", config.numMicrobatches * state.microbatchSize},
+      {"batch_size",
+       replicas * config.numMicrobatches * state.microbatchSize},
       {"optimizer", optimizerJSON(o)},
       {"ranks", std::move(*ranks)}};
   if (t.loss != nn::LossKind::None)
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;
+  if (replicas > 1) {
+    section["replicas"] = replicas;
+    section["rank_layout"] = rankLayoutJSON(
+        static_cast<int64_t>(section.getArray("ranks")->size()), replicas);
+  }
   llvm::raw_string_ostream os(bundle.pipelineJSON);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(section)));
   return success();
@@ -668,8 +710,10 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   FailureOr<PhaseOptions> resolved = resolvePhaseOptions(options, error);
   if (failed(resolved))
     return fail(error);
-  // NOTE: a reference, so that --schedule auto can resolve again below.
-  const PhaseOptions &p = *resolved;
+  // NOTE: a reference, so that --schedule auto can resolve again below;
+  // not const: --ranks sets the schedule phase's K and R after the
+  // partition phase (applyReplicationPlan).
+  PhaseOptions &p = *resolved;
   CompileTimingSession timing(p.timePhases, llvm::errs());
 
   MLIRContext context(driverDialects());
@@ -783,7 +827,13 @@ CompileResult pipedream::compile(const CompileOptions &options) {
         nn::printWeightDecisions(*weightDecisions, os);
       os << autoText;
       printPartitionReport(pipeline->partition, os);
+      os << pipeline->planText;
       os << pipeline->scheduleText;
+      if (!pipeline->replicaText.empty())
+        os << pipeline->replicaText;
+      else if (p.schedule.replicas > 1)
+        printRankLayout(p.schedule.config.numRanks, p.schedule.replicas,
+                        p.schedule.shardOptimizer, {}, os);
     }
     if (p.emit != CompilePhase::Bundle) {
       if (!p.reportJSON.empty() &&

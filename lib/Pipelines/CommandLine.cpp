@@ -180,6 +180,19 @@ struct CompileFlags::Flags {
         virtualStages("virtual-stages",
                       cl::desc("Virtual chunks per stage V (default 1)"),
                       cl::init(1), cl::cat(c)),
+        replicas("replicas",
+                 cl::desc("Data-parallel replicas of every stage R (K*R "
+                          "ranks; each runs M/R micro-batches; default 1)"),
+                 cl::init(1), cl::cat(c)),
+        ranks("ranks",
+              cl::desc("Without --stages: plan stages K and replicas R "
+                       "over this many ranks (PipeDream's planner with "
+                       "the replicas' all-reduce cost)"),
+              cl::cat(c)),
+        shardOptimizer("shard-optimizer",
+                       cl::desc("ZeRO-1: each replica keeps and updates 1/R "
+                                "of its stage's optimizer state"),
+                       cl::cat(c)),
         partition("partition",
                   cl::desc("Stage partitioning: auto (PipeDream's dynamic "
                            "program, default) or uniform (equal op "
@@ -252,7 +265,8 @@ struct CompileFlags::Flags {
   cl::opt<double> weightDecay, beta1, beta2, eps;
   cl::list<std::string> freeze, train;
   // Pipelines.
-  cl::opt<int64_t> stages, virtualStages;
+  cl::opt<int64_t> stages, virtualStages, replicas, ranks;
+  cl::opt<bool> shardOptimizer;
   cl::opt<std::string> partition;
   cl::list<std::string> splitAfter;
   cl::opt<std::string> costModel, device, memoryLimit;
@@ -295,6 +309,9 @@ CompileOptions CompileFlags::read() const {
   o.train.assign(f.train.begin(), f.train.end());
   o.stages = given(f.stages);
   o.virtualStages = f.virtualStages;
+  o.replicas = given(f.replicas);
+  o.shardOptimizer = f.shardOptimizer;
+  o.ranks = given(f.ranks);
   o.partition = f.partition;
   o.splitAfter.assign(f.splitAfter.begin(), f.splitAfter.end());
   o.costModel = f.costModel;

@@ -234,8 +234,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.output = o.output;
 
   // Which flow: a pipelined compile partitions (docs/CLI.md, "Pipelines").
-  bool pipelineFlags =
-      o.stages.value_or(1) > 1 || o.virtualStages > 1 || !o.splitAfter.empty();
+  bool replicaFlags =
+      o.replicas.value_or(1) > 1 || o.shardOptimizer || o.ranks.has_value();
+  bool pipelineFlags = o.stages.value_or(1) > 1 || o.virtualStages > 1 ||
+                       !o.splitAfter.empty() || replicaFlags;
   bool reportFlags = o.report || !o.reportJSON.empty();
   p.pipelined = p.emit == CompilePhase::Partitioned ||
                 p.emit == CompilePhase::Scheduled ||
@@ -246,8 +248,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
         !o.timeline.empty()) {
       return fail(error,
-                  llvm::Twine(pipelineFlags ? "--stages/--virtual-stages/"
-                                              "--split-after"
+                  llvm::Twine(replicaFlags ? "--replicas/--shard-optimizer/"
+                                             "--ranks"
+                              : pipelineFlags ? "--stages/--virtual-stages/"
+                                                "--split-after"
                                             : "--report/--report-json/"
                                               "--schedule/--trace") +
                       " apply to pipelines: --emit partitioned, --emit "
@@ -347,12 +351,61 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     p.schedule.scheduleCsv = o.scheduleCsv;
     p.schedule.fromCsv = std::move(fromCsv);
   }
+  // --ranks N: the planner picks K and R (docs/CLI.md).
+  if (o.ranks) {
+    if (*o.ranks < 1)
+      return fail(error, "--ranks " + llvm::Twine(*o.ranks) + ": at least 1");
+    if (o.stages || o.replicas)
+      return fail(error, "--ranks " + llvm::Twine(*o.ranks) +
+                             " lets the planner choose the stages and "
+                             "replicas: drop --stages/--replicas");
+    if (o.virtualStages != 1 || !o.splitAfter.empty() ||
+        o.partition != "auto" || !o.scheduleCsv.empty())
+      return fail(error, "--ranks needs --partition auto, one virtual "
+                         "stage, no --split-after and no --schedule-csv");
+    if (kind && (*kind == sched::Kind::PipeDream ||
+                 *kind == sched::Kind::TwoBW))
+      return fail(error, llvm::Twine("--ranks plans replicated stages, "
+                                     "which need a synchronous schedule, "
+                                     "not --schedule ") +
+                             sched::kindName(*kind));
+    part.ranks = *o.ranks;
+  }
+  // Replicated stages (docs/Bundle.md "Replicated stages").
+  const int64_t replicas = o.replicas.value_or(1);
+  if (replicas < 1)
+    return fail(error, "--replicas " + llvm::Twine(replicas) + ": at least 1");
+  if (o.shardOptimizer && replicas < 2 && !o.ranks)
+    return fail(error, "--shard-optimizer shards the optimizer state over "
+                       "the replicas of a stage: pass --replicas R (R >= 2)");
+  if (replicas > 1 && p.pipelined) {
+    if (kind && (*kind == sched::Kind::PipeDream ||
+                 *kind == sched::Kind::TwoBW))
+      return fail(error, "--replicas " + llvm::Twine(replicas) +
+                             ": replicated stages need a synchronous "
+                             "schedule, not --schedule " +
+                             sched::kindName(*kind));
+    if (!o.scheduleCsv.empty())
+      return fail(error, "--replicas does not apply to --schedule-csv");
+    if (o.target != "cpu")
+      return fail(error, "--replicas " + llvm::Twine(replicas) +
+                             ": replicated stages run on --target cpu only");
+  }
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
-                         : std::max<int64_t>(1, part.stages));
+      : o.ranks          ? *o.ranks
+                         : std::max<int64_t>(1, part.stages) * replicas);
   if (m < 1) {
     return fail(error, "--microbatches " + llvm::Twine(m) + ": at least 1");
   }
+  if (m % replicas != 0)
+    return fail(error, "--microbatches " + llvm::Twine(m) +
+                           ": must be a multiple of --replicas " +
+                           llvm::Twine(replicas) +
+                           " (each replica runs M/R of the step's "
+                           "micro-batches)");
+  // Each replica's schedule.
+  const int64_t perReplica = m / replicas;
   if (o.batchSize) {
     if (*o.batchSize <= 0 || *o.batchSize % m != 0) {
       return fail(error,
@@ -386,7 +439,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       part.profile = o.costModel;
     part.splitAfter = o.splitAfter;
     part.memoryLimit = o.memoryLimit;
-    part.microbatches = m;
+    // NOTE: with --ranks the partitioner plans R itself and is given the
+    // step's M; the driver then sets the schedule phase's K, R and M/R
+    // (applyReplicationPlan).
+    part.microbatches = o.ranks ? m : perReplica;
     part.optimizerStates = p.training.optimizerStates();
     part.schedule = *kind;
     if (autoSchedule) {
@@ -397,7 +453,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       part.virtualStages = 1;
     } else if (scheduled) {
       SchedulePhaseOptions &s = p.schedule;
-      s.config = sched::Config{*kind, part.stages, m, part.virtualStages};
+      s.config =
+          sched::Config{*kind, part.stages, perReplica, part.virtualStages};
+      s.replicas = replicas;
+      s.shardOptimizer = o.shardOptimizer;
       if (std::string err = sched::validate(s.config); !err.empty()) {
         error = err;
         return failure();
@@ -405,7 +464,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       // Asynchronous schedules update several times per step: each update
       // applies the mean gradient of its micro-batches (pipedream: one,
       // 2bw: a window of K, as in the papers).
-      s.microbatchesPerUpdate = m;
+      s.microbatchesPerUpdate = perReplica;
       if (*kind == sched::Kind::PipeDream)
         s.microbatchesPerUpdate = 1;
       if (*kind == sched::Kind::TwoBW) {
@@ -455,4 +514,30 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     return failure();
   p.codegen = std::move(*codegen);
   return p;
+}
+
+LogicalResult pipedream::applyReplicationPlan(PhaseOptions &p, int64_t stages,
+                                              int64_t replicas,
+                                              std::string &error) {
+  const int64_t m = p.partition.microbatches;
+  if (stages < 1 || replicas < 1 || m % replicas != 0) {
+    error = "--ranks: the planner's " + std::to_string(stages) + " x " +
+            std::to_string(replicas) + " plan does not divide the " +
+            std::to_string(m) + " micro-batches";
+    return failure();
+  }
+  p.partition.stages = stages;
+  if (!p.scheduled())
+    return success();
+  SchedulePhaseOptions &s = p.schedule;
+  s.config = sched::Config{s.config.kind, stages, m / replicas, 1};
+  if (std::string err = sched::validate(s.config); !err.empty()) {
+    error = "--ranks: " + err;
+    return failure();
+  }
+  s.replicas = replicas;
+  s.microbatchesPerUpdate = m / replicas;
+  // One replica per stage: nothing to shard.
+  s.shardOptimizer = s.shardOptimizer && replicas > 1;
+  return success();
 }

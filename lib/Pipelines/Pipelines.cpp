@@ -42,6 +42,7 @@ void pipedream::buildPartitionPipeline(OpPassManager &pm,
   options.scheduleKind = sched::kindName(p.schedule);
   options.numMicrobatches = p.microbatches;
   options.optimizerStates = p.optimizerStates;
+  options.numRanks = p.ranks;
   pm.addPass(pp::createPartitionPass(options));
 }
 
@@ -61,6 +62,7 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   stages.labelsName = t.labelsName;
   stages.microbatches = config.numMicrobatches;
   stages.microbatchesPerUpdate = schedule.microbatchesPerUpdate;
+  stages.replicas = schedule.replicas;
   stages.splitBackward = config.splitsBackward();
   stages.optimizer = nn::stringifyOptimizerKind(opt.kind).str();
   stages.lr = opt.lr;
@@ -81,6 +83,12 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   project.keepGlobal = true;
   pm.addPass(pp::createProjectRanksPass(project));
   pm.addPass(pp::createVerifySchedulePass());
+  // NOTE: after the verifier: a sharded update is one U per replica.
+  if (schedule.shardOptimizer) {
+    pp::ShardOptimizerPassOptions shard;
+    shard.shards = schedule.replicas;
+    pm.addPass(pp::createShardOptimizerPass(shard));
+  }
 }
 
 void pipedream::buildTrainingPipeline(OpPassManager &pm,
@@ -104,6 +112,16 @@ namespace {
 struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("pipeline stages K (default 1)")};
+  Option<int64_t> replicas{
+      *this, "replicas",
+      llvm::cl::desc("data-parallel replicas of every stage R (default 1)")};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("plan stages and replicas over this many ranks")};
+  Option<bool> shardOptimizer{
+      *this, "shard-optimizer",
+      llvm::cl::desc("ZeRO-1 over the replicas of each stage"),
+      llvm::cl::init(false)};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("virtual chunks per stage V (default 1)"),
@@ -167,6 +185,9 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
     };
     o.stages = given(stages);
     o.virtualStages = virtualStages;
+    o.replicas = given(replicas);
+    o.shardOptimizer = shardOptimizer;
+    o.ranks = given(ranks);
     o.schedule = given(schedule);
     o.microbatches = given(microbatches);
     o.partition = partition;

@@ -596,6 +596,48 @@ void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
                           rank.weightsFile + "' does not list");
 }
 
+/// `rank_layout` (required with replicas > 1): one entry per world rank,
+/// {"rank": w, "pipeline_rank": s, "replica": j}, listed in order, with
+/// w = j * K + s (the layout the runtime implements; docs/Bundle.md
+/// "Replicated stages").
+void parseRankLayout(Validator &v, const json &object, PipelineSpec &p) {
+  const std::string lpath = "pipeline.rank_layout";
+  if (!object.contains("rank_layout")) {
+    if (p.replicas > 1)
+      v.fail(lpath, "missing: a pipeline with " + std::to_string(p.replicas) +
+                        " replicas lists the stage and replica of each rank");
+    return;
+  }
+  const json &layout = v.array(object["rank_layout"], lpath);
+  if (layout.size() != p.worldRanks())
+    v.fail(lpath, "has " + std::to_string(layout.size()) +
+                      " entries; the pipeline has " +
+                      std::to_string(p.ranks.size()) + " pipeline ranks x " +
+                      std::to_string(p.replicas) + " replicas = " +
+                      std::to_string(p.worldRanks()) + " ranks");
+  for (size_t w = 0; w < layout.size(); ++w) {
+    std::string epath = Validator::index(lpath, w);
+    const json &entry = v.object(layout[w], epath);
+    uint64_t rank = v.unsignedInt(v.member(entry, epath, "rank"),
+                                  Validator::join(epath, "rank"));
+    uint64_t program =
+        v.unsignedInt(v.member(entry, epath, "pipeline_rank"),
+                      Validator::join(epath, "pipeline_rank"));
+    uint64_t replica = v.unsignedInt(v.member(entry, epath, "replica"),
+                                     Validator::join(epath, "replica"));
+    if (rank != w || program != p.programOf(w) || replica != p.replicaOf(w))
+      v.fail(epath, "rank " + std::to_string(rank) + " is pipeline rank " +
+                        std::to_string(program) + ", replica " +
+                        std::to_string(replica) + ", but entry " +
+                        std::to_string(w) + " must be rank " +
+                        std::to_string(w) + ", pipeline rank " +
+                        std::to_string(p.programOf(w)) + ", replica " +
+                        std::to_string(p.replicaOf(w)) +
+                        " (rank = replica x " +
+                        std::to_string(p.ranks.size()) + " + pipeline rank)");
+  }
+}
+
 void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   const std::string path = "pipeline";
   const json &object = v.object(value, path);
@@ -634,10 +676,18 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   p.inputs = parseDataInputs(v, object, path, "pipeline", p.labels);
   p.microbatchSize = positiveAt(v, object, path, "microbatch_size");
   p.batchSize = positiveAt(v, object, path, "batch_size");
-  if (p.batchSize != p.microbatches * p.microbatchSize)
+  p.replicas = positiveAt(v, object, path, "replicas", 1);
+  // NOTE: with replicas the step's batch is split over them: every replica
+  // runs the schedule's M micro-batches on its share.
+  if (p.batchSize != p.replicas * p.microbatches * p.microbatchSize)
     v.fail("pipeline.batch_size",
            std::to_string(p.batchSize) +
-               " is not schedule.microbatches x microbatch_size = " +
+               (p.replicas > 1
+                    ? " is not replicas x schedule.microbatches x "
+                      "microbatch_size = " +
+                          std::to_string(p.replicas) + " x "
+                    : std::string(" is not schedule.microbatches x "
+                                  "microbatch_size = ")) +
                std::to_string(p.microbatches) + " x " +
                std::to_string(p.microbatchSize));
   if (object.contains("optimizer"))
@@ -830,6 +880,16 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
         if (ientry.contains("chunk"))
           ins.chunk = static_cast<int64_t>(
               v.unsignedInt(ientry["chunk"], fieldPath("chunk")));
+        if (ientry.contains("replica")) {
+          uint64_t replica =
+              v.unsignedInt(ientry["replica"], fieldPath("replica"));
+          if (replica >= p.replicas)
+            v.fail(fieldPath("replica"),
+                   where + "replica " + std::to_string(replica) +
+                       " is out of range (the pipeline has " +
+                       std::to_string(p.replicas) + " replicas)");
+          ins.replica = static_cast<int64_t>(replica);
+        }
         if (ientry.contains("microbatch"))
           ins.microbatch = microbatch();
         if (ientry.contains("action"))
@@ -1029,6 +1089,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                  "; all losses must be on the last stage's rank");
   }
   p.lossRank = lossAt[0].first;
+  parseRankLayout(v, object, p);
 
   // Every data array is read somewhere; labels of the right kind.
   for (size_t d = 0; d < p.data.size(); ++d) {

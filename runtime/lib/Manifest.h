@@ -142,6 +142,9 @@ struct PipelineInstruction {
   /// `useWeights` instead of the current ones; -1 when absent.
   int64_t saveWeights = -1;
   int64_t useWeights = -1;
+  /// call (sharded optimizer state, docs/Bundle.md "Replicated stages"):
+  /// only replica `replica` runs it; -1 (absent): every replica.
+  int64_t replica = -1;
   /// call: registers of the function's value arguments and results, in
   /// the order of its non-bound input and output buffers.
   std::vector<size_t> args;
@@ -209,6 +212,34 @@ struct PipelineSpec {
   size_t lossRank = 0;
   /// `inputs` in order, then the labels.
   std::vector<PipelineData> data;
+  /// `replicas` (R, docs/Bundle.md "Replicated stages"): every pipeline rank
+  /// runs on R data-parallel replicas, K*R ranks in all; `rank_layout`
+  /// gives world rank w = replica * K + pipeline rank (K = ranks.size()).
+  size_t replicas = 1;
+  /// The ranks a transport must have: K*R.
+  size_t worldRanks() const { return ranks.size() * replicas; }
+  /// The pipeline rank (index into `ranks`) and replica of world rank w.
+  size_t programOf(size_t world) const { return world % ranks.size(); }
+  size_t replicaOf(size_t world) const { return world / ranks.size(); }
+  /// The world rank of pipeline rank `program` on replica `replica`.
+  size_t worldRank(size_t program, size_t replica) const {
+    return replica * ranks.size() + program;
+  }
+  /// The functions world rank w calls: its program's, less those only other
+  /// replicas run (sharded updates), ascending.
+  std::vector<size_t> functionsOf(size_t world) const {
+    const RankProgram &rank = ranks[programOf(world)];
+    std::vector<size_t> out;
+    for (size_t f : rank.functions)
+      for (const PipelineInstruction &ins : rank.program)
+        if (ins.op == PipelineInstruction::Op::Call && ins.function == f &&
+            (ins.replica < 0 ||
+             static_cast<size_t>(ins.replica) == replicaOf(world))) {
+          out.push_back(f);
+          break;
+        }
+    return out;
+  }
 };
 
 /// True for a buffer the runtime binds by name (weight, grad and state

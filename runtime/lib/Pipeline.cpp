@@ -34,6 +34,7 @@
 #include "GpuDevice.h"
 #include "Manifest.h"
 #include "RankEntry.h"
+#include "ReplicaGroup.h"
 #include "StepSnapshot.h"
 #include "Trace.h"
 #include "Transport.h"
@@ -46,6 +47,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -75,6 +77,23 @@ struct pd_pipeline {
   pd_transport *transport = nullptr;
   const PipelineSpec *spec = nullptr;
   const RankProgram *program = nullptr;
+  /// Replicated stages: the pipeline rank whose program this rank runs
+  /// (an index into spec->ranks), its replica, and the group of its
+  /// replicas (null with one replica).
+  size_t programRank = 0;
+  size_t replica = 0;
+  std::unique_ptr<pipedream::runtime::ReplicaGroup> replicas;
+  /// Sharded optimizer state: a run of update calls tagged with replicas
+  /// (instructions first..last); before the first the union of their
+  /// gradients is summed over the replicas, after the last the weights
+  /// each replica's call updated are all-gathered.
+  struct ShardGroup {
+    size_t first = 0, last = 0;
+    std::vector<pd_buffer *> grads;
+    std::vector<std::vector<pd_buffer *>> weights;
+  };
+  std::vector<ShardGroup> shardGroups;
+  std::map<size_t, size_t> shardGroupOf;
   /// The registers' memory: host memory for CPU bundles, device memory
   /// for cuda bundles (`cuda`); registerTable points at one or the other.
   std::vector<AlignedMemory> registers;
@@ -337,8 +356,11 @@ void runInput(pd_pipeline &p, const PipelineInstruction &ins,
     device = target;
     target = static_cast<unsigned char *>(p.staging.get());
   }
-  size_t start =
-      (p.stepFirst + static_cast<size_t>(ins.microbatch) * b) % samples;
+  // NOTE: replica j trains on rows [j*M*b, (j+1)*M*b) of the step's batch.
+  size_t start = (p.stepFirst + (p.replica * spec.microbatches +
+                                 static_cast<size_t>(ins.microbatch)) *
+                                    b) %
+                 samples;
   // Contiguous runs of rows, wrapping around the end of the data.
   for (size_t done = 0; done < b && bytes != 0;) {
     size_t row = (start + done) % samples;
@@ -507,7 +529,7 @@ void agreeOnStep(pd_pipeline &p) {
                   p.stepFailure.c_str());
   }
   StepStatus agreed = mine;
-  size_t ranks = p.spec->ranks.size();
+  size_t ranks = p.spec->worldRanks();
   auto earlier = [](const StepStatus &a, const StepStatus &b) {
     if (!a.failed)
       return false;
@@ -599,6 +621,25 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
     agreeOnStep(p);
   if (ins.action == "U" && p.constantWeights)
     p.constantWeights->release();
+  // Replicated stages: the update's gradients summed over the replicas
+  // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
+  if (p.replicas && ins.action == "U" && ins.replica < 0) {
+    pd_function &function = *p.bundle->functionByIndex[ins.function];
+    std::vector<pipedream::runtime::ReduceSpan> spans;
+    for (size_t k = 0; k < function.buffers.size(); ++k) {
+      pd_buffer *buffer = function.buffers[k];
+      if (function.spec.buffers[k].role != PD_ROLE_GRAD)
+        continue;
+      spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
+                       buffer->type.dtype, buffer->name});
+    }
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    p.replicas->allReduce(spans);
+    // One event per update: the sum over the replicas of what it applies.
+    if (p.trace.enabled)
+      p.trace.add("all_reduce", function.spec.name.c_str(), "replicas",
+                  ins.stage, -1, -1, -1, start);
+  }
 }
 
 /// The functions of the rank's F and B calls (for ConstantWeights), none
@@ -633,8 +674,9 @@ void runSend(pd_pipeline &p, const PipelineInstruction &ins,
                                    "downloading the register to send: ");
     data = p.staging.get();
   }
-  transportCall(
-      pd_transport_send(p.transport, ins.peer, ins.tag, data, bytes));
+  transportCall(pd_transport_send(
+      p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag, data,
+      bytes));
 }
 
 void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
@@ -643,8 +685,9 @@ void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
     return pipedream::runtime::recvDevice(*p.transport, ins.peer, ins.tag,
                                           data, bytes);
   void *target = p.cuda ? p.staging.get() : data;
-  transportCall(
-      pd_transport_recv(p.transport, ins.peer, ins.tag, target, bytes));
+  transportCall(pd_transport_recv(p.transport,
+                                  p.spec->worldRank(ins.peer, p.replica),
+                                  ins.tag, target, bytes));
   if (p.cuda)
     pipedream::runtime::copyToDevice(data, target, bytes,
                                      "uploading the received register: ");
@@ -685,11 +728,14 @@ void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
                                        " holds no gradient '" + ins.name + "'");
   size_t bytes = ins.type.numBytes;
   size_t count = ins.type.numElements;
+  // The group's ranks on this rank's replica.
+  std::vector<size_t> group;
+  for (size_t q : ins.group)
+    group.push_back(p.spec->worldRank(q, p.replica));
   if (!p.cuda) {
-    transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
-                                          ins.group.size(),
-                                          ensureMemory(*grad), count,
-                                          ins.type.dtype));
+    transportCall(pd_transport_all_reduce(p.transport, group.data(),
+                                          group.size(), ensureMemory(*grad),
+                                          count, ins.type.dtype));
     return;
   }
   void *device = pipedream::runtime::deviceArgument(*grad);
@@ -709,6 +755,124 @@ void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
                                    "uploading the summed gradient: ");
 }
 
+/// call, interpreted.
+void interpretCall(pd_pipeline &p, const PipelineInstruction &ins) {
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  p.arguments.assign(function.buffers.size(), nullptr);
+  size_t a = 0, r = 0;
+  for (size_t k = 0; k < function.buffers.size(); ++k) {
+    const BufferSpec &buffer = function.spec.buffers[k];
+    if (isBoundBuffer(buffer))
+      continue;
+    p.arguments[k] = buffer.role == PD_ROLE_INPUT
+                         ? p.registerTable[ins.args[a++]]
+                         : p.registerTable[ins.results[r++]];
+  }
+  beforeCall(p, ins);
+  bindCall(p, ins, p.arguments.data());
+  if (function.cuda) {
+    // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
+    pipedream::runtime::invokeFunction(function, p.arguments.data());
+  } else {
+    function.entry(p.arguments.data());
+    finishCall(p, ins);
+  }
+  noteCheckFailure(p, ins);
+}
+
+/// A call of a sharded update (docs/Bundle.md "Replicated stages"): the
+/// group's gradients summed over the replicas before its first call, this
+/// replica's call only, the updated weights all-gathered after its last.
+void runShardCall(pd_pipeline &p, size_t index,
+                  const PipelineInstruction &ins) {
+  const pd_pipeline::ShardGroup &group =
+      p.shardGroups[p.shardGroupOf.at(index)];
+  auto span = [](pd_buffer *buffer) {
+    return pipedream::runtime::ReduceSpan{ensureMemory(*buffer),
+                                          buffer->type.numElements,
+                                          buffer->type.dtype, buffer->name};
+  };
+  if (index == group.first) {
+    if (!p.stepAgreed && p.agreeBeforeUpdate)
+      agreeOnStep(p);
+    if (p.replicas) {
+      std::vector<pipedream::runtime::ReduceSpan> spans;
+      for (pd_buffer *grad : group.grads)
+        spans.push_back(span(grad));
+      const double start =
+          p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+      p.replicas->allReduce(spans);
+      if (p.trace.enabled)
+        p.trace.add("all_reduce", "gradients", "replicas", ins.stage, -1, -1,
+                    -1, start);
+    }
+  }
+  if (static_cast<size_t>(ins.replica) == p.replica)
+    interpretCall(p, ins);
+  if (index == group.last && p.replicas) {
+    std::vector<std::vector<pipedream::runtime::ReduceSpan>> parts;
+    for (const auto &weights : group.weights) {
+      parts.emplace_back();
+      for (pd_buffer *weight : weights)
+        parts.back().push_back(span(weight));
+    }
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    p.replicas->allGather(p.replica, parts);
+    if (p.trace.enabled)
+      p.trace.add("all_gather", "weights", "replicas", ins.stage, -1, -1, -1,
+                  start);
+  }
+}
+
+/// Finds the sharded update groups of the rank's program and the buffers
+/// they sum and gather (pd_pipeline_create).
+void findShardGroups(pd_pipeline &p) {
+  const auto &program = p.program->program;
+  const pd_bundle &bundle = *p.bundle;
+  auto find = [&](const std::vector<std::unique_ptr<pd_buffer>> &list,
+                  const std::string &name) -> pd_buffer * {
+    for (const auto &buffer : list)
+      if (buffer->name == name)
+        return buffer.get();
+    throw Error(PD_ERROR_INTERNAL, "internal error: rank " +
+                                       std::to_string(p.rank) +
+                                       " holds no buffer '" + name +
+                                       "' of its sharded update");
+  };
+  for (size_t i = 0; i < program.size(); ++i) {
+    const PipelineInstruction &ins = program[i];
+    if (ins.op != PipelineInstruction::Op::Call || ins.replica < 0)
+      continue;
+    bool extends = !p.shardGroups.empty() && p.shardGroups.back().last + 1 == i &&
+                   program[i - 1].stage == ins.stage &&
+                   program[i - 1].microbatch == ins.microbatch &&
+                   program[i - 1].replica < ins.replica;
+    if (!extends) {
+      p.shardGroups.emplace_back();
+      p.shardGroups.back().first = i;
+      p.shardGroups.back().weights.resize(p.spec->replicas);
+    }
+    pd_pipeline::ShardGroup &group = p.shardGroups.back();
+    group.last = i;
+    p.shardGroupOf[i] = p.shardGroups.size() - 1;
+    std::set<std::string> weightNames;
+    for (const auto &w : bundle.manifest.weights)
+      weightNames.insert(w.name);
+    for (const BufferSpec &b :
+         bundle.manifest.functions[ins.function].buffers) {
+      if (b.role == PD_ROLE_GRAD) {
+        pd_buffer *grad = find(bundle.persistent, b.name);
+        if (std::find(group.grads.begin(), group.grads.end(), grad) ==
+            group.grads.end())
+          group.grads.push_back(grad);
+      }
+      if (b.role == PD_ROLE_OUTPUT && weightNames.count(b.updates))
+        group.weights[static_cast<size_t>(ins.replica)].push_back(
+            find(bundle.weights, b.updates));
+    }
+  }
+}
+
 /// The interpreter: runs the rank's program instruction by instruction.
 void interpretProgram(pd_pipeline &p) {
   pipedream::runtime::TraceLog &trace = p.trace;
@@ -721,30 +885,12 @@ void interpretProgram(pd_pipeline &p) {
       case PipelineInstruction::Op::Input:
         runInput(p, ins, static_cast<unsigned char *>(p.registerTable[ins.dst]));
         break;
-      case PipelineInstruction::Op::Call: {
-        pd_function &function = *p.bundle->functionByIndex[ins.function];
-        p.arguments.assign(function.buffers.size(), nullptr);
-        size_t a = 0, r = 0;
-        for (size_t k = 0; k < function.buffers.size(); ++k) {
-          const BufferSpec &buffer = function.spec.buffers[k];
-          if (isBoundBuffer(buffer))
-            continue;
-          p.arguments[k] = buffer.role == PD_ROLE_INPUT
-                               ? p.registerTable[ins.args[a++]]
-                               : p.registerTable[ins.results[r++]];
-        }
-        beforeCall(p, ins);
-        bindCall(p, ins, p.arguments.data());
-        if (function.cuda) {
-          // Device pointers, stream wait, GPU errors, updates (GpuDevice.h).
-          pipedream::runtime::invokeFunction(function, p.arguments.data());
-        } else {
-          function.entry(p.arguments.data());
-          finishCall(p, ins);
-        }
-        noteCheckFailure(p, ins);
+      case PipelineInstruction::Op::Call:
+        if (ins.replica >= 0)
+          runShardCall(p, i, ins);
+        else
+          interpretCall(p, ins);
         break;
-      }
       case PipelineInstruction::Op::Send:
         runSend(p, ins, p.registerTable[ins.src]);
         break;
@@ -944,7 +1090,10 @@ int pd_bundle_is_pipeline(const pd_bundle *bundle) {
   return pipelineOf(bundle) ? 1 : 0;
 }
 size_t pd_bundle_pipeline_ranks(const pd_bundle *bundle) {
-  return pipelineOf(bundle) ? pipelineOf(bundle)->ranks.size() : 0;
+  return pipelineOf(bundle) ? pipelineOf(bundle)->worldRanks() : 0;
+}
+size_t pd_bundle_pipeline_replicas(const pd_bundle *bundle) {
+  return pipelineOf(bundle) ? pipelineOf(bundle)->replicas : 0;
 }
 const char *pd_bundle_pipeline_schedule(const pd_bundle *bundle) {
   return pipelineOf(bundle) ? pipelineOf(bundle)->kind.c_str() : "";
@@ -1011,7 +1160,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                       ": not a pipeline bundle (bundle.json has no "
                       "'pipeline' section; pipedream-compile writes one with "
                       "--stages K)");
-    size_t ranks = spec->ranks.size();
+    size_t ranks = spec->worldRanks();
     if (rank >= ranks)
       return fail(PD_ERROR_INVALID_ARGUMENT,
                   bundle->dir + ": rank " + std::to_string(rank) +
@@ -1038,8 +1187,11 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     p->rank = rank;
     p->transport = transport;
     p->spec = spec;
-    p->program = &spec->ranks[rank];
-    for (size_t f : p->program->functions)
+    p->programRank = spec->programOf(rank);
+    p->replica = spec->replicaOf(rank);
+    p->program = &spec->ranks[p->programRank];
+    const std::vector<size_t> functions = spec->functionsOf(rank);
+    for (size_t f : functions)
       if (!bundle->functionByIndex[f])
         throw Error(PD_ERROR_INTERNAL,
                     "internal error: function '" +
@@ -1047,6 +1199,18 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         "' of rank " + std::to_string(rank) +
                         " is not loaded");
     p->cuda = bundle->manifest.target == "cuda";
+    if (spec->replicas > 1) {
+      if (p->cuda)
+        throw Error(PD_ERROR_UNSUPPORTED,
+                    bundle->dir + ": replicated stages (pipeline.replicas " +
+                        std::to_string(spec->replicas) +
+                        ") run on CPU bundles only; this bundle targets cuda");
+      std::vector<size_t> members;
+      for (size_t j = 0; j < spec->replicas; ++j)
+        members.push_back(spec->worldRank(p->programRank, j));
+      p->replicas = std::make_unique<pipedream::runtime::ReplicaGroup>(
+          *transport, p->programRank, p->replica, std::move(members));
+    }
     p->transportTakesDevice =
         pipedream::runtime::transportTakesDevice(*transport);
     size_t largest = sizeof(double);
@@ -1073,7 +1237,13 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     const std::string &entry = p->program->entry;
     // NOTE: cuda bundles too: the register table is device memory, and
     // call_begin/call_end translate bound buffers (GpuDevice.h).
-    if (!entry.empty() && !interpretRequested()) {
+    // NOTE: sharded updates run on one replica each: their programs are
+    // interpreted (the native entry calls every stage function).
+    bool sharded = false;
+    for (const PipelineInstruction &ins : p->program->program)
+      if (ins.op == PipelineInstruction::Op::Call && ins.replica >= 0)
+        sharded = true;
+    if (!entry.empty() && !interpretRequested() && !sharded) {
       dlerror();
       void *symbol = bundle->library ? dlsym(bundle->library, entry.c_str())
                                      : nullptr;
@@ -1088,11 +1258,11 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
       // dlsym is specified for (POSIX).
       p->entry = reinterpret_cast<pd_rank_entry>(symbol);
     }
-    for (size_t f : p->program->functions)
+    for (size_t f : functions)
       if (bundle->functionByIndex[f]->checkRecord)
         p->hasChecks = true;
     std::set<pd_buffer *> grads;
-    for (size_t f : p->program->functions)
+    for (size_t f : functions)
       for (pd_buffer *buffer : bundle->functionByIndex[f]->buffers)
         if (buffer->role == PD_ROLE_GRAD)
           grads.insert(buffer);
@@ -1110,6 +1280,8 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     std::set<pd_buffer *> updated;
     for (const PipelineInstruction &ins : p->program->program)
       if (ins.op == PipelineInstruction::Op::Call &&
+          (ins.replica < 0 ||
+           static_cast<size_t>(ins.replica) == p->replica) &&
           (ins.action != "U" || !p->agreeBeforeUpdate))
         for (auto &[output, target] :
              bundle->functionByIndex[ins.function]->updates)
@@ -1126,8 +1298,9 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
         p->stepSnapshot.add(buffer.get());
     for (size_t d = 0; d < spec->data.size(); ++d)
       if (std::binary_search(spec->data[d].ranks.begin(),
-                             spec->data[d].ranks.end(), rank))
+                             spec->data[d].ranks.end(), p->programRank))
         p->reads.push_back(d);
+    findShardGroups(*p);
     bundle->pipelines.push_back(p.get());
     *out = p.release();
     return PD_OK;
@@ -1229,15 +1402,27 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
-    if (p.rank == spec.lossRank && spec.lossRank != 0)
+    // Every replica's loss rank sends its mean to rank 0, which averages
+    // them in replica order (one replica: just the loss rank's).
+    if (p.programRank == spec.lossRank && p.rank != 0)
       transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS,
                                       &stepLoss, sizeof(stepLoss)),
                     "sending the step loss to rank 0: ");
-    if (p.rank == 0 && spec.lossRank != 0)
-      transportCall(pd_transport_recv(p.transport, spec.lossRank,
-                                      PD_TAG_STEP_LOSS, &stepLoss,
-                                      sizeof(stepLoss)),
-                    "receiving the step loss: ");
+    if (p.rank == 0) {
+      double sum = 0;
+      for (size_t j = 0; j < spec.replicas; ++j) {
+        size_t from = spec.worldRank(spec.lossRank, j);
+        double replicaLoss = stepLoss;
+        if (from != 0)
+          transportCall(pd_transport_recv(p.transport, from, PD_TAG_STEP_LOSS,
+                                          &replicaLoss, sizeof(replicaLoss)),
+                        "receiving the step loss: ");
+        sum += replicaLoss;
+      }
+      stepLoss = spec.replicas == 1
+                     ? sum
+                     : sum / static_cast<double>(spec.replicas);
+    }
     if (loss && (p.rank == 0 || p.rank == spec.lossRank))
       *loss = stepLoss;
     if (trace.enabled)

@@ -436,8 +436,8 @@ std::unique_ptr<pd_buffer> makeBuffer(const std::string &name, pd_role role,
 /// program calls (Manifest::functions indices, ascending).
 std::vector<size_t> functionsToLoad(const pd_bundle &bundle) {
   if (bundle.rank >= 0)
-    return bundle.manifest.pipeline.ranks[static_cast<size_t>(bundle.rank)]
-        .functions;
+    return bundle.manifest.pipeline.functionsOf(
+        static_cast<size_t>(bundle.rank));
   std::vector<size_t> all(bundle.manifest.functions.size());
   for (size_t i = 0; i < all.size(); ++i)
     all[i] = i;
@@ -505,7 +505,8 @@ void loadWeights(pd_bundle &bundle) {
   if (bundle.rank >= 0) {
     used = persistentNamesUsed(bundle);
     const pipedream::runtime::RankProgram &rank =
-        manifest.pipeline.ranks[static_cast<size_t>(bundle.rank)];
+        manifest.pipeline.ranks[manifest.pipeline.programOf(
+            static_cast<size_t>(bundle.rank))];
     if (!rank.weightsFile.empty()) {
       std::vector<bool> listed(manifest.weights.size(), false);
       for (auto [w, offset] : rank.weights) {
@@ -932,11 +933,11 @@ pd_status openBundle(const char *dir, int64_t rank, pd_bundle **out) {
                         "'pipeline' section; pipedream-compile writes one "
                         "with --stages K), so it has no rank " +
                         std::to_string(rank));
-      if (static_cast<size_t>(rank) >= m.pipeline.ranks.size())
+      if (static_cast<size_t>(rank) >= m.pipeline.worldRanks())
         return fail(PD_ERROR_INVALID_ARGUMENT,
                     bundle->dir + ": rank " + std::to_string(rank) +
                         " does not exist: the pipeline has " +
-                        std::to_string(m.pipeline.ranks.size()) + " ranks");
+                        std::to_string(m.pipeline.worldRanks()) + " ranks");
     }
     // A cuda bundle needs a device (and the support library loaded
     // RTLD_GLOBAL before program.so, which resolves its mgpu* calls there).

@@ -59,6 +59,16 @@ void recvDevice(pd_transport &transport, size_t peer, int64_t tag,
 void createMpiTransport(pd_transport &transport);
 bool mpiAvailable();
 
+/// TransportMpi.cpp, for the replica groups (ReplicaGroup.cpp): the MPI
+/// transport's program-message communicator (points at an MPI_Comm; void
+/// so this header needs no mpi.h), and the wait for a nonblocking
+/// collective's request (points at an MPI_Request), which ends on the
+/// peers' abort notices and the deadline as a message's does. Throw Error
+/// without MPI or for another transport.
+void *mpiDataCommunicator(pd_transport &transport);
+void mpiWaitCollective(pd_transport &transport, void *request, double timeout,
+                       const std::string &waitingFor);
+
 } // namespace runtime
 } // namespace pipedream
 

@@ -588,6 +588,21 @@ const pd_transport_ops kMpiOps = {mpiSend, mpiRecv, mpiAbort, mpiDestroy,
 
 bool mpiAvailable() { return true; }
 
+void *mpiDataCommunicator(pd_transport &transport) {
+  if (transport.kind != "mpi")
+    throw Error(PD_ERROR_INTERNAL, "internal error: the " + transport.kind +
+                                       " transport has no MPI communicator");
+  return &static_cast<MpiState *>(transport.state)->data;
+}
+
+void mpiWaitCollective(pd_transport &transport, void *request, double timeout,
+                       const std::string &waitingFor) {
+  auto &state = *static_cast<MpiState *>(transport.state);
+  MPI_Status status;
+  waitFor(state, *static_cast<MPI_Request *>(request), status, timeout,
+          waitingFor, /*cancellable=*/false);
+}
+
 void createMpiTransport(pd_transport &transport) {
   auto state = std::make_unique<MpiState>();
   int initialized = 0;
@@ -646,6 +661,14 @@ namespace pipedream {
 namespace runtime {
 
 bool mpiAvailable() { return false; }
+
+void *mpiDataCommunicator(pd_transport &) {
+  throw Error(PD_ERROR_UNSUPPORTED, "this runtime was built without MPI");
+}
+
+void mpiWaitCollective(pd_transport &, void *, double, const std::string &) {
+  throw Error(PD_ERROR_UNSUPPORTED, "this runtime was built without MPI");
+}
 
 void createMpiTransport(pd_transport &) {
   throw Error(PD_ERROR_UNSUPPORTED,

@@ -578,6 +578,16 @@ json allReduce(const std::string &buffer, std::vector<int64_t> shape) {
               {"shape", shape},     {"microbatch", 3}};
 }
 
+/// `rank_layout` of K pipeline ranks on R replicas (rank = replica*K + s).
+json replicaLayout(int k, int r) {
+  json layout = json::array();
+  for (int j = 0; j < r; ++j)
+    for (int s = 0; s < k; ++s)
+      layout.push_back(
+          {{"rank", j * k + s}, {"pipeline_rank", s}, {"replica", j}});
+  return layout;
+}
+
 TEST_P(PipelineManifestErrors, NamesRankAndInstruction) {
   std::string bin;
   json manifest = chainPipelineManifest(2, "1f1b", bin);
@@ -722,6 +732,44 @@ const BadCase kBadCases[] = {
      [](json &m) { m["pipeline"]["batch_size"] = 9; },
      "pipeline.batch_size: 9 is not schedule.microbatches x microbatch_size "
      "= 4 x 2"},
+    {"ReplicasWithoutLayout",
+     [](json &m) {
+       m["pipeline"]["replicas"] = 2;
+       m["pipeline"]["batch_size"] = 16;
+     },
+     "pipeline.rank_layout: missing: a pipeline with 2 replicas lists the "
+     "stage and replica of each rank"},
+    {"ReplicasBatchSize",
+     [](json &m) {
+       m["pipeline"]["replicas"] = 2;
+       m["pipeline"]["rank_layout"] = replicaLayout(2, 2);
+     },
+     "pipeline.batch_size: 8 is not replicas x schedule.microbatches x "
+     "microbatch_size = 2 x 4 x 2"},
+    {"RankLayoutSize",
+     [](json &m) {
+       m["pipeline"]["replicas"] = 2;
+       m["pipeline"]["batch_size"] = 16;
+       m["pipeline"]["rank_layout"] = replicaLayout(2, 1);
+     },
+     "pipeline.rank_layout: has 2 entries; the pipeline has 2 pipeline ranks "
+     "x 2 replicas = 4 ranks"},
+    {"RankLayoutOrder",
+     [](json &m) {
+       m["pipeline"]["replicas"] = 2;
+       m["pipeline"]["batch_size"] = 16;
+       json layout = replicaLayout(2, 2);
+       layout[1]["replica"] = 1;
+       layout[1]["pipeline_rank"] = 0;
+       m["pipeline"]["rank_layout"] = layout;
+     },
+     "pipeline.rank_layout[1]: rank 1 is pipeline rank 0, replica 1, but "
+     "entry 1 must be rank 1, pipeline rank 1, replica 0 (rank = replica x 2 "
+     "+ pipeline rank)"},
+    {"CallReplicaOutOfRange",
+     [](json &m) { ins(m, 0, 1)["replica"] = 1; },
+     "rank 0, instruction 1: replica 1 is out of range (the pipeline has 1 "
+     "replicas)"},
     {"RankOrder",
      [](json &m) { m["pipeline"]["ranks"][1]["rank"] = 0; },
      "pipeline.ranks[1].rank: entry 1 of pipeline.ranks says rank 0"},
@@ -755,6 +803,22 @@ TEST(PipelineManifest, ParsesTheChain) {
   EXPECT_EQ(m.pipeline.data[1].ranks, std::vector<size_t>{3});
   EXPECT_TRUE(m.pipeline.data[1].isLabels);
   EXPECT_EQ(m.pipeline.ranks[1].functions.size(), 3u);
+  EXPECT_EQ(m.pipeline.replicas, 1u);
+  EXPECT_EQ(m.pipeline.worldRanks(), 4u);
+}
+
+TEST(PipelineManifest, ParsesReplicas) {
+  std::string bin;
+  json manifest = chainPipelineManifest(2, "1f1b", bin);
+  manifest["pipeline"]["replicas"] = 3;
+  manifest["pipeline"]["batch_size"] = 24;
+  manifest["pipeline"]["rank_layout"] = replicaLayout(2, 3);
+  Manifest m = parseManifest(manifest.dump(), "b/bundle.json");
+  EXPECT_EQ(m.pipeline.replicas, 3u);
+  EXPECT_EQ(m.pipeline.worldRanks(), 6u);
+  EXPECT_EQ(m.pipeline.programOf(5), 1u);
+  EXPECT_EQ(m.pipeline.replicaOf(5), 2u);
+  EXPECT_EQ(m.pipeline.worldRank(1, 2), 5u);
 }
 
 } // namespace

@@ -179,3 +179,60 @@ TEST(Options, FlagsThatDoNotApply) {
 }
 
 } // namespace
+
+TEST(Options, ReplicasSplitTheMicrobatches) {
+  CompileOptions o = training(2);
+  o.replicas = 2;
+  o.microbatches = 8;
+  o.batchSize = 32;
+  PhaseOptions p = resolve(o);
+  EXPECT_TRUE(p.pipelined);
+  // M is the step's: each replica's schedule runs M/R; the micro-batch is
+  // the batch / M.
+  EXPECT_EQ(p.schedule.replicas, 2);
+  EXPECT_EQ(p.schedule.config.numMicrobatches, 4);
+  EXPECT_EQ(p.schedule.microbatchesPerUpdate, 4);
+  EXPECT_EQ(p.partition.microbatches, 4);
+  EXPECT_EQ(p.import.microbatchSize, 4);
+  EXPECT_FALSE(p.schedule.shardOptimizer);
+  // M defaults to K x R.
+  CompileOptions d = training(2);
+  d.replicas = 3;
+  EXPECT_EQ(resolve(d).schedule.config.numMicrobatches, 2);
+  // A replicated single stage is a (one-stage) pipeline.
+  CompileOptions one = training();
+  one.replicas = 2;
+  EXPECT_TRUE(resolve(one).pipelined);
+
+  o.shardOptimizer = true;
+  EXPECT_TRUE(resolve(o).schedule.shardOptimizer);
+  o.microbatches = 7;
+  EXPECT_NE(errorOf(o).find("must be a multiple of --replicas 2"),
+            std::string::npos);
+  o.microbatches = 8;
+  o.schedule = "2bw";
+  EXPECT_NE(errorOf(o).find("need a synchronous schedule"), std::string::npos);
+  CompileOptions noReplicas = training(2);
+  noReplicas.shardOptimizer = true;
+  EXPECT_NE(errorOf(noReplicas).find("pass --replicas R (R >= 2)"),
+            std::string::npos);
+}
+
+TEST(Options, RanksLeaveKAndRToThePlanner) {
+  CompileOptions o = training();
+  o.ranks = 4;
+  o.microbatches = 8;
+  PhaseOptions p = resolve(o);
+  EXPECT_TRUE(p.pipelined);
+  EXPECT_EQ(p.partition.ranks, 4);
+  EXPECT_EQ(p.partition.microbatches, 8);
+  std::string error;
+  ASSERT_TRUE(succeeded(applyReplicationPlan(p, 2, 2, error))) << error;
+  EXPECT_EQ(p.partition.stages, 2);
+  EXPECT_EQ(p.schedule.config.numRanks, 2);
+  EXPECT_EQ(p.schedule.config.numMicrobatches, 4);
+  EXPECT_EQ(p.schedule.replicas, 2);
+  EXPECT_TRUE(failed(applyReplicationPlan(p, 1, 3, error)));
+  o.stages = 2;
+  EXPECT_NE(errorOf(o).find("drop --stages/--replicas"), std::string::npos);
+}

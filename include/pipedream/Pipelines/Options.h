@@ -93,6 +93,16 @@ struct CompileOptions {
 
   // Pipelines (docs/Pipe.md).
   std::optional<int64_t> stages; ///< K, default 1
+  /// Data-parallel replicas of every stage R (replicated stages, docs/Bundle.md
+  /// "Replicated stages"): K*R ranks; each replica runs M/R of the step's
+  /// M micro-batches. Unset: 1.
+  std::optional<int64_t> replicas;
+  /// ZeRO-1: every replica keeps and updates 1/R of its stage's optimizer
+  /// state (needs replicas > 1).
+  bool shardOptimizer = false;
+  /// Without --stages: PipeDream's planner picks K and R over this many
+  /// ranks (ReplicationPlanner.h); the best K x R plan is compiled.
+  std::optional<int64_t> ranks;
   int64_t virtualStages = 1;     ///< V
   std::string partition = "auto";
   std::vector<std::string> splitAfter;
@@ -194,8 +204,12 @@ struct PartitionPhaseOptions {
   /// The schedule whose memory (in-flight micro-batches, weight versions)
   /// and all-reduces the partitioner counts.
   pipe::schedule::Kind schedule = pipe::schedule::Kind::OneFOneB;
+  /// Micro-batches of each replica's schedule (M/R); with `ranks` the
+  /// step's M (R is the planner's).
   int64_t microbatches = 1;
   int64_t optimizerStates = 0;
+  /// --ranks N: pipe-partition ranks=N (0: `stages` x 1).
+  int64_t ranks = 0;
 };
 
 /// Schedule: pipe-build-stage-training, pipe-unroll-schedule,
@@ -220,6 +234,11 @@ struct SchedulePhaseOptions {
   /// options again with the winner.
   bool autoSchedule = false;
   bool searchMicrobatches = false;
+  /// Replicated stages: R replicas of every pipeline rank (config's M is
+  /// each replica's, M/R); with shardOptimizer, pipe-shard-optimizer splits
+  /// the updates over them.
+  int64_t replicas = 1;
+  bool shardOptimizer = false;
 };
 
 /// Code generation for the CPU (also the host side of --target cuda).
@@ -260,6 +279,12 @@ struct PhaseOptions {
     return pipelined && emit != CompilePhase::Partitioned;
   }
 };
+
+/// --ranks N: after the partition phase, the planner's K x R plan
+/// (pipe.partition `stages`, `replicas`) for the schedule phase: K stages,
+/// R replicas, M/R micro-batches each. Fails with a one-line `error`.
+mlir::LogicalResult applyReplicationPlan(PhaseOptions &options, int64_t stages,
+                                         int64_t replicas, std::string &error);
 
 /// Resolves the defaults of `options` and checks every value, for the
 /// single-rank and the pipelined flow alike, before anything is imported.

@@ -347,8 +347,13 @@ PD_API pd_status pd_trainer_set_check_finite(pd_trainer *trainer,
 /** 1 when bundle.json has a `pipeline` section, else 0. The accessors below
  *  return "", 0 or NULL for a bundle without one. */
 PD_API int pd_bundle_is_pipeline(const pd_bundle *bundle);
-/** Number of ranks (programs) of the pipeline. */
+/** Number of ranks of the pipeline: its programs (pipeline ranks) times
+ *  `replicas` (replicated stages: rank w runs program w % K on replica
+ *  w / K, docs/Bundle.md "Replicated stages"). */
 PD_API size_t pd_bundle_pipeline_ranks(const pd_bundle *bundle);
+/** `replicas` (R, 1 when absent): data-parallel replicas of every
+ *  pipeline rank. */
+PD_API size_t pd_bundle_pipeline_replicas(const pd_bundle *bundle);
 /** `schedule.kind` ("1f1b"...), `schedule.stages`, `schedule.chunks`. */
 PD_API const char *pd_bundle_pipeline_schedule(const pd_bundle *bundle);
 PD_API size_t pd_bundle_pipeline_stages(const pd_bundle *bundle);

@@ -1,5 +1,6 @@
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4" | FileCheck %s
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4 split-backward" | FileCheck %s --check-prefix=SPLIT
+// RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4 replicas=2" | FileCheck %s --check-prefix=REPLICAS
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4" --pipe-unroll-schedule="kind=1f1b microbatches=4" --pipe-verify-schedule -o /dev/null
 
 // Two stages joined by one transfer (edge 0): y = relu(x * w0) * w1.
@@ -41,6 +42,10 @@ func.func @main(%x: tensor<2x4xf32> {nn.name = "x", pipe.stage = #pipe.stage<0>}
 // CHECK-LABEL: func.func @stage1_B(
 // CHECK-SAME: tensor<2x4xf32> {nn.grad_of = 1 : i64, pipe.grad = 0 : i64}
 // CHECK: nn.constant dense<2.500000e-01> : tensor<f32>
+
+// Two replicas: the gradients of both are summed, so 1/(R*M) = 1/8.
+// REPLICAS-LABEL: func.func @stage1_B(
+// REPLICAS: nn.constant dense<1.250000e-01> : tensor<f32>
 
 // SPLIT-LABEL: func.func @stage1_B(
 // SPLIT-SAME: {nn.carry = 0 : i64}

@@ -24,6 +24,20 @@ accumulators in rank order. `--torch` (synchronous schedules) also trains
 the torch model itself, in float64, and compares with it (1e-4), and checks
 that a torch model with an *untied* head ends up measurably different (so
 the comparison can tell a tied from an untied training).
+`--replicas R` (replicated stages, docs/Bundle.md "Replicated stages";
+runners threads and mpi) compiles the pipeline with `--replicas R
+--microbatches R*M`, so K*R ranks each run M micro-batches of B samples,
+and compares with single-rank training of the whole batch: R*M
+micro-batches of B.
+`--ranks N` (instead of --stages/--replicas) lets the planner choose K
+and R (`pipedream-compile --ranks N --microbatches M`, M the step's
+micro-batches) and compares with single-rank training of M micro-batches.
+`--shard-optimizer` (with --replicas) also compiles the pipeline with
+`--shard-optimizer` (ZeRO-1) and compares its run with the unsharded one
+(every loss and weight within 1e-6 relative), and checks from bundle.json
+that each rank binds only its shard's optimizer state: the state bytes per
+rank of the sharded bundle are at most the unsharded ones / R plus the
+largest single weight's state (shards are whole weights).
 Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
 """
 
@@ -298,7 +312,7 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
     settings = argparse.Namespace(
         optimizer=args.optimizer, lr=0.05, momentum=0.9, weight_decay=0.0,
         eps=args.eps if args.eps is not None else 1e-8,
-        microbatches=args.microbatches,
+        microbatches=args.microbatches * args.replicas,
         microbatch_size=args.microbatch_size, steps=args.steps)
     tied = copy.deepcopy(model).double()
     untied = copy.deepcopy(model).double()
@@ -344,13 +358,92 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
     return bad
 
 
+SHARD_RTOL = 1e-6
+
+
+def state_bytes_per_rank(bundle):
+    """Bytes of the `state` buffers each world rank binds: those of the
+    functions its program calls on its replica (docs/Bundle.md
+    "Replicated stages")."""
+    with open(os.path.join(bundle, "bundle.json")) as f:
+        manifest = json.load(f)
+    functions = {fn["name"]: fn for fn in manifest["functions"]}
+    pipe = manifest["pipeline"]
+    k = len(pipe["ranks"])
+    out = []
+    for w in range(k * pipe.get("replicas", 1)):
+        program, replica = pipe["ranks"][w % k]["program"], w // k
+        names = {}
+        for ins in program:
+            if ins["op"] != "call" or ins.get("replica", replica) != replica:
+                continue
+            for b in functions[ins["function"]]["buffers"]:
+                if b["role"] == "state":
+                    names[b["name"]] = int(np.prod(b["shape"])) * \
+                        np.dtype(tc.DTYPES[b["dtype"]]).itemsize
+        out.append(sum(names.values()))
+    return out
+
+
+def compare_sharded(args, compile_, common, m, piped, data_path, work,
+                    losses, weights, tag):
+    """The --shard-optimizer bundle against the unsharded run."""
+    sharded = os.path.join(work, "sharded")
+    subprocess.run([compile_, *common, "--microbatches",
+                    str(args.replicas * m), "-o", sharded, "--stages", str(args.stages), "--virtual-stages",
+                    str(args.virtual), "--schedule", args.schedule,
+                    "--replicas", str(args.replicas), "--shard-optimizer"],
+                   check=True)
+    shard_work = os.path.join(work, "sharded-run")
+    os.makedirs(shard_work, exist_ok=True)
+    s_losses, s_weights = run_tool(
+        args.bin, sharded, data_path, args.steps, shard_work,
+        args.stages * args.replicas if args.runner == "mpi" else None,
+        args.runner)
+    bad = 0
+    worst_loss = max(abs(a - r) / max(abs(r), 1e-12)
+                     for a, r in zip(s_losses, losses))
+    if worst_loss > SHARD_RTOL:
+        print(f"MISMATCH {tag} sharded: losses {s_losses} vs {losses}")
+        bad += 1
+    worst = 0.0
+    for name, ref in weights.items():
+        scale = max(float(np.max(np.abs(ref))), 1e-12)
+        rel = float(np.max(np.abs(s_weights[name].astype(np.float64) -
+                                  ref))) / scale
+        worst = max(worst, rel)
+        if rel > SHARD_RTOL:
+            print(f"MISMATCH {tag} sharded: weight {name} differs by {rel:.3g}")
+            bad += 1
+    full, shard = state_bytes_per_rank(piped), state_bytes_per_rank(sharded)
+    with open(os.path.join(sharded, "bundle.json")) as f:
+        manifest = json.load(f)
+    largest = max([int(np.prod(w["shape"])) * 4 for w in manifest["weights"]]
+                  or [0])
+    states = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[args.optimizer]
+    for r, (a, b) in enumerate(zip(full, shard)):
+        bound = a / args.replicas + states * largest
+        if b > bound or (a > 0 and not b < a):
+            print(f"MISMATCH {tag} sharded: rank {r} binds {b} bytes of "
+                  f"optimizer state, unsharded {a} (bound {bound:.0f})")
+            bad += 1
+    if not bad:
+        print(f"OK sharded {tag}: worst relative difference to unsharded "
+              f"loss {worst_loss:.2g}, weights {worst:.2g}; optimizer state "
+              f"bytes per rank {full} -> {shard}")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
     p.add_argument("--model", required=True,
                    choices=["mlp", "gpt", "gpt-tied", "cnn", "mlp-dropout"])
-    p.add_argument("--stages", type=int, required=True)
+    p.add_argument("--stages", type=int, default=None)
+    p.add_argument("--ranks", type=int, default=None)
     p.add_argument("--virtual", type=int, default=1)
+    p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--shard-optimizer", action="store_true")
     p.add_argument("--schedule", required=True)
     p.add_argument("--microbatches", type=int, required=True)
     p.add_argument("--microbatch-size", type=int, default=2)
@@ -428,10 +521,21 @@ def main():
                         location="model.onnx.data", size_threshold=1024)
         del proto
     m, b = args.microbatches, args.microbatch_size
+    replicas = args.replicas
+    if (args.stages is None) == (args.ranks is None):
+        print("error: pass --stages K or --ranks N")
+        return 1
+    if args.ranks:
+        # The planner's R is not known yet: M is the step's micro-batches.
+        replicas, m = 1, args.microbatches
+    if replicas > 1 and args.runner == "python":
+        print("error: --replicas runs on the runtime: pass --runner threads "
+              "or mpi")
+        return 1
     rng = np.random.default_rng(11)
     asynchronous = args.schedule in ("pipedream", "2bw")
     # Asynchronous runs must also learn: they cycle over two batches.
-    rows = 2 * m * b if asynchronous else m * b * args.steps + 1
+    rows = 2 * m * b if asynchronous else replicas * m * b * args.steps + 1
     data_kind = {"mlp-dropout": "mlp", "gpt-tied": "gpt"}.get(args.model,
                                                               args.model)
     x, labels = tc.make_data(data_kind, example, rows, rng)
@@ -440,19 +544,32 @@ def main():
     np.savez(data_path, **data)
 
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer",
-              args.optimizer, "--lr", "0.05", "--microbatches", str(m),
-              "--batch-size", str(m * b)]
+              args.optimizer, "--lr", "0.05", "--batch-size",
+              str(replicas * m * b)]
     if args.eps is not None:
         common += ["--eps", repr(args.eps)]
     if args.momentum is not None:
         common += ["--momentum", args.momentum]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
-    subprocess.run([compile_, *common, "-o", single], check=True)
+    # The single-rank reference trains the whole batch: R*M micro-batches.
+    subprocess.run([compile_, *common, "--microbatches", str(replicas * m),
+                    "-o", single], check=True)
     piped = os.path.join(work, "pipeline")
-    subprocess.run([compile_, *common, "-o", piped, "--stages",
-                    str(args.stages), "--virtual-stages", str(args.virtual),
-                    "--schedule", args.schedule], check=True)
+    extra = ["--replicas", str(replicas)] if replicas > 1 else []
+    where = (["--ranks", str(args.ranks)] if args.ranks else
+             ["--stages", str(args.stages), "--virtual-stages",
+              str(args.virtual)])
+    subprocess.run([compile_, *common, "--microbatches", str(replicas * m),
+                    "-o", piped, *where, "--schedule", args.schedule,
+                    *extra], check=True)
+    with open(os.path.join(piped, "bundle.json")) as f:
+        planned = json.load(f)["pipeline"]
+    world = len(planned["ranks"]) * planned.get("replicas", 1)
+    if args.ranks:
+        args.stages = len(planned["ranks"])
+        print(f"plan: {args.stages} stages x {planned.get('replicas', 1)} "
+              f"replicas")
 
     if asynchronous:
         # No single-rank equivalent: the reference is the sequential
@@ -470,10 +587,10 @@ def main():
     else:
         losses, weights = run_tool(
             args.bin, piped, data_path, args.steps, work,
-            args.stages if args.runner == "mpi" else None, args.runner)
+            world if args.runner == "mpi" else None, args.runner)
 
     tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
-           f"M={m} ({args.runner})")
+           f"M={m}{f' R={replicas}' if replicas > 1 else ''} ({args.runner})")
     bad = 0
     if args.external_data:
         bad += check_rank_files(piped, onnx_path, tag)
@@ -496,6 +613,9 @@ def main():
             bad += 1
     if args.torch:
         bad += compare_torch(args, model, x, labels, losses, weights, tag)
+    if args.shard_optimizer:
+        bad += compare_sharded(args, compile_, common, m, piped, data_path,
+                               work, losses, weights, tag)
     if asynchronous and not losses[-1] < losses[0]:
         print(f"MISMATCH {tag}: the loss does not decrease: {losses}")
         bad += 1

@@ -154,6 +154,12 @@ void markBackward(func::FuncOp func, func::FuncOp stageFn, double lossSeed) {
 void BuildStageTrainingPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
+  if (replicas < 1) {
+    module.emitError() << "pipe-build-stage-training: replicas must be at "
+                          "least 1, got "
+                       << replicas.getValue();
+    return signalPassFailure();
+  }
   auto driver = module.lookupSymbol<func::FuncOp>(function);
   if (!driver || driver.isDeclaration()) {
     module.emitError() << "pipe-build-stage-training: no function '"
@@ -439,10 +445,13 @@ void BuildStageTrainingPass::runOnOperation() {
         nn::differentiateFunction(stageFn, options);
     if (failed(diff))
       return signalPassFailure();
+    // Replicated stages: the replicas' accumulators are summed before the
+    // update, so each replica's share is 1/R of the step's mean.
     double seed =
-        1.0 / static_cast<double>(microbatchesPerUpdate > 0
-                                      ? microbatchesPerUpdate.getValue()
-                                      : microbatches.getValue());
+        1.0 / (static_cast<double>(replicas.getValue()) *
+               static_cast<double>(microbatchesPerUpdate > 0
+                                       ? microbatchesPerUpdate.getValue()
+                                       : microbatches.getValue()));
     auto stageAttr = c.stage;
     auto finish = [&](func::FuncOp fn, StringRef letter) {
       fn.setSymName((base + "_" + letter).str());

@@ -14,6 +14,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/ReplicationPlanner.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -36,7 +37,7 @@ struct PartitionPass
   using PartitionPassBase::PartitionPassBase;
   void runOnOperation() override;
   LogicalResult partitionFunction(func::FuncOp func,
-                                  const partition::Options &options,
+                                  partition::Options options,
                                   int64_t memoryBytes);
 };
 
@@ -81,7 +82,7 @@ manualCuts(func::FuncOp func, ArrayRef<Operation *> nodes,
 }
 
 LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
-                                               const partition::Options &options,
+                                               partition::Options options,
                                                int64_t memoryBytes) {
   SmallVector<Operation *> nodes;
   int64_t missing = 0;
@@ -94,7 +95,62 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
               "use method=uniform)";
 
   partition::Result result;
-  if (how == "auto") {
+  // ranks=N: the planner chooses K and the replication (Passes.td).
+  SmallVector<Attribute> plans;
+  int64_t replicas = 1;
+  double plannedSlowest = 0;
+  if (numRanks > 0) {
+    Builder b(&getContext());
+    auto planAttr = [&](const partition::ReplicatedPlan &plan, bool chosen,
+                        bool uniform) {
+      SmallVector<Attribute> reps;
+      for (int64_t r : plan.replicas)
+        reps.push_back(b.getI64IntegerAttr(r));
+      return b.getDictionaryAttr(
+          {b.getNamedAttr("stages", b.getI64IntegerAttr(plan.numStages())),
+           b.getNamedAttr("replicas", b.getArrayAttr(reps)),
+           b.getNamedAttr("slowest", b.getF64FloatAttr(plan.slowest)),
+           b.getNamedAttr("uniform", b.getBoolAttr(uniform)),
+           b.getNamedAttr("chosen", b.getBoolAttr(chosen))});
+    };
+    partition::ReplicatedPlan best =
+        partition::planReplicated(graph, options, numRanks);
+    if (!best.ok())
+      return func.emitError() << "pipe-partition: @" << func.getSymName()
+                              << ": ranks=" << numRanks.getValue() << ": "
+                              << best.error;
+    std::optional<partition::ReplicatedPlan> chosen;
+    std::vector<partition::ReplicatedPlan> uniformPlans;
+    for (int64_t k = 1; k <= numRanks; ++k) {
+      // Every replica runs M/R of the step's micro-batches.
+      if (numRanks % k || k > static_cast<int64_t>(graph.nodes.size()) ||
+          options.numMicrobatches % (numRanks / k) != 0)
+        continue;
+      partition::ReplicatedPlan plan =
+          partition::planUniform(graph, options, k, numRanks / k);
+      if (!plan.ok())
+        continue;
+      if (!chosen || plan.slowest < chosen->slowest)
+        chosen = plan;
+      uniformPlans.push_back(std::move(plan));
+    }
+    if (!chosen)
+      return func.emitError()
+             << "pipe-partition: @" << func.getSymName() << ": ranks="
+             << numRanks.getValue()
+             << ": no K x R plan (every stage the same replicas) fits the "
+                "memory limit";
+    if (!best.isUniform())
+      plans.push_back(planAttr(best, false, false));
+    for (const auto &plan : uniformPlans)
+      plans.push_back(planAttr(plan, plan.cuts == chosen->cuts &&
+                                         plan.replicas == chosen->replicas,
+                               true));
+    options.numStages = chosen->numStages();
+    replicas = chosen->replicas.front();
+    plannedSlowest = chosen->slowest;
+    result = partition::evaluateCuts(graph, options, chosen->cuts);
+  } else if (how == "auto") {
     result = partition::solve(graph, options);
   } else if (how == "uniform") {
     result = partition::uniform(graph, options);
@@ -174,6 +230,13 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
   if (memoryBytes > 0)
     summary.push_back(
         b.getNamedAttr("memory_limit", b.getI64IntegerAttr(memoryBytes)));
+  if (numRanks > 0) {
+    summary.push_back(
+        b.getNamedAttr("replicas", b.getI64IntegerAttr(replicas)));
+    summary.push_back(b.getNamedAttr("plans", b.getArrayAttr(plans)));
+    summary.push_back(b.getNamedAttr("replicated_slowest",
+                                     b.getF64FloatAttr(plannedSlowest)));
+  }
   func->setAttr("pipe.partition", b.getDictionaryAttr(summary));
   if (!result.fitsMemory)
     func.emitWarning() << "pipe-partition: the " << how
@@ -189,6 +252,14 @@ void PartitionPass::runOnOperation() {
   if (numStages < 1 || numChunks < 1) {
     module.emitError() << "pipe-partition: stages and virtual must be at "
                           "least 1";
+    return signalPassFailure();
+  }
+  if (numRanks < 0 ||
+      (numRanks > 0 && (method != "auto" || !splitAfter.empty() ||
+                        numChunks != 1))) {
+    module.emitError() << "pipe-partition: ranks=" << numRanks.getValue()
+                       << ": the replication planner needs method=auto, no "
+                          "split-after and virtual=1";
     return signalPassFailure();
   }
   if (method != "auto" && method != "uniform") {

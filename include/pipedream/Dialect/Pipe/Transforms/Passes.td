@@ -94,6 +94,11 @@ def BuildStageTrainingPass
            "gradient is 1/this">,
     Option<"splitBackward", "split-backward", "bool", "false",
            "Split B into input-gradient B and weight-gradient W (zb-h1)">,
+    Option<"replicas", "replicas", "int64_t", "1",
+           "Data-parallel replicas of every stage (replicated stages): "
+           "each runs the micro-batches on its share of the batch and the "
+           "replicas' gradients are summed, so the loss gradient is "
+           "1/(replicas x micro-batches per update)">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
            "sgd, momentum, adam or adamw">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
@@ -242,8 +247,19 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     - `split-after=NODE,...`: manual, stage boundaries after the named ops
       (ONNX node names: the ops' `NameLoc` locations).
 
+    - `ranks=N` (with `method=auto`, one chunk): PipeDream's planner with
+      replication (ReplicationPlanner.h) picks the number of stages K and
+      each stage's data-parallel replicas over N ranks, with the replicas'
+      all-reduce in the cost. The runtime runs K x R plans (every stage R
+      replicas), so the best *uniform* plan is applied (`stages` is then
+      K); `pipe.partition` also records `replicas` = R and `plans`: the
+      optimum over all replications (possibly non-uniform, PipeDream's
+      1F1B-RR) and every uniform K x R plan with K x R = N, each with its
+      bottleneck, and which one was chosen.
+
     Errors: more stages than ops, no partition within the memory limit,
-    an unknown node name.
+    an unknown node name, `ranks` with `split-after`, `method=uniform` or
+    `virtual` > 1.
   }];
   let options = [
     Option<"numStages", "stages", "int64_t", "1", "pipeline stages (ranks)">,
@@ -261,7 +277,10 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"numMicrobatches", "microbatches", "int64_t", "0",
            "micro-batches per step (0: stages)">,
     Option<"optimizerStates", "optimizer-states", "int64_t", "0",
-           "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">
+           "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">,
+    Option<"numRanks", "ranks", "int64_t", "0",
+           "plan stages and per-stage replication over this many ranks "
+           "(0: stages x 1)">
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect"];
 }
@@ -285,6 +304,37 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::pipedream::pipe::PipeDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def ShardOptimizerPass : Pass<"pipe-shard-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Split every stage update over the stage's replicas (ZeRO-1)";
+  let description = [{
+    Sharded optimizer state over the `shards` data-parallel replicas of
+    every stage (replicated stages, docs/Bundle.md "Replicated stages";
+    DeepSpeed's ZeRO stage 1). Each update function `@f` called by a
+    `pipe.call_stage U` is split into `@f_shard<j>`, j < shards: the stage's
+    trainable weights are dealt to the shards greedily by size (largest
+    first, to the least loaded shard, ties to the lowest), and shard j keeps
+    only the results that update its weights, their optimizer state
+    (`<kind>:<weight>`) and gradient accumulators, plus the results no
+    weight owns (Adam's step counter, which every shard advances). Unused
+    arguments are dropped, so replica j binds only its shard's optimizer
+    state. Every `pipe.call_stage U @f` becomes the `shards` calls of the
+    shards in order, each tagged `pipe.replica = j`: the runtime runs only
+    its replica's call and then all-gathers the updated weights.
+
+    ```mlir
+    pipe.call_stage U @stage0_U_shard0() stage 0 microbatch 3 {pipe.replica = 0 : i64} : () -> ()
+    pipe.call_stage U @stage0_U_shard1() stage 0 microbatch 3 {pipe.replica = 1 : i64} : () -> ()
+    ```
+
+    Asynchronous schedules (pipedream, 2bw) are refused. `shards=1` leaves
+    the module alone.
+  }];
+  let options = [
+    Option<"shards", "shards", "int64_t", "1",
+           "replicas of every stage that share its optimizer state">
+  ];
 }
 
 def LowerRankProgramsPass
