@@ -19,6 +19,16 @@
 #                                        (RUNTIME_LIT below) and those unit
 #                                        tests (minutes, not the hours of an
 #                                        instrumented compiler on 2 cores)
+#   scripts/sanitize.sh --compiler       only the compiler tools instrumented
+#                                        and tested: builds pipedream-opt,
+#                                        -translate, -compile, -profile and
+#                                        pipedream-run (no unit tests, no
+#                                        fuzzers), runs the compiler's lit
+#                                        tests (COMPILER_LIT below)
+#   PIPEDREAM_SANITIZE_OPT=-O0           optimization level of a new
+#                                        build-sanitize/ (default -O1; -O0
+#                                        compiles about a third faster, runs
+#                                        slower); read when it is configured
 #   JOBS=N                               build/test parallelism (nproc)
 # Only pipedream's code is instrumented; Debian's LLVM/MLIR libraries are
 # not. Every sanitizer report of every process (also those run under `not`
@@ -28,7 +38,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${PIPEDREAM_SANITIZE_BUILD_DIR:-$root/build-sanitize}
 jobs=${JOBS:-$(nproc)}
-deps=1 tests=1 build=1 conformance=0 runtime=0 lit_paths=()
+deps=1 tests=1 build=1 conformance=0 runtime=0 compiler=0 lit_paths=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-deps) deps=0 ;;
@@ -36,8 +46,9 @@ while [ $# -gt 0 ]; do
     --configure-only) tests=0 build=0 ;;
     --conformance) conformance=1 ;;
     --runtime) runtime=1 ;;
+    --compiler) compiler=1 ;;
     --) shift; lit_paths=("$@"); break ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "sanitize.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -52,7 +63,7 @@ if [ ! -f "$dir/build.ninja" ]; then
   # coverage instrumentation, so scripts/fuzz.sh reuses this build. No
   # CUDA: the support library links with --no-undefined (the ASan runtime
   # lives in the executables) and there is no device to test it on.
-  flags="-O1 -gline-tables-only -DNDEBUG"
+  flags="${PIPEDREAM_SANITIZE_OPT:--O1} -gline-tables-only -DNDEBUG"
   cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
@@ -63,7 +74,17 @@ fi
 # compiled bundles, run-time checks, checkpoints, pipelines over threads and
 # MPI, training): relative to test/.
 RUNTIME_LIT=(Tools/pipedream-run Training)
-if [ "$runtime" = 1 ]; then
+# The compiler's lit tests: import, dialects, passes, lowering, gradients,
+# the driver and the model tests (most only compile; some run the bundle).
+COMPILER_LIT=(Import Dialect Conversion Gradients Target Tools/pipedream-compile
+  Tools/pipedream-profile Models Examples)
+if [ "$compiler" = 1 ]; then
+  # pipedream-opt first: most of the compiler's tests need only it.
+  for target in pipedream-opt pipedream-translate pipedream-compile \
+      pipedream-profile pipedream-run; do
+    cmake --build "$dir" -j "$jobs" --target "$target"
+  done
+elif [ "$runtime" = 1 ]; then
   normal=${PIPEDREAM_BUILD_DIR:-$root/build}
   cmake --build "$dir" -j "$jobs" --target pipedream-run \
     pipedream-runtime-tests pipedream-runtime-capi-test \
@@ -92,6 +113,9 @@ mkdir -p "$dir/sanitizer-logs"
 status=0
 if [ "${#lit_paths[@]}" -gt 0 ]; then
   /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${lit_paths[@]}" || status=1
+elif [ "$compiler" = 1 ]; then
+  /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${COMPILER_LIT[@]/#/$dir/test/}" \
+    || status=1
 elif [ "$runtime" = 1 ]; then
   /usr/lib/llvm-22/bin/lit -sv -j "$jobs" "${RUNTIME_LIT[@]/#/$dir/test/}" \
     || status=1

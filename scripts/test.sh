@@ -8,6 +8,10 @@
 #   scripts/test.sh --sanitize --runtime [--no-deps]
 #                              only the runtime instrumented: its lit tests
 #                              and unit tests (scripts/sanitize.sh --runtime)
+#   scripts/test.sh --sanitize --compiler [--no-deps]
+#                              only the compiler tools instrumented: the
+#                              compiler's lit tests (scripts/sanitize.sh
+#                              --compiler)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PIPEDREAM_BUILD_DIR:-$root/build}
@@ -15,17 +19,18 @@ deps=1
 for arg in "$@"; do
   case "$arg" in
     --no-deps) deps=0 ;;
-    --sanitize|--runtime) ;;
+    --sanitize|--runtime|--compiler) ;;
     *) echo "test.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
-sanitize=0 runtime=0
+sanitize=0 runtime=0 compiler=0
 for arg in "$@"; do
   [ "$arg" = --sanitize ] && sanitize=1
   [ "$arg" = --runtime ] && runtime=1
+  [ "$arg" = --compiler ] && compiler=1
 done
-if [ "$runtime" = 1 ] && [ "$sanitize" = 0 ]; then
-  echo "test.sh: --runtime goes with --sanitize" >&2
+if { [ "$runtime" = 1 ] || [ "$compiler" = 1 ]; } && [ "$sanitize" = 0 ]; then
+  echo "test.sh: --runtime and --compiler go with --sanitize" >&2
   exit 2
 fi
 if [ "$sanitize" = 1 ]; then
@@ -36,6 +41,9 @@ if [ "$sanitize" = 1 ]; then
     [ -x "$build/bin/pipedream-compile" ] || "$root/scripts/build.sh"
     exec env PIPEDREAM_BUILD_DIR="$build" "$root/scripts/sanitize.sh" \
       "${flags[@]}" --runtime
+  fi
+  if [ "$compiler" = 1 ]; then
+    exec "$root/scripts/sanitize.sh" "${flags[@]}" --compiler
   fi
   exec "$root/scripts/sanitize.sh" "${flags[@]}" --conformance
 fi

@@ -42,6 +42,23 @@ if glob.glob(os.path.join(config.pipedream_obj_root, "python", "pipedream",
                           "_pipedream*.so")):
     config.available_features.add("python-package")
 
+# A sanitized build (scripts/sanitize.sh): its runtime library is
+# instrumented, so a program built against it (test/Examples/embed.test)
+# links with clang and the sanitizer runtimes too.
+_cache = os.path.join(config.pipedream_obj_root, "CMakeCache.txt")
+_sanitized = False
+if os.path.exists(_cache):
+    with open(_cache) as _f:
+        _sanitized = any(
+            line.strip() in ("PIPEDREAM_SANITIZE:BOOL=ON",
+                             "PIPEDREAM_ENABLE_FUZZER:BOOL=ON")
+            for line in _f)
+config.substitutions.append(
+    ("%embed_cmake_flags",
+     "-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 "
+     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+     if _sanitized else ""))
+
 # The CUDA toolkit (ptxas, fatbinary, libdevice) for the tests that compile
 # CUDA kernels to a binary (--target cuda); no GPU needed.
 _cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
