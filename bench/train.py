@@ -118,11 +118,15 @@ class CompiledTrainer:
                 arrays.append(inputs[b["name"]])
             elif b["role"] != "output":
                 arrays.append(self.persistent[b["name"]])
-        arrays += [a for _, a in outputs]
+        # "in_place" outputs: the value stays in the updated buffer.
+        arrays += [self.persistent[b["updates"]] if b.get("in_place") else a
+                   for b, a in outputs]
         ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
         getattr(self.lib, fn["symbol"])(ptrs)
         loss = None
         for i, (b, arr) in enumerate(outputs):
+            if b.get("in_place"):
+                continue
             if b.get("updates"):
                 old = self.persistent[b["updates"]]
                 self.persistent[b["updates"]] = arr

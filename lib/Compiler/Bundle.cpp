@@ -26,6 +26,10 @@ using namespace mlir;
 
 namespace pipedream {
 
+/// cpu-in-place-updates' mark on a result: the index of the argument it
+/// updates in place (lib/Target/CPU/InPlaceUpdates.cpp).
+static constexpr llvm::StringLiteral kInPlaceAttrName = "pipedream.in_place";
+
 std::string getBundleDType(Type type) {
   if (type.isF32())
     return "f32";
@@ -283,6 +287,29 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
       }
       function.buffers.push_back(std::move(buffer));
     }
+    // Outputs that update an argument of the function: computed in that
+    // argument's buffer on CPU (docs/Bundle.md "in_place"). The mark on the
+    // result is what cpu-in-place-updates reads (it survives
+    // stripModelAttributes).
+    unsigned numArgs = func.getNumArguments();
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      BundleBuffer &output = function.buffers[numArgs + i];
+      func.removeResultAttr(i, StringAttr::get(func.getContext(),
+                                               kInPlaceAttrName));
+      if (output.updates.empty())
+        continue;
+      for (unsigned j = 0; j < numArgs; ++j) {
+        const BundleBuffer &arg = function.buffers[j];
+        if (arg.name != output.updates || arg.role == "input" ||
+            func.getArgumentTypes()[j] != func.getResultTypes()[i])
+          continue;
+        output.inPlace = true;
+        func.setResultAttr(
+            i, kInPlaceAttrName,
+            IntegerAttr::get(IntegerType::get(func.getContext(), 64), j));
+        break;
+      }
+    }
     bundle.functions.push_back(std::move(function));
   }
   if (bundle.functions.empty()) {
@@ -366,6 +393,8 @@ std::string renderBundleManifest(const Bundle &bundle) {
          << ", \"dtype\": " << quote(b.dtype)
          << ", \"shape\": " << shapeToJSON(b.shape)
          << (b.updates.empty() ? "" : ", \"updates\": " + quote(b.updates))
+         << (b.inPlace && bundle.target != "cuda" ? ", \"in_place\": true"
+                                                  : "")
          << "}";
     os << (f.buffers.empty() ? "]\n" : "\n      ]\n");
     os << "    }";
@@ -537,7 +566,8 @@ llvm::json::Array rankMemoryJSON(const Bundle &bundle,
         continue;
       for (const BundleBuffer &b : it->second->buffers) {
         int64_t bytes = bufferBytes(b.dtype, b.shape);
-        if (b.role == "output" && !b.updates.empty())
+        // In-place outputs have no buffer of their own (docs/Bundle.md).
+        if (b.role == "output" && !b.updates.empty() && !b.inPlace)
           updates += bytes;
         if ((b.role != "weight" && b.role != "grad" && b.role != "state") ||
             !persistent.insert(b.name).second)

@@ -146,6 +146,9 @@ struct pd_buffer {
   bool written = false;
   /// `updates` of an output ("" if none).
   std::string updates;
+  /// An in-place output (BufferSpec::inPlace): the persistent buffer it
+  /// updates, whose memory stands for it (ensureMemory); it has none.
+  pd_buffer *inPlaceOf = nullptr;
   /// A buffer of a `"target": "cuda"` bundle (GpuDevice.cpp): `memory` is
   /// its host copy, `device` its device copy (NULL until a call needs it),
   /// and the flags say which copy holds the value.
@@ -181,7 +184,9 @@ struct pd_function {
   std::vector<pd_buffer *> buffers;
   /// Owned input/output buffers (persistent ones are the bundle's).
   std::vector<std::unique_ptr<pd_buffer>> owned;
-  /// (output, persistent buffer it updates): memory swapped after a run.
+  /// (output, persistent buffer it updates): memory swapped after a run,
+  /// except for in-place outputs (`inPlaceOf`), whose value is already
+  /// in the persistent buffer.
   std::vector<std::pair<pd_buffer *, pd_buffer *>> updates;
   /// The pointer array handed to `entry`, rebuilt for each call so the
   /// callee cannot corrupt ours.

@@ -352,7 +352,8 @@ void invokeFunction(pd_function &function, void **arguments) {
     // function sees them on its next run because arguments are rebuilt from
     // `memory` for each call (never cache a buffer's memory pointer).
     for (auto &[output, target] : function.updates)
-      std::swap(output->memory, target->memory);
+      if (!output->inPlaceOf) // in place: the value is in `target` already
+        std::swap(output->memory, target->memory);
     return;
   }
   std::vector<void *> device(function.buffers.size());

@@ -1391,6 +1391,20 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
                             buffer.name + "' has role " +
                             pd_role_name(buffer.role));
       }
+      if (bentry.contains("in_place")) {
+        std::string ipath = Validator::join(bpath, "in_place");
+        if (!bentry["in_place"].is_boolean())
+          v.fail(ipath, std::string("expected true or false, got ") +
+                            typeName(bentry["in_place"]));
+        buffer.inPlace = bentry["in_place"].get<bool>();
+        if (buffer.inPlace && buffer.updates.empty())
+          v.fail(ipath, "output '" + buffer.name +
+                            "' is in place but updates nothing (no "
+                            "'updates')");
+        if (buffer.inPlace && manifest.target == "cuda")
+          v.fail(ipath, "in-place outputs are for CPU bundles; a cuda "
+                        "bundle's outputs are swapped in");
+      }
       function.buffers.push_back(std::move(buffer));
     }
     manifest.functions.push_back(std::move(function));
@@ -1430,6 +1444,19 @@ Manifest parseManifest(const std::string &text, const std::string &source) {
                    "' it updates is " +
                    describeType(target->dtype, target->shape.data(),
                                 target->shape.size()));
+      // In place: the function must bind the buffer it writes into.
+      if (buffer.inPlace &&
+          std::none_of(function.buffers.begin(), function.buffers.end(),
+                       [&](const BufferSpec &other) {
+                         return other.role != PD_ROLE_OUTPUT &&
+                                other.role != PD_ROLE_INPUT &&
+                                other.name == buffer.updates;
+                       }))
+        v.fail(upath, "output '" + buffer.name + "' updates '" +
+                          buffer.updates +
+                          "' in place, but function '" + function.name +
+                          "' has no weight, grad or state buffer '" +
+                          buffer.updates + "'");
       auto [it, inserted] = updatedBy.emplace(buffer.updates, buffer.name);
       if (!inserted)
         v.fail(upath, "outputs '" + it->second + "' and '" + buffer.name +

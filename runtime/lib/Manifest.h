@@ -83,6 +83,11 @@ struct BufferSpec {
   /// `updates` of an output: the persistent buffer (weight, grad or state)
   /// whose memory is swapped with this output's after each run; "" if none.
   std::string updates;
+  /// `"in_place": true` (CPU bundles, docs/Bundle.md): the function leaves
+  /// the new value in the buffer of its argument `updates` and never
+  /// touches this output's pointer, so the output has no memory of its own
+  /// and nothing is swapped.
+  bool inPlace = false;
 };
 
 /// One entry of bundle.json `functions`.

@@ -421,6 +421,22 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
                            ? it->second.get()
                            : pipedream::runtime::boundArgument(*weight);
       }
+      // A weight the function updates in place (BatchNorm running
+      // statistics) is computed in the buffer bound for it, which must be
+      // the weight itself, not the version: on F (save) its value is the
+      // copy's; on B/W (use) it takes the version's first, as the version
+      // was what the function read when the output was swapped in.
+      bool inPlace = std::any_of(
+          function.spec.buffers.begin(), function.spec.buffers.end(),
+          [&](const BufferSpec &b) {
+            return b.inPlace && b.updates == buffer.name;
+          });
+      if (inPlace && !function.cuda) {
+        unsigned char *memory = ensureMemory(*weight);
+        if (ins.useWeights >= 0 && arguments[k] != memory)
+          std::memcpy(memory, arguments[k], bytes);
+        arguments[k] = memory;
+      }
     } else if (isBoundBuffer(buffer)) {
       // NOTE: ensureMemory for CPU bundles; a cuda buffer's host memory
       // without a download (invokeFunction passes its device copy).
@@ -450,7 +466,8 @@ void finishCall(pd_pipeline &p, const PipelineInstruction &ins) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   // NOTE: as in runFunction, new persistent values are swapped in.
   for (auto &[output, target] : function.updates)
-    std::swap(output->memory, target->memory);
+    if (!output->inPlaceOf)
+      std::swap(output->memory, target->memory);
 }
 
 /// What one rank tells the others about its step (PD_TAG_STEP_STATUS).

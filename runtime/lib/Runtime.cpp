@@ -334,6 +334,9 @@ std::string describeNonFinite(const pd_buffer &buffer) {
 }
 
 unsigned char *ensureMemory(pd_buffer &buffer) {
+  // An in-place output is the buffer it updates.
+  if (buffer.inPlaceOf)
+    return ensureMemory(*buffer.inPlaceOf);
   if (!buffer.memory) {
     if (!buffer.onRank)
       throw Error(PD_ERROR_INVALID_ARGUMENT,
@@ -662,9 +665,10 @@ void allocateBuffers(pd_bundle &bundle) {
                          "'";
       // NOTE: on a rank bundle the pipeline passes registers for value
       // buffers, so they get memory only if someone uses them directly.
+      // An in-place output never has any (ensureMemory gives the target's).
       function->owned.push_back(makeBuffer(spec.name, spec.role, spec.type,
                                            std::move(what),
-                                           bundle.rank < 0));
+                                           bundle.rank < 0 && !spec.inPlace));
       pd_buffer *buffer = function->owned.back().get();
       function->buffers.push_back(buffer);
       if (!spec.updates.empty()) {
@@ -672,6 +676,8 @@ void allocateBuffers(pd_bundle &bundle) {
         // same type, so the swapped allocations have the same size.
         buffer->updates = spec.updates;
         function->updates.emplace_back(buffer, byName.at(spec.updates));
+        if (spec.inPlace)
+          buffer->inPlaceOf = byName.at(spec.updates);
       }
     }
     function->arguments.resize(function->buffers.size());

@@ -41,6 +41,11 @@ struct BundleBuffer {
   std::string role;
   /// For an output: the persistent buffer it replaces after each call.
   std::string updates;
+  /// For an output with `updates`: the function also takes that buffer
+  /// (as a weight, grad or state argument), so the CPU code generator
+  /// computes the new value in its buffer (cpu-in-place-updates) and the
+  /// manifest says `"in_place": true` (not for cuda bundles, which swap).
+  bool inPlace = false;
   /// f32 f64 f16 bf16 i64 i32 i8 i1 u8.
   std::string dtype;
   llvm::SmallVector<int64_t> shape;

@@ -144,9 +144,12 @@ bool usesBLAS(const CPUCodegenOptions &options) {
          (options.gemm == GemmLowering::Auto && isBLASAvailable());
 }
 
-void buildBundleBufferizationPipeline(OpPassManager &pm) {
+void buildBundleBufferizationPipeline(OpPassManager &pm, bool inPlaceUpdates) {
   // The bundle ABI at function boundaries: identity layouts, results as
-  // caller-owned out-parameters (one buffer each).
+  // caller-owned out-parameters (one buffer each), except the outputs
+  // marked in place (docs/Bundle.md), left in their argument's buffer.
+  if (inPlaceUpdates)
+    pm.addPass(createInPlaceUpdatesPass());
   pm.addPass(createPrepareEntryPointsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -158,6 +161,8 @@ void buildBundleBufferizationPipeline(OpPassManager &pm) {
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  if (inPlaceUpdates)
+    pm.addPass(createDropInPlaceCopiesPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
@@ -180,7 +185,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
 
-  buildBundleBufferizationPipeline(pm);
+  buildBundleBufferizationPipeline(pm, /*inPlaceUpdates=*/true);
 
   // Buffer level: library calls, then the ABI wrappers.
   if (options.gemm == GemmLowering::Auto ||

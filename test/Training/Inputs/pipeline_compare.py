@@ -95,8 +95,13 @@ def python_pipeline(bundle, data, steps):
             if ins["op"] != "call":
                 continue
             for b in functions[ins["function"]]["buffers"]:
-                if b["role"] == "weight":
-                    mine[b["name"]] = weights[b["name"]]
+                if b["role"] == "weight" and b["name"] not in mine:
+                    # Each rank its own copy: updates write in place
+                    # ("in_place"), and tied weights are held by two ranks.
+                    arr = tc.aligned_empty(tuple(b["shape"]),
+                                           tc.DTYPES[b["dtype"]])
+                    arr[...] = weights[b["name"]]
+                    mine[b["name"]] = arr
                 elif b["role"] in ("grad", "state") and b["name"] not in mine:
                     mine[b["name"]] = np.zeros(tuple(b["shape"]),
                                                tc.DTYPES[b["dtype"]])
@@ -150,9 +155,20 @@ def python_pipeline(bundle, data, steps):
         arrays, outputs = [], []
         args = iter(ins["args"])
         results = iter(ins["results"])
+        # "in_place" outputs (docs/Bundle.md): the value is left in the
+        # buffer of the argument it updates, which must be the persistent
+        # one, not a weight version (a "use" copies the version in first).
+        in_place = {b["updates"] for b in fn["buffers"] if b.get("in_place")}
+        for name in in_place:
+            if "use" in spec and name in versions[rank][key]:
+                persistent[rank][name][...] = versions[rank][key][name]
+            weights_of = dict(weights_of)
+            weights_of[name] = persistent[rank][name]
         for buf in fn["buffers"]:
             if buf["role"] == "output":
-                if buf.get("updates"):
+                if buf.get("in_place"):
+                    arrays.append(persistent[rank][buf["updates"]])
+                elif buf.get("updates"):
                     arr = tc.aligned_empty(tuple(buf["shape"]),
                                            tc.DTYPES[buf["dtype"]])
                     outputs.append((buf, arr))

@@ -146,7 +146,10 @@ def python_runner(bundle, x_name, x, labels, steps):
         arrays, outputs = [], []
         for b in fn["buffers"]:
             if b["role"] == "output":
-                arr = aligned_empty(tuple(b["shape"]), DTYPES[b["dtype"]])
+                # "in_place": the function leaves the value in the buffer
+                # of the argument it updates; the pointer is unused.
+                arr = (persistent[b["updates"]] if b.get("in_place") else
+                       aligned_empty(tuple(b["shape"]), DTYPES[b["dtype"]]))
                 outputs.append((b, arr))
             elif b["role"] == "input":
                 arr = aligned_empty(tuple(b["shape"]), DTYPES[b["dtype"]])

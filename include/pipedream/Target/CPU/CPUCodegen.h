@@ -147,8 +147,13 @@ void buildCPULoweringPipeline(mlir::OpPassManager &pm,
 /// buffer-results-to-out-params{hoist-static-allocs modify-public-functions},
 /// buffer-deallocation-pipeline, convert-bufferization-to-memref,
 /// canonicalize, cse. Public functions end up with one identity-layout
-/// memref argument per input and per result (the bundle ABI).
-void buildBundleBufferizationPipeline(mlir::OpPassManager &pm);
+/// memref argument per input and per result (the bundle ABI). With
+/// `inPlaceUpdates` (the CPU target), cpu-in-place-updates and
+/// cpu-drop-in-place-copies leave the results marked `pipedream.in_place`
+/// in their argument's buffer (their out-parameter is unused); without it
+/// (cuda, whose runtime swaps buffers) the marks are ignored.
+void buildBundleBufferizationPipeline(mlir::OpPassManager &pm,
+                                      bool inPlaceUpdates = false);
 
 /// Runs the pipeline `buildPipeline` adds on `module`. On failure sets
 /// `error` to the first diagnostic (one line, with its location), or to

@@ -99,6 +99,65 @@ def VectorizeGemmPass : Pass<"cpu-vectorize-gemm", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-in-place-updates, cpu-drop-in-place-copies
+//===----------------------------------------------------------------------===//
+
+def InPlaceUpdatesPass : Pass<"cpu-in-place-updates", "mlir::ModuleOp"> {
+  let summary = "Compute the outputs that update an argument in its buffer";
+  let description = [{
+    Runs on tensors, before bufferization. A result of a public function
+    with `pipedream.in_place = <j>` (set by collectBundle for an output
+    whose `updates` names the function's argument j: new weights, gradient
+    accumulators, optimizer state) is the new value of argument j, and
+    docs/Bundle.md's "in_place" contract says the runtime keeps no second
+    buffer for it: the function must leave the value in argument j's
+    buffer.
+
+    The returned value becomes `bufferization.materialize_in_destination`
+    into argument j, which One-Shot Bufferize either places in that buffer
+    (with empty-tensor elimination, the computation itself writes there)
+    or refuses: the analysis, not this pass, proves that no read of the old
+    value comes after the write. A splat constant (zeroed gradients)
+    becomes a `linalg.fill` of the argument. An accumulation
+    `arg + contraction(..., outs = zeros)` (a gradient added to its
+    accumulator) becomes the contraction with `outs = arg`, so the
+    weight-sized product needs no temporary of its own.
+
+    The function gets `pipedream.cpu.in_place_outputs` (per result, the
+    argument index or -1) for `cpu-drop-in-place-copies`.
+
+    ```mlir
+    func.func @u(%w: tensor<4xf32>, %g: tensor<4xf32>)
+        -> (tensor<4xf32> {pipedream.in_place = 0 : i64}) {
+      %n = linalg.sub ins(%w, %g : ...) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+      return %n : tensor<4xf32>
+    }
+    // becomes
+      %m = bufferization.materialize_in_destination %n in %w
+          : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      return %m : tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
+def DropInPlaceCopiesPass
+    : Pass<"cpu-drop-in-place-copies", "mlir::ModuleOp"> {
+  let summary = "Remove the out-parameter copies of in-place outputs";
+  let description = [{
+    Runs after `buffer-results-to-out-params` on the functions
+    `cpu-in-place-updates` marked. An in-place output's out-parameter
+    receives a `memref.copy` from the argument it updates (whose buffer
+    already holds the new value); the copy is erased, so the
+    out-parameter is never read or written and the runtime may pass the
+    argument's own buffer for it. Anything else using the out-parameter is
+    an error: the value did not end up in the argument's buffer.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-prepare-entry-points
 //===----------------------------------------------------------------------===//
 
