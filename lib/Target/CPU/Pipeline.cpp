@@ -148,6 +148,9 @@ void buildBundleBufferizationPipeline(OpPassManager &pm) {
   // The bundle ABI at function boundaries: identity layouts, results as
   // caller-owned out-parameters (one buffer each).
   pm.addPass(createPrepareEntryPointsPass());
+  // One tensor.empty per use: a shared one makes One-Shot Analysis
+  // quadratic in the function's length (issue 16).
+  pm.addNestedPass<func::FuncOp>(createSplitEmptyTensorsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -123,6 +123,43 @@ def PrepareEntryPointsPass
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-split-empty-tensors
+//===----------------------------------------------------------------------===//
+
+def SplitEmptyTensorsPass
+    : Pass<"cpu-split-empty-tensors", "mlir::func::FuncOp"> {
+  let summary = "Give every use of a `tensor.empty` its own `tensor.empty`";
+  let description = [{
+    Runs on tensors, right before `eliminate-empty-tensors` and One-Shot
+    Bufferize (no canonicalization or CSE in between, which would merge them
+    again). CSE folds every `tensor.empty` of one type into one value, so in
+    a long chain of layers hundreds of `linalg.fill` / `linalg.matmul`
+    destinations are uses of one value: One-Shot Analysis puts them all in
+    one alias set and checks every write against every read of it, which
+    made both passes cost O(n^2) and more in the number of layers (a
+    1000-layer MatMul + Tanh chain: minutes; issue 16). A `tensor.empty`
+    has no contents, so one per use means the same: an op with several
+    uses is replaced by one clone per use, placed right before its user
+    (dynamic sizes dominate the original op, hence the clone).
+
+    ```mlir
+    %e = tensor.empty() : tensor<4x16xf32>
+    %a = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %b = linalg.fill ins(%c1 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    // becomes
+    %e0 = tensor.empty() : tensor<4x16xf32>
+    %a = linalg.fill ins(%c0 : f32) outs(%e0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %e1 = tensor.empty() : tensor<4x16xf32>
+    %b = linalg.fill ins(%c1 : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numClones", "clones", "tensor.empty ops added (one per extra use)">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-lower-gemm-to-blas
 //===----------------------------------------------------------------------===//
 
@@ -266,7 +303,11 @@ def GenerateEntryPointsPass
     ```
 
     and makes every other function private, so the wrappers are the only
-    symbols `program.so` exports (docs/Bundle.md). The casts fold away in
+    symbols `program.so` exports (docs/Bundle.md). A function that nothing
+    else in the module uses and whose body is one block is not called but
+    moved into its wrapper (and erased): a training step's call would pass
+    every buffer as a descriptor of 5 + 2 x rank scalars, thousands of
+    arguments, on which LLVM's interprocedural passes are quadratic. The casts fold away in
     `reconcile-unrealized-casts` after the LLVM conversion.
   }];
   let options = [
