@@ -237,6 +237,15 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createCacheAllocationsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // A training step's body as calls of bounded functions: LLVM is
+  // superlinear in the length of a block (issue 16).
+  // 250 operations a run: linear in LLVM at 125 and 250 layers of a
+  // MatMul + Tanh chain (docs/CompileTime.md).
+  if (options.outlineKernels) {
+    SplitLargeFunctionsPassOptions split;
+    split.maxOps = 250;
+    pm.addPass(createSplitLargeFunctionsPass(split));
+  }
 }
 
 namespace {

@@ -418,4 +418,72 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// cpu-split-large-functions
+//===----------------------------------------------------------------------===//
+
+def SplitLargeFunctionsPass
+    : Pass<"cpu-split-large-functions", "mlir::ModuleOp"> {
+  let summary = "Cut the straight-line body of a huge LLVM function into "
+                "calls of functions of bounded size";
+  let description = [{
+    Runs last, on the LLVM dialect. After `cpu-outline-kernels` a training
+    step is one long block of allocations, kernel and GEMM calls and
+    descriptor arithmetic, thousands of operations per hundred layers.
+    Several LLVM passes are superlinear in the length of one basic block
+    or function (instruction combining renumbers a block on every order
+    query, SelectionDAG scheduling and greedy register allocation see every
+    value live across every call): a 1000-layer chain spent most of its
+    compile time there (issue 16).
+
+    A function with one block of more than twice `max-ops` operations is
+    cut into consecutive runs of about `max-ops` operations; each run
+    becomes an internal `noinline` function `@<name>.part<N>(!llvm.ptr)`
+    called in its place. Values that cross from one run (or from the
+    function's arguments and allocas) to another go through a frame, one
+    `llvm.alloca` of bytes in the function: stored after their definition,
+    loaded at the start of each run that uses them. Frame slots are reused
+    once a value's last user has run. Constants (`llvm.mlir.constant`,
+    `addressof`, `zero`, `undef`, `poison`) are cloned into each run that
+    uses them; allocas stay in the function (they must outlive the runs).
+    Functions with several blocks, regions, `stacksave`/`stackrestore`,
+    `lifetime` markers or `va_start` are left alone, as is a frame that
+    would exceed 1 MiB.
+
+    ```mlir
+    llvm.func @f(%buffers: !llvm.ptr) {
+      %a = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+      ... (thousands of ops using %a)
+      llvm.return
+    }
+    // becomes
+    llvm.func @f(%buffers: !llvm.ptr) {
+      %frame = llvm.alloca %c1 x !llvm.array<16 x i8> : (i64) -> !llvm.ptr
+      llvm.store %buffers, %frame : !llvm.ptr, !llvm.ptr
+      llvm.call @f.part0(%frame) : (!llvm.ptr) -> ()
+      llvm.call @f.part1(%frame) : (!llvm.ptr) -> ()
+      llvm.return
+    }
+    llvm.func internal @f.part0(%frame: !llvm.ptr) attributes {no_inline} {
+      %buffers = llvm.load %frame : !llvm.ptr -> !llvm.ptr
+      %a = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+      ...
+      %slot = llvm.getelementptr %frame[8] : (!llvm.ptr) -> !llvm.ptr, i8
+      llvm.store %a, %slot : !llvm.ptr, !llvm.ptr
+      llvm.return
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"1000",
+           "Operations per run (a block is cut when it has more than twice "
+           "as many)">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+  let statistics = [
+    Statistic<"numParts", "parts", "Functions created from runs of operations">,
+    Statistic<"numFrameBytes", "frame-bytes", "Frame bytes allocated, all functions">,
+  ];
+}
+
 #endif // PIPEDREAM_TARGET_CPU_PASSES_TD
