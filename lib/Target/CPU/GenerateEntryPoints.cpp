@@ -7,8 +7,11 @@
 // Adds the exported entry wrapper of docs/Bundle.md to every public function
 // of a bufferized module: `pipedream_<fn>(void **buffers)` loads one pointer
 // per argument, wraps it in a memref descriptor of the argument's static
-// shape (offset 0, row-major strides) and calls the function. Every other
-// function gets internal linkage, so the wrappers are all program.so exports.
+// shape (offset 0, row-major strides) and calls the function, or, when
+// nothing else uses the function and its body is one block, takes the body
+// itself (no call with thousands of descriptor arguments for LLVM to
+// chew on). Every other function gets internal linkage, so the wrappers
+// are all program.so exports.
 //
 // The wrapper is built before the LLVM conversion, with
 // `unrealized_conversion_cast` from the descriptor struct to the memref; the
@@ -41,6 +44,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace pipedream::cpu {
@@ -74,6 +79,11 @@ struct GenerateEntryPointsPass
     for (auto func : module.getOps<func::FuncOp>())
       if (func.isPublic() && !func.isDeclaration() && !exported(func))
         entries.push_back(func);
+    // Uses of each function's symbol (calls, references), in one walk.
+    llvm::DenseMap<StringAttr, unsigned> uses;
+    if (auto all = SymbolTable::getSymbolUses(&module.getBodyRegion()))
+      for (const SymbolTable::SymbolUse &use : *all)
+        ++uses[use.getSymbolRef().getRootReference()];
 
     auto internal = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal);
     auto external = LLVM::LinkageAttr::get(ctx, LLVM::Linkage::External);
@@ -141,8 +151,29 @@ struct GenerateEntryPointsPass
                                                           memref, descriptor)
                            .getResult(0));
       }
-      func::CallOp::create(builder, loc, func, args);
-      func::ReturnOp::create(builder, loc);
+      // A function nothing else uses, with one block (structured control
+      // flow), becomes the wrapper's body. Called, its memrefs would be
+      // passed as descriptors, 5 + 2 x rank scalars each: a training step
+      // with thousands of buffers made one call with thousands of
+      // arguments, and LLVM's called-value propagation, which revisits the
+      // call whenever one argument's value changes, grew quadratically
+      // with it (issue 16).
+      if (!uses.lookup(func.getSymNameAttr()) &&
+          llvm::hasSingleElement(func.getBody())) {
+        Block &callee = func.getBody().front();
+        for (auto [argument, value] : llvm::zip(callee.getArguments(), args))
+          argument.replaceAllUsesWith(value);
+        Operation *ret = callee.getTerminator();
+        body->getOperations().splice(body->end(), callee.getOperations(),
+                                     callee.begin(), ret->getIterator());
+        builder.setInsertionPointToEnd(body);
+        func::ReturnOp::create(builder, ret->getLoc());
+        // NOTE: erasing the function keeps `symbols` consistent.
+        symbols.erase(func);
+      } else {
+        func::CallOp::create(builder, loc, func, args);
+        func::ReturnOp::create(builder, loc);
+      }
       // NOTE: the wrapper itself keeps external linkage: it is the ABI.
       wrappers.insert(wrapper);
       symbols.insert(wrapper);

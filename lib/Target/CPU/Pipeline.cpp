@@ -151,6 +151,9 @@ void buildBundleBufferizationPipeline(OpPassManager &pm, bool inPlaceUpdates) {
   if (inPlaceUpdates)
     pm.addPass(createInPlaceUpdatesPass());
   pm.addPass(createPrepareEntryPointsPass());
+  // One tensor.empty per use: a shared one makes One-Shot Analysis
+  // quadratic in the function's length (issue 16).
+  pm.addNestedPass<func::FuncOp>(createSplitEmptyTensorsPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -239,6 +242,15 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createCacheAllocationsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // A training step's body as calls of bounded functions: LLVM is
+  // superlinear in the length of a block (issue 16).
+  // 250 operations a run: linear in LLVM at 125 and 250 layers of a
+  // MatMul + Tanh chain (docs/CompileTime.md).
+  if (options.outlineKernels) {
+    SplitLargeFunctionsPassOptions split;
+    split.maxOps = 250;
+    pm.addPass(createSplitLargeFunctionsPass(split));
+  }
 }
 
 namespace {

@@ -32,13 +32,17 @@
 // CHECK-NOT:     llvm.call @free
 
 // alloc: take the parked block (exchange with 0), reuse it when the size
-// matches, else free it and malloc size + 16 (the header).
+// matches, else free it and malloc size + 16 (the header). Both helpers
+// stay calls (inlined at thousands of sites they made LLVM's register
+// allocation quadratic in a training step's length).
 // CHECK-LABEL: llvm.func internal @__pipedream_alloc(
+// CHECK-SAME:      attributes {no_inline}
 // CHECK:         llvm.atomicrmw xchg
 // CHECK:         llvm.call @free
 // CHECK:         llvm.call @malloc
 // free: reserve the bytes against the cap, park with a compare-and-swap.
 // CHECK-LABEL: llvm.func internal @__pipedream_free(
+// CHECK-SAME:      attributes {no_inline}
 // CHECK:         llvm.atomicrmw add
 // CHECK:         llvm.mlir.constant(4096 : i64)
 // CHECK:         llvm.cmpxchg

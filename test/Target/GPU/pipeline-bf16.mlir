@@ -8,7 +8,7 @@
 // temporaries are device allocations freed at the end.
 // CHECK: llvm.func @pd_gpu_gemm_bf16(
 // CHECK-NOT: pd_gpu_gemm_f32
-// CHECK-LABEL: llvm.func internal @__pipedream.main(
+// CHECK-LABEL: llvm.func @pipedream_main(
 // CHECK: %[[S:.*]] = llvm.call @mgpuStreamCreate()
 // CHECK: llvm.call @mgpuMemAlloc(%{{.*}}, %[[S]], %{{.*}})
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @pipedream_kernels::@main_k0

@@ -182,6 +182,43 @@ def PrepareEntryPointsPass
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-split-empty-tensors
+//===----------------------------------------------------------------------===//
+
+def SplitEmptyTensorsPass
+    : Pass<"cpu-split-empty-tensors", "mlir::func::FuncOp"> {
+  let summary = "Give every use of a `tensor.empty` its own `tensor.empty`";
+  let description = [{
+    Runs on tensors, right before `eliminate-empty-tensors` and One-Shot
+    Bufferize (no canonicalization or CSE in between, which would merge them
+    again). CSE folds every `tensor.empty` of one type into one value, so in
+    a long chain of layers hundreds of `linalg.fill` / `linalg.matmul`
+    destinations are uses of one value: One-Shot Analysis puts them all in
+    one alias set and checks every write against every read of it, which
+    made both passes cost O(n^2) and more in the number of layers (a
+    1000-layer MatMul + Tanh chain: minutes; issue 16). A `tensor.empty`
+    has no contents, so one per use means the same: an op with several
+    uses is replaced by one clone per use, placed right before its user
+    (dynamic sizes dominate the original op, hence the clone).
+
+    ```mlir
+    %e = tensor.empty() : tensor<4x16xf32>
+    %a = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %b = linalg.fill ins(%c1 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    // becomes
+    %e0 = tensor.empty() : tensor<4x16xf32>
+    %a = linalg.fill ins(%c0 : f32) outs(%e0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %e1 = tensor.empty() : tensor<4x16xf32>
+    %b = linalg.fill ins(%c1 : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numClones", "clones", "tensor.empty ops added (one per extra use)">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-lower-gemm-to-blas
 //===----------------------------------------------------------------------===//
 
@@ -325,7 +362,11 @@ def GenerateEntryPointsPass
     ```
 
     and makes every other function private, so the wrappers are the only
-    symbols `program.so` exports (docs/Bundle.md). The casts fold away in
+    symbols `program.so` exports (docs/Bundle.md). A function that nothing
+    else in the module uses and whose body is one block is not called but
+    moved into its wrapper (and erased): a training step's call would pass
+    every buffer as a descriptor of 5 + 2 x rank scalars, thousands of
+    arguments, on which LLVM's interprocedural passes are quadratic. The casts fold away in
     `reconcile-unrealized-casts` after the LLVM conversion.
   }];
   let options = [
@@ -433,6 +474,74 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numKernels", "kernels", "Distinct kernel functions created">,
     Statistic<"numCalls", "calls", "Loop nests replaced by a kernel call">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-split-large-functions
+//===----------------------------------------------------------------------===//
+
+def SplitLargeFunctionsPass
+    : Pass<"cpu-split-large-functions", "mlir::ModuleOp"> {
+  let summary = "Cut the straight-line body of a huge LLVM function into "
+                "calls of functions of bounded size";
+  let description = [{
+    Runs last, on the LLVM dialect. After `cpu-outline-kernels` a training
+    step is one long block of allocations, kernel and GEMM calls and
+    descriptor arithmetic, thousands of operations per hundred layers.
+    Several LLVM passes are superlinear in the length of one basic block
+    or function (instruction combining renumbers a block on every order
+    query, SelectionDAG scheduling and greedy register allocation see every
+    value live across every call): a 1000-layer chain spent most of its
+    compile time there (issue 16).
+
+    A function with one block of more than twice `max-ops` operations is
+    cut into consecutive runs of about `max-ops` operations; each run
+    becomes an internal `noinline` function `@<name>.part<N>(!llvm.ptr)`
+    called in its place. Values that cross from one run (or from the
+    function's arguments and allocas) to another go through a frame, one
+    `llvm.alloca` of bytes in the function: stored after their definition,
+    loaded at the start of each run that uses them. Frame slots are reused
+    once a value's last user has run. Constants (`llvm.mlir.constant`,
+    `addressof`, `zero`, `undef`, `poison`) are cloned into each run that
+    uses them; allocas stay in the function (they must outlive the runs).
+    Functions with several blocks, regions, `stacksave`/`stackrestore`,
+    `lifetime` markers or `va_start` are left alone, as is a frame that
+    would exceed 1 MiB.
+
+    ```mlir
+    llvm.func @f(%buffers: !llvm.ptr) {
+      %a = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+      ... (thousands of ops using %a)
+      llvm.return
+    }
+    // becomes
+    llvm.func @f(%buffers: !llvm.ptr) {
+      %frame = llvm.alloca %c1 x !llvm.array<16 x i8> : (i64) -> !llvm.ptr
+      llvm.store %buffers, %frame : !llvm.ptr, !llvm.ptr
+      llvm.call @f.part0(%frame) : (!llvm.ptr) -> ()
+      llvm.call @f.part1(%frame) : (!llvm.ptr) -> ()
+      llvm.return
+    }
+    llvm.func internal @f.part0(%frame: !llvm.ptr) attributes {no_inline} {
+      %buffers = llvm.load %frame : !llvm.ptr -> !llvm.ptr
+      %a = llvm.load %buffers : !llvm.ptr -> !llvm.ptr
+      ...
+      %slot = llvm.getelementptr %frame[8] : (!llvm.ptr) -> !llvm.ptr, i8
+      llvm.store %a, %slot : !llvm.ptr, !llvm.ptr
+      llvm.return
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"1000",
+           "Operations per run (a block is cut when it has more than twice "
+           "as many)">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+  let statistics = [
+    Statistic<"numParts", "parts", "Functions created from runs of operations">,
+    Statistic<"numFrameBytes", "frame-bytes", "Frame bytes allocated, all functions">,
   ];
 }
 
