@@ -271,7 +271,10 @@ void progressLoop(MpiState &state) {
   std::unique_lock<std::mutex> lock(state.mutex);
   while (!state.stop) {
     if (!testSends(state, inFlight, lock)) {
-      state.wake.wait(lock);
+      // NOTE: a predicate, not a bare wait: a send posted while testSends
+      // had the mutex released notified no one waiting; without it, that
+      // send would stay in `posted` and drainSends would wait forever.
+      state.wake.wait(lock, [&] { return state.stop || !state.posted.empty(); });
       continue;
     }
     lock.unlock();
