@@ -38,23 +38,6 @@ using namespace pipedream;
 using namespace pipedream::onnx_import;
 using namespace pipedream::onnx_import::decompose;
 
-/// A slice of `x` along one axis: `size` elements from `start` by `step`.
-static Value sliceAxis(NodeContext &ctx, Value x, int64_t axis, int64_t start,
-                       int64_t size, int64_t step = 1) {
-  if (!x)
-    return nullptr;
-  ArrayRef<int64_t> shape = typeOf(x).getShape();
-  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
-      steps(shape.size(), 1);
-  starts[axis] = start;
-  sizes[axis] = size;
-  steps[axis] = size > 1 ? step : 1;
-  if (ArrayRef<int64_t>(sizes) == shape && step == 1)
-    return x;
-  return ctx.createValue<nn::SliceOp>(x, ctx.i64s(starts), ctx.i64s(sizes),
-                                      ctx.i64s(steps));
-}
-
 //===----------------------------------------------------------------------===//
 // Tile, DepthToSpace, SpaceToDepth
 //===----------------------------------------------------------------------===//

@@ -38,22 +38,6 @@ using namespace pipedream;
 using namespace pipedream::onnx_import;
 using namespace pipedream::onnx_import::decompose;
 
-/// A slice of `x` along one axis: `size` elements from `start`.
-static Value slice(NodeContext &ctx, Value x, int64_t axis, int64_t start,
-                   int64_t size) {
-  if (!x)
-    return nullptr;
-  ArrayRef<int64_t> shape = typeOf(x).getShape();
-  SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
-      steps(shape.size(), 1);
-  starts[axis] = start;
-  sizes[axis] = size;
-  if (ArrayRef<int64_t>(sizes) == shape)
-    return x;
-  return ctx.createValue<nn::SliceOp>(x, ctx.i64s(starts), ctx.i64s(sizes),
-                                      ctx.i64s(steps));
-}
-
 /// `x` split along `axis` into `parts` equal pieces (empty on error).
 static SmallVector<Value> split(NodeContext &ctx, Value x, int64_t axis,
                                 int64_t parts) {
@@ -419,7 +403,7 @@ static Value directionSlice(NodeContext &ctx, const Recurrence &r, size_t i,
   if (!v)
     return nullptr;
   int64_t axis = stateLayout && r.batchFirst ? 1 : 0;
-  Value s = slice(ctx, v, axis, d, 1);
+  Value s = sliceAxis(ctx, v, axis, d, 1);
   if (!s)
     return nullptr;
   SmallVector<int64_t> shape(typeOf(s).getShape());
@@ -440,8 +424,8 @@ static DirectionResult runDirection(NodeContext &ctx, const Recurrence &r,
   Value wb, rb;
   if (ctx.hasInput(3)) {
     Value bias = directionSlice(ctx, r, 3, d);
-    wb = slice(ctx, bias, 0, 0, gh);
-    rb = slice(ctx, bias, 0, gh, gh);
+    wb = sliceAxis(ctx, bias, 0, 0, gh);
+    rb = sliceAxis(ctx, bias, 0, gh, gh);
   }
   // The bias added to the input projection: Wb + Rb, except for GRU with
   // linear_before_reset, whose Rb goes with the recurrent product (Rb_h is
@@ -478,8 +462,8 @@ static DirectionResult runDirection(NodeContext &ctx, const Recurrence &r,
   // GRU: R split into z/r and h rows (without linear_before_reset).
   Value rzr, rh;
   if (r.cell == Cell::GRU && !r.linearBeforeReset) {
-    rzr = slice(ctx, rw, 0, 0, 2 * h);
-    rh = slice(ctx, rw, 0, 2 * h, h);
+    rzr = sliceAxis(ctx, rw, 0, 0, 2 * h);
+    rh = sliceAxis(ctx, rw, 0, 2 * h, h);
   }
   Value one = scalar(ctx, element, 1.0);
   auto clipped = [&](Value v) -> Value {

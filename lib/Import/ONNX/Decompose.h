@@ -88,6 +88,24 @@ inline mlir::Value mean(NodeContext &ctx, mlir::Value x,
                                            ctx.boolean(true));
 }
 
+/// A slice of `x` along one axis: `size` elements from `start` by `step`
+/// (no op when it is all of `x`).
+inline mlir::Value sliceAxis(NodeContext &ctx, mlir::Value x, int64_t axis,
+                             int64_t start, int64_t size, int64_t step = 1) {
+  if (!x)
+    return nullptr;
+  llvm::ArrayRef<int64_t> shape = typeOf(x).getShape();
+  llvm::SmallVector<int64_t> starts(shape.size(), 0), sizes(shape),
+      steps(shape.size(), 1);
+  starts[axis] = start;
+  sizes[axis] = size;
+  steps[axis] = size > 1 ? step : 1;
+  if (llvm::ArrayRef<int64_t>(sizes) == shape && step == 1)
+    return x;
+  return ctx.createValue<nn::SliceOp>(x, ctx.i64s(starts), ctx.i64s(sizes),
+                                      ctx.i64s(steps));
+}
+
 /// `[from, to)` as a list.
 inline llvm::SmallVector<int64_t> range(int64_t from, int64_t to) {
   return llvm::to_vector(llvm::seq<int64_t>(from, to));
