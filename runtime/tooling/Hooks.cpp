@@ -1,4 +1,4 @@
-//===- Hooks.cpp - test hooks of the training loops -------------------------===//
+//===- Hooks.cpp - test hooks of the training loops -----------------------===//
 //
 // Part of the pipedream project.
 //

@@ -1,4 +1,4 @@
-//===- Hooks.h - test hooks of the training loops ---------------------------===//
+//===- Hooks.h - test hooks of the training loops -------------------------===//
 //
 // Part of the pipedream project.
 //

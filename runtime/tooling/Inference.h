@@ -1,4 +1,4 @@
-//===- Inference.h - pipedream-run --inputs ---------------------------------===//
+//===- Inference.h - pipedream-run --inputs -------------------------------===//
 //
 // Part of the pipedream project.
 //

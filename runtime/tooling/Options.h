@@ -1,4 +1,4 @@
-//===- Options.h - pipedream-run flags --------------------------------------===//
+//===- Options.h - pipedream-run flags ------------------------------------===//
 //
 // Part of the pipedream project.
 //

@@ -1,4 +1,4 @@
-//===- PipelineLaunch.h - pipedream-run on pipeline bundles -----------------===//
+//===- PipelineLaunch.h - pipedream-run on pipeline bundles ---------------===//
 //
 // Part of the pipedream project.
 //

@@ -1,4 +1,4 @@
-//===- Tool.h - pipedream-run's main ----------------------------------------===//
+//===- Tool.h - pipedream-run's main --------------------------------------===//
 //
 // Part of the pipedream project.
 //

@@ -1,4 +1,4 @@
-//===- TraceWriter.h - pipedream-run --trace --------------------------------===//
+//===- TraceWriter.h - pipedream-run --trace ------------------------------===//
 //
 // Part of the pipedream project.
 //

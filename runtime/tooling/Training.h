@@ -1,4 +1,4 @@
-//===- Training.h - pipedream-run --data, one rank --------------------------===//
+//===- Training.h - pipedream-run --data, one rank ------------------------===//
 //
 // Part of the pipedream project.
 //

@@ -1,4 +1,4 @@
-//===- main.cpp - pipedream-run: run a compiled bundle -------------------===//
+//===- main.cpp - pipedream-run: run a compiled bundle --------------------===//
 //
 // Part of the pipedream project.
 //
