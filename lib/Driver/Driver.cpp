@@ -21,21 +21,22 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Driver/Driver.h"
-#include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Compiler/Bundle.h"
 #include "pipedream/Compiler/BundleRanks.h"
-#include "pipedream/Compiler/PartitionReport.h"
-#include "pipedream/Compiler/ScheduleChoice.h"
 #include "pipedream/Compiler/ReplicaLayout.h"
+#include "pipedream/Compiler/ScheduleChoice.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
+#include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
@@ -66,6 +67,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <chrono>
 #include <mutex>
 
 using namespace mlir;
@@ -483,6 +485,7 @@ partitionAndSchedule(PhaseOptions &p, ModuleOp module,
                      PipelineState &state, std::string &error) {
   std::optional<TimedPhase> partitionPhase;
   partitionPhase.emplace("partition");
+  auto start = std::chrono::steady_clock::now();
   if (failed(runPhasePipeline(
           module,
           [&](OpPassManager &pm) {
@@ -490,17 +493,28 @@ partitionAndSchedule(PhaseOptions &p, ModuleOp module,
           },
           FirstErrorHandler::Format::MessageOnly, "partitioning failed", error)))
     return failure();
-  auto report = collectPartitionReport(module, error);
-  if (failed(report))
-    return failure();
+  double partitionSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  FailureOr<PartitionReport> report;
+  {
+    FirstErrorHandler firstError(module.getContext(),
+                                 FirstErrorHandler::Format::MessageOnly);
+    report = collectPartitionReport(module);
+    if (failed(report)) {
+      error = firstError.orElse("cannot describe the partition");
+      return failure();
+    }
+  }
   state.partition = std::move(*report);
+  state.partition.solveSeconds = partitionSeconds;
   // --ranks N: the schedule phase runs the planner's K x R plan.
   if (p.partition.ranks > 0) {
     int64_t replicas = 1;
     for (auto f : module.getOps<func::FuncOp>())
-      if (auto summary = f->getAttrOfType<DictionaryAttr>("pipe.partition"))
-        if (auto r = summary.getAs<IntegerAttr>("replicas"))
-          replicas = r.getInt();
+      if (auto summary = f->getAttrOfType<pipe::PartitionAttr>(
+              pipe::PipeDialect::kPartitionAttrName))
+        replicas = std::max<int64_t>(1, summary.getReplicas());
     if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
                                     error)))
       return failure();
@@ -644,7 +658,12 @@ chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
             FirstErrorHandler::Format::MessageOnly, "partitioning failed",
             err)))
       return failure();
-    return collectPartitionReport(*copy, err);
+    FirstErrorHandler firstError(copy->getContext(),
+                                 FirstErrorHandler::Format::MessageOnly);
+    FailureOr<PartitionReport> report = collectPartitionReport(*copy);
+    if (failed(report))
+      err = firstError.orElse("cannot describe the partition");
+    return report;
   };
   FailureOr<ScheduleChoice> choice = chooseSchedule(c, error);
   if (failed(choice))

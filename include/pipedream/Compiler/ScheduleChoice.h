@@ -26,7 +26,7 @@
 #ifndef PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 #define PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 
-#include "pipedream/Compiler/PartitionReport.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 
 #include "mlir/Support/LLVM.h"
