@@ -87,15 +87,9 @@ llvm::json::Object instructionJSON(const RankInstruction &ins) {
 
 FailureOr<llvm::json::Array> serializeRankPrograms(ModuleOp module) {
   MLIRContext *context = module.getContext();
-  // The planner's message names the op it is about; the bundle's error is
-  // that message alone (the op's location is where pipe-lower-rank-programs
-  // reports it).
-  std::string planError;
-  Operation *where = nullptr;
-  FailureOr<std::vector<RankProgramPlan>> plans =
-      planRankPrograms(module, planError, where);
+  FailureOr<std::vector<RankProgramPlan>> plans = planRankPrograms(module);
   if (failed(plans))
-    return emitError(context) << planError;
+    return failure();
   llvm::json::Array ranks;
   for (const RankProgramPlan &plan : *plans) {
     llvm::json::Array registers;
