@@ -8,6 +8,7 @@
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -63,27 +64,26 @@ static std::string typeToString(Type type) {
 
 /// The bytes of a dense_resource value (a view of its blob, no copy).
 static FailureOr<ArrayRef<char>>
-getResourceBytes(DenseResourceElementsAttr resource, std::string &error) {
+getResourceBytes(DenseResourceElementsAttr resource,
+                 llvm::function_ref<InFlightDiagnostic()> emitError) {
   auto type = cast<ShapedType>(resource.getType());
   int64_t bytes =
       type.getNumElements() * getElementBytes(type.getElementType());
   AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-  if (!blob) {
-    error = "its value is an elided or missing resource blob";
-    return failure();
-  }
+  if (!blob)
+    return emitError() << "its value is an elided or missing resource blob";
   ArrayRef<char> data = blob->getData();
-  if (static_cast<int64_t>(data.size()) != bytes) {
-    error = "its resource blob holds " + std::to_string(data.size()) +
-            " bytes, expected " + std::to_string(bytes);
-    return failure();
-  }
+  if (static_cast<int64_t>(data.size()) != bytes)
+    return emitError() << "its resource blob holds " +
+                              std::to_string(data.size()) +
+                              " bytes, expected " + std::to_string(bytes);
   return data;
 }
 
 /// Appends the raw little-endian bytes of `value` to `out`.
-static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
-                                    std::string &error) {
+static LogicalResult
+appendElements(ElementsAttr value, std::vector<char> &out,
+               llvm::function_ref<InFlightDiagnostic()> emitError) {
   auto type = cast<ShapedType>(value.getType());
   Type elementType = type.getElementType();
   int64_t numElements = type.getNumElements();
@@ -91,7 +91,7 @@ static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
   int64_t bytes = numElements * elementBytes;
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    auto data = getResourceBytes(resource, error);
+    auto data = getResourceBytes(resource, emitError);
     if (failed(data))
       return failure();
     out.insert(out.end(), data->begin(), data->end());
@@ -107,18 +107,14 @@ static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
     }
     ArrayRef<char> raw = dense.getRawData();
     if (dense.isSplat()) {
-      if (static_cast<int64_t>(raw.size()) != elementBytes) {
-        error = "unexpected splat storage";
-        return failure();
-      }
+      if (static_cast<int64_t>(raw.size()) != elementBytes)
+        return emitError() << "unexpected splat storage";
       for (int64_t i = 0; i < numElements; ++i)
         out.insert(out.end(), raw.begin(), raw.end());
       return success();
     }
-    if (static_cast<int64_t>(raw.size()) != bytes) {
-      error = "unexpected dense storage size";
-      return failure();
-    }
+    if (static_cast<int64_t>(raw.size()) != bytes)
+      return emitError() << "unexpected dense storage size";
     out.insert(out.end(), raw.begin(), raw.end());
     return success();
   }
@@ -141,35 +137,33 @@ static LogicalResult appendElements(ElementsAttr value, std::vector<char> &out,
       appendInt(v);
     return success();
   }
-  error = "its value attribute cannot be read as elements";
-  return failure();
+  return emitError() << "its value attribute cannot be read as elements";
 }
 
 LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
-                            StringRef symbolPrefix, Bundle &bundle,
-                            std::string &error) {
+                            StringRef symbolPrefix, Bundle &bundle) {
+  MLIRContext *context = module.getContext();
   bundle.model = model.str();
   llvm::StringMap<size_t> weightIndex;
 
   auto describe = [&](func::FuncOp func, Type type, StringRef what,
                       BundleBuffer &buffer) -> LogicalResult {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape()) {
-      error = "function '" + func.getSymName().str() + "': " + what.str() +
-              " '" + buffer.name + "' has type " + typeToString(type) +
-              "; bundles need statically shaped tensors (fix dynamic "
-              "dimensions with --input-shape NAME=DxD)";
-      return failure();
-    }
+    if (!tensor || !tensor.hasStaticShape())
+      return emitError(context)
+             << "function '" << func.getSymName() << "': " << what << " '"
+             << buffer.name << "' has type " << typeToString(type)
+             << "; bundles need statically shaped tensors (fix dynamic "
+                "dimensions with --input-shape NAME=DxD)";
     buffer.dtype = getBundleDType(tensor.getElementType());
-    if (buffer.dtype.empty()) {
-      error = "function '" + func.getSymName().str() + "': " + what.str() +
-              " '" + buffer.name + "' has element type " +
-              typeToString(tensor.getElementType()) +
-              ": not supported (bundles hold f32, f64, f16, bf16, i64, i32, "
-              "i8, i1 and u8 buffers)";
-      return failure();
-    }
+    if (buffer.dtype.empty())
+      return emitError(context) << "function '" + func.getSymName().str() +
+                                       "': " + what.str() + " '" + buffer.name +
+                                       "' has element type " +
+                                       typeToString(tensor.getElementType()) +
+                                       ": not supported (bundles hold f32, "
+                                       "f64, f16, bf16, i64, i32, "
+                                       "i8, i1 and u8 buffers)";
     buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
     return success();
   };
@@ -193,45 +187,40 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
       if (auto role = func.getArgAttrOfType<StringAttr>(
               i, nn::NNDialect::kRoleAttrName)) {
         StringRef r = role.getValue();
-        if (r != "input" && r != "weight" && r != "grad" && r != "state") {
-          error = "function '" + function.name + "': argument '" +
-                  buffer.name + "' has unknown role '" + r.str() + "'";
-          return failure();
-        }
-        if ((r == "weight") != static_cast<bool>(param)) {
-          error = "function '" + function.name + "': argument '" +
-                  buffer.name + "' has role '" + r.str() + "' but " +
-                  (param ? "an" : "no") + " initial value (nn.param)";
-          return failure();
-        }
+        if (r != "input" && r != "weight" && r != "grad" && r != "state")
+          return emitError(context)
+                 << "function '" + function.name + "': argument '" +
+                        buffer.name + "' has unknown role '" + r.str() + "'";
+        if ((r == "weight") != static_cast<bool>(param))
+          return emitError(context)
+                 << "function '" + function.name + "': argument '" +
+                        buffer.name + "' has role '" + r.str() + "' but " +
+                        (param ? "an" : "no") + " initial value (nn.param)";
         buffer.role = r.str();
       }
       if (failed(describe(func, func.getArgument(i).getType(), buffer.role,
                           buffer)))
         return failure();
-      if (!seenNames.insert({buffer.name, i}).second) {
-        error = "function '" + function.name + "': two buffers are named '" +
-                buffer.name + "'";
-        return failure();
-      }
+      if (!seenNames.insert({buffer.name, i}).second)
+        return emitError(context) << "function '" + function.name +
+                                         "': two buffers are named '" +
+                                         buffer.name + "'";
 
       if (param) {
         auto value = dyn_cast<ElementsAttr>(param);
-        if (!value || value.getType() != func.getArgument(i).getType()) {
-          error = "weight '" + buffer.name +
-                  "': nn.param is not an elements attribute of the "
-                  "argument's type";
-          return failure();
-        }
+        if (!value || value.getType() != func.getArgument(i).getType())
+          return emitError(context)
+                 << "weight '" + buffer.name +
+                        "': nn.param is not an elements attribute of the "
+                        "argument's type";
         auto [it, inserted] =
             weightIndex.insert({buffer.name, bundle.weights.size()});
         if (!inserted) {
           const BundleWeight &existing = bundle.weights[it->second];
-          if (existing.dtype != buffer.dtype || existing.shape != buffer.shape) {
-            error = "weight '" + buffer.name +
-                    "' is used with two different types";
-            return failure();
-          }
+          if (existing.dtype != buffer.dtype || existing.shape != buffer.shape)
+            return emitError(context)
+                   << "weight '" + buffer.name +
+                          "' is used with two different types";
         } else {
           BundleWeight weight;
           weight.name = buffer.name;
@@ -240,19 +229,18 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
           uint64_t aligned =
               llvm::alignTo(bundle.weightFileBytes, kBundleWeightAlignment);
           weight.offset = aligned;
-          std::string valueError;
+          auto emitWeightError = [&] {
+            return emitError(context) << "weight '" << buffer.name << "': ";
+          };
           // NOTE: a resource blob (every large weight) is viewed, not
           // copied: with external data it is the mapped side file.
           if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-            auto data = getResourceBytes(resource, valueError);
-            if (failed(data)) {
-              error = "weight '" + buffer.name + "': " + valueError;
+            auto data = getResourceBytes(resource, emitWeightError);
+            if (failed(data))
               return failure();
-            }
             weight.view = *data;
           } else if (failed(appendElements(value, weight.ownedData,
-                                           valueError))) {
-            error = "weight '" + buffer.name + "': " + valueError;
+                                           emitWeightError))) {
             return failure();
           }
           weight.bytes = weight.getData().size();
@@ -279,11 +267,10 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
         // An output named like an input (ONNX allows passing an input
         // through): keep the manifest's names unique.
         buffer.name += ".output";
-        if (!seenNames.insert({buffer.name, i}).second) {
-          error = "function '" + function.name + "': two buffers are named '" +
-                  buffer.name + "'";
-          return failure();
-        }
+        if (!seenNames.insert({buffer.name, i}).second)
+          return emitError(context) << "function '" + function.name +
+                                           "': two buffers are named '" +
+                                           buffer.name + "'";
       }
       function.buffers.push_back(std::move(buffer));
     }
@@ -312,10 +299,8 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
     }
     bundle.functions.push_back(std::move(function));
   }
-  if (bundle.functions.empty()) {
-    error = "the module has no public function to compile";
-    return failure();
-  }
+  if (bundle.functions.empty())
+    return emitError(context) << "the module has no public function to compile";
   return success();
 }
 
@@ -423,17 +408,16 @@ std::string renderBundleManifest(const Bundle &bundle) {
 static LogicalResult
 writeWeightFile(StringRef path, uint64_t size,
                 ArrayRef<std::pair<ArrayRef<char>, uint64_t>> weights,
-                std::string &error) {
+                MLIRContext *context) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (!ec) {
     uint64_t at = 0;
     static const char zeros[kBundleWeightAlignment] = {};
     for (auto [data, offset] : weights) {
-      if (offset < at) {
-        error = (path + ": overlapping weights (internal error)").str();
-        return failure();
-      }
+      if (offset < at)
+        return emitError(context)
+               << (path + ": overlapping weights (internal error)").str();
       for (; at < offset; at += std::min<uint64_t>(offset - at, sizeof(zeros)))
         os.write(zeros, std::min<uint64_t>(offset - at, sizeof(zeros)));
       os.write(data.data(), data.size());
@@ -444,15 +428,13 @@ writeWeightFile(StringRef path, uint64_t size,
     os.close();
     ec = os.error();
   }
-  if (ec) {
-    error = (path + ": " + ec.message()).str();
-    return failure();
-  }
+  if (ec)
+    return emitError(context) << (path + ": " + ec.message()).str();
   return success();
 }
 
-LogicalResult assignRankWeightFiles(Bundle &bundle, llvm::json::Array &ranks,
-                                    std::string &error) {
+LogicalResult assignRankWeightFiles(MLIRContext *context, Bundle &bundle,
+                                    llvm::json::Array &ranks) {
   llvm::StringMap<size_t> weightIndex;
   for (auto [i, w] : llvm::enumerate(bundle.weights))
     weightIndex[w.name] = i;
@@ -465,10 +447,9 @@ LogicalResult assignRankWeightFiles(Bundle &bundle, llvm::json::Array &ranks,
   for (auto [r, value] : llvm::enumerate(ranks)) {
     llvm::json::Object *rank = value.getAsObject();
     llvm::json::Array *program = rank ? rank->getArray("program") : nullptr;
-    if (!program) {
-      error = "rank " + std::to_string(r) + " has no program";
-      return failure();
-    }
+    if (!program)
+      return emitError(context)
+             << "rank " + std::to_string(r) + " has no program";
     // The weights the rank's functions bind, in bundle order.
     std::vector<bool> uses(bundle.weights.size(), false);
     for (const llvm::json::Value &inst : *program) {
@@ -477,11 +458,10 @@ LogicalResult assignRankWeightFiles(Bundle &bundle, llvm::json::Array &ranks,
         continue;
       auto name = object->getString("function");
       auto it = name ? functions.find(*name) : functions.end();
-      if (it == functions.end()) {
-        error = "rank " + std::to_string(r) +
-                " calls a function the bundle does not have";
-        return failure();
-      }
+      if (it == functions.end())
+        return emitError(context)
+               << "rank " + std::to_string(r) +
+                      " calls a function the bundle does not have";
       // Bound weights, and weights an output replaces (`updates`).
       for (const BundleBuffer &b : it->second->buffers) {
         StringRef bound = b.role == "weight" ? StringRef(b.name)
@@ -603,7 +583,7 @@ llvm::json::Array rankMemoryJSON(const Bundle &bundle,
 
 /// Writes `data` to `path` (created or truncated).
 static LogicalResult writeFile(StringRef path, StringRef data,
-                               std::string &error) {
+                               MLIRContext *context) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (!ec) {
@@ -611,54 +591,46 @@ static LogicalResult writeFile(StringRef path, StringRef data,
     os.close();
     ec = os.error();
   }
-  if (ec) {
-    error = (path + ": " + ec.message()).str();
-    return failure();
-  }
+  if (ec)
+    return emitError(context) << (path + ": " + ec.message()).str();
   return success();
 }
 
-LogicalResult writeBundle(
-    const Bundle &bundle, StringRef outputDir,
-    llvm::function_ref<LogicalResult(StringRef, std::string &)> writeLibrary,
-    std::string &error) {
+LogicalResult
+writeBundle(MLIRContext *context, const Bundle &bundle, StringRef outputDir,
+            llvm::function_ref<LogicalResult(StringRef)> writeLibrary) {
   llvm::SmallString<256> target(outputDir);
   // createUniqueDirectory resolves a relative model against the system's
   // temporary directory, not the working directory: work with absolute
   // paths (messages keep the path as given).
-  if (std::error_code ec = llvm::sys::fs::make_absolute(target)) {
-    error = (outputDir + ": " + ec.message()).str();
-    return failure();
-  }
+  if (std::error_code ec = llvm::sys::fs::make_absolute(target))
+    return emitError(context) << (outputDir + ": " + ec.message()).str();
   llvm::sys::path::remove_dots(target, /*remove_dot_dot=*/true);
   if (target.empty())
     target = ".";
   bool exists = llvm::sys::fs::exists(target);
-  if (exists && !llvm::sys::fs::is_directory(target)) {
-    error = (outputDir + ": exists and is not a directory").str();
-    return failure();
-  }
+  if (exists && !llvm::sys::fs::is_directory(target))
+    return emitError(context)
+           << (outputDir + ": exists and is not a directory").str();
 
   // The temporary directory is a sibling, so the final renames stay within
   // one file system.
   llvm::SmallString<256> parent = llvm::sys::path::parent_path(target);
   if (parent.empty())
     parent = ".";
-  if (!llvm::sys::fs::is_directory(parent)) {
-    error = (outputDir + ": parent directory '" + parent + "' does not exist")
-                .str();
-    return failure();
-  }
+  if (!llvm::sys::fs::is_directory(parent))
+    return emitError(context)
+           << (outputDir + ": parent directory '" + parent + "' does not exist")
+                  .str();
   llvm::SmallString<256> temp;
   {
     llvm::SmallString<256> model(target);
     model += ".tmp"; // createUniqueDirectory appends "-XXXXXX".
-    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, temp)) {
-      error = (outputDir + ": cannot create a temporary directory: " +
-               ec.message())
-                  .str();
-      return failure();
-    }
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, temp))
+      return emitError(context)
+             << (outputDir +
+                 ": cannot create a temporary directory: " + ec.message())
+                    .str();
   }
   // createUniqueDirectory makes it private (0700); the bundle directory gets
   // the usual permissions.
@@ -676,7 +648,7 @@ LogicalResult writeBundle(
     llvm::sys::path::append(path, name);
     return path;
   };
-  if (failed(writeLibrary(inTemp(bundle.library), error)))
+  if (failed(writeLibrary(inTemp(bundle.library))))
     return failure();
   {
     std::vector<std::pair<ArrayRef<char>, uint64_t>> common;
@@ -684,32 +656,29 @@ LogicalResult writeBundle(
       if (w.file.empty())
         common.push_back({w.getData(), w.offset});
     if (failed(writeWeightFile(inTemp(bundle.weightsFile),
-                               bundle.weightFileBytes, common, error)))
+                               bundle.weightFileBytes, common, context)))
       return failure();
   }
   for (const BundleRankWeights &rank : bundle.rankWeights) {
     std::vector<std::pair<ArrayRef<char>, uint64_t>> held;
     for (auto [w, offset] : rank.weights)
       held.push_back({bundle.weights[w].getData(), offset});
-    if (failed(writeWeightFile(inTemp(rank.file), rank.fileBytes, held,
-                               error)))
+    if (failed(
+            writeWeightFile(inTemp(rank.file), rank.fileBytes, held, context)))
       return failure();
   }
   for (const auto &[name, source] : bundle.copiedFiles) {
-    if (std::error_code ec = llvm::sys::fs::copy_file(source, inTemp(name))) {
-      error = source + ": cannot copy into the bundle: " + ec.message();
-      return failure();
-    }
+    if (std::error_code ec = llvm::sys::fs::copy_file(source, inTemp(name)))
+      return emitError(context)
+             << source + ": cannot copy into the bundle: " + ec.message();
   }
   if (failed(writeFile(inTemp("bundle.json"), renderBundleManifest(bundle),
-                       error)))
+                       context)))
     return failure();
 
   if (!exists) {
-    if (std::error_code ec = llvm::sys::fs::rename(temp, target)) {
-      error = (outputDir + ": " + ec.message()).str();
-      return failure();
-    }
+    if (std::error_code ec = llvm::sys::fs::rename(temp, target))
+      return emitError(context) << (outputDir + ": " + ec.message()).str();
     keepTemp = true;
     return success();
   }
@@ -725,10 +694,8 @@ LogicalResult writeBundle(
   for (StringRef name : names) {
     llvm::SmallString<256> to(target);
     llvm::sys::path::append(to, name);
-    if (std::error_code ec = llvm::sys::fs::rename(inTemp(name), to)) {
-      error = (to + ": " + ec.message()).str();
-      return failure();
-    }
+    if (std::error_code ec = llvm::sys::fs::rename(inTemp(name), to))
+      return emitError(context) << (to + ": " + ec.message()).str();
   }
   return success();
 }

@@ -85,11 +85,9 @@ llvm::json::Object instructionJSON(const RankInstruction &ins) {
 
 } // namespace
 
-FailureOr<llvm::json::Array> serializeRankPrograms(ModuleOp module,
-                                                   std::string &error) {
-  Operation *where = nullptr;
-  FailureOr<std::vector<RankProgramPlan>> plans =
-      planRankPrograms(module, error, where);
+FailureOr<llvm::json::Array> serializeRankPrograms(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  FailureOr<std::vector<RankProgramPlan>> plans = planRankPrograms(module);
   if (failed(plans))
     return failure();
   llvm::json::Array ranks;
@@ -97,10 +95,9 @@ FailureOr<llvm::json::Array> serializeRankPrograms(ModuleOp module,
     llvm::json::Array registers;
     for (RankedTensorType type : plan.registers) {
       std::string dtype = getBundleDType(type.getElementType());
-      if (dtype.empty()) {
-        error = "a pipeline value has type that bundles cannot hold";
-        return failure();
-      }
+      if (dtype.empty())
+        return emitError(context)
+               << "a pipeline value has type that bundles cannot hold";
       llvm::json::Array shape;
       for (int64_t d : type.getShape())
         shape.push_back(d);
@@ -119,20 +116,16 @@ FailureOr<llvm::json::Array> serializeRankPrograms(ModuleOp module,
 
 LogicalResult lowerRankProgramsToNative(ModuleOp module,
                                         llvm::json::Array &ranks,
-                                        llvm::StringRef symbolPrefix,
-                                        std::string &error) {
-  pipedream::FirstErrorHandler firstError(module.getContext());
+                                        llvm::StringRef symbolPrefix) {
+  MLIRContext *context = module.getContext();
   std::vector<std::string> entries;
-  if (failed(lowerRankPrograms(module, symbolPrefix, entries))) {
-    error = firstError.orElse("cannot lower the rank programs");
-    return failure();
-  }
-  if (entries.size() != ranks.size()) {
-    error = "internal error: " + std::to_string(entries.size()) +
-            " native rank entries for " + std::to_string(ranks.size()) +
-            " rank programs";
-    return failure();
-  }
+  // The first error is the pass's own when it reported one.
+  if (failed(lowerRankPrograms(module, symbolPrefix, entries)))
+    return emitError(context) << "cannot lower the rank programs";
+  if (entries.size() != ranks.size())
+    return emitError(context)
+           << "internal error: " << entries.size()
+           << " native rank entries for " << ranks.size() << " rank programs";
   // The global view, if it was kept, runs nowhere.
   eraseProgramOps(module);
   for (auto [rank, entry] : llvm::zip(ranks, entries)) {

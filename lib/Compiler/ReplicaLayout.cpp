@@ -6,6 +6,8 @@
 
 #include "pipedream/Compiler/ReplicaLayout.h"
 
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -89,45 +91,18 @@ void pipedream::printRankLayout(int64_t pipelineRanks, int64_t replicas,
 }
 
 namespace {
-struct PlanView {
-  int64_t stages = 0;
-  std::vector<int64_t> replicas;
-  double slowest = 0;
-  bool uniform = false, chosen = false;
-};
-
-std::vector<PlanView> plansOf(mlir::ModuleOp module) {
-  std::vector<PlanView> out;
-  for (auto f : module.getOps<mlir::func::FuncOp>()) {
-    auto summary = f->getAttrOfType<mlir::DictionaryAttr>("pipe.partition");
-    auto plans = summary ? summary.getAs<mlir::ArrayAttr>("plans") : nullptr;
-    if (!plans)
-      continue;
-    for (mlir::Attribute a : plans) {
-      auto d = llvm::dyn_cast<mlir::DictionaryAttr>(a);
-      if (!d)
-        continue;
-      PlanView v;
-      if (auto s = d.getAs<mlir::IntegerAttr>("stages"))
-        v.stages = s.getInt();
-      if (auto r = d.getAs<mlir::ArrayAttr>("replicas"))
-        for (mlir::Attribute x : r)
-          if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(x))
-            v.replicas.push_back(i.getInt());
-      if (auto t = d.getAs<mlir::FloatAttr>("slowest"))
-        v.slowest = t.getValueAsDouble();
-      if (auto u = d.getAs<mlir::BoolAttr>("uniform"))
-        v.uniform = u.getValue();
-      if (auto c = d.getAs<mlir::BoolAttr>("chosen"))
-        v.chosen = c.getValue();
-      out.push_back(std::move(v));
-    }
-    break;
-  }
-  return out;
+/// The plans pipe-partition's planner recorded on the first partitioned
+/// function.
+llvm::ArrayRef<pipedream::pipe::PlanAttr> plansOf(mlir::ModuleOp module) {
+  for (auto f : module.getOps<mlir::func::FuncOp>())
+    if (auto summary = f->getAttrOfType<pipedream::pipe::PartitionAttr>(
+            pipedream::pipe::PipeDialect::kPartitionAttrName))
+      if (!summary.getPlans().empty())
+        return summary.getPlans();
+  return {};
 }
 
-std::string replicasText(const std::vector<int64_t> &replicas) {
+std::string replicasText(llvm::ArrayRef<int64_t> replicas) {
   std::string text;
   for (int64_t r : replicas)
     text += (text.empty() ? "" : "-") + std::to_string(r);
@@ -137,32 +112,33 @@ std::string replicasText(const std::vector<int64_t> &replicas) {
 
 void pipedream::printReplicationPlans(mlir::ModuleOp module,
                                       llvm::raw_ostream &os) {
-  std::vector<PlanView> plans = plansOf(module);
+  llvm::ArrayRef<pipedream::pipe::PlanAttr> plans = plansOf(module);
   if (plans.empty())
     return;
   os << "replication plans (PipeDream's planner; bottleneck per "
         "micro-batch, with the replicas' all-reduce):\n";
-  for (const PlanView &v : plans)
+  for (pipedream::pipe::PlanAttr v : plans)
     os << llvm::formatv(
-        "  {0} stages, replicas {1}: {2:e3} s{3}\n", v.stages,
-        replicasText(v.replicas), v.slowest,
-        v.chosen    ? "  <- chosen"
-        : !v.uniform ? "  (optimum; non-uniform replication, PipeDream's "
-                       "1F1B-RR, is not run by this runtime)"
-                     : "");
+        "  {0} stages, replicas {1}: {2:e3} s{3}\n", v.getStages(),
+        replicasText(v.getReplicas()), v.getSlowest().getValueAsDouble(),
+        v.getChosen()     ? "  <- chosen"
+        : !v.getUniform() ? "  (optimum; non-uniform replication, PipeDream's "
+                            "1F1B-RR, is not run by this runtime)"
+                          : "");
 }
 
 llvm::json::Array pipedream::replicationPlansJSON(mlir::ModuleOp module) {
   llvm::json::Array out;
-  for (const PlanView &v : plansOf(module)) {
+  for (pipedream::pipe::PlanAttr v : plansOf(module)) {
     llvm::json::Array replicas;
-    for (int64_t r : v.replicas)
+    for (int64_t r : v.getReplicas())
       replicas.push_back(r);
-    out.push_back(llvm::json::Object{{"stages", v.stages},
-                                     {"replicas", std::move(replicas)},
-                                     {"slowest", v.slowest},
-                                     {"uniform", v.uniform},
-                                     {"chosen", v.chosen}});
+    out.push_back(
+        llvm::json::Object{{"stages", v.getStages()},
+                           {"replicas", std::move(replicas)},
+                           {"slowest", v.getSlowest().getValueAsDouble()},
+                           {"uniform", v.getUniform()},
+                           {"chosen", v.getChosen()}});
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "pipedream/Compiler/ScheduleChoice.h"
 
+#include "pipedream/Support/Diagnostics.h"
 
 #include <algorithm>
 #include <limits>
@@ -41,7 +42,8 @@ pipedream::reportOptionsFromPartition(const PartitionReport &report,
 }
 
 FailureOr<ScheduleChoice>
-pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
+pipedream::chooseSchedule(MLIRContext *context,
+                          const ScheduleChoiceOptions &o) {
   int64_t k = std::max<int64_t>(1, o.stages);
   std::vector<int64_t> ms;
   if (o.fixedBatch) {
@@ -55,12 +57,11 @@ pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
   } else {
     ms = {o.importMicrobatches};
   }
-  if (ms.empty()) {
-    error = "--schedule auto: no micro-batch count to try divides the batch "
-            "of " +
-            std::to_string(o.batchSize);
-    return failure();
-  }
+  if (ms.empty())
+    return emitError(context)
+           << "--schedule auto: no micro-batch count to try divides the batch "
+              "of " +
+                  std::to_string(o.batchSize);
   sched::SearchOptions search;
   search.numRanks = k;
   search.microbatches = ms;
@@ -99,22 +100,21 @@ pipedream::chooseSchedule(const ScheduleChoiceOptions &o, std::string &error) {
     if (!dropped)
       choice.candidates.push_back(std::move(c));
   }
-  if (choice.candidates.empty()) {
-    error = "--schedule auto: no valid schedule for " + std::to_string(k) +
-            " stages" + (firstError.empty() ? "" : " (" + firstError + ")");
-    return failure();
-  }
+  if (choice.candidates.empty())
+    return emitError(context)
+           << "--schedule auto: no valid schedule for " + std::to_string(k) +
+                  " stages" +
+                  (firstError.empty() ? "" : " (" + firstError + ")");
   if (!choice.candidates.front().fits) {
     int64_t peak = std::numeric_limits<int64_t>::max();
     for (const sched::SearchCandidate &c : choice.candidates)
       if (!c.peakMemoryBytes.empty())
         peak = std::min(peak, *std::max_element(c.peakMemoryBytes.begin(),
                                                 c.peakMemoryBytes.end()));
-    error = "--schedule auto: no schedule fits --memory-limit (" +
-            std::to_string(o.memoryLimitBytes) +
-            " bytes per rank); the smallest peak is " + std::to_string(peak) +
-            " bytes";
-    return failure();
+    return emitError(context)
+           << "--schedule auto: no schedule fits --memory-limit ("
+           << o.memoryLimitBytes << " bytes per rank); the smallest peak is "
+           << peak << " bytes";
   }
   choice.config = choice.candidates.front().config;
   return choice;

@@ -21,21 +21,22 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Driver/Driver.h"
-#include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Compiler/Bundle.h"
 #include "pipedream/Compiler/BundleRanks.h"
-#include "pipedream/Compiler/PartitionReport.h"
-#include "pipedream/Compiler/ScheduleChoice.h"
 #include "pipedream/Compiler/ReplicaLayout.h"
+#include "pipedream/Compiler/ScheduleChoice.h"
 #include "pipedream/Conversion/NNToLinalg/NNToLinalg.h"
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleReport.h"
+#include "pipedream/Driver/ModelLowering.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
@@ -66,27 +67,27 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <chrono>
 #include <mutex>
 
 using namespace mlir;
 using namespace pipedream;
 namespace sched = pipedream::pipe::schedule;
 
-/// Runs the passes `populate` adds on `module`; the first error becomes
-/// `error` (`fallback` when the passes report none).
+/// Runs the passes `populate` adds on `module`, their errors formatted as
+/// `format` by `errors` (`fallback` when the passes report none).
 static LogicalResult
 runPhasePipeline(ModuleOp module,
                  llvm::function_ref<void(OpPassManager &)> populate,
-                 FirstErrorHandler::Format format, StringRef fallback,
-                 std::string &error) {
-  FirstErrorHandler firstError(module.getContext(), format);
+                 FirstErrorHandler &errors, FirstErrorHandler::Format format,
+                 StringRef fallback) {
+  ScopedErrorFormat scopedFormat(errors, format);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   attachPassTiming(pm);
   populate(pm);
   if (succeeded(pm.run(module)))
     return success();
-  error = firstError.orElse(fallback);
-  return failure();
+  return emitError(module.getContext()) << fallback;
 }
 
 /// Every dialect the driver's phases use (the CUDA target's registrations
@@ -101,37 +102,34 @@ static DialectRegistry driverDialects() {
 
 /// Imports the ONNX model (or parses the .mlir file) of `o` into `context`.
 static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
-                                                 MLIRContext &context,
-                                                 std::string &error) {
+                                                  MLIRContext &context) {
   TimedPhase phase("import");
   if (o.isMLIR) {
-    FirstErrorHandler firstError(&context);
     llvm::SourceMgr sourceMgr;
     std::string openError;
     auto file = openInputFile(o.input, &openError);
-    if (!file) {
-      error = o.input + ": " + openError;
-      return failure();
-    }
+    if (!file)
+      return emitError(&context) << o.input << ": " << openError;
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     OwningOpRef<ModuleOp> module =
         parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module) {
-      error = firstError.orElse(o.input + ": cannot parse");
-      return failure();
-    }
+    if (!module)
+      return emitError(&context) << o.input << ": cannot parse";
     return module;
   }
   ImportOptions importOptions;
   importOptions.runChecker = o.runONNXChecker;
   if (o.microbatchSize)
     importOptions.batchSize = *o.microbatchSize;
+  // NOTE: the importer (lib/Import/ONNX) still reports its one-line errors
+  // as strings; they become diagnostics here.
+  std::string error;
   for (const std::string &shape : o.inputShapes)
     if (!parseInputShapeOption(shape, importOptions, error))
-      return failure();
+      return emitError(&context) << error;
   auto imported = importONNXFile(o.input, context, importOptions, error);
   if (failed(imported))
-    return failure();
+    return emitError(&context) << error;
   if (auto note = (**imported)->getAttrOfType<StringAttr>(
           import_attrs::kBatchRespecialized))
     llvm::errs() << "note: " << o.input << ": " << note.getValue() << "\n";
@@ -177,18 +175,22 @@ bool pipedream::parseCompilerCommandLine(int argc, char **argv,
 /// `libraryPath` with the code generator of `p`'s target.
 static LogicalResult compileProgramLibrary(const PhaseOptions &p,
                                            ModuleOp module,
-                                           StringRef libraryPath,
-                                           std::string &error) {
+                                           StringRef libraryPath) {
+  std::string error;
   switch (p.target.target) {
   case CompileTarget::CPU:
-    return cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath,
-                                       error);
+    if (succeeded(cpu::compileToSharedLibrary(module, p.codegen.cpu,
+                                              libraryPath, error)))
+      return success();
+    break;
   case CompileTarget::CUDA:
-    return cuda::compileToSharedLibrary(module, p.target.cuda, libraryPath,
-                                        error);
+    if (succeeded(cuda::compileToSharedLibrary(module, p.target.cuda,
+                                               libraryPath, error)))
+      return success();
+    break;
   }
-  error = "unknown target";
-  return failure();
+  return emitError(module.getContext())
+         << (error.empty() ? "unknown target" : error);
 }
 
 /// True when `module` still holds nn ops (needs convert-nn-to-linalg).
@@ -233,22 +235,17 @@ void pipedream::stripModelAttributes(ModuleOp module) {
     module->removeAttr(name);
 }
 
-LogicalResult pipedream::convertNNToLinalg(ModuleOp module,
-                                          std::string &error) {
+LogicalResult pipedream::convertNNToLinalg(ModuleOp module) {
   registerDriverPasses();
-  FirstErrorHandler firstError(module.getContext());
   TimedPhase phase("nn to linalg");
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm))) {
-    error = "invalid pass manager options";
-    return failure();
-  }
+  if (failed(applyPassManagerCLOptions(pm)))
+    return emitError(module.getContext()) << "invalid pass manager options";
   attachPassTiming(pm);
   pm.addNestedPass<func::FuncOp>(pipedream::createConvertNNToLinalgPass());
   if (succeeded(pm.run(module)))
     return success();
-  error = firstError.orElse("convert-nn-to-linalg failed");
-  return failure();
+  return emitError(module.getContext()) << "convert-nn-to-linalg failed";
 }
 
 /// Returns `print`'s text as the IR of `result`.
@@ -265,13 +262,11 @@ emitIR(CompileResult &result,
 /// weight that is not a parameter (docs/Training.md, "Trainable and frozen
 /// weights"). The decisions go to the report.
 static FailureOr<SmallVector<pipedream::nn::WeightDecision>>
-markTrainable(const TrainingPhaseOptions &o, ModuleOp module,
-              std::string &error) {
+markTrainable(const TrainingPhaseOptions &o, ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
-  if (!main || main.isDeclaration()) {
-    error = "training: no function 'main' with a body to train";
-    return failure();
-  }
+  if (!main || main.isDeclaration())
+    return emitError(module.getContext())
+           << "training: no function 'main' with a body to train";
   pipedream::nn::TrainableOptions options;
   options.freeze.assign(o.freeze.begin(), o.freeze.end());
   options.train.assign(o.train.begin(), o.train.end());
@@ -280,28 +275,22 @@ markTrainable(const TrainingPhaseOptions &o, ModuleOp module,
           pipedream::import_attrs::kConstantInitializers))
     for (auto name : names.getAsRange<StringAttr>())
       constants.push_back(name.getValue().str());
-  FirstErrorHandler firstError(module.getContext());
   auto decisions = pipedream::nn::markFrozenWeights(main, options, constants);
-  if (failed(decisions)) {
-    error = firstError.orElse("cannot classify the weights");
-    return failure();
-  }
+  if (failed(decisions))
+    return emitError(module.getContext()) << "cannot classify the weights";
   for (const nn::WeightDecision &d : *decisions)
     if (!d.warning.empty())
       llvm::errs() << "warning: " << d.warning << "\n";
   return decisions;
 }
 
-
 /// Writes `text` and a newline to `path`.
-static LogicalResult writeTextFile(StringRef path, StringRef text,
-                                   std::string &error) {
+static LogicalResult writeTextFile(MLIRContext *context, StringRef path,
+                                   StringRef text) {
   std::string openError;
   auto file = openOutputFile(path, &openError);
-  if (!file) {
-    error = (path + ": " + openError).str();
-    return failure();
-  }
+  if (!file)
+    return emitError(context) << path << ": " << openError;
   file->os() << text << "\n";
   file->keep();
   return success();
@@ -330,16 +319,13 @@ static llvm::json::Object optimizerJSON(const nn::OptimizerOptions &o) {
 static FailureOr<llvm::json::Object>
 buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
                         ArrayRef<nn::WeightDecision> weightDecisions,
-                        std::vector<std::string> &dataInputs,
-                        std::string &error) {
+                        std::vector<std::string> &dataInputs) {
   TimedPhase phase("autodiff (training program)");
-  FirstErrorHandler firstError(module.getContext());
   const nn::TrainingOptions &t = p.training.nn;
   auto info = nn::buildTrainingFunctions(module, t);
-  if (failed(info)) {
-    error = firstError.orElse("cannot build the training program");
-    return failure();
-  }
+  if (failed(info))
+    return emitError(module.getContext())
+           << "cannot build the training program";
   const nn::OptimizerOptions &o = t.optimizer;
   llvm::json::Array inputs;
   for (const std::string &name : info->inputNames) {
@@ -370,10 +356,10 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
 
 /// The schedule report (simulated with the partition's per-stage costs)
 /// into `json` and `text`, and the --trace / --timeline files.
-static LogicalResult reportSchedule(const PhaseOptions &p,
+static LogicalResult reportSchedule(MLIRContext *context, const PhaseOptions &p,
                                     const PartitionReport &partition,
                                     llvm::json::Object &json,
-                                    std::string &text, std::string &error) {
+                                    std::string &text) {
   const sched::Config &config = p.schedule.config;
   sched::Schedule schedule = p.schedule.fromCsv ? *p.schedule.fromCsv
                                                 : sched::buildSchedule(config);
@@ -409,24 +395,18 @@ static LogicalResult reportSchedule(const PhaseOptions &p,
   if (!p.schedule.exportScheduleCsv.empty())
     if (std::string err = sched::writeTextFile(
             p.schedule.exportScheduleCsv, sched::exportScheduleCSV(schedule));
-        !err.empty()) {
-      error = "--export-schedule-csv: " + err;
-      return failure();
-    }
+        !err.empty())
+      return emitError(context) << "--export-schedule-csv: " << err;
   if (!p.schedule.trace.empty())
     if (std::string err = sched::writeTextFile(
             p.schedule.trace, sched::traceJSON(schedule, report, options));
-        !err.empty()) {
-      error = err;
-      return failure();
-    }
+        !err.empty())
+      return emitError(context) << err;
   if (!p.schedule.timeline.empty())
     if (std::string err = sched::writeTextFile(
             p.schedule.timeline, sched::timelineSVG(schedule, report));
-        !err.empty()) {
-      error = err;
-      return failure();
-    }
+        !err.empty())
+      return emitError(context) << err;
   json["verified"] = report.verified;
   return success();
 }
@@ -476,41 +456,50 @@ static void collectPipelineInputs(ModuleOp module, PipelineState &state) {
 /// Partition (and, unless only `partitioned` is asked for, schedule)
 /// `module`: the phase pipelines of lib/Pipelines, the partition report
 /// between them.
-static LogicalResult
-partitionAndSchedule(PhaseOptions &p, ModuleOp module,
-                     const std::optional<SmallVector<nn::WeightDecision>>
-                         &weightDecisions,
-                     PipelineState &state, std::string &error) {
+static LogicalResult partitionAndSchedule(
+    PhaseOptions &p, ModuleOp module,
+    const std::optional<SmallVector<nn::WeightDecision>> &weightDecisions,
+    PipelineState &state, FirstErrorHandler &errors) {
   std::optional<TimedPhase> partitionPhase;
   partitionPhase.emplace("partition");
+  auto start = std::chrono::steady_clock::now();
   if (failed(runPhasePipeline(
           module,
-          [&](OpPassManager &pm) {
-            buildPartitionPipeline(pm, p.partition);
-          },
-          FirstErrorHandler::Format::MessageOnly, "partitioning failed", error)))
+          [&](OpPassManager &pm) { buildPartitionPipeline(pm, p.partition); },
+          errors, FirstErrorHandler::Format::MessageOnly,
+          "partitioning failed")))
     return failure();
-  auto report = collectPartitionReport(module, error);
-  if (failed(report))
-    return failure();
+  double partitionSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  FailureOr<PartitionReport> report;
+  {
+    ScopedErrorFormat scopedFormat(errors,
+                                   FirstErrorHandler::Format::MessageOnly);
+    report = collectPartitionReport(module);
+    if (failed(report))
+      return failure();
+  }
   state.partition = std::move(*report);
+  state.partition.solveSeconds = partitionSeconds;
   // --ranks N: the schedule phase runs the planner's K x R plan.
   if (p.partition.ranks > 0) {
     int64_t replicas = 1;
     for (auto f : module.getOps<func::FuncOp>())
-      if (auto summary = f->getAttrOfType<DictionaryAttr>("pipe.partition"))
-        if (auto r = summary.getAs<IntegerAttr>("replicas"))
-          replicas = r.getInt();
+      if (auto summary = f->getAttrOfType<pipe::PartitionAttr>(
+              pipe::PipeDialect::kPartitionAttrName))
+        replicas = std::max<int64_t>(1, summary.getReplicas());
+    std::string error;
     if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
                                     error)))
-      return failure();
+      return emitError(module.getContext()) << error;
     llvm::raw_string_ostream os(state.planText);
     printReplicationPlans(module, os);
     state.plansJSON = replicationPlansJSON(module);
   }
   if (failed(runPhasePipeline(
-          module, [](OpPassManager &pm) { buildOutlinePipeline(pm); },
-          FirstErrorHandler::Format::MessageOnly, "outlining failed", error)))
+          module, [](OpPassManager &pm) { buildOutlinePipeline(pm); }, errors,
+          FirstErrorHandler::Format::MessageOnly, "outlining failed")))
     return failure();
   state.json = partitionReportJSON(state.partition);
   if (!state.plansJSON.empty())
@@ -528,33 +517,33 @@ partitionAndSchedule(PhaseOptions &p, ModuleOp module,
           [&](OpPassManager &pm) {
             buildSchedulePipeline(pm, p.training, p.schedule);
           },
-          FirstErrorHandler::Format::WithLocation, "scheduling failed", error)))
+          errors, FirstErrorHandler::Format::WithLocation,
+          "scheduling failed")))
     return failure();
-  return reportSchedule(p, state.partition, state.json, state.scheduleText,
-                        error);
+  return reportSchedule(module.getContext(), p, state.partition, state.json,
+                        state.scheduleText);
 }
 
 /// The per-rank programs as native entries and the manifest's `pipeline`
 /// section in `bundle` (docs/Bundle.md, "Pipeline bundles").
-static LogicalResult buildPipelineBundle(const PhaseOptions &p,
-                                         ModuleOp module, StringRef modelName,
-                                         PipelineState &state,
-                                         Bundle &bundle, std::string &error) {
+static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
+                                         StringRef modelName,
+                                         PipelineState &state, Bundle &bundle) {
   const std::string &prefix = p.codegen.cpu.symbolPrefix;
   std::optional<TimedPhase> rankPhase;
   rankPhase.emplace("rank programs");
-  auto ranks = serializeRankPrograms(module, error);
+  auto ranks = serializeRankPrograms(module);
   if (failed(ranks))
     return failure();
   // Each rank's step as a native entry of program.so (docs/Bundle.md).
-  if (failed(lowerRankProgramsToNative(module, *ranks, prefix, error)))
+  if (failed(lowerRankProgramsToNative(module, *ranks, prefix)))
     return failure();
   rankPhase.reset();
-  if (failed(collectBundle(module, modelName, "", prefix, bundle, error)))
+  if (failed(collectBundle(module, modelName, "", prefix, bundle)))
     return failure();
   // Each rank's weights in its own file (docs/Bundle.md), and what the
   // runtime allocates per rank into report.json (`rank_memory`).
-  if (failed(assignRankWeightFiles(bundle, *ranks, error)))
+  if (failed(assignRankWeightFiles(module.getContext(), bundle, *ranks)))
     return failure();
   const int64_t replicas = p.schedule.replicas;
   if (replicas > 1) {
@@ -611,9 +600,9 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
 static FailureOr<CompileOptions>
 chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
                    ModuleOp module, std::string &text,
-                   std::optional<llvm::json::Array> &json,
-                   std::string &error) {
+                   std::optional<llvm::json::Array> &json) {
   TimedPhase phase("schedule search (--schedule auto)");
+  MLIRContext *context = module.getContext();
   ScheduleChoiceOptions c;
   c.stages = p.partition.stages;
   c.importMicrobatches = p.partition.microbatches;
@@ -623,30 +612,34 @@ chooseAutoSchedule(const CompileOptions &options, const PhaseOptions &p,
   if (!p.partition.memoryLimit.empty()) {
     std::optional<int64_t> bytes =
         pipe::parseByteSize(p.partition.memoryLimit);
-    if (!bytes || *bytes <= 0) {
-      error = "--memory-limit " + p.partition.memoryLimit +
-              ": not a positive byte count (e.g. 80GiB)";
-      return failure();
-    }
+    if (!bytes || *bytes <= 0)
+      return emitError(context) << "--memory-limit " << p.partition.memoryLimit
+                                << ": not a positive byte count (e.g. 80GiB)";
     c.memoryLimitBytes = *bytes;
   }
   c.optimizerStates = p.training.optimizerStates();
   c.partitionOf = [&](const sched::Config &config,
-                      std::string &err) -> FailureOr<PartitionReport> {
+                      std::string &reason) -> FailureOr<PartitionReport> {
+    // NOTE: a candidate that cannot be partitioned is a row of the table,
+    // not a failure of the compile: its errors go to this handler.
+    FirstErrorHandler candidateErrors(context,
+                                      FirstErrorHandler::Format::MessageOnly);
     OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
     PartitionPhaseOptions part = p.partition;
     part.schedule = config.kind;
     part.virtualStages = config.numChunks;
     part.microbatches = config.numMicrobatches;
-    if (failed(runPhasePipeline(
-            *copy,
-            [&](OpPassManager &pm) { buildPartitionPipeline(pm, part); },
-            FirstErrorHandler::Format::MessageOnly, "partitioning failed",
-            err)))
-      return failure();
-    return collectPartitionReport(*copy, err);
+    FailureOr<PartitionReport> report = failure();
+    if (succeeded(runPhasePipeline(
+            *copy, [&](OpPassManager &pm) { buildPartitionPipeline(pm, part); },
+            candidateErrors, FirstErrorHandler::Format::MessageOnly,
+            "partitioning failed")))
+      report = collectPartitionReport(*copy);
+    if (failed(report))
+      reason = candidateErrors.orElse("partitioning failed");
+    return report;
   };
-  FailureOr<ScheduleChoice> choice = chooseSchedule(c, error);
+  FailureOr<ScheduleChoice> choice = chooseSchedule(context, c);
   if (failed(choice))
     return failure();
   const sched::SearchCandidate &best = choice->candidates.front();
@@ -718,15 +711,21 @@ CompileResult pipedream::compile(const CompileOptions &options) {
 
   MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
+  // The one error channel of the compile: library code reports
+  // diagnostics, the first error is the user's line (prefixed with the
+  // model's name where the message does not name a file or flag itself).
+  FirstErrorHandler firstError(&context);
+  auto failWithError = [&](StringRef prefix = "") {
+    return fail(prefix + firstError.orElse("compilation failed"));
+  };
 
   // Import.
   std::string modelName = llvm::sys::path::filename(p.import.input).str();
   OwningOpRef<ModuleOp> module;
   {
-    FailureOr<OwningOpRef<ModuleOp>> loaded =
-        loadModel(p.import, context, error);
+    FailureOr<OwningOpRef<ModuleOp>> loaded = loadModel(p.import, context);
     if (failed(loaded))
-      return fail(error);
+      return failWithError();
     module = std::move(*loaded);
   }
   if (p.emit == CompilePhase::NN)
@@ -735,9 +734,9 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   // Which weights train.
   std::optional<SmallVector<nn::WeightDecision>> weightDecisions;
   if (p.training.enabled) {
-    auto decisions = markTrainable(p.training, *module, error);
+    auto decisions = markTrainable(p.training, *module);
     if (failed(decisions))
-      return fail(modelName + ": " + error);
+      return failWithError(modelName + ": ");
     weightDecisions = std::move(*decisions);
   }
 
@@ -747,24 +746,23 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   std::optional<llvm::json::Array> autoJSON;
   if (p.schedule.autoSchedule) {
     FailureOr<CompileOptions> chosen =
-        chooseAutoSchedule(options, p, *module, autoText, autoJSON, error);
+        chooseAutoSchedule(options, p, *module, autoText, autoJSON);
     if (failed(chosen))
-      return fail(modelName + ": " + error);
+      return failWithError(modelName + ": ");
     std::optional<int64_t> oldSize = p.import.microbatchSize;
     FailureOr<PhaseOptions> again = resolvePhaseOptions(*chosen, error);
     if (failed(again))
       return fail(error);
     *resolved = std::move(*again);
     if (p.import.microbatchSize != oldSize) {
-      FailureOr<OwningOpRef<ModuleOp>> loaded =
-          loadModel(p.import, context, error);
+      FailureOr<OwningOpRef<ModuleOp>> loaded = loadModel(p.import, context);
       if (failed(loaded))
-        return fail(error);
+        return failWithError();
       module = std::move(*loaded);
       if (p.training.enabled) {
-        auto decisions = markTrainable(p.training, *module, error);
+        auto decisions = markTrainable(p.training, *module);
         if (failed(decisions))
-          return fail(modelName + ": " + error);
+          return failWithError(modelName + ": ");
         weightDecisions = std::move(*decisions);
       }
     }
@@ -777,14 +775,13 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   if (p.pipelined) {
     pipeline.emplace();
     if (failed(partitionAndSchedule(p, *module, weightDecisions, *pipeline,
-                                    error)))
-      return fail(modelName + ": " + error);
+                                    firstError)))
+      return failWithError(modelName + ": ");
   } else if (p.training.enabled) {
     auto section =
-        buildSingleRankTraining(p, *module, *weightDecisions,
-                                singleRankInputs, error);
+        buildSingleRankTraining(p, *module, *weightDecisions, singleRankInputs);
     if (failed(section))
-      return fail(modelName + ": " + error);
+      return failWithError(modelName + ": ");
     trainingSection = std::move(*section);
   }
   if (p.emit == CompilePhase::Train)
@@ -793,14 +790,13 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   // The manifest.
   Bundle bundle;
   if (p.pipelined && p.emit == CompilePhase::Bundle) {
-    if (failed(buildPipelineBundle(p, *module, modelName, *pipeline, bundle,
-                                   error)))
-      return fail(modelName + ": " + error);
+    if (failed(buildPipelineBundle(p, *module, modelName, *pipeline, bundle)))
+      return failWithError(modelName + ": ");
   } else if (!p.pipelined) {
     if (failed(collectBundle(*module, modelName,
                              p.training.enabled ? "" : "inference",
-                             p.codegen.cpu.symbolPrefix, bundle, error)))
-      return fail(modelName + ": " + error);
+                             p.codegen.cpu.symbolPrefix, bundle)))
+      return failWithError(modelName + ": ");
   }
   if (trainingSection) {
     llvm::raw_string_ostream os(bundle.trainingJSON);
@@ -837,14 +833,14 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     }
     if (p.emit != CompilePhase::Bundle) {
       if (!p.reportJSON.empty() &&
-          failed(writeTextFile(p.reportJSON, renderedReport, error)))
-        return fail(error);
+          failed(writeTextFile(&context, p.reportJSON, renderedReport)))
+        return failWithError();
       return emitIR(result, printModule(*module));
     }
   }
 
-  if (hasNNOps(*module) && failed(convertNNToLinalg(*module, error)))
-    return fail(modelName + ": " + error);
+  if (hasNNOps(*module) && failed(convertNNToLinalg(*module)))
+    return failWithError(modelName + ": ");
   // cuda: the index checks the runtime makes on the host (docs/Bundle.md).
   if (bundle.target == "cuda" && p.codegen.cpu.runTimeChecks) {
     std::vector<std::string> dataNames;
@@ -888,22 +884,19 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   }
 
   TimedPhase bundlePhase("write bundle");
-  if (failed(writeBundle(
-          bundle, p.output,
-          [&](StringRef libraryPath, std::string &libraryError) {
-            return compileProgramLibrary(p, *module, libraryPath,
-                                         libraryError);
-          },
-          error)))
-    return fail(modelName + ": " + error);
+  if (failed(
+          writeBundle(&context, bundle, p.output, [&](StringRef libraryPath) {
+            return compileProgramLibrary(p, *module, libraryPath);
+          })))
+    return failWithError(modelName + ": ");
   if (pipeline) {
     // docs/CLI.md: OUT_DIR holds report.json too.
     llvm::SmallString<256> reportPath(p.output);
     llvm::sys::path::append(reportPath, "report.json");
-    if (failed(writeTextFile(reportPath, renderedReport, error)) ||
+    if (failed(writeTextFile(&context, reportPath, renderedReport)) ||
         (!p.reportJSON.empty() &&
-         failed(writeTextFile(p.reportJSON, renderedReport, error))))
-      return fail(error);
+         failed(writeTextFile(&context, p.reportJSON, renderedReport))))
+      return failWithError();
   }
   return result;
 }

@@ -21,8 +21,12 @@ int pipedream::printError(const llvm::Twine &message) {
   return 1;
 }
 
+InFlightDiagnostic pipedream::emitError(MLIRContext *context) {
+  return mlir::emitError(UnknownLoc::get(context));
+}
+
 FirstErrorHandler::FirstErrorHandler(MLIRContext *context, Format format)
-    : handler(context, [this, format](Diagnostic &diag) {
+    : format(format), handler(context, [this](Diagnostic &diag) {
         if (diag.getSeverity() != DiagnosticSeverity::Error)
           return success();
         std::lock_guard<std::mutex> lock(mutex);
@@ -30,7 +34,8 @@ FirstErrorHandler::FirstErrorHandler(MLIRContext *context, Format format)
           return success();
         captured = true;
         llvm::raw_string_ostream os(text);
-        if (format == Format::WithLocation)
+        if (this->format == Format::WithLocation &&
+            !isa<UnknownLoc>(diag.getLocation()))
           os << diag.getLocation() << ": ";
         os << diag.str();
         return success();
@@ -44,6 +49,13 @@ bool FirstErrorHandler::hasError() const {
 std::string FirstErrorHandler::orElse(const llvm::Twine &fallback) const {
   std::lock_guard<std::mutex> lock(mutex);
   return captured ? firstLine(text) : firstLine(fallback);
+}
+
+FirstErrorHandler::Format FirstErrorHandler::setFormat(Format newFormat) {
+  std::lock_guard<std::mutex> lock(mutex);
+  Format previous = format;
+  format = newFormat;
+  return previous;
 }
 
 void FirstErrorHandler::clear() {

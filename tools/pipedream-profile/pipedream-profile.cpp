@@ -738,9 +738,10 @@ int main(int argc, char **argv) {
     llvm::sys::fs::remove(tempDir);
   };
   firstError.clear();
-  if (failed(pipedream::convertNNToLinalg(*library, error))) {
+  if (failed(pipedream::convertNNToLinalg(*library))) {
     cleanup();
-    return fail(modelName + ": " + error);
+    return fail(modelName + ": " +
+                firstError.orElse("convert-nn-to-linalg failed"));
   }
   pipedream::stripModelAttributes(*library);
   if (failed(pipedream::cpu::compileToSharedLibrary(*library, codegen,

@@ -19,6 +19,7 @@
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -64,8 +65,7 @@ static cl::opt<bool> noChecker("no-onnx-checker",
                                cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
-  llvm::errs() << "error: " << message << "\n";
-  return 1;
+  return pipedream::printError(message);
 }
 
 /// "2x16xf32" style type for the summary.
@@ -120,8 +120,9 @@ static void printSummary(ModuleOp module, llvm::raw_ostream &os) {
   // What training would update with the first output as the trained one
   // (pipedream-compile without --freeze/--train).
   if (func.getNumResults()) {
-    ScopedDiagnosticHandler quiet(module.getContext(),
-                                  [](Diagnostic &) { return success(); });
+    // The summary leaves the decisions out when they cannot be made: the
+    // errors are captured and dropped.
+    pipedream::FirstErrorHandler ignored(module.getContext());
     auto decisions = pipedream::nn::classifyWeights(func, {});
     if (succeeded(decisions))
       pipedream::nn::printWeightDecisions(*decisions, os);

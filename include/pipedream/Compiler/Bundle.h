@@ -136,12 +136,11 @@ std::string getBundleDType(mlir::Type type);
 /// `symbolPrefix + name`. Argument roles come from `nn.role` when present
 /// (else `weight` for `nn.param` arguments, `input` otherwise); outputs take
 /// `updates` from `nn.updates`. Weights (arguments with `nn.param`)
-/// are deduplicated by name across functions. Fails with a one-line `error`
-/// on types the bundle cannot hold or unreadable weight values.
+/// are deduplicated by name across functions. Fails with an error
+/// diagnostic on types the bundle cannot hold or unreadable weight values.
 mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,
                                   llvm::StringRef kind,
-                                  llvm::StringRef symbolPrefix, Bundle &bundle,
-                                  std::string &error);
+                                  llvm::StringRef symbolPrefix, Bundle &bundle);
 
 /// Gives each rank of a pipeline bundle its own weight file
 /// `weights.rank<r>.bin` holding the weights its program's functions bind
@@ -149,10 +148,11 @@ mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,
 /// it in the rank objects of `ranks` (`weights_file`, `weights`: name and
 /// offset, docs/Bundle.md) and points each weight's bundle entry at its
 /// first holder's file. weights.bin keeps only the weights no rank holds.
-/// Fails with a one-line `error` on a malformed `ranks` array.
-mlir::LogicalResult assignRankWeightFiles(Bundle &bundle,
-                                          llvm::json::Array &ranks,
-                                          std::string &error);
+/// Fails with an error diagnostic (in `context`) on a malformed `ranks`
+/// array.
+mlir::LogicalResult assignRankWeightFiles(mlir::MLIRContext *context,
+                                          Bundle &bundle,
+                                          llvm::json::Array &ranks);
 
 /// What the runtime allocates for each rank of a pipeline bundle
 /// (`ranks` as serializeRankPrograms made them): the weights, gradient
@@ -183,13 +183,11 @@ std::string renderBundleManifest(const Bundle &bundle);
 /// library by `writeLibrary(path)`), then renamed into place. A missing
 /// `outputDir` is replaced by the temporary directory in one rename; an
 /// existing one receives the files one rename each, bundle.json last, and
-/// keeps its other files.
-mlir::LogicalResult
-writeBundle(const Bundle &bundle, llvm::StringRef outputDir,
-            llvm::function_ref<mlir::LogicalResult(llvm::StringRef path,
-                                                   std::string &error)>
-                writeLibrary,
-            std::string &error);
+/// keeps its other files. Errors are diagnostics in `context` (the ones of
+/// `writeLibrary` too).
+mlir::LogicalResult writeBundle(
+    mlir::MLIRContext *context, const Bundle &bundle, llvm::StringRef outputDir,
+    llvm::function_ref<mlir::LogicalResult(llvm::StringRef path)> writeLibrary);
 
 } // namespace pipedream
 

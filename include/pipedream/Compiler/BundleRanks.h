@@ -26,22 +26,20 @@
 namespace pipedream {
 
 /// The `ranks` array for the per-rank programs (`pipe.program ... rank r`)
-/// of `module`, one entry per rank in rank order. Fails with a one-line
-/// `error` on ops it cannot serialize.
-mlir::FailureOr<llvm::json::Array> serializeRankPrograms(mlir::ModuleOp module,
-                                                         std::string &error);
+/// of `module`, one entry per rank in rank order. Fails with an error
+/// diagnostic on ops it cannot serialize.
+mlir::FailureOr<llvm::json::Array> serializeRankPrograms(mlir::ModuleOp module);
 
 /// Replaces the per-rank programs of `module` by their native entries
 /// (`pipe-lower-rank-programs`; calling the stage entry wrappers
 /// `<symbolPrefix><stage function>`) and names each entry in `ranks` (the
 /// array serializeRankPrograms returned for the same module): `entry` and
 /// `entry_abi`; erases every `pipe.program` (as eraseProgramOps). Call it
-/// after serializeRankPrograms, before code generation. Fails with a
-/// one-line `error`.
+/// after serializeRankPrograms, before code generation. Fails with an error
+/// diagnostic.
 mlir::LogicalResult lowerRankProgramsToNative(mlir::ModuleOp module,
                                               llvm::json::Array &ranks,
-                                              llvm::StringRef symbolPrefix,
-                                              std::string &error);
+                                              llvm::StringRef symbolPrefix);
 
 /// Erases every `pipe.program` of `module` (before code generation).
 void eraseProgramOps(mlir::ModuleOp module);

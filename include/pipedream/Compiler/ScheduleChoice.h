@@ -26,7 +26,7 @@
 #ifndef PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 #define PIPEDREAM_COMPILER_SCHEDULECHOICE_H
 
-#include "pipedream/Compiler/PartitionReport.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleSearch.h"
 
 #include "mlir/Support/LLVM.h"
@@ -58,7 +58,8 @@ struct ScheduleChoiceOptions {
   int64_t optimizerStates = 0;
   /// The partition of the model for a configuration (K x V pieces, its
   /// kind's placement and memory model), on a copy of the module; a
-  /// failure (e.g. nothing fits the memory limit) drops the candidate.
+  /// failure (e.g. nothing fits the memory limit) drops the candidate,
+  /// `reason` (the partitioner's message) is its row in the table.
   std::function<mlir::FailureOr<PartitionReport>(
       const pipe::schedule::Config &, std::string &)>
       partitionOf;
@@ -82,9 +83,11 @@ reportOptionsFromPartition(const PartitionReport &report,
                            int64_t optimizerStates, double scale = 1.0);
 
 /// Runs the search. Fails when no candidate is valid or none fits the
-/// memory limit (`error` then names the smallest peak).
+/// memory limit (the error diagnostic, in `context`, then names the
+/// smallest peak).
 mlir::FailureOr<ScheduleChoice>
-chooseSchedule(const ScheduleChoiceOptions &options, std::string &error);
+chooseSchedule(mlir::MLIRContext *context,
+               const ScheduleChoiceOptions &options);
 
 } // namespace pipedream
 

@@ -21,10 +21,9 @@
 namespace pipedream {
 
 /// Runs convert-nn-to-linalg on every function of `module` (with MLIR's
-/// pass-manager command-line options, see registerDriverPasses). On failure
-/// `error` is the first error diagnostic, "LOCATION: MESSAGE".
-mlir::LogicalResult convertNNToLinalg(mlir::ModuleOp module,
-                                      std::string &error);
+/// pass-manager command-line options, see registerDriverPasses). Errors
+/// are diagnostics on `module`'s context.
+mlir::LogicalResult convertNNToLinalg(mlir::ModuleOp module);
 
 /// Drops the importer's nn.* / onnx.* argument, result and module
 /// attributes (weight values can be large and mean nothing to the

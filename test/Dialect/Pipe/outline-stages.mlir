@@ -67,7 +67,7 @@ func.func @net(%x: tensor<4xf32> {nn.name = "x"},
 // CHECK: call @f_stage0_chunk1
 // CHECK: pipe.transfer %{{.*}} from stage 0 chunk 1 to stage 1 chunk 1
 // CHECK: call @f_stage1_chunk1
-func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.partition = {stages = 2 : i64, virtual = 2 : i64}} {
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.partition = #pipe.partition<method = "manual", stages = 2, chunks = 2, schedule = "interleaved-1f1b", microbatches = 2, slowest = 1.0 : f64, ideal = 1.0 : f64>} {
   %0 = nn.relu %x {pipe.stage = #pipe.stage<0>} : tensor<4xf32>
   %1 = nn.relu %0 {pipe.stage = #pipe.stage<1>} : tensor<4xf32>
   %2 = nn.relu %1 {pipe.stage = #pipe.stage<0, chunk = 1>} : tensor<4xf32>

@@ -13,19 +13,16 @@
 // A 3 x 1 plan needs three ops. (Every K x R plan has R dividing M.)
 
 // CHECK-LABEL: func.func @two
-// CHECK-SAME: pipe.partition = {
-// CHECK-SAME: plans = [{chosen = false, replicas = [1, 2], slowest = 2.008000e+00 : f64, stages = 2 : i64, uniform = false}, {chosen = true, replicas = [3], slowest = 3.000000e+00 : f64, stages = 1 : i64, uniform = true}]
-// CHECK-SAME: replicas = 3 : i64, replicated_slowest = 3.000000e+00 : f64
-// CHECK-SAME: stages = 1 : i64
+// CHECK-SAME: pipe.partition = #pipe.partition<method = "auto", stages = 1,
+// CHECK-SAME: replicas = 3, replicated_slowest = 3.000000e+00 : f64, plans = <stages = 2, replicas = [1, 2], slowest = 2.008000e+00 : f64, uniform = false, chosen = false>, <stages = 1, replicas = [3], slowest = 3.000000e+00 : f64, uniform = true, chosen = true>>
 // CHECK: nn.relu {{.*}}pipe.stage = #pipe.stage<0>
 // CHECK: nn.relu {{.*}}pipe.stage = #pipe.stage<0>
 
 // Four ranks: 1 x 4 costs 5/4 + 2 * 3/4 = 2.75; 2 x 2 costs
 // max((1 + 0.016)/2 + 1, (4 + 0.016)/2) = 2.008, the best uniform plan;
 // the optimum is 1-3: max(1.016, 4.016/3 = 1.3387).
-// FOUR: plans = [{chosen = false, replicas = [1, 3], slowest = 1.3386666666666667 : f64, stages = 2 : i64, uniform = false}, {chosen = false, replicas = [4], slowest = 2.750000e+00 : f64, stages = 1 : i64, uniform = true}, {chosen = true, replicas = [2, 2], slowest = 2.008000e+00 : f64, stages = 2 : i64, uniform = true}]
-// FOUR-SAME: replicas = 2 : i64
-// FOUR-SAME: stages = 2 : i64
+// FOUR: pipe.partition = #pipe.partition<method = "auto", stages = 2,
+// FOUR-SAME: replicas = 2, replicated_slowest = 2.008000e+00 : f64, plans = <stages = 2, replicas = [1, 3], slowest = 1.3386666666666667 : f64, uniform = false, chosen = false>, <stages = 1, replicas = [4], slowest = 2.750000e+00 : f64, uniform = true, chosen = false>, <stages = 2, replicas = [2, 2], slowest = 2.008000e+00 : f64, uniform = true, chosen = true>>
 // FOUR: nn.relu {{.*}}pipe.stage = #pipe.stage<0>
 // FOUR: nn.relu {{.*}}pipe.stage = #pipe.stage<1>
 

@@ -13,7 +13,8 @@
 // The weight belongs to the stage of its reader.
 // AUTO-SAME: %{{.*}}: tensor<4xf32> {nn.param = {{.*}}, pipe.stage = #pipe.stage<1>}
 // AUTO-SAME: -> (tensor<4xf32> {pipe.stage = #pipe.stage<2>})
-// AUTO-SAME: pipe.partition = {ideal = 3.000000e+00 : f64, method = "auto", microbatches = 3 : i64, optimizer_states = 0 : i64, schedule = "1f1b", slowest = 4.000000e+00 : f64, stages = 3 : i64, virtual = 1 : i64}
+// The uniform partition [a b] [c d] [e f] is slower (c + d = 5).
+// AUTO-SAME: pipe.partition = #pipe.partition<method = "auto", stages = 3, schedule = "1f1b", microbatches = 3, slowest = 4.000000e+00 : f64, ideal = 3.000000e+00 : f64, uniform_slowest = 5.000000e+00 : f64, auto_slowest = 4.000000e+00 : f64>
 // AUTO: nn.relu {{.*}}pipe.stage = #pipe.stage<0>{{.*}} loc("a")
 // AUTO: nn.relu {{.*}}pipe.stage = #pipe.stage<0>{{.*}} loc("b")
 // AUTO: nn.relu {{.*}}pipe.stage = #pipe.stage<0>{{.*}} loc("c")
@@ -26,6 +27,7 @@
 // UNIFORM-LABEL: func.func @chain
 // UNIFORM-SAME: method = "uniform"
 // UNIFORM-SAME: slowest = 5.000000e+00
+// UNIFORM-SAME: uniform_slowest = 5.000000e+00 : f64, auto_slowest = 4.000000e+00 : f64
 // UNIFORM: loc("a")
 // UNIFORM: pipe.stage = #pipe.stage<0>{{.*}} loc("b")
 // UNIFORM: pipe.stage = #pipe.stage<1>{{.*}} loc("c")
@@ -41,7 +43,7 @@
 
 // Four pieces dealt round-robin to two ranks: piece 2 is stage 0 chunk 1.
 // VIRTUAL-LABEL: func.func @chain
-// VIRTUAL-SAME: schedule = "interleaved-1f1b"
+// VIRTUAL-SAME: stages = 2, chunks = 2, schedule = "interleaved-1f1b"
 // VIRTUAL: loc("a")
 // VIRTUAL: pipe.stage = #pipe.stage<1, chunk = 1>{{.*}} loc("f")
 

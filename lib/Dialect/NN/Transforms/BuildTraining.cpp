@@ -1,18 +1,647 @@
-//===- BuildTraining.cpp - the nn-build-training pass ---------------------===//
+//===- BuildTraining.cpp - nn-build-training: loss, accumulation, update --===//
 //
 // Part of the pipedream project.
 //
 //===----------------------------------------------------------------------===//
 //
-// The pass over buildTrainingFunctions (Training.h): `@train_microbatch` and
-// `@update` for the function the options name.
+// The nn-build-training pass and buildTrainingFunctions (Training.h), the
+// library pipedream-compile calls. The functions are built in three steps:
+//
+// 1. `@__pipedream_loss(args..., labels, [rng_seed]) -> (loss, running
+//    stats'...)`: the inference body in training mode plus the loss, made
+//    of ordinary nn ops (so the derivative rules of those ops give its
+//    gradient): cross-entropy is
+//    `-mean(sum(one_hot(labels) * log_softmax(prediction), -1))`, mse is
+//    `mean((prediction - target)^2)`, as torch.nn.functional with mean
+//    reduction.
+// 2. Its joint function with respect to the trainable weights, only the
+//    loss differentiated (running statistics are not).
+// 3. `@train_microbatch`: the joint body with `d_loss = 1/M`, the gradients
+//    added to the accumulators; `@update`: torch.optim's update rule written
+//    with nn ops on rank-0 hyper-parameter constants.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Dialect/NN/Transforms/Passes.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/NN/Transforms/Passes.h"
+
+#include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+#include "pipedream/Dialect/NN/Transforms/Autodiff.h"
+#include "pipedream/Dialect/NN/Transforms/Trainable.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
+
+namespace pipedream::nn {
+
+std::optional<LossKind> parseLossKind(StringRef text) {
+  return llvm::StringSwitch<std::optional<LossKind>>(text)
+      .Case("cross-entropy", LossKind::CrossEntropy)
+      .Case("mse", LossKind::MSE)
+      .Case("none", LossKind::None)
+      .Default(std::nullopt);
+}
+
+StringRef stringifyLossKind(LossKind kind) {
+  switch (kind) {
+  case LossKind::CrossEntropy:
+    return "cross-entropy";
+  case LossKind::MSE:
+    return "mse";
+  case LossKind::None:
+    return "none";
+  }
+  llvm_unreachable("unknown loss kind");
+}
+
+std::optional<OptimizerKind> parseOptimizerKind(StringRef text) {
+  return llvm::StringSwitch<std::optional<OptimizerKind>>(text)
+      .Case("sgd", OptimizerKind::SGD)
+      .Case("momentum", OptimizerKind::Momentum)
+      .Case("adam", OptimizerKind::Adam)
+      .Case("adamw", OptimizerKind::AdamW)
+      .Default(std::nullopt);
+}
+
+StringRef stringifyOptimizerKind(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Momentum:
+    return "momentum";
+  case OptimizerKind::Adam:
+    return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  llvm_unreachable("unknown optimizer kind");
+}
+
+namespace {
+
+using Names = NNDialect;
+
+constexpr StringLiteral kLossFunction = "__pipedream_loss";
+constexpr StringLiteral kJointFunction = "__pipedream_joint";
+constexpr StringLiteral kStepFunction = "train_microbatch";
+constexpr StringLiteral kUpdateFunction = "update";
+constexpr StringLiteral kSeedName = "rng_seed";
+
+Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                     double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute element = isa<FloatType>(elementType)
+                          ? Attribute(b.getFloatAttr(elementType, value))
+                          : Attribute(b.getIntegerAttr(
+                                elementType, static_cast<int64_t>(value)));
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, element));
+}
+
+std::string argName(func::FuncOp func, unsigned index) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(index,
+                                                    Names::kNameAttrName))
+    return name.getValue().str();
+  return "arg" + std::to_string(index);
+}
+
+
+} // namespace
+
+void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
+                         Value seed,
+                         SmallVectorImpl<std::pair<Value, Value>> &statUpdates,
+                         int64_t firstDropout) {
+  int64_t dropoutIndex = firstDropout;
+  for (Operation &op : body.without_terminator()) {
+    if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
+      auto train = BatchNormTrainOp::create(
+          b, bn.getLoc(), mapping.lookup(bn.getInput()),
+          mapping.lookup(bn.getScale()), mapping.lookup(bn.getBias()),
+          mapping.lookup(bn.getMean()), mapping.lookup(bn.getVar()),
+          bn.getEpsilonAttr(), bn.getMomentumAttr());
+      mapping.map(bn.getResult(), train.getResult(0));
+      statUpdates.push_back({bn.getMean(), train.getResult(1)});
+      statUpdates.push_back({bn.getVar(), train.getResult(2)});
+      continue;
+    }
+    if (auto dropout = dyn_cast<DropoutOp>(op);
+        dropout && dropout.getRatio().convertToDouble() > 0 && seed) {
+      double ratio = dropout.getRatio().convertToDouble();
+      Location l = dropout.getLoc();
+      auto type = cast<RankedTensorType>(dropout.getType());
+      Type seedElement = getElementTypeOrSelf(seed.getType());
+      // Each dropout op draws from its own stream of the seed.
+      Value opSeed = AddOp::create(
+          b, l, seed,
+          scalarConstant(b, l, seedElement,
+                         static_cast<double>(++dropoutIndex * 1000003)));
+      Value mask = BernoulliOp::create(b, l, type, opSeed,
+                                       b.getF64FloatAttr(1.0 - ratio));
+      Value kept = MulOp::create(b, l, mapping.lookup(dropout.getInput()),
+                                 mask);
+      Value scaled = MulOp::create(
+          b, l, kept,
+          scalarConstant(b, l, type.getElementType(), 1.0 / (1.0 - ratio)));
+      mapping.map(dropout.getResult(), scaled);
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+}
+
+int64_t countRandomDropouts(Block &body) {
+  int64_t count = 0;
+  body.walk([&](DropoutOp op) {
+    if (op.getRatio().convertToDouble() > 0)
+      ++count;
+  });
+  return count;
+}
+
+bool needsRandomSeed(Block &body) {
+  bool found = false;
+  body.walk([&](DropoutOp op) {
+    if (op.getRatio().convertToDouble() > 0)
+      found = true;
+  });
+  return found;
+}
+
+FailureOr<RankedTensorType> getLabelsType(LossKind kind,
+                                          RankedTensorType prediction) {
+  if (kind == LossKind::MSE)
+    return prediction;
+  if (prediction.getRank() < 1)
+    return failure();
+  return RankedTensorType::get(prediction.getShape().drop_back(),
+                               IntegerType::get(prediction.getContext(), 64));
+}
+
+Value buildLoss(OpBuilder &b, Location loc, LossKind kind, Value prediction,
+                Value labels) {
+  auto predType = cast<RankedTensorType>(prediction.getType());
+  Type elementType = predType.getElementType();
+  Location lossLoc = NameLoc::get(b.getStringAttr(stringifyLossKind(kind)), loc);
+  if (kind == LossKind::None) {
+    // The model's own scalar loss (one element), as rank 0.
+    if (predType.getRank() == 0)
+      return prediction;
+    return ReshapeOp::create(b, lossLoc, prediction, ArrayRef<int64_t>{});
+  }
+  if (kind == LossKind::CrossEntropy) {
+    int64_t rank = predType.getRank();
+    Value logProbs = LogSoftmaxOp::create(b, lossLoc, prediction, rank - 1);
+    Value oneHot = OneHotOp::create(
+        b, lossLoc, labels, b.getI64IntegerAttr(predType.getShape().back()),
+        TypeAttr::get(elementType));
+    Value picked = MulOp::create(b, lossLoc, oneHot, logProbs);
+    Value perPosition = ReduceSumOp::create(
+        b, lossLoc, picked, SmallVector<int64_t>{rank - 1},
+        /*keepdims=*/false);
+    Value mean = perPosition;
+    if (rank > 1)
+      mean = ReduceMeanOp::create(
+          b, lossLoc, perPosition,
+          llvm::to_vector(llvm::seq<int64_t>(0, rank - 1)),
+          /*keepdims=*/false);
+    return NegOp::create(b, lossLoc, mean);
+  }
+  Value diff = SubOp::create(b, lossLoc, prediction, labels);
+  Value squared = MulOp::create(b, lossLoc, diff, diff);
+  if (predType.getRank() == 0)
+    return squared;
+  return ReduceMeanOp::create(
+      b, lossLoc, squared,
+      llvm::to_vector(llvm::seq<int64_t>(0, predType.getRank())),
+      /*keepdims=*/false);
+}
+
+func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
+                                  ArrayRef<UpdateWeight> weights,
+                                  const OptimizerOptions &opt,
+                                  StringRef stepName) {
+  Type elementType =
+      weights.empty() ? b.getF32Type() : getElementTypeOrSelf(weights[0].type);
+  SmallVector<Type> updateArgTypes;
+  struct ArgInfo {
+    std::string name, role;
+    DictionaryAttr weightAttrs;
+  };
+  SmallVector<ArgInfo> updateArgs;
+  for (const UpdateWeight &w : weights) {
+    updateArgTypes.push_back(w.type);
+    updateArgs.push_back({w.name, "weight", w.attrs});
+  }
+  for (const UpdateWeight &w : weights) {
+    updateArgTypes.push_back(w.type);
+    updateArgs.push_back({"grad:" + w.name, "grad", {}});
+  }
+  SmallVector<StringRef> statePrefixes;
+  if (opt.kind == OptimizerKind::Momentum)
+    statePrefixes.push_back("momentum_buffer:");
+  if (opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW) {
+    statePrefixes.push_back("exp_avg:");
+    statePrefixes.push_back("exp_avg_sq:");
+  }
+  for (StringRef prefix : statePrefixes)
+    for (const UpdateWeight &w : weights) {
+      updateArgTypes.push_back(w.type);
+      updateArgs.push_back({(prefix + w.name).str(), "state", {}});
+    }
+  bool usesStep =
+      opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW;
+  if (usesStep) {
+    updateArgTypes.push_back(RankedTensorType::get({}, elementType));
+    updateArgs.push_back({stepName.str(), "state", {}});
+  }
+  auto update = func::FuncOp::create(b, loc, name,
+                                     b.getFunctionType(updateArgTypes, {}));
+  for (auto [i, arg] : llvm::enumerate(updateArgs)) {
+    if (arg.weightAttrs)
+      update.setArgAttrs(i, arg.weightAttrs);
+    update.setArgAttr(i, Names::kNameAttrName, b.getStringAttr(arg.name));
+    update.setArgAttr(i, Names::kRoleAttrName, b.getStringAttr(arg.role));
+  }
+  Block *updateEntry = update.addEntryBlock();
+  b.setInsertionPointToStart(updateEntry);
+  Location optLoc =
+      NameLoc::get(b.getStringAttr(stringifyOptimizerKind(opt.kind)), loc);
+  auto constant = [&](double value) {
+    return scalarConstant(b, optLoc, elementType, value);
+  };
+  unsigned numWeights = weights.size();
+  auto weightArg = [&](unsigned n) { return updateEntry->getArgument(n); };
+  auto gradArg = [&](unsigned n) {
+    return updateEntry->getArgument(numWeights + n);
+  };
+  auto stateArg = [&](unsigned which, unsigned n) {
+    return updateEntry->getArgument(numWeights * (2 + which) + n);
+  };
+  SmallVector<Value> newWeights, newStates;
+  SmallVector<std::string> newStateNames;
+  Value stepCount, biasCorrection1, biasCorrection2Sqrt;
+  if (usesStep) {
+    Value stepArg = updateEntry->getArguments().back();
+    stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
+    biasCorrection1 = SubOp::create(
+        b, optLoc, constant(1.0),
+        PowOp::create(b, optLoc, constant(opt.beta1), stepCount));
+    biasCorrection2Sqrt = SqrtOp::create(
+        b, optLoc,
+        SubOp::create(b, optLoc, constant(1.0),
+                      PowOp::create(b, optLoc, constant(opt.beta2),
+                                    stepCount)));
+  }
+  SmallVector<SmallVector<Value>> statesByKind(statePrefixes.size());
+  for (unsigned n = 0; n < numWeights; ++n) {
+    Value w = weightArg(n), g = gradArg(n);
+    switch (opt.kind) {
+    case OptimizerKind::SGD:
+    case OptimizerKind::Momentum: {
+      if (opt.weightDecay != 0)
+        g = AddOp::create(b, optLoc, g,
+                          MulOp::create(b, optLoc, constant(opt.weightDecay),
+                                        w));
+      Value direction = g;
+      if (opt.kind == OptimizerKind::Momentum) {
+        Value buf = AddOp::create(
+            b, optLoc, MulOp::create(b, optLoc, constant(opt.momentum),
+                                     stateArg(0, n)),
+            g);
+        statesByKind[0].push_back(buf);
+        direction =
+            opt.nesterov
+                ? Value(AddOp::create(
+                      b, optLoc, g,
+                      MulOp::create(b, optLoc, constant(opt.momentum), buf)))
+                : buf;
+      }
+      newWeights.push_back(SubOp::create(
+          b, optLoc, w, MulOp::create(b, optLoc, constant(opt.lr), direction)));
+      break;
+    }
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: {
+      if (opt.kind == OptimizerKind::AdamW && opt.weightDecay != 0)
+        w = MulOp::create(b, optLoc, w,
+                          constant(1.0 - opt.lr * opt.weightDecay));
+      if (opt.kind == OptimizerKind::Adam && opt.weightDecay != 0)
+        g = AddOp::create(b, optLoc, g,
+                          MulOp::create(b, optLoc, constant(opt.weightDecay),
+                                        w));
+      Value m = AddOp::create(
+          b, optLoc,
+          MulOp::create(b, optLoc, constant(opt.beta1), stateArg(0, n)),
+          MulOp::create(b, optLoc, constant(1.0 - opt.beta1), g));
+      Value v = AddOp::create(
+          b, optLoc,
+          MulOp::create(b, optLoc, constant(opt.beta2), stateArg(1, n)),
+          MulOp::create(b, optLoc, constant(1.0 - opt.beta2),
+                        MulOp::create(b, optLoc, g, g)));
+      statesByKind[0].push_back(m);
+      statesByKind[1].push_back(v);
+      Value denom = AddOp::create(
+          b, optLoc,
+          DivOp::create(b, optLoc, SqrtOp::create(b, optLoc, v),
+                        biasCorrection2Sqrt),
+          constant(opt.eps));
+      Value stepSize = DivOp::create(b, optLoc, constant(opt.lr),
+                                     biasCorrection1);
+      newWeights.push_back(SubOp::create(
+          b, optLoc, w,
+          MulOp::create(b, optLoc, stepSize,
+                        DivOp::create(b, optLoc, m, denom))));
+      break;
+    }
+    }
+  }
+  SmallVector<Value> updateResults(newWeights);
+  SmallVector<std::pair<std::string, std::string>> updateNames;
+  for (const UpdateWeight &w : weights)
+    updateNames.push_back({w.name + ".next", w.name});
+  for (auto [which, prefix] : llvm::enumerate(statePrefixes))
+    for (auto [n, w] : llvm::enumerate(weights)) {
+      updateResults.push_back(statesByKind[which][n]);
+      std::string stateName = (prefix + w.name).str();
+      updateNames.push_back({stateName + ".next", stateName});
+    }
+  if (usesStep) {
+    updateResults.push_back(stepCount);
+    updateNames.push_back({(stepName + ".next").str(), stepName.str()});
+  }
+  func::ReturnOp::create(b, optLoc, updateResults);
+  update.setType(b.getFunctionType(updateArgTypes,
+                                   ValueRange(updateResults).getTypes()));
+  for (auto [j, names] : llvm::enumerate(updateNames)) {
+    update.setResultAttr(j, Names::kNameAttrName,
+                         b.getStringAttr(names.first));
+    update.setResultAttr(j, Names::kUpdatesAttrName,
+                         b.getStringAttr(names.second));
+  }
+
+  return update;
+}
+
+FailureOr<TrainingInfo>
+buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
+  auto main = module.lookupSymbol<func::FuncOp>(options.function);
+  if (!main || main.isDeclaration())
+    return module.emitError("training: no function '")
+           << options.function << "' with a body to train";
+  for (StringRef name : {kStepFunction, kUpdateFunction, kLossFunction,
+                         kJointFunction})
+    if (module.lookupSymbol(name))
+      return module.emitError("training: the module already has a symbol '")
+             << name << "'";
+  if (options.microbatches < 1)
+    return main.emitError("training: the number of micro-batches must be "
+                          "at least 1, got ")
+           << options.microbatches;
+  if (main.getNumResults() == 0)
+    return main.emitError("training: '")
+           << options.function << "' has no result to take the loss of";
+  auto predType = dyn_cast<RankedTensorType>(main.getResultTypes()[0]);
+  if (!predType || !isa<FloatType>(predType.getElementType()))
+    return main.emitError("training: the prediction (first result) has type ")
+           << main.getResultTypes()[0]
+           << "; a loss needs a float tensor";
+  Type elementType = predType.getElementType();
+  MLIRContext *ctx = module.getContext();
+  Location loc = main.getLoc();
+  unsigned numArgs = main.getNumArguments();
+  Block &body = main.front();
+
+  TrainingInfo info;
+  llvm::StringSet<> argNames;
+  SmallVector<bool> isWeight(numArgs, false), isTrainable(numArgs, false);
+  for (unsigned i = 0; i < numArgs; ++i) {
+    std::string name = argName(main, i);
+    argNames.insert(name);
+    if (!isParamArgument(main, i)) {
+      info.inputNames.push_back(name);
+      continue;
+    }
+    isWeight[i] = true;
+    BlockArgument arg = main.getArgument(i);
+    bool trainable =
+        isa<FloatType>(getElementTypeOrSelf(arg.getType())) &&
+        !main.getArgAttr(i, Names::kFrozenAttrName) &&
+        !main.getArgAttr(i, Names::kNoGradAttrName) && !arg.use_empty() &&
+        !isRunningStatistic(arg);
+    isTrainable[i] = trainable;
+    (trainable ? info.trainableWeights : info.frozenWeights).push_back(name);
+  }
+  bool hasLabels = options.loss != LossKind::None;
+  if (!hasLabels && predType.getNumElements() != 1)
+    return main.emitError("training: --loss none trains the first output as "
+                          "the loss, which must be a scalar; it has type ")
+           << predType;
+  if (hasLabels && argNames.contains(options.labelsName))
+    return main.emitError("training: the labels name '")
+           << options.labelsName
+           << "' is already the name of an input or weight; choose another "
+              "with --labels-name";
+  if (info.trainableWeights.empty())
+    return main.emitError("training: '")
+           << options.function << "' has no trainable weight";
+  if (!info.inputNames.empty()) {
+    auto first = cast<RankedTensorType>(
+        main.getArgument(llvm::find_if(llvm::seq(0u, numArgs),
+                                       [&](unsigned i) { return !isWeight[i]; })
+                             .operator*())
+            .getType());
+    info.microbatchSize = first.getRank() ? first.getDimSize(0) : 0;
+  }
+
+  // The labels' type (none: the loss is the first output itself).
+  RankedTensorType labelsType;
+  if (hasLabels) {
+    FailureOr<RankedTensorType> labelsTypeOr =
+        getLabelsType(options.loss, predType);
+    if (failed(labelsTypeOr))
+      return main.emitError("training: cross-entropy needs a prediction with "
+                            "a class axis, got ")
+             << predType;
+    labelsType = *labelsTypeOr;
+  }
+  unsigned numLabels = hasLabels ? 1 : 0;
+  if (options.loss == LossKind::CrossEntropy)
+    info.numClasses = predType.getShape().back();
+
+  bool hasDropout = needsRandomSeed(body);
+  info.usesRandomSeed = hasDropout;
+  auto seedType = RankedTensorType::get({}, IntegerType::get(ctx, 64));
+
+  //===--- 1. The loss function ------------------------------------------===//
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(main);
+  SmallVector<Type> lossArgTypes(main.getArgumentTypes());
+  if (hasLabels)
+    lossArgTypes.push_back(labelsType);
+  if (hasDropout)
+    lossArgTypes.push_back(seedType);
+  auto lossFn = func::FuncOp::create(b, loc, kLossFunction,
+                                     b.getFunctionType(lossArgTypes, {}));
+  lossFn.setPrivate();
+  for (unsigned i = 0; i < numArgs; ++i)
+    lossFn.setArgAttrs(i, main.getArgAttrDict(i));
+  Block *lossEntry = lossFn.addEntryBlock();
+  Value labels = hasLabels ? lossEntry->getArgument(numArgs) : Value();
+  Value seed =
+      hasDropout ? lossEntry->getArgument(numArgs + numLabels) : Value();
+  IRMapping mapping;
+  for (unsigned i = 0; i < numArgs; ++i)
+    mapping.map(main.getArgument(i), lossEntry->getArgument(i));
+  b.setInsertionPointToStart(lossEntry);
+
+  // Running-statistic updates: weight argument -> new value.
+  SmallVector<std::pair<unsigned, Value>> statUpdates;
+  {
+    SmallVector<std::pair<Value, Value>> updates;
+    cloneInTrainingMode(b, body, mapping, seed, updates);
+    for (auto [operand, updated] : updates) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (arg && arg.getOwner() == &body && isWeight[arg.getArgNumber()] &&
+          !isTrainable[arg.getArgNumber()])
+        statUpdates.push_back({arg.getArgNumber(), updated});
+    }
+  }
+  auto mainReturn = cast<func::ReturnOp>(body.getTerminator());
+  Value prediction = mapping.lookup(mainReturn.getOperand(0));
+  Value loss = hasLabels ? buildLoss(b, loc, options.loss, prediction, labels)
+                        : buildLoss(b, loc, options.loss, prediction, {});
+  SmallVector<Value> lossResults{loss};
+  for (auto &[argIndex, value] : statUpdates)
+    lossResults.push_back(value);
+  func::ReturnOp::create(b, loc, lossResults);
+  lossFn.setType(b.getFunctionType(
+      lossArgTypes, ValueRange(lossResults).getTypes()));
+
+  //===--- 2. The joint function ------------------------------------------===//
+  SmallVector<unsigned> wrt;
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (isTrainable[i])
+      wrt.push_back(i);
+  unsigned lossIndex = 0;
+  FailureOr<JointFunction> joint = buildJointFunction(
+      lossFn, kJointFunction, wrt, ArrayRef<unsigned>(lossIndex));
+  if (failed(joint)) {
+    lossFn.erase();
+    return failure();
+  }
+  func::FuncOp jointFn = joint->func;
+
+  //===--- 3a. The micro-batch step ---------------------------------------===//
+  unsigned numLossArgs = lossArgTypes.size();
+  SmallVector<Type> stepArgTypes(lossArgTypes);
+  for (unsigned k : wrt)
+    stepArgTypes.push_back(main.getArgument(k).getType());
+  b.setInsertionPointAfter(jointFn);
+  auto step = func::FuncOp::create(b, loc, kStepFunction,
+                                   b.getFunctionType(stepArgTypes, {}));
+  for (unsigned i = 0; i < numArgs; ++i) {
+    step.setArgAttrs(i, main.getArgAttrDict(i));
+    if (isWeight[i] && !isTrainable[i])
+      step.setArgAttr(i, Names::kFrozenAttrName, b.getUnitAttr());
+    step.setArgAttr(i, Names::kRoleAttrName,
+                    b.getStringAttr(isWeight[i] ? "weight" : "input"));
+  }
+  if (hasLabels) {
+    step.setArgAttr(numArgs, Names::kNameAttrName,
+                    b.getStringAttr(options.labelsName));
+    step.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
+  }
+  if (hasDropout) {
+    step.setArgAttr(numArgs + numLabels, Names::kNameAttrName,
+                    b.getStringAttr(kSeedName));
+    step.setArgAttr(numArgs + numLabels, Names::kRoleAttrName,
+                    b.getStringAttr("state"));
+  }
+  for (auto [n, k] : llvm::enumerate(wrt)) {
+    step.setArgAttr(numLossArgs + n, Names::kNameAttrName,
+                    b.getStringAttr("grad:" + argName(main, k)));
+    step.setArgAttr(numLossArgs + n, Names::kRoleAttrName,
+                    b.getStringAttr("grad"));
+  }
+  Block *stepEntry = step.addEntryBlock();
+  IRMapping stepMapping;
+  Block &jointEntry = jointFn.front();
+  for (unsigned i = 0; i < numLossArgs; ++i)
+    stepMapping.map(jointEntry.getArgument(i), stepEntry->getArgument(i));
+  b.setInsertionPointToStart(stepEntry);
+  stepMapping.map(
+      jointEntry.getArgument(numLossArgs),
+      scalarConstant(b, loc, elementType,
+                     1.0 / static_cast<double>(options.microbatches)));
+  for (Operation &op : jointEntry.without_terminator())
+    b.clone(op, stepMapping);
+  auto jointReturn = cast<func::ReturnOp>(jointEntry.getTerminator());
+  SmallVector<Value> stepResults{
+      stepMapping.lookup(jointReturn.getOperand(0))};
+  SmallVector<std::pair<std::string, std::string>> stepResultNames{
+      {"loss", ""}};
+  unsigned numLossResults = lossResults.size();
+  for (auto [n, k] : llvm::enumerate(wrt)) {
+    Value grad = stepMapping.lookup(jointReturn.getOperand(numLossResults + n));
+    Value accumulated =
+        AddOp::create(b, loc, stepEntry->getArgument(numLossArgs + n), grad);
+    std::string name = "grad:" + argName(main, k);
+    stepResults.push_back(accumulated);
+    stepResultNames.push_back({name + ".next", name});
+  }
+  for (auto [n, update] : llvm::enumerate(statUpdates)) {
+    stepResults.push_back(stepMapping.lookup(jointReturn.getOperand(1 + n)));
+    std::string name = argName(main, update.first);
+    stepResultNames.push_back({name + ".next", name});
+  }
+  if (hasDropout) {
+    Value next = AddOp::create(b, loc, stepEntry->getArgument(numArgs + numLabels),
+                               scalarConstant(b, loc, seedType.getElementType(),
+                                              1));
+    stepResults.push_back(next);
+    stepResultNames.push_back({std::string(kSeedName) + ".next",
+                               kSeedName.str()});
+  }
+  func::ReturnOp::create(b, loc, stepResults);
+  step.setType(
+      b.getFunctionType(stepArgTypes, ValueRange(stepResults).getTypes()));
+  for (auto [j, names] : llvm::enumerate(stepResultNames)) {
+    step.setResultAttr(j, Names::kNameAttrName,
+                       b.getStringAttr(names.first));
+    if (!names.second.empty())
+      step.setResultAttr(j, Names::kUpdatesAttrName,
+                         b.getStringAttr(names.second));
+  }
+
+  //===--- 3b. The optimizer update ---------------------------------------===//
+  SmallVector<UpdateWeight> updateWeights;
+  for (unsigned k : wrt)
+    updateWeights.push_back(
+        {argName(main, k), main.getArgument(k).getType(), main.getArgAttrDict(k)});
+  b.setInsertionPointAfter(step);
+  buildOptimizerUpdate(b, loc, kUpdateFunction, updateWeights,
+                       options.optimizer, "step");
+
+  jointFn.erase();
+  lossFn.erase();
+  main.erase();
+  return info;
+}
+
+} // namespace pipedream::nn
+
+//===----------------------------------------------------------------------===//
+// nn-build-training
+//===----------------------------------------------------------------------===//
 
 namespace pipedream::nn {
 #define GEN_PASS_DEF_BUILDTRAININGPASS

@@ -125,3 +125,52 @@ bool ScheduleAttr::splitsBackward() const {
 }
 
 bool ScheduleAttr::hasWeightVersions() const { return !isSynchronous(); }
+
+//===----------------------------------------------------------------------===//
+// PlanAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t stages, ArrayRef<int64_t> replicas,
+                               FloatAttr slowest, bool uniform, bool chosen) {
+  if (stages < 1 || static_cast<int64_t>(replicas.size()) != stages)
+    return emitError() << "plan needs at least 1 stage and one replica count "
+                          "per stage, got "
+                       << stages << " stages and " << replicas.size()
+                       << " replica counts";
+  if (llvm::any_of(replicas, [](int64_t r) { return r < 1; }))
+    return emitError() << "plan replicas must be at least 1";
+  if (uniform && !llvm::all_equal(replicas))
+    return emitError() << "a uniform plan has the same replicas on every stage";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PartitionAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PartitionAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, StringRef method,
+    int64_t stages, int64_t chunks, ScheduleKind schedule, int64_t microbatches,
+    int64_t optimizerStates, FloatAttr slowest, FloatAttr ideal,
+    FloatAttr uniformSlowest, FloatAttr autoSlowest, int64_t memoryLimit,
+    int64_t replicas, FloatAttr replicatedSlowest, ArrayRef<PlanAttr> plans) {
+  if (method != "auto" && method != "uniform" && method != "manual")
+    return emitError() << "partition method must be auto, uniform or manual, "
+                          "got '"
+                       << method << "'";
+  if (stages < 1 || chunks < 1 || microbatches < 1)
+    return emitError() << "partition needs at least 1 stage, chunk and "
+                          "micro-batch, got stages = "
+                       << stages << ", chunks = " << chunks
+                       << ", microbatches = " << microbatches;
+  if (optimizerStates < 0 || memoryLimit < 0 || replicas < 0)
+    return emitError() << "partition optimizer_states, memory_limit and "
+                          "replicas must be non-negative";
+  if ((replicas > 0) != bool(replicatedSlowest))
+    return emitError() << "partition replicas and replicated_slowest go "
+                          "together (the planner's plan)";
+  if (!plans.empty() && replicas == 0)
+    return emitError() << "partition plans need replicas (ranks=N)";
+  return success();
+}

@@ -47,6 +47,11 @@ static LogicalResult verifyDiscardableAttr(Operation *op, const Twine &where,
     return op->emitOpError()
            << where << "attribute '" << name
            << "' must be a #pipe.schedule attribute, got " << attr.getValue();
+  if (name == PipeDialect::kPartitionAttrName &&
+      !isa<PartitionAttr>(attr.getValue()))
+    return op->emitOpError()
+           << where << "attribute '" << name
+           << "' must be a #pipe.partition attribute, got " << attr.getValue();
   // pipe-annotate-costs: times (f64 seconds) and byte counts (integers).
   if (name == "pipe.cost") {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());

@@ -338,12 +338,9 @@ namespace pipedream::pipe {
 
 LogicalResult lowerRankPrograms(ModuleOp module, StringRef symbolPrefix,
                                 std::vector<std::string> &entries) {
-  std::string error;
-  Operation *where = nullptr;
-  FailureOr<std::vector<RankProgramPlan>> plans =
-      planRankPrograms(module, error, where);
+  FailureOr<std::vector<RankProgramPlan>> plans = planRankPrograms(module);
   if (failed(plans))
-    return (where ? where : module.getOperation())->emitError(error);
+    return failure();
 
   SymbolTable symbols(module);
   EntryBuilder builder(module, symbols, symbolPrefix);

@@ -66,9 +66,9 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp func,
       maxChunk = std::max<int64_t>(maxChunk, stage.getChunk());
       vShaped |= stage.getReversed();
     }
-  if (auto summary = func->getAttrOfType<DictionaryAttr>("pipe.partition"))
-    if (auto stages = summary.getAs<IntegerAttr>("stages"))
-      k = std::max<int64_t>(k, stages.getInt());
+  if (auto summary =
+          func->getAttrOfType<PartitionAttr>(PipeDialect::kPartitionAttrName))
+    k = std::max<int64_t>(k, summary.getStages());
   int64_t numPieces = k * (maxChunk + 1);
   auto stageAt = [&](int64_t piece) {
     return StageAttr::getForVirtualIndex(context, piece, k, vShaped);

@@ -15,6 +15,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/ReplicationPlanner.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -96,22 +97,15 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
 
   partition::Result result;
   // ranks=N: the planner chooses K and the replication (Passes.td).
-  SmallVector<Attribute> plans;
+  SmallVector<PlanAttr> plans;
   int64_t replicas = 1;
   double plannedSlowest = 0;
   if (numRanks > 0) {
-    Builder b(&getContext());
     auto planAttr = [&](const partition::ReplicatedPlan &plan, bool chosen,
                         bool uniform) {
-      SmallVector<Attribute> reps;
-      for (int64_t r : plan.replicas)
-        reps.push_back(b.getI64IntegerAttr(r));
-      return b.getDictionaryAttr(
-          {b.getNamedAttr("stages", b.getI64IntegerAttr(plan.numStages())),
-           b.getNamedAttr("replicas", b.getArrayAttr(reps)),
-           b.getNamedAttr("slowest", b.getF64FloatAttr(plan.slowest)),
-           b.getNamedAttr("uniform", b.getBoolAttr(uniform)),
-           b.getNamedAttr("chosen", b.getBoolAttr(chosen))});
+      return PlanAttr::get(&getContext(), plan.numStages(), plan.replicas,
+                           Builder(&getContext()).getF64FloatAttr(plan.slowest),
+                           uniform, chosen);
     };
     partition::ReplicatedPlan best =
         partition::planReplicated(graph, options, numRanks);
@@ -213,31 +207,36 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
     func.setResultAttr(i, PipeDialect::kStageAttrName, stageOf(p));
   }
 
+  // The other methods on the same function, for the partition report
+  // (pipe-report-partition reads them instead of solving again).
   Builder b(context);
-  SmallVector<NamedAttribute> summary = {
-      b.getNamedAttr("method", b.getStringAttr(how)),
-      b.getNamedAttr("stages", b.getI64IntegerAttr(options.numStages)),
-      b.getNamedAttr("virtual", b.getI64IntegerAttr(options.numChunks)),
-      b.getNamedAttr("schedule",
-                     b.getStringAttr(schedule::kindName(options.kind))),
-      b.getNamedAttr("microbatches",
-                     b.getI64IntegerAttr(options.numMicrobatches)),
-      b.getNamedAttr("optimizer_states",
-                     b.getI64IntegerAttr(options.optimizerStates)),
-      b.getNamedAttr("slowest", b.getF64FloatAttr(result.slowest)),
-      b.getNamedAttr("ideal", b.getF64FloatAttr(result.ideal)),
-  };
-  if (memoryBytes > 0)
-    summary.push_back(
-        b.getNamedAttr("memory_limit", b.getI64IntegerAttr(memoryBytes)));
-  if (numRanks > 0) {
-    summary.push_back(
-        b.getNamedAttr("replicas", b.getI64IntegerAttr(replicas)));
-    summary.push_back(b.getNamedAttr("plans", b.getArrayAttr(plans)));
-    summary.push_back(b.getNamedAttr("replicated_slowest",
-                                     b.getF64FloatAttr(plannedSlowest)));
+  FloatAttr uniformSlowest, autoSlowest;
+  if (how == "uniform") {
+    uniformSlowest = b.getF64FloatAttr(result.slowest);
+  } else if (partition::Result uniform = partition::uniform(graph, options);
+             uniform.ok()) {
+    uniformSlowest = b.getF64FloatAttr(uniform.slowest);
   }
-  func->setAttr("pipe.partition", b.getDictionaryAttr(summary));
+  if (how == "auto" && numRanks == 0) {
+    autoSlowest = b.getF64FloatAttr(result.slowest);
+  } else if (missing == 0) {
+    if (partition::Result best = partition::solve(graph, options); best.ok())
+      autoSlowest = b.getF64FloatAttr(best.slowest);
+  }
+  std::optional<ScheduleKind> kind = toScheduleKindAttr(options.kind);
+  if (!kind)
+    return func.emitError()
+           << "pipe-partition: schedule '" << schedule::kindName(options.kind)
+           << "' has no #pipe.schedule kind";
+  func->setAttr(
+      PipeDialect::kPartitionAttrName,
+      PartitionAttr::get(
+          context, how, options.numStages, options.numChunks, *kind,
+          options.numMicrobatches, options.optimizerStates,
+          b.getF64FloatAttr(result.slowest), b.getF64FloatAttr(result.ideal),
+          uniformSlowest, autoSlowest, memoryBytes, numRanks > 0 ? replicas : 0,
+          numRanks > 0 ? b.getF64FloatAttr(plannedSlowest) : FloatAttr(),
+          plans));
   if (!result.fitsMemory)
     func.emitWarning() << "pipe-partition: the " << how
                        << " partition exceeds memory-limit on some stage";

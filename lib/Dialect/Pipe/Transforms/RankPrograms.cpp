@@ -27,11 +27,8 @@ namespace {
 
 /// One rank's program being planned.
 struct RankPlanner {
-  RankPlanner(ProgramOp program, std::string &error, Operation *&where)
-      : program(program), error(error), where(where) {}
+  explicit RankPlanner(ProgramOp program) : program(program) {}
   ProgramOp program;
-  std::string &error;
-  Operation *&where;
   RankProgramPlan plan;
 
   /// Representative value of each SSA value (restores alias their stash).
@@ -42,10 +39,9 @@ struct RankPlanner {
   /// Free registers by type.
   DenseMap<Type, SmallVector<int64_t>> freeRegisters;
 
+  /// An error at the op it is about.
   LogicalResult fail(Operation *op, const Twine &message) {
-    error = message.str();
-    where = op;
-    return failure();
+    return op->emitError(message);
   }
 
   Value resolve(Value v) {
@@ -227,34 +223,26 @@ struct RankPlanner {
 
 } // namespace
 
-FailureOr<std::vector<RankProgramPlan>>
-planRankPrograms(ModuleOp module, std::string &error, Operation *&where) {
-  where = module;
+FailureOr<std::vector<RankProgramPlan>> planRankPrograms(ModuleOp module) {
   std::map<int64_t, ProgramOp> byRank;
   for (auto program : module.getOps<ProgramOp>()) {
     // The global view (kept next to its projection) runs nowhere.
     std::optional<uint64_t> rank = program.getRank();
     if (!rank)
       continue;
-    if (!byRank.emplace(static_cast<int64_t>(*rank), program).second) {
-      error = "two programs of rank " + std::to_string(*rank);
-      where = program;
-      return failure();
-    }
+    if (!byRank.emplace(static_cast<int64_t>(*rank), program).second)
+      return program.emitError() << "two programs of rank " << *rank;
   }
-  if (byRank.empty()) {
-    error = "no per-rank programs (run pipe-project-ranks)";
-    return failure();
-  }
+  if (byRank.empty())
+    return module.emitError()
+           << "no per-rank programs (run pipe-project-ranks)";
   std::vector<RankProgramPlan> plans;
   for (auto &[rank, program] : byRank) {
-    if (rank != static_cast<int64_t>(plans.size())) {
-      error = "per-rank programs are not numbered 0..K-1 (rank " +
-              std::to_string(plans.size()) + " is missing)";
-      where = program;
-      return failure();
-    }
-    RankPlanner planner(program, error, where);
+    if (rank != static_cast<int64_t>(plans.size()))
+      return program.emitError()
+             << "per-rank programs are not numbered 0..K-1 (rank "
+             << plans.size() << " is missing)";
+    RankPlanner planner(program);
     if (failed(planner.run()))
       return failure();
     plans.push_back(std::move(planner.plan));

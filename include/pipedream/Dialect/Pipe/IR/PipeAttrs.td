@@ -241,4 +241,99 @@ def Pipe_ScheduleAttr : Pipe_Attr<"Schedule", "schedule"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// PlanAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_PlanAttr : Pipe_Attr<"Plan", "plan"> {
+  let summary = "a replication plan pipe-partition's planner compared";
+  let description = [{
+    One plan of `pipe-partition{ranks=N}` (ReplicationPlanner.h): `stages`
+    pipeline stages, stage s run by `replicas[s]` data-parallel replicas,
+    its bottleneck time `slowest` (seconds per micro-batch), whether every
+    stage has the same replicas (`uniform`, the plans the runtime runs) and
+    whether it is the one applied (`chosen`).
+
+    ```mlir
+    #pipe.plan<stages = 2, replicas = [1, 2], slowest = 2.008000e+00 : f64,
+               uniform = false, chosen = false>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$stages,
+    ArrayRefParameter<"int64_t", "replicas of each stage">:$replicas,
+    "::mlir::FloatAttr":$slowest,
+    "bool":$uniform,
+    "bool":$chosen
+  );
+  let assemblyFormat = [{
+    `<` `stages` `=` $stages `,` `replicas` `=` `[` $replicas `]` `,`
+        `slowest` `=` $slowest `,` `uniform` `=` $uniform `,`
+        `chosen` `=` $chosen `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// PartitionAttr
+//===----------------------------------------------------------------------===//
+
+def Pipe_PartitionAttr : Pipe_Attr<"Partition", "partition"> {
+  let summary = "the partition pipe-partition chose for a function";
+  let description = [{
+    What `pipe-partition` leaves on each function it cuts, as the
+    discardable attribute `pipe.partition`, for `pipe-outline-stages`, the
+    partition report (`pipe-report-partition`, pipedream-compile
+    `--report`) and the schedule phase:
+    - `method`: `auto` (dynamic program), `uniform` (equal op counts) or
+      `manual` (`split-after`);
+    - `stages` (K), `chunks` (V, printed only when not 1), the `schedule`
+      kind and `microbatches` (M) the memory limit was counted for, and the
+      `optimizer_states` per trainable weight;
+    - `slowest` and `ideal` (total compute / (K x V)): seconds per
+      micro-batch of this partition; `uniform_slowest` and `auto_slowest`:
+      the slowest stage of the uniform and of the dynamic program's
+      partition of the same function (absent when impossible, or when the
+      ops have no costs);
+    - `memory_limit` (bytes per rank, absent: none);
+    - with `ranks=N`: `replicas` (R of the applied K x R plan),
+      `replicated_slowest` (its bottleneck) and the `plans` compared.
+
+    ```mlir
+    func.func @main(...) attributes {pipe.partition = #pipe.partition<
+        method = "auto", stages = 2, schedule = "1f1b", microbatches = 4,
+        optimizer_states = 0, slowest = 4.0 : f64, ideal = 3.0 : f64>}
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"auto, uniform or manual">:$method,
+    "int64_t":$stages,
+    DefaultValuedParameter<"int64_t", "1", "virtual chunks per stage">:$chunks,
+    EnumParameter<Pipe_ScheduleKind>:$schedule,
+    "int64_t":$microbatches,
+    DefaultValuedParameter<"int64_t", "0",
+                           "optimizer states per trainable weight">:$optimizer_states,
+    "::mlir::FloatAttr":$slowest,
+    "::mlir::FloatAttr":$ideal,
+    OptionalParameter<"::mlir::FloatAttr",
+                      "the uniform partition's slowest stage">:$uniform_slowest,
+    OptionalParameter<"::mlir::FloatAttr",
+                      "the dynamic program's slowest stage">:$auto_slowest,
+    DefaultValuedParameter<"int64_t", "0",
+                           "bytes per rank (0: none)">:$memory_limit,
+    DefaultValuedParameter<"int64_t", "0",
+                           "replicas of the applied plan (0: no planner)">:$replicas,
+    OptionalParameter<"::mlir::FloatAttr",
+                      "the applied plan's bottleneck">:$replicated_slowest,
+    OptionalArrayRefParameter<"::pipedream::pipe::PlanAttr",
+                              "the plans the planner compared">:$plans
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of model pieces: stages times chunks.
+    int64_t getNumPieces() const { return getStages() * getChunks(); }
+  }];
+}
+
 #endif // PIPEDREAM_DIALECT_PIPE_IR_PIPEATTRS_TD

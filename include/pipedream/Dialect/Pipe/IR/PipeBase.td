@@ -55,7 +55,9 @@ def Pipe_Dialect : Dialect {
     appear: on ops, function arguments and function results):
     - `pipe.stage`: a `#pipe.stage` attribute, the stage of an op or value;
     - `pipe.schedule`: a `#pipe.schedule` attribute, the pipeline
-      configuration (for instance on a module, before `pipe.program`s exist).
+      configuration (for instance on a module, before `pipe.program`s exist);
+    - `pipe.partition`: a `#pipe.partition` attribute on a function, the
+      partition `pipe-partition` chose.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 0;
@@ -67,6 +69,10 @@ def Pipe_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
     /// Discardable attribute holding a `#pipe.schedule` configuration.
     static constexpr ::llvm::StringLiteral kScheduleAttrName = "pipe.schedule";
+    /// Discardable attribute holding the `#pipe.partition` pipe-partition
+    /// chose for a function.
+    static constexpr ::llvm::StringLiteral kPartitionAttrName =
+        "pipe.partition";
 
   private:
     /// Registers the attributes from PipeAttrs.td.

@@ -285,6 +285,27 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::pipedream::pipe::PipeDialect"];
 }
 
+def ReportPartitionPass : Pass<"pipe-report-partition", "::mlir::ModuleOp"> {
+  let summary = "Write the partition report of a partitioned module";
+  let description = [{
+    Describes the partition `pipe-partition` left in the module (before
+    `pipe-outline-stages`): the `#pipe.partition` of the first partitioned
+    function and the costs of its pieces (`pipe.cost` of the ops of each
+    stage), as pipedream-compile's `--report` text (`text=FILE`) and the
+    `stages`, `partition` and `shared_weights` sections of its report.json
+    (`json=FILE`); "-" writes to stdout. The comparison with the uniform
+    and the dynamic program's partitions is the one `pipe-partition`
+    recorded: no partitioner runs here. The module is not changed.
+  }];
+  let options = [
+    Option<"textFile", "text", "std::string", "\"-\"",
+           "write the text report here (\"\": none)">,
+    Option<"jsonFile", "json", "std::string", "\"\"",
+           "write the report.json sections here">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect"];
+}
+
 def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
   let summary = "Outline one function per pipeline stage";
   let description = [{

@@ -74,13 +74,12 @@ struct RankProgramPlan {
 };
 
 /// Plans every per-rank program of `module`, in rank order (global-view
-/// programs are ignored). Fails with a one-line `error` (and `where`, the op
-/// it is about) when the module has no per-rank programs, two programs of
-/// one rank, ranks not numbered 0..K-1, or a program the bundle format
-/// cannot express.
+/// programs are ignored). Fails with an error diagnostic at the op it is
+/// about when the module has no per-rank programs, two programs of one
+/// rank, ranks not numbered 0..K-1, or a program the bundle format cannot
+/// express.
 mlir::FailureOr<std::vector<RankProgramPlan>>
-planRankPrograms(mlir::ModuleOp module, std::string &error,
-                 mlir::Operation *&where);
+planRankPrograms(mlir::ModuleOp module);
 
 /// The symbol of rank `rank`'s native entry: `pipeline_rank<rank>`.
 std::string getRankEntryName(int64_t rank);

@@ -4,19 +4,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Compiler/PartitionReport.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
 #include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Dialect/Pipe/Transforms/ScheduleAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
 #include <set>
 
 using namespace mlir;
@@ -24,44 +24,39 @@ using namespace pipedream;
 namespace pp = pipedream::pipe;
 namespace partition = pipedream::pipe::partition;
 
-FailureOr<PartitionReport>
-pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
+FailureOr<PartitionReport> pipedream::collectPartitionReport(ModuleOp module) {
   func::FuncOp func;
+  pp::PartitionAttr summary;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr("pipe.partition")) {
+    if ((summary = f->getAttrOfType<pp::PartitionAttr>(
+             pp::PipeDialect::kPartitionAttrName))) {
       func = f;
       break;
     }
-  if (!func) {
-    error = "no partitioned function (run pipe-partition first)";
-    return failure();
-  }
-  auto summary = func->getAttrOfType<DictionaryAttr>("pipe.partition");
-  auto getInt = [&](StringRef key, int64_t fallback) {
-    auto attr = summary.getAs<IntegerAttr>(key);
-    return attr ? attr.getInt() : fallback;
-  };
-  auto getString = [&](StringRef key) {
-    auto attr = summary.getAs<StringAttr>(key);
-    return attr ? attr.str() : std::string();
+  if (!func)
+    return module.emitError()
+           << "no partitioned function (run pipe-partition first)";
+  auto toDouble = [](FloatAttr attr, double fallback) {
+    return attr ? attr.getValueAsDouble() : fallback;
   };
   PartitionReport report;
   report.function = func.getSymName().str();
-  report.method = getString("method");
-  report.stages = getInt("stages", 1);
-  report.virtualStages = getInt("virtual", 1);
-  report.microbatches = getInt("microbatches", report.stages);
-  report.schedule = getString("schedule");
-  report.memoryLimit = getInt("memory_limit", 0);
+  report.method = summary.getMethod().str();
+  report.stages = summary.getStages();
+  report.virtualStages = summary.getChunks();
+  report.microbatches = summary.getMicrobatches();
+  report.schedule = pp::stringifyScheduleKind(summary.getSchedule()).str();
+  report.memoryLimit = summary.getMemoryLimit();
+  report.uniformSlowest = toDouble(summary.getUniformSlowest(), -1);
+  report.autoSlowest = toDouble(summary.getAutoSlowest(), -1);
 
   partition::Options options;
   options.numStages = report.stages;
   options.numChunks = report.virtualStages;
-  options.kind = pp::schedule::parseKind(report.schedule)
-                     .value_or(pp::schedule::Kind::OneFOneB);
+  options.kind = pp::toScheduleKind(summary.getSchedule());
   options.numMicrobatches = report.microbatches;
   options.memoryLimit = report.memoryLimit;
-  options.optimizerStates = getInt("optimizer_states", 0);
+  options.optimizerStates = summary.getOptimizerStates();
   if (auto device =
           pp::DeviceModel::fromAttr(module->getAttr(pp::kDeviceAttrName))) {
     report.device = device->name;
@@ -77,8 +72,7 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
   for (Operation *op : nodes)
     if (auto cost = pp::OpCost::fromAttr(op->getAttr(pp::kCostAttrName)))
       (cost->source == "profile" ? profiled : analytical) = true;
-  report.costSource = missing == static_cast<int64_t>(nodes.size())
-                          ? "none"
+  report.costSource = missing == static_cast<int64_t>(nodes.size()) ? "none"
                       : profiled && analytical ? "profile + analytical"
                       : profiled               ? "profile"
                                                : "analytical";
@@ -90,26 +84,23 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
   std::vector<int64_t> count(pieces, 0);
   int64_t previous = 0;
   for (auto [i, op] : llvm::enumerate(nodes)) {
-    auto stage = op->getAttrOfType<pp::StageAttr>(pp::PipeDialect::kStageAttrName);
-    if (!stage) {
-      error = "an op has no pipe.stage";
-      return failure();
-    }
+    auto stage =
+        op->getAttrOfType<pp::StageAttr>(pp::PipeDialect::kStageAttrName);
+    if (!stage)
+      return op->emitError() << "an op has no pipe.stage";
     int64_t piece = stage.getVirtualIndex(report.stages);
-    if (piece < previous || piece >= pieces) {
-      error = "the stages are not contiguous in op order";
-      return failure();
-    }
+    if (piece < previous || piece >= pieces)
+      return op->emitError() << "the stages are not contiguous in op order";
     previous = piece;
     ++count[piece];
   }
   for (int64_t p = 0; p < pieces; ++p)
     cuts[p + 1] = cuts[p] + count[p];
+  // The costs of the pieces (an evaluation of the recorded cuts; the
+  // comparisons with the other methods are the partition's own).
   partition::Result result = partition::evaluateCuts(graph, options, cuts);
-  if (!result.ok()) {
-    error = result.error;
-    return failure();
-  }
+  if (!result.ok())
+    return func.emitError() << result.error;
   report.slowest = result.slowest;
   report.slowestStage = result.slowestPiece;
   report.ideal = result.ideal;
@@ -139,9 +130,8 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape())
       continue;
-    int64_t bytes =
-        type.getNumElements() *
-        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    int64_t bytes = type.getNumElements() *
+                    std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
     report.numParameters += type.getNumElements();
     report.parameterBytes += bytes;
     std::set<int64_t> stages, ranks;
@@ -171,18 +161,6 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
     int64_t n = shared.ranks.size();
     shared.bytesPerStep = 2 * (n - 1) * bytes / n * shared.updatesPerStep;
     report.sharedWeights.push_back(std::move(shared));
-  }
-  partition::Result uniform = partition::uniform(graph, options);
-  if (uniform.ok())
-    report.uniformSlowest = uniform.slowest;
-  if (missing == 0) {
-    auto start = std::chrono::steady_clock::now();
-    partition::Result best = partition::solve(graph, options);
-    report.solveSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
-    if (best.ok())
-      report.autoSlowest = best.slowest;
   }
   return report;
 }
@@ -214,12 +192,12 @@ static std::string formatBytes(int64_t bytes) {
 void pipedream::printPartitionReport(const PartitionReport &r,
                                      llvm::raw_ostream &os) {
   int64_t pieces = r.stageReports.size();
-  os << "partition of @" << r.function << ": " << r.method << ", "
-     << r.stages << " stage" << (r.stages == 1 ? "" : "s");
+  os << "partition of @" << r.function << ": " << r.method << ", " << r.stages
+     << " stage" << (r.stages == 1 ? "" : "s");
   if (r.virtualStages > 1)
     os << " x " << r.virtualStages << " chunks";
-  os << ", schedule " << r.schedule << ", " << r.microbatches
-     << " micro-batch" << (r.microbatches == 1 ? "" : "es") << "\n";
+  os << ", schedule " << r.schedule << ", " << r.microbatches << " micro-batch"
+     << (r.microbatches == 1 ? "" : "es") << "\n";
   os << "cost model: " << r.costSource << ", device " << r.device;
   if (r.memoryLimit > 0)
     os << ", memory limit " << formatBytes(r.memoryLimit) << " per rank";
@@ -335,7 +313,8 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
   }
   partitionSection["num_ops"] = r.numOps;
   if (r.autoSlowest > 0) {
-    partitionSection["dp_seconds"] = r.solveSeconds;
+    if (r.solveSeconds >= 0)
+      partitionSection["dp_seconds"] = r.solveSeconds;
     partitionSection["auto_slowest_time"] = r.autoSlowest;
     partitionSection["auto_over_ideal"] =
         r.ideal > 0 ? r.autoSlowest / r.ideal : 0.0;
@@ -349,13 +328,13 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
       stageList.push_back(v);
     for (int64_t q : w.ranks)
       rankList.push_back(q);
-    shared.push_back(llvm::json::Object{
-        {"name", w.name},
-        {"bytes", w.bytes},
-        {"stages", std::move(stageList)},
-        {"ranks", std::move(rankList)},
-        {"updates_per_step", w.updatesPerStep},
-        {"all_reduce_bytes_per_step", w.bytesPerStep}});
+    shared.push_back(
+        llvm::json::Object{{"name", w.name},
+                           {"bytes", w.bytes},
+                           {"stages", std::move(stageList)},
+                           {"ranks", std::move(rankList)},
+                           {"updates_per_step", w.updatesPerStep},
+                           {"all_reduce_bytes_per_step", w.bytesPerStep}});
   }
   return llvm::json::Object{{"stages", std::move(stages)},
                             {"partition", std::move(partitionSection)},

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEDREAM_COMPILER_PARTITIONREPORT_H
-#define PIPEDREAM_COMPILER_PARTITIONREPORT_H
+#ifndef PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PARTITIONREPORT_H
+#define PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PARTITIONREPORT_H
 
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 
@@ -59,8 +59,10 @@ struct PartitionReport {
   int64_t slowestStage = 0;
   /// The same model under the other methods (negative when impossible).
   double uniformSlowest = -1, autoSlowest = -1;
-  /// Wall-clock seconds of the dynamic program on this function.
-  double solveSeconds = 0;
+  /// Wall-clock seconds of the partition phase (cost annotation and the
+  /// partitioner with its comparisons), measured by the driver; negative:
+  /// not measured (pipe-report-partition).
+  double solveSeconds = -1;
   int64_t numOps = 0;
   bool fitsMemory = true;
   /// Trainable parameters of the model, each weight once (elements and
@@ -70,14 +72,13 @@ struct PartitionReport {
 };
 
 /// Describes the partition pipe-partition left in `module` (before
-/// outlining).
-mlir::FailureOr<PartitionReport> collectPartitionReport(mlir::ModuleOp module,
-                                                        std::string &error);
+/// outlining): its `#pipe.partition` and the costs of the recorded pieces
+/// (no partitioner runs). Errors are diagnostics on `module`.
+mlir::FailureOr<PartitionReport> collectPartitionReport(mlir::ModuleOp module);
 
 /// The `--report` text: a table of stages, the slowest stage against the
 /// ideal (total / stages) and against uniform.
-void printPartitionReport(const PartitionReport &report,
-                          llvm::raw_ostream &os);
+void printPartitionReport(const PartitionReport &report, llvm::raw_ostream &os);
 
 /// The `--report-json` sections: `stages` (list: index, chunk, ranks,
 /// op_count, forward/backward times, parameter, activation and cut bytes,
@@ -87,4 +88,4 @@ llvm::json::Object partitionReportJSON(const PartitionReport &report);
 
 } // namespace pipedream
 
-#endif // PIPEDREAM_COMPILER_PARTITIONREPORT_H
+#endif // PIPEDREAM_DIALECT_PIPE_TRANSFORMS_PARTITIONREPORT_H
