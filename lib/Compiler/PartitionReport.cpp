@@ -62,6 +62,11 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
   options.numMicrobatches = report.microbatches;
   options.memoryLimit = report.memoryLimit;
   options.optimizerStates = getInt("optimizer_states", 0);
+  std::string recompute = getString("recompute");
+  options.recompute = recompute == "full"   ? partition::Recompute::Full
+                      : recompute == "auto" ? partition::Recompute::Auto
+                                            : partition::Recompute::None;
+  report.recompute = recompute.empty() ? "none" : recompute;
   if (auto device =
           pp::DeviceModel::fromAttr(module->getAttr(pp::kDeviceAttrName))) {
     report.device = device->name;
@@ -279,6 +284,22 @@ void pipedream::printPartitionReport(const PartitionReport &r,
        << w.updatesPerStep << " update" << (w.updatesPerStep == 1 ? "" : "s")
        << " per step: " << formatBytes(w.bytesPerStep)
        << " sent per rank per step\n";
+  if (r.recompute != "none") {
+    os << "recompute (" << r.recompute << "):";
+    bool any = false;
+    for (const StageReport &s : r.stageReports)
+      if (s.cost.recompute) {
+        os << (any ? "," : "") << " stage " << s.index;
+        if (r.virtualStages > 1)
+          os << " chunk " << s.chunk;
+        os << " stashes " << formatBytes(s.cost.stashBytes) << " instead of "
+           << formatBytes(s.cost.activationBytes) << " per micro-batch";
+        any = true;
+      }
+    if (!any)
+      os << " no stage";
+    os << "\n";
+  }
   if (!r.fitsMemory)
     os << "warning: some stage exceeds the memory limit\n";
 }
@@ -310,6 +331,8 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
         {"memory_bytes", c.memory},
         {"shared_copy_bytes", c.sharedCopyBytes},
         {"all_reduce_bytes", c.allReduceBytes},
+        {"recompute", c.recompute},
+        {"stash_bytes", c.stashBytes},
     });
   }
   llvm::json::Object partitionSection{
@@ -322,6 +345,7 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
       {"device", r.device},
       {"cost_model", r.costSource},
       {"memory_limit_bytes", r.memoryLimit},
+      {"recompute", r.recompute},
       {"fits_memory", r.fitsMemory},
       {"slowest_stage", r.slowestStage},
       {"slowest_time", r.slowest},

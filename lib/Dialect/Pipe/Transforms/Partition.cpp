@@ -237,6 +237,19 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
     summary.push_back(b.getNamedAttr("replicated_slowest",
                                      b.getF64FloatAttr(plannedSlowest)));
   }
+  if (options.recompute != partition::Recompute::None) {
+    summary.push_back(b.getNamedAttr(
+        "recompute",
+        b.getStringAttr(options.recompute == partition::Recompute::Full
+                            ? "full"
+                            : "auto")));
+    SmallVector<int64_t> recomputing;
+    for (auto [p, piece] : llvm::enumerate(result.pieces))
+      if (piece.recompute)
+        recomputing.push_back(p);
+    func->getParentOfType<ModuleOp>()->setAttr(
+        "pipe.recompute", b.getDenseI64ArrayAttr(recomputing));
+  }
   func->setAttr("pipe.partition", b.getDictionaryAttr(summary));
   if (!result.fitsMemory)
     func.emitWarning() << "pipe-partition: the " << how
@@ -279,6 +292,17 @@ void PartitionPass::runOnOperation() {
   options.kind = *kind;
   options.numMicrobatches = numMicrobatches > 0 ? numMicrobatches : numStages;
   options.optimizerStates = optimizerStates;
+  if (recompute == "none")
+    options.recompute = partition::Recompute::None;
+  else if (recompute == "full")
+    options.recompute = partition::Recompute::Full;
+  else if (recompute == "auto")
+    options.recompute = partition::Recompute::Auto;
+  else {
+    module.emitError() << "pipe-partition: unknown recompute '" << recompute
+                       << "' (none, full or auto)";
+    return signalPassFailure();
+  }
   int64_t memoryBytes = 0;
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseByteSize(memoryLimit);
