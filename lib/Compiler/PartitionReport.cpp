@@ -62,11 +62,6 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
   options.numMicrobatches = report.microbatches;
   options.memoryLimit = report.memoryLimit;
   options.optimizerStates = getInt("optimizer_states", 0);
-  std::string recompute = getString("recompute");
-  options.recompute = recompute == "full"   ? partition::Recompute::Full
-                      : recompute == "auto" ? partition::Recompute::Auto
-                                            : partition::Recompute::None;
-  report.recompute = recompute.empty() ? "none" : recompute;
   if (auto device =
           pp::DeviceModel::fromAttr(module->getAttr(pp::kDeviceAttrName))) {
     report.device = device->name;
@@ -74,6 +69,14 @@ pipedream::collectPartitionReport(ModuleOp module, std::string &error) {
     options.linkLatency = device->linkLatency;
   }
 
+  // pipe-partition recompute=full|auto (the pieces' choice is re-made by
+  // the evaluator from the same rule).
+  if (auto mode = func->getAttrOfType<StringAttr>("pipe.recompute_mode")) {
+    options.recompute = mode.getValue() == "full"
+                            ? partition::Recompute::Full
+                            : partition::Recompute::Auto;
+    report.recompute = mode.str();
+  }
   SmallVector<Operation *> nodes;
   int64_t missing = 0;
   partition::Graph graph = pp::buildPartitionGraph(func, nodes, missing);

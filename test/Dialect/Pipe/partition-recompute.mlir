@@ -13,16 +13,16 @@
 //   picks [a b][c d] and recomputes exactly stage 0.
 // AUTO: module attributes {pipe.recompute = array<i64: 0>}
 // AUTO-LABEL: func.func @chain
-// AUTO-SAME: recompute = "auto"
 // AUTO-SAME: slowest = 4.000000e+00
+// AUTO-SAME: pipe.recompute_mode = "auto"
 // AUTO: loc("b")
 // AUTO: pipe.stage = #pipe.stage<1>{{.*}} loc("c")
 
 // full: every stage recomputes; [a b][c d] (4 and 4) is the best cut.
 // FULL: module attributes {pipe.recompute = array<i64: 0, 1>}
 // FULL-NEXT: func.func @chain
-// FULL-SAME: recompute = "full"
 // FULL-SAME: slowest = 4.000000e+00
+// FULL-SAME: pipe.recompute_mode = "full"
 
 // A limit everything fits under: auto recomputes nothing, and the cut is
 // the one without recomputation ([a b][c d], 2 and 2).

@@ -163,6 +163,22 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
   if (!result.ok())
     return func.emitError() << "pipe-partition: @" << func.getSymName()
                             << ": " << result.error;
+  // Activation recomputation: the mode on the function (for the report),
+  // the recomputing pieces on the module (for pipe-recompute).
+  if (options.recompute != partition::Recompute::None) {
+    Builder b(&getContext());
+    func->setAttr("pipe.recompute_mode",
+                  b.getStringAttr(options.recompute ==
+                                          partition::Recompute::Full
+                                      ? "full"
+                                      : "auto"));
+    SmallVector<int64_t> recomputing;
+    for (auto [p, piece] : llvm::enumerate(result.pieces))
+      if (piece.recompute)
+        recomputing.push_back(p);
+    func->getParentOfType<ModuleOp>()->setAttr(
+        "pipe.recompute", b.getDenseI64ArrayAttr(recomputing));
+  }
 
   MLIRContext *context = &getContext();
   int64_t k = options.numStages;
@@ -236,19 +252,6 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
     summary.push_back(b.getNamedAttr("plans", b.getArrayAttr(plans)));
     summary.push_back(b.getNamedAttr("replicated_slowest",
                                      b.getF64FloatAttr(plannedSlowest)));
-  }
-  if (options.recompute != partition::Recompute::None) {
-    summary.push_back(b.getNamedAttr(
-        "recompute",
-        b.getStringAttr(options.recompute == partition::Recompute::Full
-                            ? "full"
-                            : "auto")));
-    SmallVector<int64_t> recomputing;
-    for (auto [p, piece] : llvm::enumerate(result.pieces))
-      if (piece.recompute)
-        recomputing.push_back(p);
-    func->getParentOfType<ModuleOp>()->setAttr(
-        "pipe.recompute", b.getDenseI64ArrayAttr(recomputing));
   }
   func->setAttr("pipe.partition", b.getDictionaryAttr(summary));
   if (!result.fitsMemory)

@@ -295,7 +295,7 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
       `auto` exactly those whose memory exceeds `memory-limit` without it
       (the dynamic program chooses the cuts with that rule). The module gets
       `pipe.recompute = array<i64: ...>` (the recomputing virtual stages,
-      for `pipe-recompute`) and `pipe.partition` records `recompute`.
+      for `pipe-recompute`) and the function `pipe.recompute_mode`.
 
     Errors: more stages than ops, no partition within the memory limit,
     an unknown node name, `ranks` with `split-after`, `method=uniform` or
