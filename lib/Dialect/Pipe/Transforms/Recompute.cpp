@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/Pipe/IR/PipeOps.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
 
@@ -156,14 +157,34 @@ LogicalResult recomputeStage(func::FuncOp forward, func::FuncOp backward) {
       continue;
     }
     if (name && updated.contains(name.getValue())) {
-      // State F advances in place (the Dropout seed): its buffer holds the
-      // next value by B's time, and F cannot return the argument it
-      // updates in place. So the results of the ops that read it (the
-      // seeds of the masks) are stashed, and those ops are not repeated.
+      // State F advances in place (the Dropout seed, BatchNorm's running
+      // statistics): its buffer holds the next value by B's time, and F
+      // cannot return the argument it updates in place. So the results of
+      // the ops that read it (the seeds of the masks) are stashed, and those
+      // ops are not repeated; BatchNorm's output does not read it (below).
       SetVector<Operation *> users;
       for (Operation *user : arg.getUsers())
         users.insert(user);
       for (Operation *user : users) {
+        // Training-mode BatchNorm normalizes with the batch's statistics:
+        // only the new running statistics read the old ones, and the copy
+        // does not use them. The operand becomes a zero constant.
+        if (auto bn = dyn_cast<pipedream::nn::BatchNormTrainOp>(user)) {
+          bool mean = bn.getRunningMean() == arg, var = bn.getRunningVar() == arg;
+          if ((!mean || bn.getNewRunningMean().use_empty()) &&
+              (!var || bn.getNewRunningVar().use_empty()) &&
+              arg != bn.getInput() && arg != bn.getScale() &&
+              arg != bn.getBias()) {
+            OpBuilder before(user);
+            Value zero = pipedream::nn::ConstantOp::create(
+                before, user->getLoc(),
+                DenseElementsAttr::get(cast<ShapedType>(arg.getType()),
+                                       before.getZeroAttr(getElementTypeOrSelf(
+                                           arg.getType()))));
+            user->replaceUsesOfWith(arg, zero);
+            continue;
+          }
+        }
         for (Value result : user->getResults()) {
           Value original = forwardValueOf.lookup(result);
           if (!original || user->getNumRegions() != 0)
