@@ -81,6 +81,20 @@ if shutil.which("mpirun") and os.path.exists(_run):
     if "MPI transport available" in _help:
         config.available_features.add("mpi")
 
+# Test hosts made of network namespaces (Training/two-hosts-mpi.test): root
+# and `ip netns add` working (not in most unprivileged containers).
+if "mpi" in config.available_features and shutil.which("ip") and \
+        hasattr(os, "geteuid") and os.geteuid() == 0:
+    _probe = "pd-lit-probe-%d" % os.getpid()
+    try:
+        if subprocess.run(["ip", "netns", "add", _probe], capture_output=True,
+                          timeout=30).returncode == 0:
+            subprocess.run(["ip", "netns", "del", _probe], capture_output=True,
+                           timeout=30)
+            config.available_features.add("netns")
+    except (OSError, subprocess.SubprocessError):
+        pass
+
 # A usable CUDA device: the GPU runtime's device tests (built with
 # -DPIPEDREAM_ENABLE_CUDA) exit 0 listing their tests, 77 without a device.
 _gpu_probe = os.path.join(config.pipedream_obj_root, "runtime", "test",

@@ -30,11 +30,20 @@ pipedream::reportOptionsFromPartition(const PartitionReport &report,
                        : stage.cost.backwardInput + stage.cost.backwardWeight +
                              stage.cost.comm / 2);
     c.weightGrad = split ? scale * stage.cost.backwardWeight : 0;
+    // Recomputation: B runs the forward again first.
+    if (stage.cost.recompute)
+      c.backward += scale * stage.cost.forward;
     costs.perStage.push_back(c);
+    // A recomputing stage stashes its inputs per micro-batch in flight and
+    // holds one micro-batch's activations while its backward runs.
     options.memory.push_back(
         {stage.cost.parameterBytes,
-         static_cast<int64_t>(scale * double(stage.cost.activationBytes)),
-         stage.cost.frozenBytes});
+         static_cast<int64_t>(scale * double(stage.cost.stashBytes)),
+         stage.cost.frozenBytes +
+             (stage.cost.recompute
+                  ? static_cast<int64_t>(scale *
+                                         double(stage.cost.activationBytes))
+                  : 0)});
   }
   options.costs = costs;
   options.optimizerStates = optimizerStates;

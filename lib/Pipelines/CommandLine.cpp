@@ -213,6 +213,12 @@ struct CompileFlags::Flags {
                     cl::desc("Memory per rank for the partitioner (bytes; "
                              "K/M/G or KiB/MiB/GiB suffixes)"),
                     cl::cat(c)),
+        recompute("recompute",
+                  cl::desc("Activation recomputation: none (default), full "
+                           "(every stage stashes its inputs and runs its "
+                           "forward again before its backward) or auto (the "
+                           "stages that exceed --memory-limit without it)"),
+                  cl::init("none"), cl::cat(c)),
         report("report", cl::desc("Print the partition report"), cl::cat(c)),
         reportJSON("report-json", cl::desc("Write the report as JSON"),
                    cl::value_desc("FILE"), cl::cat(c)),
@@ -269,7 +275,7 @@ struct CompileFlags::Flags {
   cl::opt<bool> shardOptimizer;
   cl::opt<std::string> partition;
   cl::list<std::string> splitAfter;
-  cl::opt<std::string> costModel, device, memoryLimit;
+  cl::opt<std::string> costModel, device, memoryLimit, recompute;
   cl::opt<bool> report;
   cl::opt<std::string> reportJSON, schedule, trace, timeline;
   cl::opt<std::string> scheduleCsv, exportScheduleCsv;
@@ -317,6 +323,7 @@ CompileOptions CompileFlags::read() const {
   o.costModel = f.costModel;
   o.device = f.device;
   o.memoryLimit = f.memoryLimit;
+  o.recompute = f.recompute;
   o.schedule = given(f.schedule);
   o.report = f.report;
   o.reportJSON = f.reportJSON;

@@ -154,6 +154,39 @@ static LogicalResult resolveTarget(const CompileOptions &o,
 
 /// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
 /// training program, so --loss is required).
+/// --recompute none|full|auto (docs/Pipe.md, "Activation recomputation").
+static LogicalResult resolveRecompute(const CompileOptions &o,
+                                      sched::Kind kind, bool autoSchedule,
+                                      PartitionPhaseOptions &part,
+                                      std::string &error) {
+  namespace partition = pipedream::pipe::partition;
+  if (o.recompute == "none") {
+    part.recompute = partition::Recompute::None;
+    return success();
+  }
+  if (o.recompute == "full")
+    part.recompute = partition::Recompute::Full;
+  else if (o.recompute == "auto")
+    part.recompute = partition::Recompute::Auto;
+  else
+    return fail(error, "--recompute " + o.recompute +
+                           ": expected none, full or auto");
+  if (part.recompute == partition::Recompute::Auto && o.memoryLimit.empty())
+    return fail(error, "--recompute auto recomputes the stages that exceed "
+                       "--memory-limit: pass --memory-limit BYTES");
+  if (autoSchedule)
+    return fail(error, "--recompute " + o.recompute +
+                           " and --schedule auto: give the schedule");
+  if (!o.scheduleCsv.empty())
+    return fail(error, "--recompute does not apply to --schedule-csv");
+  if (sched::Config{kind, 1, 1, 1}.splitsBackward())
+    return fail(error, "--recompute " + o.recompute + ": --schedule " +
+                           sched::kindName(kind) +
+                           " splits the backward (B and W); recomputation "
+                           "needs a schedule without W");
+  return success();
+}
+
 static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
                                      bool needsLoss, int64_t microbatches,
                                      TrainingPhaseOptions &t,
@@ -422,6 +455,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
     return failure();
 
   // Partition and schedule.
+  if (!p.pipelined && o.recompute != "none")
+    return fail(error, "--recompute " + o.recompute +
+                           " applies to pipelines: pass --stages K or "
+                           "--ranks N");
   if (p.pipelined) {
     if (o.partition == "auto")
       part.method = PartitionMethod::Auto;
@@ -439,6 +476,9 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
       part.profile = o.costModel;
     part.splitAfter = o.splitAfter;
     part.memoryLimit = o.memoryLimit;
+    if (failed(resolveRecompute(o, *kind, autoSchedule, part, error)))
+      return failure();
+    p.schedule.recompute = part.recompute != pipedream::pipe::partition::Recompute::None;
     // NOTE: with --ranks the partitioner plans R itself and is given the
     // step's M; the driver then sets the schedule phase's K, R and M/R
     // (applyReplicationPlan).

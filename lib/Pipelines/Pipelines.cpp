@@ -43,6 +43,10 @@ void pipedream::buildPartitionPipeline(OpPassManager &pm,
   options.numMicrobatches = p.microbatches;
   options.optimizerStates = p.optimizerStates;
   options.numRanks = p.ranks;
+  options.recompute = p.recompute == pp::partition::Recompute::Full ? "full"
+                      : p.recompute == pp::partition::Recompute::Auto
+                          ? "auto"
+                          : "none";
   pm.addPass(pp::createPartitionPass(options));
 }
 
@@ -73,6 +77,9 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   stages.beta2 = opt.beta2;
   stages.eps = opt.eps;
   pm.addPass(pp::createBuildStageTrainingPass(stages));
+  // The stages pipe-partition listed in pipe.recompute.
+  if (schedule.recompute)
+    pm.addPass(pp::createRecomputeStagesPass());
   pp::UnrollSchedulePassOptions unroll;
   unroll.kind = sched::kindName(config.kind);
   unroll.numMicrobatches = config.numMicrobatches;
@@ -148,6 +155,10 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
                              llvm::cl::init("cpu")};
   Option<std::string> memoryLimit{*this, "memory-limit",
                                   llvm::cl::desc("bytes per rank (suffixes)")};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("activation recomputation: none (default), full, auto"),
+      llvm::cl::init("none")};
   Option<bool> inference{*this, "inference",
                          llvm::cl::desc("partition a forward-only model "
                                         "(pipedream-partition-pipeline)")};
@@ -195,6 +206,7 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
     o.costModel = costModel;
     o.device = device;
     o.memoryLimit = memoryLimit;
+    o.recompute = recompute;
     o.loss = given(loss);
     o.labelsName = given(labelsName);
     o.optimizer = given(optimizer);

@@ -113,7 +113,7 @@ class CompiledModel:
                 for key in ("stages", "virtual_stages", "schedule",
                             "split_after", "partition", "cost_model",
                             "device", "memory_limit", "replicas",
-                            "shard_optimizer", "ranks"):
+                            "shard_optimizer", "ranks", "recompute"):
                     options.pop(key, None)
             self._ir[phase] = _native_compile(options)["ir"]
         return self._ir[phase]
@@ -211,7 +211,8 @@ def compile(model, stages=4, schedule="1f1b", microbatches=8,
     output_dir: where the bundle goes (OUTPUT_DIR/bundle); a temporary
       directory removed with the model by default.
     **options: any other pipedream-compile flag, '-' written '_':
-      virtual_stages, replicas, shard_optimizer, ranks, batch_size,
+      virtual_stages, replicas, shard_optimizer, ranks, recompute,
+      batch_size,
       labels_name, momentum, nesterov,
       weight_decay, beta1, beta2, eps, partition, split_after, cost_model,
       device, memory_limit, input_shapes, target_cpu, opt_level, gemm,

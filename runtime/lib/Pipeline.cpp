@@ -94,6 +94,12 @@ struct pd_pipeline {
   };
   std::vector<ShardGroup> shardGroups;
   std::map<size_t, size_t> shardGroupOf;
+  /// The replicas' gradient all-reduce overlapped with the drain
+  /// (planGradientOverlap): after instruction i, the last that adds into
+  /// the gradients of the updates gradientsReadyAfter[i], their all-reduces
+  /// start; each update waits for its own (started at overlapStart[u]).
+  std::map<size_t, std::vector<size_t>> gradientsReadyAfter;
+  std::map<size_t, double> overlapStart;
   /// The registers' memory: host memory for CPU bundles, device memory
   /// for cuda bundles (`cuda`); registerTable points at one or the other.
   std::vector<AlignedMemory> registers;
@@ -631,6 +637,123 @@ void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Replicated stages: the gradient all-reduce overlapped with the drain
+//===----------------------------------------------------------------------===//
+
+/// The gradient accumulators update `ins` applies (a sharded update's
+/// group: all the group's), whose sum over the replicas it needs.
+std::vector<pipedream::runtime::ReduceSpan>
+updateGradientSpans(pd_pipeline &p, const PipelineInstruction &ins) {
+  std::vector<pipedream::runtime::ReduceSpan> spans;
+  auto add = [&](pd_buffer *buffer) {
+    spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
+                     buffer->type.dtype, buffer->name});
+  };
+  size_t index = static_cast<size_t>(&ins - p.program->program.data());
+  if (ins.replica >= 0) {
+    for (pd_buffer *grad : p.shardGroups[p.shardGroupOf.at(index)].grads)
+      add(grad);
+    return spans;
+  }
+  pd_function &function = *p.bundle->functionByIndex[ins.function];
+  for (size_t k = 0; k < function.buffers.size(); ++k)
+    if (function.spec.buffers[k].role == PD_ROLE_GRAD)
+      add(function.buffers[k]);
+  return spans;
+}
+
+/// Where each update's all-reduce can start: right after the last
+/// instruction before it that adds into one of its gradients (a B or W
+/// call binding it, a shared weight's all_reduce of it). In a synchronous
+/// schedule that is the stage's last backward, so the sum runs while the
+/// rank drains (sends the last gradients, runs other chunks' backwards)
+/// instead of after. $PIPEDREAM_ALLREDUCE_OVERLAP=0 turns it off (the sum
+/// then runs right before the update; the results are the same bits).
+void planGradientOverlap(pd_pipeline &p) {
+  if (!p.replicas)
+    return;
+  if (const char *env = std::getenv("PIPEDREAM_ALLREDUCE_OVERLAP"))
+    if (std::string(env) == "0")
+      return;
+  const auto &program = p.program->program;
+  const auto &functions = p.bundle->manifest.functions;
+  auto gradNames = [&](const PipelineInstruction &ins) {
+    std::set<std::string> names;
+    for (const auto &b : functions[ins.function].buffers)
+      if (b.role == PD_ROLE_GRAD)
+        names.insert(b.name);
+    return names;
+  };
+  for (size_t u = 0; u < program.size(); ++u) {
+    const PipelineInstruction &update = program[u];
+    if (update.op != PipelineInstruction::Op::Call || update.action != "U")
+      continue;
+    std::set<std::string> names;
+    if (update.replica >= 0) {
+      const pd_pipeline::ShardGroup &group =
+          p.shardGroups[p.shardGroupOf.at(u)];
+      if (group.first != u)
+        continue;
+      for (size_t i = group.first; i <= group.last; ++i)
+        for (const std::string &name : gradNames(program[i]))
+          names.insert(name);
+    } else {
+      names = gradNames(update);
+    }
+    if (names.empty())
+      continue;
+    for (size_t j = u; j-- > 0;) {
+      const PipelineInstruction &ins = program[j];
+      bool writes = false;
+      if (ins.op == PipelineInstruction::Op::AllReduce)
+        writes = names.count(ins.name) != 0;
+      else if (ins.op == PipelineInstruction::Op::Call)
+        for (const std::string &name : gradNames(ins))
+          writes |= names.count(name) != 0;
+      if (!writes)
+        continue;
+      // An earlier update of the same gradients: nothing of this step's
+      // adds into them before u (they start from zero); sum right before u.
+      if (ins.op == PipelineInstruction::Op::Call && ins.action == "U")
+        break;
+      if (j + 1 < u)
+        p.gradientsReadyAfter[j].push_back(u);
+      break;
+    }
+  }
+}
+
+/// After instruction `index`: start the all-reduces whose gradients it
+/// completed.
+void startOverlappedAllReduces(pd_pipeline &p, size_t index) {
+  auto it = p.gradientsReadyAfter.find(index);
+  if (it == p.gradientsReadyAfter.end())
+    return;
+  for (size_t u : it->second) {
+    p.overlapStart[u] = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    p.replicas->startAllReduce(
+        u, updateGradientSpans(p, p.program->program[u]));
+  }
+}
+
+/// Before update `ins`: waits for its started all-reduce; false when none
+/// was started (the caller sums now).
+bool finishOverlappedAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
+  size_t index = static_cast<size_t>(&ins - p.program->program.data());
+  if (!p.replicas || !p.replicas->inFlight(index))
+    return false;
+  p.replicas->finishAllReduce(index);
+  // One event per update, from the start of the sum to the end of the wait.
+  if (p.trace.enabled)
+    p.trace.add("all_reduce",
+                ins.replica >= 0
+                    ? "gradients"
+                    : p.bundle->functionByIndex[ins.function]->spec.name.c_str(),
+                "replicas", ins.stage, -1, -1, -1, p.overlapStart[index]);
+  return true;
+}
+
 /// Before a call: the agreement comes before the step's first update (or
 /// all-reduce, runAllReduce).
 void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
@@ -642,14 +765,10 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
   // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
   if (p.replicas && ins.action == "U" && ins.replica < 0) {
     pd_function &function = *p.bundle->functionByIndex[ins.function];
-    std::vector<pipedream::runtime::ReduceSpan> spans;
-    for (size_t k = 0; k < function.buffers.size(); ++k) {
-      pd_buffer *buffer = function.buffers[k];
-      if (function.spec.buffers[k].role != PD_ROLE_GRAD)
-        continue;
-      spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
-                       buffer->type.dtype, buffer->name});
-    }
+    if (finishOverlappedAllReduce(p, ins))
+      return;
+    std::vector<pipedream::runtime::ReduceSpan> spans =
+        updateGradientSpans(p, ins);
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     p.replicas->allReduce(spans);
     // One event per update: the sum over the replicas of what it applies.
@@ -812,7 +931,7 @@ void runShardCall(pd_pipeline &p, size_t index,
   if (index == group.first) {
     if (!p.stepAgreed && p.agreeBeforeUpdate)
       agreeOnStep(p);
-    if (p.replicas) {
+    if (p.replicas && !finishOverlappedAllReduce(p, ins)) {
       std::vector<pipedream::runtime::ReduceSpan> spans;
       for (pd_buffer *grad : group.grads)
         spans.push_back(span(grad));
@@ -921,6 +1040,7 @@ void interpretProgram(pd_pipeline &p) {
         runAllReduce(p, ins);
         break;
       }
+      startOverlappedAllReduces(p, i);
     });
     if (trace.enabled)
       recordInstruction(p, ins, start);
@@ -961,7 +1081,11 @@ int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
     const PipelineInstruction &ins = program[index];
     const double start =
         p.trace.enabled ? pipedream::runtime::traceNow() : 0;
-    atInstruction(p, static_cast<size_t>(index), [&] { body(p, ins); });
+    atInstruction(p, static_cast<size_t>(index), [&] {
+      body(p, ins);
+      if (part != TracePart::Begin)
+        startOverlappedAllReduces(p, static_cast<size_t>(index));
+    });
     if (p.trace.enabled) {
       if (part == TracePart::Begin)
         p.callStart = start;
@@ -1318,6 +1442,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                              spec->data[d].ranks.end(), p->programRank))
         p->reads.push_back(d);
     findShardGroups(*p);
+    planGradientOverlap(*p);
     bundle->pipelines.push_back(p.get());
     *out = p.release();
     return PD_OK;

@@ -28,6 +28,28 @@ struct ReplicaGroup::Mpi {
 struct ReplicaGroup::Mpi {};
 #endif
 
+/// One all-reduce: its buckets (runs of consecutive spans of one dtype, at
+/// most allReduceBucketBytes; a larger span is a bucket of its own,
+/// reduced in place), their memory (kept for the next operation of the same
+/// id) and, over MPI, their requests.
+struct ReplicaGroup::Operation {
+  struct Bucket {
+    pd_dtype dtype;
+    size_t first, last; // spans [first, last)
+    size_t count;
+  };
+  std::vector<ReduceSpan> spans;
+  std::vector<Bucket> plan;
+  std::vector<void *> memory;
+  std::vector<AlignedMemory> buckets;
+  std::vector<size_t> capacity;
+  bool inFlight = false;
+#if PIPEDREAM_HAVE_MPI
+  std::vector<MPI_Request> requests;
+#endif
+};
+
+
 size_t allReduceBucketBytes() {
   if (const char *text = std::getenv("PIPEDREAM_ALLREDUCE_BUCKET_BYTES")) {
     char *end = nullptr;
@@ -82,6 +104,12 @@ ReplicaGroup::ReplicaGroup(pd_transport &transport, size_t pipelineRank,
 
 ReplicaGroup::~ReplicaGroup() {
 #if PIPEDREAM_HAVE_MPI
+  // An all-reduce still in flight (a step that failed between its start
+  // and its finish) may still write its buckets: they are not freed.
+  for (auto &entry : operations)
+    if (mpi && entry.second->inFlight)
+      for (AlignedMemory &bucket : entry.second->buckets)
+        (void)bucket.release();
   if (mpi && mpi->comm != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -92,17 +120,31 @@ ReplicaGroup::~ReplicaGroup() {
 }
 
 size_t ReplicaGroup::allReduce(const std::vector<ReduceSpan> &spans) {
+  startAllReduce(kBlockingOperation, spans);
+  return finishAllReduce(kBlockingOperation);
+}
+
+bool ReplicaGroup::inFlight(size_t id) const {
+  auto it = operations.find(id);
+  return it != operations.end() && it->second->inFlight;
+}
+
+void ReplicaGroup::startAllReduce(size_t id,
+                                  const std::vector<ReduceSpan> &spans) {
+  std::unique_ptr<Operation> &slot = operations[id];
+  if (!slot)
+    slot = std::make_unique<Operation>();
+  Operation &op = *slot;
+  if (op.inFlight)
+    throw Error(PD_ERROR_INTERNAL,
+                "internal error: all-reduce " + std::to_string(id) +
+                    " over the replicas " + describeMembers() +
+                    " started twice");
+  op.spans = spans;
+  op.plan.clear();
   if (memberRanks.size() < 2)
-    return 0;
-  // Buckets: runs of consecutive spans of one dtype, at most `limit` bytes
-  // (a larger span is a bucket of its own, reduced in place).
-  struct Bucket {
-    pd_dtype dtype;
-    size_t first, last; // spans [first, last)
-    size_t count;
-  };
+    return;
   const size_t limit = allReduceBucketBytes();
-  std::vector<Bucket> plan;
   for (size_t i = 0; i < spans.size(); ++i) {
     const ReduceSpan &s = spans[i];
     if (s.dtype != PD_DTYPE_F32 && s.dtype != PD_DTYPE_F64)
@@ -110,88 +152,104 @@ size_t ReplicaGroup::allReduce(const std::vector<ReduceSpan> &spans) {
                   "the replicas' all-reduce sums f32 or f64 gradients; '" +
                       s.name + "' is another type");
     size_t bytes = s.count * pd_dtype_size(s.dtype);
-    if (!plan.empty() && plan.back().dtype == s.dtype &&
-        (plan.back().count * pd_dtype_size(s.dtype) + bytes) <= limit &&
-        plan.back().last == i) {
-      plan.back().last = i + 1;
-      plan.back().count += s.count;
+    if (!op.plan.empty() && op.plan.back().dtype == s.dtype &&
+        (op.plan.back().count * pd_dtype_size(s.dtype) + bytes) <= limit &&
+        op.plan.back().last == i) {
+      op.plan.back().last = i + 1;
+      op.plan.back().count += s.count;
       continue;
     }
-    plan.push_back({s.dtype, i, i + 1, s.count});
+    op.plan.push_back({s.dtype, i, i + 1, s.count});
   }
-  if (buckets.size() < plan.size()) {
-    buckets.resize(plan.size());
-    bucketCapacity.resize(plan.size(), 0);
+  if (op.buckets.size() < op.plan.size()) {
+    op.buckets.resize(op.plan.size());
+    op.capacity.resize(op.plan.size(), 0);
   }
   // Pack (a bucket of one span is summed in place).
-  std::vector<void *> memory(plan.size());
-  for (size_t b = 0; b < plan.size(); ++b) {
-    const Bucket &bucket = plan[b];
+  op.memory.assign(op.plan.size(), nullptr);
+  for (size_t b = 0; b < op.plan.size(); ++b) {
+    const Operation::Bucket &bucket = op.plan[b];
     if (bucket.last - bucket.first == 1) {
-      memory[b] = spans[bucket.first].data;
+      op.memory[b] = spans[bucket.first].data;
       continue;
     }
     size_t bytes = bucket.count * pd_dtype_size(bucket.dtype);
-    if (bucketCapacity[b] < bytes) {
-      buckets[b] = allocateAligned(bytes, "all-reduce bucket");
-      bucketCapacity[b] = bytes;
+    if (op.capacity[b] < bytes) {
+      op.buckets[b] = allocateAligned(bytes, "all-reduce bucket");
+      op.capacity[b] = bytes;
     }
-    unsigned char *out = buckets[b].get();
+    unsigned char *out = op.buckets[b].get();
     for (size_t i = bucket.first; i < bucket.last; ++i) {
       size_t n = spans[i].count * pd_dtype_size(spans[i].dtype);
       std::memcpy(out, spans[i].data, n);
       out += n;
     }
-    memory[b] = buckets[b].get();
+    op.memory[b] = op.buckets[b].get();
   }
+  op.inFlight = true;
+#if PIPEDREAM_HAVE_MPI
+  if (mpi) {
+    // Every bucket in flight at once; finishAllReduce waits for them.
+    op.requests.assign(op.plan.size(), MPI_REQUEST_NULL);
+    for (size_t b = 0; b < op.plan.size(); ++b) {
+      if (op.plan[b].count > static_cast<size_t>(INT32_MAX))
+        throw Error(PD_ERROR_UNSUPPORTED,
+                    "an all-reduce bucket of " +
+                        std::to_string(op.plan[b].count) +
+                        " elements is over the MPI count limit");
+      int code = MPI_Iallreduce(
+          MPI_IN_PLACE, op.memory[b], static_cast<int>(op.plan[b].count),
+          op.plan[b].dtype == PD_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
+          mpi->comm, &op.requests[b]);
+      if (code != MPI_SUCCESS)
+        throw Error(PD_ERROR_IO, "MPI_Iallreduce over the replicas " +
+                                     describeMembers() + " failed");
+    }
+  }
+#endif
+}
+
+size_t ReplicaGroup::finishAllReduce(size_t id) {
+  auto it = operations.find(id);
+  if (it == operations.end() || !it->second->inFlight)
+    return 0;
+  Operation &op = *it->second;
+  // Not in flight any more, whatever happens below (a timeout fails the
+  // step; the next one starts afresh).
+  op.inFlight = false;
   std::string what = "the all-reduce of the gradients over the replicas " +
                      describeMembers() +
                      ": a replica is stuck, dead or running a program that "
                      "does not match";
 #if PIPEDREAM_HAVE_MPI
   if (mpi) {
-    // Every bucket in flight at once, then waited for in order.
-    std::vector<MPI_Request> requests(plan.size(), MPI_REQUEST_NULL);
-    for (size_t b = 0; b < plan.size(); ++b) {
-      if (plan[b].count > static_cast<size_t>(INT32_MAX))
-        throw Error(PD_ERROR_UNSUPPORTED,
-                    "an all-reduce bucket of " +
-                        std::to_string(plan[b].count) +
-                        " elements is over the MPI count limit");
-      int code = MPI_Iallreduce(
-          MPI_IN_PLACE, memory[b], static_cast<int>(plan[b].count),
-          plan[b].dtype == PD_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM,
-          mpi->comm, &requests[b]);
-      if (code != MPI_SUCCESS)
-        throw Error(PD_ERROR_IO, "MPI_Iallreduce over the replicas " +
-                                     describeMembers() + " failed");
-    }
-    for (size_t b = 0; b < plan.size(); ++b)
-      mpiWaitCollective(transport, &requests[b], transport.timeout, what);
+    for (size_t b = 0; b < op.plan.size(); ++b)
+      mpiWaitCollective(transport, &op.requests[b], transport.timeout, what);
   } else
 #endif
   {
-    for (size_t b = 0; b < plan.size(); ++b) {
+    // Transports without nonblocking collectives sum here.
+    for (size_t b = 0; b < op.plan.size(); ++b) {
       pd_status status = pd_transport_all_reduce(
-          &transport, memberRanks.data(), memberRanks.size(), memory[b],
-          plan[b].count, plan[b].dtype);
+          &transport, memberRanks.data(), memberRanks.size(), op.memory[b],
+          op.plan[b].count, op.plan[b].dtype);
       if (status != PD_OK)
         throw Error(status, pd_last_error());
     }
   }
   // Unpack.
-  for (size_t b = 0; b < plan.size(); ++b) {
-    const Bucket &bucket = plan[b];
+  for (size_t b = 0; b < op.plan.size(); ++b) {
+    const Operation::Bucket &bucket = op.plan[b];
     if (bucket.last - bucket.first == 1)
       continue;
-    const unsigned char *in = buckets[b].get();
+    const unsigned char *in = op.buckets[b].get();
     for (size_t i = bucket.first; i < bucket.last; ++i) {
-      size_t n = spans[i].count * pd_dtype_size(spans[i].dtype);
-      std::memcpy(spans[i].data, in, n);
+      size_t n = op.spans[i].count * pd_dtype_size(op.spans[i].dtype);
+      std::memcpy(op.spans[i].data, in, n);
       in += n;
     }
   }
-  return plan.size();
+  return op.plan.size();
 }
 
 void ReplicaGroup::allGather(

@@ -20,6 +20,7 @@
 
 #include "Bundle.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,19 @@ public:
   /// buckets used. Throws Error.
   size_t allReduce(const std::vector<ReduceSpan> &spans);
 
+  /// The same in two halves, so the sum overlaps what the rank does in
+  /// between (the drain): startAllReduce packs the buckets and posts them
+  /// (MPI_Iallreduce), finishAllReduce waits and unpacks, returning the
+  /// number of buckets. `id` names the operation (the update instruction
+  /// it precedes; several may be in flight, started in the same order on
+  /// every member); the spans' memory must not change in between. Over
+  /// transports without nonblocking collectives the sum runs in finish.
+  /// Throws Error.
+  void startAllReduce(size_t id, const std::vector<ReduceSpan> &spans);
+  size_t finishAllReduce(size_t id);
+  /// Whether operation `id` was started and not finished.
+  bool inFlight(size_t id) const;
+
   /// Sharded optimizer state: replica j updated the tensors
   /// `byReplica[j]`; afterwards every member holds all of them (every
   /// member passes the same list). Over MPI one MPI_Iallgatherv of the
@@ -75,9 +89,10 @@ private:
   /// MPI: the split communicator (an MPI_Comm), else null.
   struct Mpi;
   std::unique_ptr<Mpi> mpi;
-  /// Bucket memory, kept between steps.
-  std::vector<AlignedMemory> buckets;
-  std::vector<size_t> bucketCapacity;
+  /// The all-reduces by id (bucket memory kept between steps).
+  struct Operation;
+  std::map<size_t, std::unique_ptr<Operation>> operations;
+  static constexpr size_t kBlockingOperation = ~size_t(0);
   std::string describeMembers() const;
 };
 

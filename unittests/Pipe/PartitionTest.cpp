@@ -189,6 +189,115 @@ TEST(Partition, DynamicProgramEqualsBruteForce) {
   EXPECT_GT(infeasible, 10);
 }
 
+// Activation recomputation: full and auto (the pieces over the limit
+// recompute) against brute force over every cut, with data inputs.
+TEST(Partition, RecomputeEqualsBruteForce) {
+  std::mt19937 rng(4321);
+  int checked = 0, recomputed = 0, savedByRecompute = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    int n = std::uniform_int_distribution<int>(1, 9)(rng);
+    Graph g = randomGraph(rng, n);
+    int numInputs = std::uniform_int_distribution<int>(0, 2)(rng);
+    for (int k = 0; k < numInputs; ++k) {
+      Value input;
+      input.bytes = std::uniform_int_distribution<int>(0, 500)(rng);
+      input.hasGradient = false;
+      for (int j = 0; j < n; ++j)
+        if (std::uniform_int_distribution<int>(0, 2)(rng) == 0)
+          input.users.push_back(j);
+      if (input.users.empty())
+        input.users.push_back(0);
+      g.inputs.push_back(input);
+    }
+    ASSERT_EQ(g.validate(), "");
+    Options o;
+    o.numStages = std::uniform_int_distribution<int>(1, std::min(3, n))(rng);
+    o.kind = std::uniform_int_distribution<int>(0, 1)(rng)
+                 ? schedule::Kind::GPipe
+                 : schedule::Kind::OneFOneB;
+    o.numMicrobatches = std::uniform_int_distribution<int>(1, 6)(rng);
+    o.optimizerStates = std::uniform_int_distribution<int>(0, 2)(rng);
+    o.recompute = std::uniform_int_distribution<int>(0, 1)(rng)
+                      ? Recompute::Auto
+                      : Recompute::Full;
+    if (o.recompute == Recompute::Auto ||
+        std::uniform_int_distribution<int>(0, 1)(rng))
+      o.memoryLimit = std::uniform_int_distribution<int>(500, 12000)(rng);
+
+    BruteForce brute = bruteForce(g, o);
+    Result dp = solve(g, o);
+    if (!brute.found) {
+      EXPECT_FALSE(dp.ok()) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(dp.ok()) << "trial " << trial << ": " << dp.error;
+    EXPECT_TRUE(dp.fitsMemory) << "trial " << trial;
+    EXPECT_NEAR(dp.slowest, brute.best, 1e-9 * std::max(1.0, brute.best))
+        << "trial " << trial << " n=" << n << " P=" << o.numPieces();
+    for (const Piece &piece : dp.pieces) {
+      recomputed += piece.recompute;
+      if (o.recompute == Recompute::Full)
+        EXPECT_TRUE(piece.recompute);
+      EXPECT_EQ(piece.stashBytes,
+                piece.recompute ? piece.inputBytes : piece.activationBytes);
+    }
+    // Without recomputation no partition fits: recomputing made it.
+    Options without = o;
+    without.recompute = Recompute::None;
+    if (o.recompute == Recompute::Auto && !bruteForce(g, without).found)
+      ++savedByRecompute;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(recomputed, 100);
+  EXPECT_GT(savedByRecompute, 10);
+}
+
+// A recomputing piece stashes its inputs per micro-batch in flight, keeps
+// one micro-batch's activations and runs its forward twice.
+TEST(Partition, RecomputePieceCosts) {
+  Graph g;
+  for (int i = 0; i < 2; ++i) {
+    Node node;
+    node.forward = 1;
+    node.backwardInput = 2;
+    node.activationBytes = 100;
+    g.nodes.push_back(node);
+  }
+  Value edge;
+  edge.producer = 0;
+  edge.users = {1};
+  edge.bytes = 10;
+  g.values.push_back(edge);
+  Value data;
+  data.users = {0};
+  data.bytes = 7;
+  g.inputs.push_back(data);
+  Options o;
+  o.numStages = 2;
+  o.numMicrobatches = 4;
+  o.kind = schedule::Kind::GPipe; // 4 micro-batches in flight on each
+  o.recompute = Recompute::Full;
+  Result r = evaluateCuts(g, o, {0, 1, 2});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.pieces[0].inputBytes, 7);
+  EXPECT_EQ(r.pieces[1].inputBytes, 10);
+  EXPECT_EQ(r.pieces[0].memory, 7 * 4 + 100);
+  EXPECT_EQ(r.pieces[1].memory, 10 * 4 + 100);
+  EXPECT_DOUBLE_EQ(r.pieces[0].time, 1 + 2 + 1);
+  // Auto: both pieces need 4 x 100 bytes without recomputation, so a
+  // 300-byte limit makes both recompute; without a limit none does.
+  o.recompute = Recompute::Auto;
+  o.memoryLimit = 300;
+  r = evaluateCuts(g, o, {0, 1, 2});
+  EXPECT_TRUE(r.pieces[0].recompute && r.pieces[1].recompute);
+  EXPECT_TRUE(r.fitsMemory);
+  o.memoryLimit = 0;
+  r = evaluateCuts(g, o, {0, 1, 2});
+  EXPECT_FALSE(r.pieces[0].recompute || r.pieces[1].recompute);
+  EXPECT_EQ(r.pieces[0].memory, 400);
+}
+
 TEST(Partition, TiedWeightCostsACopyAndAnAllReduce) {
   // A chain of 4 equal nodes; node 0 and node 3 read one 1000-byte weight
   // (an embedding and its tied LM head).

@@ -22,6 +22,7 @@
 #define PIPEDREAM_PIPELINES_OPTIONS_H
 
 #include "pipedream/Dialect/NN/Transforms/Training.h"
+#include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 #include "pipedream/Dialect/Pipe/Transforms/Schedule.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
@@ -109,6 +110,9 @@ struct CompileOptions {
   std::string costModel = "analytical";
   std::string device = "cpu";
   std::string memoryLimit;
+  /// --recompute: none (default), full or auto (docs/Pipe.md, "Activation
+  /// recomputation").
+  std::string recompute = "none";
   std::optional<std::string> schedule; ///< default "1f1b"
   /// Renders the human-readable partition/schedule report into
   /// CompileResult::reportText.
@@ -210,6 +214,9 @@ struct PartitionPhaseOptions {
   int64_t optimizerStates = 0;
   /// --ranks N: pipe-partition ranks=N (0: `stages` x 1).
   int64_t ranks = 0;
+  /// --recompute: which stages stash their inputs and recompute (the
+  /// partitioner decides for Auto).
+  pipe::partition::Recompute recompute = pipe::partition::Recompute::None;
 };
 
 /// Schedule: pipe-build-stage-training, pipe-unroll-schedule,
@@ -239,6 +246,9 @@ struct SchedulePhaseOptions {
   /// the updates over them.
   int64_t replicas = 1;
   bool shardOptimizer = false;
+  /// --recompute full|auto: pipe-recompute rewrites the stages the
+  /// partitioner listed.
+  bool recompute = false;
 };
 
 /// Code generation for the CPU (also the host side of --target cuda).

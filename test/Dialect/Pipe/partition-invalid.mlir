@@ -13,7 +13,7 @@ func.func @too_few_ops(%x: tensor<4xf32>) -> tensor<4xf32> {
 // Each op keeps 400 bytes for its backward; 1F1B with 3 stages keeps 3
 // micro-batches on stage 0: 1200 bytes > 1000 whatever the cut.
 #big = {activation_bytes = 400 : i64, backward_input = 1.0 : f64, backward_weight = 0.0 : f64, forward = 1.0 : f64, frozen_bytes = 0 : i64, output_bytes = 16 : i64, parameter_bytes = 0 : i64, source = "analytical"}
-// expected-error @+1 {{pipe-partition: @too_much_memory: no partition into 3 stages fits memory-limit=1000 bytes (1000 B per rank); a single op already needs 1200 B: raise the limit, add stages or use fewer micro-batches in flight}}
+// expected-error @+1 {{pipe-partition: @too_much_memory: no partition into 3 stages fits memory-limit=1000 bytes (1000 B per rank); a single op already needs 1200 B: raise the limit, add stages, recompute activations or use fewer micro-batches in flight}}
 func.func @too_much_memory(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.relu %x {pipe.cost = #big} : tensor<4xf32>
   %1 = nn.relu %0 {pipe.cost = #big} : tensor<4xf32>

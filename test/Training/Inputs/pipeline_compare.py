@@ -38,6 +38,16 @@ micro-batches) and compares with single-rank training of M micro-batches.
 that each rank binds only its shard's optimizer state: the state bytes per
 rank of the sharded bundle are at most the unsharded ones / R plus the
 largest single weight's state (shards are whole weights).
+`--recompute full|auto` (with `--memory-limit BYTES` for auto) compiles the
+pipeline with activation recomputation, compares it with single-rank
+training as above and also with the same pipeline compiled without it (the
+same cuts, given by --split-after, without the limit; run by the same runner: every loss and weight within 1e-6 relative), and
+checks from the two bundles' report.json that the recomputing stages stash
+less: the partition's `stash_bytes` < `activation_bytes` on every
+recomputing stage, the stash registers (`rank_memory` register_bytes) at
+most the plain bundle's on every rank and smaller in all, and the
+schedule report's peak memory smaller on the recomputing rank with the
+most micro-batches in flight.
 Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
 """
 
@@ -450,6 +460,88 @@ def compare_sharded(args, compile_, common, m, piped, data_path, work,
     return bad
 
 
+def compare_recompute(args, compile_, common, piped, plain_cmd, data_path,
+                      data, work, world, losses, weights, tag):
+    """The recomputing pipeline against the same pipeline without it."""
+    bad = 0
+    plain = os.path.join(work, "plain")
+    with open(os.path.join(piped, "report.json")) as f:
+        rec = json.load(f)
+    if args.memory_limit:
+        # The same cuts without the limit (which the plain pipeline may not
+        # fit: that is what recomputation is for).
+        at = plain_cmd.index("--memory-limit")
+        plain_cmd = plain_cmd[:at] + plain_cmd[at + 2:] + [
+            "--split-after", ",".join(s["last_op"] for s in rec["stages"][:-1])]
+    subprocess.run([*plain_cmd, "-o", plain], check=True,
+                   stdout=subprocess.DEVNULL)
+    plain_work = os.path.join(work, "plain-run")
+    os.makedirs(plain_work, exist_ok=True)
+    if args.runner == "python":
+        ref_losses, ref_weights = python_pipeline(plain, data, args.steps)
+    else:
+        ref_losses, ref_weights = run_tool(
+            args.bin, plain, data_path, args.steps, plain_work,
+            world if args.runner == "mpi" else None, args.runner)
+    worst = max(abs(a - r) / max(abs(r), 1e-12)
+                for a, r in zip(losses, ref_losses))
+    if len(losses) != len(ref_losses) or worst > 1e-6:
+        print(f"MISMATCH recompute {tag}: losses {losses} vs without "
+              f"recomputation {ref_losses}")
+        bad += 1
+    for name, ref in ref_weights.items():
+        scale = max(float(np.max(np.abs(ref))), 1e-12)
+        rel = float(np.max(np.abs(weights[name].astype(np.float64) -
+                                  ref.astype(np.float64)))) / scale
+        worst = max(worst, rel)
+        if rel > 1e-6:
+            print(f"MISMATCH recompute {tag}: weight {name} differs from the "
+                  f"run without recomputation by {rel:.3g}")
+            bad += 1
+    with open(os.path.join(plain, "report.json")) as f:
+        ref = json.load(f)
+    recomputing = [s["ranks"][0] for s in rec["stages"] if s.get("recompute")]
+    for s in rec["stages"]:
+        if s.get("recompute") and not s["stash_bytes"] < s["activation_bytes"]:
+            print(f"MISMATCH recompute {tag}: stage {s['index']} stashes "
+                  f"{s['stash_bytes']} bytes, not less than its "
+                  f"{s['activation_bytes']} activation bytes")
+            bad += 1
+    if not recomputing:
+        print(f"MISMATCH recompute {tag}: no stage recomputes")
+        bad += 1
+    figures = []
+    regs_new = [r["register_bytes"] for r in rec["rank_memory"]]
+    regs_old = [r["register_bytes"] for r in ref["rank_memory"]]
+    if any(a > b for a, b in zip(regs_new, regs_old)) or \
+            not sum(regs_new) < sum(regs_old):
+        print(f"MISMATCH recompute {tag}: stash registers per rank "
+              f"{regs_new} bytes with recomputation, {regs_old} without")
+        bad += 1
+    figures.append(f"stash registers {regs_old} -> {regs_new}")
+    # The schedule's peak per rank: smaller where the stash of the
+    # micro-batches in flight outweighs one micro-batch's activations (a
+    # rank with one micro-batch in flight gains nothing): checked on the
+    # recomputing rank with the most micro-batches in flight.
+    peak_new, peak_old = rec["peak_memory_bytes"], ref["peak_memory_bytes"]
+    busiest = max((s for s in rec["stages"] if s.get("recompute")),
+                  key=lambda s: s["in_flight_microbatches"], default=None)
+    if busiest and busiest["in_flight_microbatches"] > 1:
+        rank = busiest["ranks"][0]
+        if not peak_new[rank] < peak_old[rank]:
+            print(f"MISMATCH recompute {tag}: rank {rank} ("
+                  f"{busiest['in_flight_microbatches']} micro-batches in "
+                  f"flight) peak memory {peak_new[rank]} bytes with "
+                  f"recomputation, {peak_old[rank]} without")
+            bad += 1
+    figures.append(f"peak memory {peak_old} -> {peak_new}")
+    if not bad:
+        print(f"OK recompute {args.recompute} {tag}: stages on ranks "
+              f"{recomputing}; {'; '.join(figures)} bytes; worst relative "
+              f"difference to the plain pipeline {worst:.2g}")
+    return bad
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -460,6 +552,9 @@ def main():
     p.add_argument("--virtual", type=int, default=1)
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--shard-optimizer", action="store_true")
+    p.add_argument("--recompute", choices=["none", "full", "auto"],
+                   default="none")
+    p.add_argument("--memory-limit", default=None)
     p.add_argument("--schedule", required=True)
     p.add_argument("--microbatches", type=int, required=True)
     p.add_argument("--microbatch-size", type=int, default=2)
@@ -576,9 +671,13 @@ def main():
     where = (["--ranks", str(args.ranks)] if args.ranks else
              ["--stages", str(args.stages), "--virtual-stages",
               str(args.virtual)])
-    subprocess.run([compile_, *common, "--microbatches", str(replicas * m),
-                    "-o", piped, *where, "--schedule", args.schedule,
-                    *extra], check=True)
+    if args.memory_limit:
+        extra += ["--memory-limit", args.memory_limit]
+    piped_cmd = [compile_, *common, "--microbatches", str(replicas * m),
+                 *where, "--schedule", args.schedule, *extra]
+    recompute = ([] if args.recompute == "none" else
+                 ["--recompute", args.recompute])
+    subprocess.run([*piped_cmd, *recompute, "-o", piped], check=True)
     with open(os.path.join(piped, "bundle.json")) as f:
         planned = json.load(f)["pipeline"]
     world = len(planned["ranks"]) * planned.get("replicas", 1)
@@ -629,6 +728,10 @@ def main():
             bad += 1
     if args.torch:
         bad += compare_torch(args, model, x, labels, losses, weights, tag)
+    if args.recompute != "none":
+        bad += compare_recompute(args, compile_, common, piped, piped_cmd,
+                                 data_path, data, work, world, losses,
+                                 weights, tag)
     if args.shard_optimizer:
         bad += compare_sharded(args, compile_, common, m, piped, data_path,
                                work, losses, weights, tag)

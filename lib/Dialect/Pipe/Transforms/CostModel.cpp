@@ -573,6 +573,24 @@ pipe::buildPartitionGraph(func::FuncOp func,
         graph.values.push_back(std::move(value));
     }
   }
+  // Data inputs (what a recomputing stage stashes of them).
+  for (BlockArgument arg : func.getArguments()) {
+    if (func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kParamAttrName))
+      continue;
+    partition::Value input;
+    input.bytes = byteSize(arg.getType());
+    input.hasGradient = false;
+    for (Operation *user : arg.getUsers()) {
+      Operation *top = func.getBody().front().findAncestorOpInBlock(*user);
+      if (top && index.count(top))
+        input.users.push_back(index.lookup(top));
+    }
+    llvm::sort(input.users);
+    input.users.erase(std::unique(input.users.begin(), input.users.end()),
+                      input.users.end());
+    if (!input.users.empty())
+      graph.inputs.push_back(std::move(input));
+  }
   // Trainable weights read by several ops (tied weights).
   for (BlockArgument arg : func.getArguments()) {
     if (!func.getArgAttr(arg.getArgNumber(), nn::NNDialect::kParamAttrName) ||

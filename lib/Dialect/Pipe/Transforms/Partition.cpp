@@ -157,6 +157,22 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
   if (!result.ok())
     return func.emitError() << "pipe-partition: @" << func.getSymName()
                             << ": " << result.error;
+  // Activation recomputation: the mode on the function (for the report),
+  // the recomputing pieces on the module (for pipe-recompute).
+  if (options.recompute != partition::Recompute::None) {
+    Builder b(&getContext());
+    func->setAttr("pipe.recompute_mode",
+                  b.getStringAttr(options.recompute ==
+                                          partition::Recompute::Full
+                                      ? "full"
+                                      : "auto"));
+    SmallVector<int64_t> recomputing;
+    for (auto [p, piece] : llvm::enumerate(result.pieces))
+      if (piece.recompute)
+        recomputing.push_back(p);
+    func->getParentOfType<ModuleOp>()->setAttr(
+        "pipe.recompute", b.getDenseI64ArrayAttr(recomputing));
+  }
 
   MLIRContext *context = &getContext();
   int64_t k = options.numStages;
@@ -278,6 +294,17 @@ void PartitionPass::runOnOperation() {
   options.kind = *kind;
   options.numMicrobatches = numMicrobatches > 0 ? numMicrobatches : numStages;
   options.optimizerStates = optimizerStates;
+  if (recompute == "none")
+    options.recompute = partition::Recompute::None;
+  else if (recompute == "full")
+    options.recompute = partition::Recompute::Full;
+  else if (recompute == "auto")
+    options.recompute = partition::Recompute::Auto;
+  else {
+    module.emitError() << "pipe-partition: unknown recompute '" << recompute
+                       << "' (none, full or auto)";
+    return signalPassFailure();
+  }
   int64_t memoryBytes = 0;
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseByteSize(memoryLimit);

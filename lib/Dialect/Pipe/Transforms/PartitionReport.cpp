@@ -64,6 +64,14 @@ FailureOr<PartitionReport> pipedream::collectPartitionReport(ModuleOp module) {
     options.linkLatency = device->linkLatency;
   }
 
+  // pipe-partition recompute=full|auto (the pieces' choice is re-made by
+  // the evaluator from the same rule).
+  if (auto mode = func->getAttrOfType<StringAttr>("pipe.recompute_mode")) {
+    options.recompute = mode.getValue() == "full"
+                            ? partition::Recompute::Full
+                            : partition::Recompute::Auto;
+    report.recompute = mode.str();
+  }
   SmallVector<Operation *> nodes;
   int64_t missing = 0;
   partition::Graph graph = pp::buildPartitionGraph(func, nodes, missing);
@@ -257,6 +265,22 @@ void pipedream::printPartitionReport(const PartitionReport &r,
        << w.updatesPerStep << " update" << (w.updatesPerStep == 1 ? "" : "s")
        << " per step: " << formatBytes(w.bytesPerStep)
        << " sent per rank per step\n";
+  if (r.recompute != "none") {
+    os << "recompute (" << r.recompute << "):";
+    bool any = false;
+    for (const StageReport &s : r.stageReports)
+      if (s.cost.recompute) {
+        os << (any ? "," : "") << " stage " << s.index;
+        if (r.virtualStages > 1)
+          os << " chunk " << s.chunk;
+        os << " stashes " << formatBytes(s.cost.stashBytes) << " instead of "
+           << formatBytes(s.cost.activationBytes) << " per micro-batch";
+        any = true;
+      }
+    if (!any)
+      os << " no stage";
+    os << "\n";
+  }
   if (!r.fitsMemory)
     os << "warning: some stage exceeds the memory limit\n";
 }
@@ -288,6 +312,8 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
         {"memory_bytes", c.memory},
         {"shared_copy_bytes", c.sharedCopyBytes},
         {"all_reduce_bytes", c.allReduceBytes},
+        {"recompute", c.recompute},
+        {"stash_bytes", c.stashBytes},
     });
   }
   llvm::json::Object partitionSection{
@@ -300,6 +326,7 @@ llvm::json::Object pipedream::partitionReportJSON(const PartitionReport &r) {
       {"device", r.device},
       {"cost_model", r.costSource},
       {"memory_limit_bytes", r.memoryLimit},
+      {"recompute", r.recompute},
       {"fits_memory", r.fitsMemory},
       {"slowest_stage", r.slowestStage},
       {"slowest_time", r.slowest},

@@ -31,6 +31,12 @@ std::string Graph::validate() const {
       last = user;
     }
   }
+  for (size_t v = 0; v < inputs.size(); ++v)
+    for (size_t u = 0; u < inputs[v].users.size(); ++u)
+      if (inputs[v].users[u] < 0 || inputs[v].users[u] >= n ||
+          (u > 0 && inputs[v].users[u] <= inputs[v].users[u - 1]))
+        return "input " + std::to_string(v) +
+               ": users must be ascending and in range";
   for (size_t w = 0; w < sharedWeights.size(); ++w) {
     const std::vector<int64_t> &readers = sharedWeights[w].readers;
     bool ok = readers.size() >= 2 && sharedWeights[w].bytes >= 0;
@@ -106,6 +112,43 @@ int64_t Evaluator::memory(int64_t piece, int64_t parameterBytes,
          frozenBytes + activationBytes * inFlight_[piece];
 }
 
+int64_t Evaluator::recomputeMemory(int64_t piece, int64_t parameterBytes,
+                                   int64_t frozenBytes,
+                                   int64_t activationBytes,
+                                   int64_t inputBytes) const {
+  return memory(piece, parameterBytes, frozenBytes, inputBytes) +
+         activationBytes;
+}
+
+bool Evaluator::recomputes(int64_t memoryWithout, int64_t memoryWith) const {
+  switch (options.recompute) {
+  case Recompute::None:
+    return false;
+  case Recompute::Full:
+    return true;
+  case Recompute::Auto: {
+    int64_t limit = pieceMemoryLimit();
+    return limit > 0 && memoryWithout > limit && memoryWith < memoryWithout;
+  }
+  }
+  return false;
+}
+
+int64_t Evaluator::inputBytes(int64_t begin, int64_t end) const {
+  auto readsInside = [&](const Value &value) {
+    auto first = std::lower_bound(value.users.begin(), value.users.end(), begin);
+    return first != value.users.end() && *first < end;
+  };
+  int64_t bytes = 0;
+  for (const Value &value : graph.values)
+    if (value.producer < begin && readsInside(value))
+      bytes += value.bytes;
+  for (const Value &input : graph.inputs)
+    if (readsInside(input))
+      bytes += input.bytes;
+  return bytes;
+}
+
 double Evaluator::commTime(int64_t bytes, int64_t messages) const {
   if (options.linkBandwidth <= 0)
     return 0;
@@ -175,6 +218,18 @@ Piece Evaluator::evaluate(int64_t piece, int64_t begin, int64_t end) const {
   out.weightVersions = versions_[piece];
   out.memory = memory(piece, out.parameterBytes, out.frozenBytes,
                       out.activationBytes);
+  out.stashBytes = out.activationBytes;
+  if (options.recompute != Recompute::None) {
+    out.inputBytes = inputBytes(begin, end);
+    int64_t with = recomputeMemory(piece, out.parameterBytes, out.frozenBytes,
+                                   out.activationBytes, out.inputBytes);
+    if (recomputes(out.memory, with)) {
+      out.recompute = true;
+      out.memory = with;
+      out.stashBytes = out.inputBytes;
+      out.time += out.forward;
+    }
+  }
   return out;
 }
 
@@ -260,7 +315,8 @@ Result partition::solve(const Graph &graph, const Options &options) {
 
   // Per start i: bytes sent forward / gradients sent back and message counts
   // of the piece [i, j), for every j (difference arrays over j).
-  std::vector<int64_t> send(n + 2), grad(n + 2), msgs(n + 2);
+  std::vector<int64_t> send(n + 2), grad(n + 2), msgs(n + 2), recv(n + 2);
+  bool recompute = options.recompute != Recompute::None;
   // Values by producer, for the sweep.
   std::vector<std::vector<int64_t>> byProducer(n);
   for (size_t v = 0; v < graph.values.size(); ++v)
@@ -290,6 +346,7 @@ Result partition::solve(const Graph &graph, const Options &options) {
     std::fill(send.begin(), send.end(), 0);
     std::fill(grad.begin(), grad.end(), 0);
     std::fill(msgs.begin(), msgs.end(), 0);
+    std::fill(recv.begin(), recv.end(), 0);
     // Produced inside [i, j) and read at or after j: for j in
     // (producer, last user].
     for (int64_t q = i; q < n; ++q)
@@ -304,21 +361,33 @@ Result partition::solve(const Graph &graph, const Options &options) {
     // every j past the first user at or after i.
     for (int64_t v : live) {
       const Value &value = graph.values[v];
-      if (!value.hasGradient)
-        continue;
       int64_t first =
           *std::lower_bound(value.users.begin(), value.users.end(), i);
+      // Recomputation stashes every value the piece receives.
+      recv[first + 1] += value.bytes;
+      if (!value.hasGradient)
+        continue;
       grad[first + 1] += value.bytes;
       msgs[first + 1] += 1;
     }
-    int64_t sendBytes = 0, gradBytes = 0, messages = 0;
+    if (recompute)
+      for (const Value &input : graph.inputs) {
+        auto first =
+            std::lower_bound(input.users.begin(), input.users.end(), i);
+        if (first != input.users.end())
+          recv[*first + 1] += input.bytes;
+      }
+    int64_t sendBytes = 0, gradBytes = 0, messages = 0, recvBytes = 0;
     // Times of [i, j) for every j, then relax every piece count.
     std::vector<double> time(n + 1, kInf);
+    std::vector<int64_t> inputs(n + 1, 0);
     std::vector<int64_t> firstOver(pieces, n + 1);
     for (int64_t j = i + 1; j <= n; ++j) {
       sendBytes += send[j];
       gradBytes += grad[j];
       messages += msgs[j];
+      recvBytes += recv[j];
+      inputs[j] = recvBytes;
       time[j] = eval.prefixCompute[j] - eval.prefixCompute[i] +
                 eval.commTime(sendBytes + gradBytes, messages);
       if (!graph.sharedWeights.empty()) {
@@ -338,21 +407,40 @@ Result partition::solve(const Graph &graph, const Options &options) {
       for (int64_t j = i + 1; j <= lastEnd; ++j) {
         if (p == pieces - 1 && j != n)
           continue;
-        if (limit > 0) {
+        double pieceTime = time[j];
+        if (limit > 0 || recompute) {
           int64_t copies = 0, reduced = 0;
           if (!graph.sharedWeights.empty())
             eval.sharedWeights(i, j, copies, reduced);
-          int64_t mem = eval.memory(
-              p, eval.prefixParams[j] - eval.prefixParams[i] + copies,
-              eval.prefixFrozen[j] - eval.prefixFrozen[i],
-              eval.prefixActivations[j] - eval.prefixActivations[i]);
-          if (j == i + 1)
-            smallestMemory = std::min(smallestMemory, mem);
-          // Memory only grows with j.
-          if (mem > limit)
-            break;
+          int64_t params = eval.prefixParams[j] - eval.prefixParams[i] + copies;
+          int64_t frozen = eval.prefixFrozen[j] - eval.prefixFrozen[i];
+          int64_t acts = eval.prefixActivations[j] - eval.prefixActivations[i];
+          int64_t mem = eval.memory(p, params, frozen, acts);
+          if (recompute) {
+            // The stashed inputs need not grow with j; the weights and one
+            // micro-batch's activations do.
+            int64_t with =
+                eval.recomputeMemory(p, params, frozen, acts, inputs[j]);
+            if (eval.recomputes(mem, with)) {
+              mem = with;
+              pieceTime += eval.prefixForward[j] - eval.prefixForward[i];
+            }
+            if (j == i + 1)
+              smallestMemory = std::min(smallestMemory, mem);
+            if (limit > 0 && mem > limit) {
+              if (eval.recomputeMemory(p, params, frozen, acts, 0) > limit)
+                break;
+              continue;
+            }
+          } else {
+            if (j == i + 1)
+              smallestMemory = std::min(smallestMemory, mem);
+            // Memory only grows with j.
+            if (mem > limit)
+              break;
+          }
         }
-        double value = std::max(before, time[j]);
+        double value = std::max(before, pieceTime);
         if (value < best[p + 1][j]) {
           best[p + 1][j] = value;
           parent[p + 1][j] = i;
@@ -377,8 +465,10 @@ Result partition::solve(const Graph &graph, const Options &options) {
     else
       os << "; the whole model needs " << formatBytes(all)
          << " on one stage with the first stage's in-flight micro-batches";
-    os << ": raise the limit, add stages or use fewer micro-batches in "
-          "flight";
+    os << ": raise the limit, add stages"
+       << (options.recompute == Recompute::None ? ", recompute activations"
+                                                : "")
+       << " or use fewer micro-batches in flight";
     result.error = os.str();
     return result;
   }

@@ -54,6 +54,8 @@ struct PartitionReport {
   int64_t stages = 1, virtualStages = 1, microbatches = 1;
   std::string schedule, device, costSource;
   int64_t memoryLimit = 0;
+  /// --recompute: none, full or auto (each stage's choice in its cost).
+  std::string recompute = "none";
   std::vector<StageReport> stageReports;
   double slowest = 0, ideal = 0;
   int64_t slowestStage = 0;

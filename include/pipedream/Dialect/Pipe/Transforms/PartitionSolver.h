@@ -89,6 +89,10 @@ struct SharedWeight {
 struct Graph {
   std::vector<Node> nodes;
   std::vector<Value> values;
+  /// The function's non-weight arguments (data, labels): `users` and
+  /// `bytes` as for a value, `producer` unused. What a recomputing stage
+  /// stashes of them.
+  std::vector<Value> inputs;
   std::vector<SharedWeight> sharedWeights;
   /// Returns "" or why the graph is malformed (a user not after its
   /// producer, an index out of range, unsorted users).
@@ -96,6 +100,16 @@ struct Graph {
 };
 
 /// What the partition optimises for.
+/// Activation recomputation (docs/Pipe.md, "Activation recomputation"): a
+/// recomputing piece stashes its inputs (the values it receives, the
+/// function arguments it reads) instead of its activations and runs its
+/// forward again before its backward.
+enum class Recompute {
+  None,
+  Full, ///< every piece
+  Auto  ///< exactly the pieces whose memory exceeds the limit without it
+};
+
 struct Options {
   int64_t numStages = 1; ///< K (ranks).
   int64_t numChunks = 1; ///< V (virtual chunks per rank).
@@ -109,6 +123,7 @@ struct Options {
   int64_t memoryLimit = 0;
   /// Extra copies of every trainable weight (0 for SGD, 1 momentum, 2 Adam).
   int64_t optimizerStates = 0;
+  Recompute recompute = Recompute::None;
 
   int64_t numPieces() const { return numStages * numChunks; }
 };
@@ -123,6 +138,13 @@ struct Piece {
   double comm = 0;
   double time = 0; ///< compute + comm.
   int64_t parameterBytes = 0, frozenBytes = 0, activationBytes = 0;
+  /// Recomputation: whether this piece recomputes, the bytes of its inputs
+  /// (what it stashes then), and the bytes stashed per micro-batch in
+  /// flight (`activationBytes`, or `inputBytes` when it recomputes; the
+  /// activations of one micro-batch are then rebuilt in its backward and
+  /// counted once in `memory`).
+  bool recompute = false;
+  int64_t inputBytes = 0, stashBytes = 0;
   int64_t inFlight = 0, weightVersions = 0;
   int64_t memory = 0;
   /// Shared weights: bytes of the copies this piece holds of weights whose
@@ -165,6 +187,18 @@ public:
   /// Memory of a piece from its sums (the dynamic program's inner loop).
   int64_t memory(int64_t piece, int64_t parameterBytes, int64_t frozenBytes,
                  int64_t activationBytes) const;
+  /// The same when the piece recomputes: `inputBytes` per micro-batch in
+  /// flight, the activations of one.
+  int64_t recomputeMemory(int64_t piece, int64_t parameterBytes,
+                          int64_t frozenBytes, int64_t activationBytes,
+                          int64_t inputBytes) const;
+  /// Whether a piece recomputes under options.recompute, from its memory
+  /// with and without (Auto: only when it exceeds the limit without and
+  /// recomputing saves memory).
+  bool recomputes(int64_t memoryWithout, int64_t memoryWith) const;
+  /// Bytes of the values produced before `begin` and of the inputs that
+  /// nodes in [begin, end) read.
+  int64_t inputBytes(int64_t begin, int64_t end) const;
   double commTime(int64_t bytes, int64_t messages) const;
   /// Shared weights of the piece [begin, end): the bytes of copies it holds
   /// beyond the first readers', and the bytes it all-reduces per update.

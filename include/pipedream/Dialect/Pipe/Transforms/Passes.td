@@ -114,6 +114,37 @@ def BuildStageTrainingPass
                            "::mlir::func::FuncDialect"];
 }
 
+def RecomputeStagesPass : Pass<"pipe-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation recomputation: stash a stage's inputs, re-run "
+                "its forward before its backward";
+  let description = [{
+    Runs after `pipe-build-stage-training`, before `pipe-unroll-schedule`
+    (docs/Pipe.md, "Activation recomputation"). For every virtual stage v
+    it recomputes (`all`, or the stages listed in the module attribute
+    `pipe.recompute = array<i64: ...>` that `pipe-partition recompute=...`
+    writes), `@stage<v>_F` stops returning its residuals and returns
+    instead, as `nn.residual = i`, the values the residuals were computed
+    from: its received edges and input slices, and the bound state it
+    advances (the Dropout seed `rng_seed:stage<v>`), so the masks are
+    drawn again from the seed the forward used. `@stage<v>_B` takes those
+    and starts with a copy of the forward (what the residuals do not need
+    is dropped), binding the weights it reads (for asynchronous schedules
+    the version its F used, as any B). The forward's sends, loss and state
+    updates are not repeated. The stash of a (stage, micro-batch) holds the
+    stage's inputs instead of its activations.
+
+    Refused: a stage with a split backward (`@stage<v>_W`: zb schedules), a
+    listed stage without `_F`/`_B`, a malformed `pipe.recompute`.
+  }];
+  let options = [
+    Option<"all", "all", "bool", "false",
+           "recompute every stage (otherwise the module's pipe.recompute)">
+  ];
+  let dependentDialects = ["::pipedream::pipe::PipeDialect",
+                           "::pipedream::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "Prove that every global pipe.program is a valid schedule";
   let description = [{
@@ -257,9 +288,18 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
       1F1B-RR) and every uniform K x R plan with K x R = N, each with its
       bottleneck, and which one was chosen.
 
+    - `recompute=full|auto`: a recomputing stage stashes its inputs (the
+      values it receives and the arguments it reads) instead of its
+      activations, keeps one micro-batch's activations while its backward
+      runs, and costs one more forward. `full` recomputes every stage,
+      `auto` exactly those whose memory exceeds `memory-limit` without it
+      (the dynamic program chooses the cuts with that rule). The module gets
+      `pipe.recompute = array<i64: ...>` (the recomputing virtual stages,
+      for `pipe-recompute`) and the function `pipe.recompute_mode`.
+
     Errors: more stages than ops, no partition within the memory limit,
     an unknown node name, `ranks` with `split-after`, `method=uniform` or
-    `virtual` > 1.
+    `virtual` > 1, an unknown `recompute`.
   }];
   let options = [
     Option<"numStages", "stages", "int64_t", "1", "pipeline stages (ranks)">,
@@ -280,7 +320,11 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
            "extra copies per trainable weight (0 sgd, 1 momentum, 2 adam)">,
     Option<"numRanks", "ranks", "int64_t", "0",
            "plan stages and per-stage replication over this many ranks "
-           "(0: stages x 1)">
+           "(0: stages x 1)">,
+    Option<"recompute", "recompute", "std::string", "\"none\"",
+           "activation recomputation: none, full (every stage) or auto (the "
+           "stages that exceed memory-limit without it); the recomputing "
+           "virtual stages go to the module's pipe.recompute">
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect"];
 }
