@@ -248,27 +248,55 @@ pd_function *pd_bundle_function_at(pd_bundle *bundle, size_t index) {
   return bundle->functions[index].get();
 }
 
-pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
-                             pd_function **out) {
+namespace {
+
+const std::string &itemName(const pd_function &function) {
+  return function.spec.name;
+}
+const std::string &itemName(const pd_buffer &buffer) { return buffer.name; }
+
+/// A lookup by name (pd_function_lookup, pd_*_find_*): checks the
+/// arguments (`api` names the entry point, `ownerArgument` its first
+/// argument), then sets `*out` to the first of the `count` items `at(i)`
+/// named `name`; else fails with PD_ERROR_NOT_FOUND and `missing(names)`,
+/// `names` the items' names, comma-separated.
+template <typename Owner, typename Item, typename At, typename Missing>
+pd_status findByName(const char *api, const char *ownerArgument,
+                     Owner *owner, const char *name, Item **out,
+                     size_t (*count)(const Owner *), At at, Missing missing) {
   if (!out)
-    return nullArgument("pd_function_lookup", "out");
+    return nullArgument(api, "out");
   *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_function_lookup", "bundle");
+  if (!owner)
+    return nullArgument(api, ownerArgument);
   if (!name)
-    return nullArgument("pd_function_lookup", "name");
+    return nullArgument(api, "name");
   return guarded([&] {
     std::string names;
-    for (auto &function : bundle->functions) {
-      if (function->spec.name == name) {
-        *out = function.get();
+    for (size_t i = 0; i < count(owner); ++i) {
+      Item *item = at(i);
+      if (itemName(*item) == name) {
+        *out = item;
         return PD_OK;
       }
-      names += (names.empty() ? "" : ", ") + function->spec.name;
+      names += (names.empty() ? "" : ", ") + itemName(*item);
     }
-    return fail(PD_ERROR_NOT_FOUND, bundle->dir + ": no function '" + name +
-                                        "' (functions: " + names + ")");
+    return fail(PD_ERROR_NOT_FOUND, missing(names));
   });
+}
+
+} // namespace
+
+pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
+                             pd_function **out) {
+  return findByName(
+      "pd_function_lookup", "bundle", bundle, name, out,
+      pd_bundle_function_count,
+      [&](size_t i) { return bundle->functions[i].get(); },
+      [&](const std::string &names) {
+        return bundle->dir + ": no function '" + name + "' (functions: " +
+               names + ")";
+      });
 }
 
 size_t pd_bundle_weight_count(const pd_bundle *bundle) {
@@ -283,22 +311,13 @@ pd_buffer *pd_bundle_weight_at(pd_bundle *bundle, size_t index) {
 
 pd_status pd_bundle_find_weight(pd_bundle *bundle, const char *name,
                                 pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_bundle_find_weight", "out");
-  *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_bundle_find_weight", "bundle");
-  if (!name)
-    return nullArgument("pd_bundle_find_weight", "name");
-  return guarded([&] {
-    for (auto &weight : bundle->weights)
-      if (weight->name == name) {
-        *out = weight.get();
-        return PD_OK;
-      }
-    return fail(PD_ERROR_NOT_FOUND,
-                bundle->dir + ": no weight '" + name + "'");
-  });
+  return findByName(
+      "pd_bundle_find_weight", "bundle", bundle, name, out,
+      pd_bundle_weight_count,
+      [&](size_t i) { return bundle->weights[i].get(); },
+      [&](const std::string &) {
+        return bundle->dir + ": no weight '" + name + "'";
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -329,26 +348,14 @@ pd_buffer *pd_function_buffer_at(pd_function *function, size_t index) {
 
 pd_status pd_function_find_buffer(pd_function *function, const char *name,
                                   pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_function_find_buffer", "out");
-  *out = nullptr;
-  if (!function)
-    return nullArgument("pd_function_find_buffer", "function");
-  if (!name)
-    return nullArgument("pd_function_find_buffer", "name");
-  return guarded([&] {
-    std::string names;
-    for (pd_buffer *buffer : function->buffers) {
-      if (buffer->name == name) {
-        *out = buffer;
-        return PD_OK;
-      }
-      names += (names.empty() ? "" : ", ") + buffer->name;
-    }
-    return fail(PD_ERROR_NOT_FOUND, "function '" + function->spec.name +
-                                        "' has no buffer '" + name +
-                                        "' (buffers: " + names + ")");
-  });
+  return findByName(
+      "pd_function_find_buffer", "function", function, name, out,
+      pd_function_buffer_count,
+      [&](size_t i) { return function->buffers[i]; },
+      [&](const std::string &names) {
+        return "function '" + function->spec.name + "' has no buffer '" +
+               name + "' (buffers: " + names + ")";
+      });
 }
 
 pd_status pd_function_run(pd_function *function) {
@@ -475,25 +482,14 @@ pd_buffer *pd_bundle_persistent_at(pd_bundle *bundle, size_t index) {
 
 pd_status pd_bundle_find_persistent(pd_bundle *bundle, const char *name,
                                     pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_bundle_find_persistent", "out");
-  *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_bundle_find_persistent", "bundle");
-  if (!name)
-    return nullArgument("pd_bundle_find_persistent", "name");
-  return guarded([&] {
-    for (size_t i = 0; i < pd_bundle_persistent_count(bundle); ++i) {
-      pd_buffer *buffer = pd_bundle_persistent_at(bundle, i);
-      if (buffer->name == name) {
-        *out = buffer;
-        return PD_OK;
-      }
-    }
-    return fail(PD_ERROR_NOT_FOUND, bundle->dir +
-                                        ": no weight, grad or state buffer '" +
-                                        name + "'");
-  });
+  return findByName(
+      "pd_bundle_find_persistent", "bundle", bundle, name, out,
+      pd_bundle_persistent_count,
+      [&](size_t i) { return pd_bundle_persistent_at(bundle, i); },
+      [&](const std::string &) {
+        return bundle->dir + ": no weight, grad or state buffer '" + name +
+               "'";
+      });
 }
 
 namespace {
