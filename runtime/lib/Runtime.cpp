@@ -80,43 +80,44 @@ std::string takeCheckFailure(const pd_function &function) {
   return text;
 }
 
+namespace {
+
+/// "nan at element 3" (describeNonFinite's words).
+std::string describeValue(double value, size_t index) {
+  return std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+         " at element " + std::to_string(index);
+}
+
+/// The first non-finite of `count` floats or doubles, described; "" when
+/// all are finite.
+template <typename T>
+std::string firstNonFinite(const T *values, size_t count) {
+  // NOTE: a branch-free scan first (vectorizes); the slow search only
+  // when something is not finite.
+  T sum = 0;
+  for (size_t i = 0; i < count; ++i)
+    sum += values[i] * T(0);
+  if (sum == 0)
+    return "";
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return describeValue(values[i], i);
+  return "";
+}
+
+} // namespace
+
 std::string describeNonFinite(const pd_buffer &buffer) {
   const unsigned char *memory = buffer.memory.get();
   if (!memory)
     return "";
   size_t count = buffer.type.numBytes / std::max<size_t>(
                                             pd_dtype_size(buffer.type.dtype), 1);
-  auto describe = [](double value, size_t index) {
-    return std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
-           " at element " + std::to_string(index);
-  };
   switch (buffer.type.dtype) {
-  case PD_DTYPE_F32: {
-    // NOTE: a branch-free scan first (vectorizes); the slow search only
-    // when something is not finite.
-    const float *values = reinterpret_cast<const float *>(memory);
-    float sum = 0;
-    for (size_t i = 0; i < count; ++i)
-      sum += values[i] * 0.0f;
-    if (sum == 0)
-      return "";
-    for (size_t i = 0; i < count; ++i)
-      if (!std::isfinite(values[i]))
-        return describe(values[i], i);
-    return "";
-  }
-  case PD_DTYPE_F64: {
-    const double *values = reinterpret_cast<const double *>(memory);
-    double sum = 0;
-    for (size_t i = 0; i < count; ++i)
-      sum += values[i] * 0.0;
-    if (sum == 0)
-      return "";
-    for (size_t i = 0; i < count; ++i)
-      if (!std::isfinite(values[i]))
-        return describe(values[i], i);
-    return "";
-  }
+  case PD_DTYPE_F32:
+    return firstNonFinite(reinterpret_cast<const float *>(memory), count);
+  case PD_DTYPE_F64:
+    return firstNonFinite(reinterpret_cast<const double *>(memory), count);
   case PD_DTYPE_F16:
   case PD_DTYPE_BF16: {
     // Exponent all ones: 5 bits (f16) or 8 bits (bf16) below the sign.
@@ -128,7 +129,7 @@ std::string describeNonFinite(const pd_buffer &buffer) {
       if ((bits & mask) == mask) {
         double value = (bits & mantissa) ? NAN : (bits & 0x8000) ? -INFINITY
                                                                   : INFINITY;
-        return describe(value, i);
+        return describeValue(value, i);
       }
     }
     return "";
