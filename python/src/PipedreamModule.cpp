@@ -25,6 +25,7 @@
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Pipelines/CommandLine.h"
 #include "pipedream/onnx_writer.h"
+#include "pipedream/rank_threads.h"
 #include "pipedream/runtime.h"
 
 #include <pybind11/numpy.h>
@@ -37,7 +38,6 @@
 #include <optional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace py = pybind11;
@@ -359,21 +359,23 @@ private:
     std::string message;
   };
 
-  /// Runs `body(rank) -> pd_status` on one thread per rank; a rank that
+  /// Runs `body(rank) -> pd_status` on one thread per rank
+  /// (pipedream/rank_threads.h, as pipedream-run runs them); a rank that
   /// fails aborts its transport so that the others stop waiting for it.
   template <typename Body>
   void runRanks(std::vector<RankError> &errors, Body body) {
-    std::vector<std::thread> threads;
-    for (size_t r = 0; r < ranks(); ++r)
-      threads.emplace_back([&, r] {
-        pd_status status = body(r);
-        if (status != PD_OK) {
-          errors[r] = {status, pd_last_error()};
-          pd_transport_abort(transports[r], errors[r].message.c_str());
-        }
-      });
-    for (std::thread &thread : threads)
-      thread.join();
+    pipedream::runRanksOnThreads(transports, [&](size_t r) {
+      pipedream::RankOutcome outcome;
+      pd_status status = body(r);
+      if (status != PD_OK) {
+        errors[r] = {status, pd_last_error()};
+        outcome.error = errors[r].message;
+        // An empty message still aborts: the others must stop waiting.
+        if (outcome.error.empty())
+          outcome.error = pd_status_string(status);
+      }
+      return outcome;
+    });
   }
 
   /// Raises the root cause: the first rank that failed by itself (the

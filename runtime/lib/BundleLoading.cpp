@@ -43,7 +43,6 @@
 
 using pipedream::runtime::allocateAligned;
 using pipedream::runtime::BufferSpec;
-using pipedream::runtime::describeType;
 using pipedream::runtime::ensureMemory;
 using pipedream::runtime::EntryPoint;
 using pipedream::runtime::Error;
@@ -55,7 +54,6 @@ using pipedream::runtime::Manifest;
 using pipedream::runtime::nullArgument;
 using pipedream::runtime::PersistentSpec;
 using pipedream::runtime::TensorType;
-using pipedream::runtime::TrainingSpec;
 using pipedream::runtime::WeightSpec;
 
 namespace {

@@ -197,6 +197,11 @@ std::vector<std::string> parseDataInputs(Validator &v, const json &object,
                                          const std::string &section,
                                          const std::string &labels);
 
+/// `num_classes` of a cross-entropy training or pipeline section
+/// (`section`): a positive integer.
+int64_t parseNumClasses(Validator &v, const json &object,
+                        const std::string &section);
+
 /// Validates bundle.json `training` against the functions already read.
 void parseTraining(Validator &v, const json &value, Manifest &manifest);
 

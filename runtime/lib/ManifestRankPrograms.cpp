@@ -184,14 +184,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   if (hasLabels)
     p.labels = v.string(v.member(object, path, "labels"), "pipeline.labels");
   if (p.loss == "cross-entropy") {
-    std::string npath = "pipeline.num_classes";
-    uint64_t classes =
-        v.unsignedInt(v.member(object, path, "num_classes"), npath);
-    if (classes == 0 ||
-        classes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      v.fail(npath, "must be a positive number of classes, got " +
-                        std::to_string(classes));
-    p.numClasses = static_cast<int64_t>(classes);
+    p.numClasses = parseNumClasses(v, object, path);
   }
   p.inputs = parseDataInputs(v, object, path, "pipeline", p.labels);
   p.microbatchSize = positiveAt(v, object, path, "microbatch_size");

@@ -54,6 +54,18 @@ std::vector<std::string> parseDataInputs(Validator &v, const json &object,
   return result;
 }
 
+int64_t parseNumClasses(Validator &v, const json &object,
+                        const std::string &section) {
+  std::string npath = Validator::join(section, "num_classes");
+  uint64_t classes =
+      v.unsignedInt(v.member(object, section, "num_classes"), npath);
+  if (classes == 0 ||
+      classes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    v.fail(npath, "must be a positive number of classes, got " +
+                      std::to_string(classes));
+  return static_cast<int64_t>(classes);
+}
+
 void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   const std::string path = "training";
   const json &object = v.object(value, path);
@@ -142,14 +154,7 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
                  "' is neither in training.inputs nor training.labels");
 
   if (t.loss == "cross-entropy") {
-    std::string npath = "training.num_classes";
-    uint64_t classes =
-        v.unsignedInt(v.member(object, path, "num_classes"), npath);
-    if (classes == 0 ||
-        classes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      v.fail(npath, "must be a positive number of classes, got " +
-                        std::to_string(classes));
-    t.numClasses = static_cast<int64_t>(classes);
+    t.numClasses = parseNumClasses(v, object, path);
     if (labels->type.dtype != PD_DTYPE_I64 &&
         labels->type.dtype != PD_DTYPE_I32)
       v.fail("training.labels",

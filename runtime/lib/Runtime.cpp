@@ -43,22 +43,15 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-using pipedream::runtime::allocateAligned;
-using pipedream::runtime::BufferSpec;
 using pipedream::runtime::describeType;
 using pipedream::runtime::ensureMemory;
-using pipedream::runtime::EntryPoint;
 using pipedream::runtime::Error;
 using pipedream::runtime::fail;
-using pipedream::runtime::FunctionSpec;
 using pipedream::runtime::guarded;
-using pipedream::runtime::kAlignment;
 using pipedream::runtime::Manifest;
 using pipedream::runtime::nullArgument;
-using pipedream::runtime::PersistentSpec;
 using pipedream::runtime::TensorType;
 using pipedream::runtime::TrainingSpec;
-using pipedream::runtime::WeightSpec;
 
 namespace pipedream {
 namespace runtime {
@@ -87,43 +80,44 @@ std::string takeCheckFailure(const pd_function &function) {
   return text;
 }
 
+namespace {
+
+/// "nan at element 3" (describeNonFinite's words).
+std::string describeValue(double value, size_t index) {
+  return std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+         " at element " + std::to_string(index);
+}
+
+/// The first non-finite of `count` floats or doubles, described; "" when
+/// all are finite.
+template <typename T>
+std::string firstNonFinite(const T *values, size_t count) {
+  // NOTE: a branch-free scan first (vectorizes); the slow search only
+  // when something is not finite.
+  T sum = 0;
+  for (size_t i = 0; i < count; ++i)
+    sum += values[i] * T(0);
+  if (sum == 0)
+    return "";
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(values[i]))
+      return describeValue(values[i], i);
+  return "";
+}
+
+} // namespace
+
 std::string describeNonFinite(const pd_buffer &buffer) {
   const unsigned char *memory = buffer.memory.get();
   if (!memory)
     return "";
   size_t count = buffer.type.numBytes / std::max<size_t>(
                                             pd_dtype_size(buffer.type.dtype), 1);
-  auto describe = [](double value, size_t index) {
-    return std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
-           " at element " + std::to_string(index);
-  };
   switch (buffer.type.dtype) {
-  case PD_DTYPE_F32: {
-    // NOTE: a branch-free scan first (vectorizes); the slow search only
-    // when something is not finite.
-    const float *values = reinterpret_cast<const float *>(memory);
-    float sum = 0;
-    for (size_t i = 0; i < count; ++i)
-      sum += values[i] * 0.0f;
-    if (sum == 0)
-      return "";
-    for (size_t i = 0; i < count; ++i)
-      if (!std::isfinite(values[i]))
-        return describe(values[i], i);
-    return "";
-  }
-  case PD_DTYPE_F64: {
-    const double *values = reinterpret_cast<const double *>(memory);
-    double sum = 0;
-    for (size_t i = 0; i < count; ++i)
-      sum += values[i] * 0.0;
-    if (sum == 0)
-      return "";
-    for (size_t i = 0; i < count; ++i)
-      if (!std::isfinite(values[i]))
-        return describe(values[i], i);
-    return "";
-  }
+  case PD_DTYPE_F32:
+    return firstNonFinite(reinterpret_cast<const float *>(memory), count);
+  case PD_DTYPE_F64:
+    return firstNonFinite(reinterpret_cast<const double *>(memory), count);
   case PD_DTYPE_F16:
   case PD_DTYPE_BF16: {
     // Exponent all ones: 5 bits (f16) or 8 bits (bf16) below the sign.
@@ -135,7 +129,7 @@ std::string describeNonFinite(const pd_buffer &buffer) {
       if ((bits & mask) == mask) {
         double value = (bits & mantissa) ? NAN : (bits & 0x8000) ? -INFINITY
                                                                   : INFINITY;
-        return describe(value, i);
+        return describeValue(value, i);
       }
     }
     return "";
@@ -255,27 +249,55 @@ pd_function *pd_bundle_function_at(pd_bundle *bundle, size_t index) {
   return bundle->functions[index].get();
 }
 
-pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
-                             pd_function **out) {
+namespace {
+
+const std::string &itemName(const pd_function &function) {
+  return function.spec.name;
+}
+const std::string &itemName(const pd_buffer &buffer) { return buffer.name; }
+
+/// A lookup by name (pd_function_lookup, pd_*_find_*): checks the
+/// arguments (`api` names the entry point, `ownerArgument` its first
+/// argument), then sets `*out` to the first of the `count` items `at(i)`
+/// named `name`; else fails with PD_ERROR_NOT_FOUND and `missing(names)`,
+/// `names` the items' names, comma-separated.
+template <typename Owner, typename Item, typename At, typename Missing>
+pd_status findByName(const char *api, const char *ownerArgument,
+                     Owner *owner, const char *name, Item **out,
+                     size_t (*count)(const Owner *), At at, Missing missing) {
   if (!out)
-    return nullArgument("pd_function_lookup", "out");
+    return nullArgument(api, "out");
   *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_function_lookup", "bundle");
+  if (!owner)
+    return nullArgument(api, ownerArgument);
   if (!name)
-    return nullArgument("pd_function_lookup", "name");
+    return nullArgument(api, "name");
   return guarded([&] {
     std::string names;
-    for (auto &function : bundle->functions) {
-      if (function->spec.name == name) {
-        *out = function.get();
+    for (size_t i = 0; i < count(owner); ++i) {
+      Item *item = at(i);
+      if (itemName(*item) == name) {
+        *out = item;
         return PD_OK;
       }
-      names += (names.empty() ? "" : ", ") + function->spec.name;
+      names += (names.empty() ? "" : ", ") + itemName(*item);
     }
-    return fail(PD_ERROR_NOT_FOUND, bundle->dir + ": no function '" + name +
-                                        "' (functions: " + names + ")");
+    return fail(PD_ERROR_NOT_FOUND, missing(names));
   });
+}
+
+} // namespace
+
+pd_status pd_function_lookup(pd_bundle *bundle, const char *name,
+                             pd_function **out) {
+  return findByName(
+      "pd_function_lookup", "bundle", bundle, name, out,
+      pd_bundle_function_count,
+      [&](size_t i) { return bundle->functions[i].get(); },
+      [&](const std::string &names) {
+        return bundle->dir + ": no function '" + name + "' (functions: " +
+               names + ")";
+      });
 }
 
 size_t pd_bundle_weight_count(const pd_bundle *bundle) {
@@ -290,22 +312,13 @@ pd_buffer *pd_bundle_weight_at(pd_bundle *bundle, size_t index) {
 
 pd_status pd_bundle_find_weight(pd_bundle *bundle, const char *name,
                                 pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_bundle_find_weight", "out");
-  *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_bundle_find_weight", "bundle");
-  if (!name)
-    return nullArgument("pd_bundle_find_weight", "name");
-  return guarded([&] {
-    for (auto &weight : bundle->weights)
-      if (weight->name == name) {
-        *out = weight.get();
-        return PD_OK;
-      }
-    return fail(PD_ERROR_NOT_FOUND,
-                bundle->dir + ": no weight '" + name + "'");
-  });
+  return findByName(
+      "pd_bundle_find_weight", "bundle", bundle, name, out,
+      pd_bundle_weight_count,
+      [&](size_t i) { return bundle->weights[i].get(); },
+      [&](const std::string &) {
+        return bundle->dir + ": no weight '" + name + "'";
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -336,26 +349,14 @@ pd_buffer *pd_function_buffer_at(pd_function *function, size_t index) {
 
 pd_status pd_function_find_buffer(pd_function *function, const char *name,
                                   pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_function_find_buffer", "out");
-  *out = nullptr;
-  if (!function)
-    return nullArgument("pd_function_find_buffer", "function");
-  if (!name)
-    return nullArgument("pd_function_find_buffer", "name");
-  return guarded([&] {
-    std::string names;
-    for (pd_buffer *buffer : function->buffers) {
-      if (buffer->name == name) {
-        *out = buffer;
-        return PD_OK;
-      }
-      names += (names.empty() ? "" : ", ") + buffer->name;
-    }
-    return fail(PD_ERROR_NOT_FOUND, "function '" + function->spec.name +
-                                        "' has no buffer '" + name +
-                                        "' (buffers: " + names + ")");
-  });
+  return findByName(
+      "pd_function_find_buffer", "function", function, name, out,
+      pd_function_buffer_count,
+      [&](size_t i) { return function->buffers[i]; },
+      [&](const std::string &names) {
+        return "function '" + function->spec.name + "' has no buffer '" +
+               name + "' (buffers: " + names + ")";
+      });
 }
 
 pd_status pd_function_run(pd_function *function) {
@@ -482,25 +483,14 @@ pd_buffer *pd_bundle_persistent_at(pd_bundle *bundle, size_t index) {
 
 pd_status pd_bundle_find_persistent(pd_bundle *bundle, const char *name,
                                     pd_buffer **out) {
-  if (!out)
-    return nullArgument("pd_bundle_find_persistent", "out");
-  *out = nullptr;
-  if (!bundle)
-    return nullArgument("pd_bundle_find_persistent", "bundle");
-  if (!name)
-    return nullArgument("pd_bundle_find_persistent", "name");
-  return guarded([&] {
-    for (size_t i = 0; i < pd_bundle_persistent_count(bundle); ++i) {
-      pd_buffer *buffer = pd_bundle_persistent_at(bundle, i);
-      if (buffer->name == name) {
-        *out = buffer;
-        return PD_OK;
-      }
-    }
-    return fail(PD_ERROR_NOT_FOUND, bundle->dir +
-                                        ": no weight, grad or state buffer '" +
-                                        name + "'");
-  });
+  return findByName(
+      "pd_bundle_find_persistent", "bundle", bundle, name, out,
+      pd_bundle_persistent_count,
+      [&](size_t i) { return pd_bundle_persistent_at(bundle, i); },
+      [&](const std::string &) {
+        return bundle->dir + ": no weight, grad or state buffer '" + name +
+               "'";
+      });
 }
 
 namespace {

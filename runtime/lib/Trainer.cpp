@@ -41,22 +41,13 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-using pipedream::runtime::allocateAligned;
-using pipedream::runtime::BufferSpec;
-using pipedream::runtime::describeType;
 using pipedream::runtime::ensureMemory;
-using pipedream::runtime::EntryPoint;
 using pipedream::runtime::Error;
 using pipedream::runtime::fail;
-using pipedream::runtime::FunctionSpec;
 using pipedream::runtime::guarded;
-using pipedream::runtime::kAlignment;
 using pipedream::runtime::Manifest;
 using pipedream::runtime::nullArgument;
-using pipedream::runtime::PersistentSpec;
-using pipedream::runtime::TensorType;
 using pipedream::runtime::TrainingSpec;
-using pipedream::runtime::WeightSpec;
 using pipedream::runtime::readMemory;
 using pipedream::runtime::runFunction;
 

@@ -23,6 +23,7 @@
 #include "pipedream/gpu.h"
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
+#include "pipedream/rank_threads.h"
 #include "pipedream/runtime.h"
 #include "pipedream/threads.h"
 
@@ -33,18 +34,15 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <sched.h>
@@ -417,49 +415,30 @@ int runThreads(const Options &options, size_t ranks, pd_bundle *rankZero,
   if (pd_transport_create_threads(ranks, transports.data()) != PD_OK)
     return error(pd_last_error());
 
-  struct Outcome {
-    std::mutex mutex;
-    std::condition_variable done;
-    size_t finished = 0;
-    std::vector<std::string> errors;
-    std::vector<bool> quiet;
-  };
-  auto outcome = std::make_shared<Outcome>();
-  outcome->errors.resize(ranks);
-  outcome->quiet.resize(ranks);
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < ranks; ++r)
-    threads.emplace_back([run, outcome, r, &transports] {
-      bool quiet = false, agreed = false;
-      std::string error = runRank(*run, r, transports[r], quiet, agreed);
-      if (!error.empty() && !agreed) {
-        run->failed = true;
-        pd_transport_abort(transports[r], error.c_str());
-      }
-      std::lock_guard<std::mutex> lock(outcome->mutex);
-      outcome->errors[r] = error;
-      outcome->quiet[r] = quiet;
-      ++outcome->finished;
-      outcome->done.notify_all();
-    });
   // Every rank ends by itself: a failing rank aborts the transport, so the
-  // others fail at once or within the timeout.
-  {
-    std::unique_lock<std::mutex> lock(outcome->mutex);
-    outcome->done.wait(lock, [&] { return outcome->finished == ranks; });
-  }
-  for (auto &thread : threads)
-    thread.join();
+  // others fail at once or within the timeout (pipedream/rank_threads.h).
+  std::vector<char> quiet(ranks, 0); // not vector<bool>: written by every rank
+  std::vector<pipedream::RankOutcome> outcomes = pipedream::runRanksOnThreads(
+      transports, [&](size_t r) {
+        bool agreed = false, rankQuiet = false;
+        pipedream::RankOutcome outcome;
+        outcome.error = runRank(*run, r, transports[r], rankQuiet, agreed);
+        quiet[r] = rankQuiet;
+        outcome.abort = !agreed;
+        if (!outcome.error.empty() && !agreed)
+          run->failed = true;
+        return outcome;
+      });
   for (pd_transport *transport : transports)
     pd_transport_destroy(transport);
   int status = 0;
   std::set<std::string> printed;
   for (size_t r = 0; r < ranks; ++r) {
-    const std::string &text = outcome->errors[r];
+    const std::string &text = outcomes[r].error;
     if (text.empty())
       continue;
     status = 1;
-    std::string line = outcome->quiet[r] ? text : rankMessage(r, text);
+    std::string line = quiet[r] ? text : rankMessage(r, text);
     if (printed.insert(line).second)
       std::fprintf(stderr, "error: %s\n", line.c_str());
   }

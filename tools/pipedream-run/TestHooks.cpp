@@ -42,20 +42,18 @@ bool applies(const char *what, size_t rank, uint64_t step) {
 
 std::string beforeStep(size_t rank, uint64_t step,
                        const std::atomic<bool> &failed) {
-  if (applies("CRASH", rank, step)) {
-    std::fprintf(stderr,
-                 "rank %zu: PIPEDREAM_TEST_CRASH_RANK: aborting at step "
-                 "%llu (test hook)\n",
-                 rank, static_cast<unsigned long long>(step));
+  auto say = [&](const char *hook, const char *doing) {
+    std::fprintf(stderr, "rank %zu: PIPEDREAM_TEST_%s_RANK: %s at step %llu "
+                 "(test hook)\n",
+                 rank, hook, doing, static_cast<unsigned long long>(step));
     std::fflush(stderr);
+  };
+  if (applies("CRASH", rank, step)) {
+    say("CRASH", "aborting");
     std::abort();
   }
   if (applies("HANG", rank, step)) {
-    std::fprintf(stderr,
-                 "rank %zu: PIPEDREAM_TEST_HANG_RANK: hanging at step %llu "
-                 "(test hook)\n",
-                 rank, static_cast<unsigned long long>(step));
-    std::fflush(stderr);
+    say("HANG", "hanging");
     while (!failed)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return "PIPEDREAM_TEST_HANG_RANK: stopped hanging";
