@@ -201,6 +201,15 @@ def SplitEmptyTensorsPass
     uses is replaced by one clone per use, placed right before its user
     (dynamic sizes dominate the original op, hence the clone).
 
+    CSE merges the zero fills too: in a chain every `linalg.matmul`
+    accumulated into one `linalg.fill` of one `tensor.empty`, so all of
+    them were one alias set again (One-Shot Analysis k = 3.3 between 500
+    and 1000 layers) and all but one bufferized out of place, as an
+    allocation and a copy of the zeros. A fill of a `tensor.empty` used
+    as the destination (DPS init) of several ops gets one fill (with its
+    own `tensor.empty`) per destination use, right before the user; uses
+    that only read it keep the original (one buffer, no extra fill).
+
     ```mlir
     %e = tensor.empty() : tensor<4x16xf32>
     %a = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
