@@ -144,6 +144,26 @@ bool usesBLAS(const CPUCodegenOptions &options) {
          (options.gemm == GemmLowering::Auto && isBLASAvailable());
 }
 
+/// bufferization::buildBufferDeallocationPipeline's passes, each function on
+/// its own, with cpu-split-deallocs before the simplification: the one
+/// dealloc of a straight-line function lists every allocation, and the
+/// simplification is quadratic in that number (issue 16).
+static void buildDeallocationPipeline(OpPassManager &pm) {
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  memref::ExpandReallocPassOptions realloc;
+  realloc.emitDeallocs = false;
+  fpm.addPass(memref::createExpandReallocPass(realloc));
+  fpm.addPass(createCanonicalizerPass());
+  fpm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  fpm.addPass(createCanonicalizerPass());
+  fpm.addPass(createSplitDeallocsPass());
+  fpm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  OpPassManager &after = pm.nest<func::FuncOp>();
+  after.addPass(createCSEPass());
+  after.addPass(createCanonicalizerPass());
+}
+
 void buildBundleBufferizationPipeline(OpPassManager &pm, bool inPlaceUpdates) {
   // The bundle ABI at function boundaries: identity layouts, results as
   // caller-owned out-parameters (one buffer each), except the outputs
@@ -166,7 +186,7 @@ void buildBundleBufferizationPipeline(OpPassManager &pm, bool inPlaceUpdates) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   if (inPlaceUpdates)
     pm.addPass(createDropInPlaceCopiesPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  buildDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

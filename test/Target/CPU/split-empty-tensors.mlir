@@ -67,3 +67,31 @@ func.func @single(%x: f32) -> tensor<8xf32> {
   %a = linalg.fill ins(%x : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
   return %a : tensor<8xf32>
 }
+
+// -----
+
+// One zero fill (as CSE leaves it) accumulated into by two matmuls and read
+// by an add: each matmul gets a fill of its own (with its own empty) right
+// before it; the read keeps the original.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK-SAME:      (%[[A:[a-z0-9]+]]: tensor<4x8xf32>, %[[B:[a-z0-9]+]]: tensor<8x16xf32>
+// CHECK:         %[[E:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-NEXT:    %[[Z:.*]] = linalg.fill ins(%[[C0:.*]] : f32) outs(%[[E]] : tensor<4x16xf32>)
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-NEXT:    %[[Z1:.*]] = linalg.fill ins(%[[C0]] : f32) outs(%[[E1]] : tensor<4x16xf32>)
+// CHECK-NEXT:    %[[M1:.*]] = linalg.matmul ins(%[[A]], %[[B]] : {{.*}}) outs(%[[Z1]] : tensor<4x16xf32>)
+// CHECK-NEXT:    %[[E2:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-NEXT:    %[[Z2:.*]] = linalg.fill ins(%[[C0]] : f32) outs(%[[E2]] : tensor<4x16xf32>)
+// CHECK-NEXT:    %[[M2:.*]] = linalg.matmul ins(%[[A]], %[[B]] : {{.*}}) outs(%[[Z2]] : tensor<4x16xf32>)
+// CHECK-NEXT:    %[[E3:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK-NEXT:    linalg.add ins(%[[M1]], %[[Z]] : {{.*}}) outs(%[[E3]] : tensor<4x16xf32>)
+func.func @shared_fill(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m1 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m2 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %s = linalg.add ins(%m1, %z : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %s, %m2 : tensor<4x16xf32>, tensor<4x16xf32>
+}
