@@ -955,6 +955,72 @@ inline float operandAt(const Operand &x, int64_t r, int64_t c) {
   return x.trans ? x.p[c * x.ld + r] : x.p[r * x.ld + c];
 }
 
+/// toBF16 without branches (vectorizable loops below).
+inline uint32_t toBF16Bits(uint32_t bits) {
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet = ((bits >> 16) | 0x40u) & 0xffffu;
+  uint32_t zero = (bits >> 16) & 0x8000u;
+  uint32_t r = (bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+  return (bits & 0x7f800000u) == 0 ? zero : r;
+}
+
+/// out[t] = bf16(lo[t]) | bf16(hi[t]) << 16, t < n (`hi` NULL: zeros).
+void pairRows(const float *lo, const float *hi, int64_t n, uint32_t *out) {
+  const uint32_t *l = reinterpret_cast<const uint32_t *>(lo);
+  const uint32_t *h = reinterpret_cast<const uint32_t *>(hi);
+  if (!h) {
+    for (int64_t t = 0; t < n; ++t)
+      out[t] = toBF16Bits(l[t]);
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t)
+    out[t] = toBF16Bits(l[t]) | (toBF16Bits(h[t]) << 16);
+}
+
+/// out[q] = bf16(src[2q]) | bf16(src[2q + 1]) << 16 for the k elements of
+/// a contiguous row (the last pair's high half zero when k is odd).
+void pairContiguous(const float *src, int64_t k, uint32_t *out) {
+  const uint32_t *u = reinterpret_cast<const uint32_t *>(src);
+  int64_t full = k / 2;
+  for (int64_t q = 0; q < full; ++q)
+    out[q] = toBF16Bits(u[2 * q]) | (toBF16Bits(u[2 * q + 1]) << 16);
+  if (k % 2)
+    out[full] = toBF16Bits(u[k - 1]);
+}
+
+/// Rows of op(X) contiguous along k (A as stored, B transposed): each row's
+/// pairs converted into `row` (vectorizable), then spread into the panel
+/// with the panel's stride `width`.
+void packRowsAlongK(const Operand &x, int64_t first, int64_t count, int64_t k,
+                    int width, uint32_t *panel) {
+  constexpr int64_t kChunk = 512;
+  uint32_t row[kChunk];
+  int64_t kp = (k + 1) / 2;
+  for (int64_t r = 0; r < count; ++r) {
+    const float *src = x.p + (first + r) * x.ld;
+    for (int64_t q0 = 0; q0 < kp; q0 += kChunk) {
+      int64_t n = kp - q0 < kChunk ? kp - q0 : kChunk;
+      int64_t elements = 2 * (q0 + n) <= k ? 2 * n : k - 2 * q0;
+      pairContiguous(src + 2 * q0, elements, row);
+      uint32_t *dst = panel + q0 * width + r;
+      for (int64_t q = 0; q < n; ++q)
+        dst[q * width] = row[q];
+    }
+  }
+}
+
+/// Rows of op(X) strided along k (A transposed, B as stored): the stored
+/// rows 2q and 2q + 1 are contiguous along the panel's width.
+void packRowsAcrossK(const Operand &x, int64_t first, int64_t count,
+                     int64_t k, int width, uint32_t *panel) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t q = 0; q < kp; ++q) {
+    const float *lo = x.p + 2 * q * x.ld + first;
+    const float *hi = 2 * q + 1 < k ? lo + x.ld : nullptr;
+    pairRows(lo, hi, count, panel + q * width);
+  }
+}
+
 /// op(A)[i0 : i0+mb, 0 : k] into micro-panels of kp pairs x MR.
 void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
                uint32_t *out) {
@@ -964,14 +1030,10 @@ void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
     uint32_t *panel = out + ir * kp;
     if (rows < mr)
       memset(panel, 0, sizeof(uint32_t) * kp * mr);
-    for (int64_t ii = 0; ii < rows; ++ii) {
-      int64_t i = i0 + ir + ii;
-      for (int64_t q = 0; q < kp; ++q) {
-        uint32_t lo = toBF16(operandAt(a, i, 2 * q));
-        uint32_t hi = 2 * q + 1 < k ? toBF16(operandAt(a, i, 2 * q + 1)) : 0;
-        panel[q * mr + ii] = lo | (hi << 16);
-      }
-    }
+    if (a.trans)
+      packRowsAcrossK(a, i0 + ir, rows, k, mr, panel);
+    else
+      packRowsAlongK(a, i0 + ir, rows, k, mr, panel);
   }
 }
 
@@ -984,14 +1046,10 @@ void packBBF16(const Operand &b, int64_t k, int64_t j0, int64_t nb, int nr,
     uint32_t *panel = out + jr * kp;
     if (cols < nr)
       memset(panel, 0, sizeof(uint32_t) * kp * nr);
-    for (int64_t jj = 0; jj < cols; ++jj) {
-      int64_t j = j0 + jr + jj;
-      for (int64_t q = 0; q < kp; ++q) {
-        uint32_t lo = toBF16(operandAt(b, 2 * q, j));
-        uint32_t hi = 2 * q + 1 < k ? toBF16(operandAt(b, 2 * q + 1, j)) : 0;
-        panel[q * nr + jj] = lo | (hi << 16);
-      }
-    }
+    if (b.trans)
+      packRowsAlongK(b, j0 + jr, cols, k, nr, panel);
+    else
+      packRowsAcrossK(b, j0 + jr, cols, k, nr, panel);
   }
 }
 
@@ -1152,9 +1210,9 @@ struct BF16KernelInfo {
 const BF16KernelInfo kBF16Kernels[] = {
     {"generic-emulated", kernelBF16Generic<4, 8>, 4, 8, 128, 1 << 20},
 #if PD_X86
-    {"avx2-emulated", kernelBF16Avx2, 6, 16, 96, 1 << 20},
-    {"avx512-emulated", kernelBF16Avx512, 12, 32, 96, 1 << 20},
-    {"avx512_bf16", kernelBF16Native, 12, 32, 96, 1 << 20},
+    {"avx2-emulated", kernelBF16Avx2, 6, 16, 96, 2 << 20},
+    {"avx512-emulated", kernelBF16Avx512, 12, 32, 96, 2 << 20},
+    {"avx512_bf16", kernelBF16Native, 12, 32, 96, 2 << 20},
 #endif
 };
 
