@@ -49,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -267,6 +268,11 @@ void testSendsInline(MpiState &state) {
 /// sleep, not a spin: it shares the rank's cores with its compute), asleep
 /// on `wake` while none is.
 void progressLoop(MpiState &state) {
+#ifdef __linux__
+  // Named, so that its CPU time can be told from the rank's compute
+  // (/proc/PID/task/TID/comm; bench/pipeline.py reports it per step).
+  pthread_setname_np(pthread_self(), "pd-mpi-progress");
+#endif
   std::list<MpiState::PendingSend> inFlight;
   std::unique_lock<std::mutex> lock(state.mutex);
   while (!state.stop) {
