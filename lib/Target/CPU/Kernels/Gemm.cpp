@@ -40,6 +40,8 @@
 #define PD_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #else
 // Other architectures: the portable kernel only.
 #define PD_X86 0
@@ -916,7 +918,8 @@ void chooseGrid(int threads, int64_t rowTiles, int64_t colTiles,
 // zeros. K is never split (the product is rounded once, at the end), so a
 // B block is as wide as ~1 MiB of packed pairs allows.
 //
-// Micro-kernels: "avx512_bf16" (12 x 32, VDPBF16PS: per pair, the odd
+// Micro-kernels: "amx_bf16" (AMX tiles, kernelBF16Amx) where the CPU and
+// OS allow it, "avx512_bf16" (12 x 32, VDPBF16PS: per pair, the odd
 // product then the even one, each an f32 FMA) where cpuid has AVX512_BF16,
 // else the same two f32 FMAs per pair with AVX-512F ("avx512-emulated"),
 // AVX2 ("avx2-emulated") or C ("generic-emulated"): bitwise the same
@@ -1039,17 +1042,49 @@ void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
 
 /// op(B)[0 : k, j0 : j0+nb] into micro-panels of kp pairs x NR.
 void packBBF16(const Operand &b, int64_t k, int64_t j0, int64_t nb, int nr,
-               uint32_t *out) {
+               uint32_t *out, int64_t kpPad) {
   int64_t kp = (k + 1) / 2;
   for (int64_t jr = 0; jr < nb; jr += nr) {
     int64_t cols = nb - jr < nr ? nb - jr : nr;
-    uint32_t *panel = out + jr * kp;
+    uint32_t *panel = out + jr * kpPad;
+    if (kpPad > kp)
+      memset(panel + kp * nr, 0, sizeof(uint32_t) * (kpPad - kp) * nr);
     if (cols < nr)
       memset(panel, 0, sizeof(uint32_t) * kp * nr);
     if (b.trans)
       packRowsAlongK(b, j0 + jr, cols, k, nr, panel);
     else
       packRowsAcrossK(b, j0 + jr, cols, k, nr, panel);
+  }
+}
+
+/// AMX's A layout: op(A)[i0 : i0+mb, 0 : k] into panels of MR rows, each
+/// row kpPad pairs (k contiguous, zero past k), rows past mb zero.
+void packABF16Rows(const Operand &a, int64_t i0, int64_t mb, int64_t k,
+                   int mr, uint32_t *out, int64_t kpPad) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    uint32_t *panel = out + ir * kpPad;
+    for (int64_t r = 0; r < mr; ++r) {
+      uint32_t *dst = panel + r * kpPad;
+      if (r >= rows) {
+        memset(dst, 0, sizeof(uint32_t) * kpPad);
+        continue;
+      }
+      int64_t i = i0 + ir + r;
+      if (!a.trans) {
+        pairContiguous(a.p + i * a.ld, k, dst);
+      } else {
+        for (int64_t q = 0; q < kp; ++q) {
+          uint32_t lo = toBF16(a.p[2 * q * a.ld + i]);
+          uint32_t hi = 2 * q + 1 < k ? toBF16(a.p[(2 * q + 1) * a.ld + i]) : 0;
+          dst[q] = lo | (hi << 16);
+        }
+      }
+      if (kpPad > kp)
+        memset(dst + kp, 0, sizeof(uint32_t) * (kpPad - kp));
+    }
   }
 }
 
@@ -1192,8 +1227,87 @@ bool hasAvx512BF16() {
     return false;
   return eax & (1u << 5);
 }
+/// AMX (TDPBF16PS): a 32 x 32 C block in 4 tiles of 16 x 16 f32, A in
+/// 2 tiles of 16 rows x 16 pairs (packABF16Rows, row stride kp), B in 2
+/// tiles of 16 pairs x 16 columns (packBBF16 with NR = 32: row stride 128
+/// bytes); kp a multiple of 16. The tile configuration is the calling
+/// thread's (amxConfigure).
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) void
+kernelBF16Amx(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+              int64_t ldc, float alpha, float beta) {
+  alignas(64) float acc[32 * 32];
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t aStride = kp * 4;
+  for (int64_t q = 0; q < kp; q += 16) {
+    _tile_loadd(4, ap + q, aStride);
+    _tile_loadd(5, ap + 16 * kp + q, aStride);
+    _tile_loadd(6, bp + q * 32, 128);
+    _tile_loadd(7, bp + q * 32 + 16, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, acc, 128);
+  _tile_stored(1, acc + 16, 128);
+  _tile_stored(2, acc + 16 * 32, 128);
+  _tile_stored(3, acc + 16 * 32 + 16, 128);
+  typedef float Vec __attribute__((ext_vector_type(16)));
+  for (int i = 0; i < 32; ++i)
+    for (int h = 0; h < 2; ++h) {
+      Vec v;
+      __builtin_memcpy(&v, acc + i * 32 + 16 * h, sizeof(v));
+      storeBF16<16>(c + i * ldc + 16 * h, v, alpha, beta);
+    }
+}
+
+/// The 64-byte tile configuration: palette 1, tiles 0-7 of 16 rows x 64
+/// bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette, startRow, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+__thread bool tAmxConfigured;
+
+__attribute__((target("amx-tile"))) void amxConfigure() {
+  if (tAmxConfigured)
+    return;
+  TileConfig config = {};
+  config.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = 64;
+    config.rows[t] = 16;
+  }
+  _tile_loadconfig(&config);
+  tAmxConfigured = true;
+}
+
+/// cpuid leaf 7: EDX bits 24 (AMX-TILE) and 22 (AMX-BF16), XCR0's tile
+/// state (bits 17-18), and Linux's permission for the tile data
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+bool hasAmxBF16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    return false;
+  if (!(edx & (1u << 24)) || !(edx & (1u << 22)))
+    return false;
+  if ((readXcr0() & 0x60000) != 0x60000)
+    return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 #else
 bool hasAvx512BF16() { return false; }
+bool hasAmxBF16() { return false; }
 #endif // PD_X86
 
 using BF16Kernel = void (*)(int64_t, const uint32_t *, const uint32_t *,
@@ -1205,14 +1319,17 @@ struct BF16KernelInfo {
   /// MR, NR; MC and the bytes of a packed B block.
   int mr, nr;
   int64_t mc, bBlockBytes;
+  /// AMX: A packed by rows (packABF16Rows), pairs padded to 16.
+  bool amx;
 };
 
 const BF16KernelInfo kBF16Kernels[] = {
-    {"generic-emulated", kernelBF16Generic<4, 8>, 4, 8, 128, 1 << 20},
+    {"generic-emulated", kernelBF16Generic<4, 8>, 4, 8, 128, 1 << 20, false},
 #if PD_X86
-    {"avx2-emulated", kernelBF16Avx2, 6, 16, 96, 2 << 20},
-    {"avx512-emulated", kernelBF16Avx512, 12, 32, 96, 2 << 20},
-    {"avx512_bf16", kernelBF16Native, 12, 32, 96, 2 << 20},
+    {"avx2-emulated", kernelBF16Avx2, 6, 16, 96, 2 << 20, false},
+    {"avx512-emulated", kernelBF16Avx512, 12, 32, 96, 2 << 20, false},
+    {"avx512_bf16", kernelBF16Native, 12, 32, 96, 2 << 20, false},
+    {"amx_bf16", kernelBF16Amx, 32, 32, 128, 2 << 20, true},
 #endif
 };
 
@@ -1222,6 +1339,8 @@ int gBF16Isa = -1;
 /// AVX512_BF16 on top of AVX-512 unless PIPEDREAM_GEMM_KERNEL names a
 /// lower one.
 const BF16KernelInfo &bf16KernelInfo() {
+  // NOTE: the best the CPU has: amx_bf16, else avx512_bf16, else the
+  // emulation on the f32 kernel's ISA.
   int isa = __atomic_load_n(&gBF16Isa, __ATOMIC_ACQUIRE);
   if (isa < 0) {
     isa = int(&kernelInfo() - kKernels);
@@ -1230,6 +1349,10 @@ const BF16KernelInfo &bf16KernelInfo() {
                            !strcmp(want, "avx512"));
     if (isa == 2 && !capped && hasAvx512BF16())
       isa = 3;
+    // AMX unless PIPEDREAM_GEMM_KERNEL names a lower kernel (avx512_bf16:
+    // VDPBF16PS).
+    if (isa == 3 && !(want && !strcmp(want, "avx512_bf16")) && hasAmxBF16())
+      isa = 4;
     __atomic_store_n(&gBF16Isa, isa, __ATOMIC_RELEASE);
   }
   return kBF16Kernels[isa];
@@ -1249,6 +1372,12 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
                    int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
   const int mr = info.mr, nr = info.nr;
   int64_t kp = (p.k + 1) / 2;
+  if (info.amx) {
+#if PD_X86
+    amxConfigure();
+#endif
+    kp = (kp + 15) / 16 * 16;
+  }
   // B block columns: a multiple of NR within the byte budget.
   int64_t nc = info.bBlockBytes / (4 * kp) / nr * nr;
   if (nc < nr)
@@ -1269,10 +1398,13 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
   alignas(64) float edge[32 * 32];
   for (int64_t jc = 0; jc < nb; jc += nc) {
     int64_t ncb = nb - jc < nc ? nb - jc : nc;
-    packBBF16(p.b, p.k, j0 + jc, ncb, nr, bp);
+    packBBF16(p.b, p.k, j0 + jc, ncb, nr, bp, kp);
     for (int64_t ic = 0; ic < mb; ic += info.mc) {
       int64_t mc = mb - ic < info.mc ? mb - ic : info.mc;
-      packABF16(p.a, i0 + ic, mc, p.k, mr, ap);
+      if (info.amx)
+        packABF16Rows(p.a, i0 + ic, mc, p.k, mr, ap, kp);
+      else
+        packABF16(p.a, i0 + ic, mc, p.k, mr, ap);
       for (int64_t jr = 0; jr < ncb; jr += nr) {
         int64_t cols = ncb - jr < nr ? ncb - jr : nr;
         const uint32_t *bPanel = bp + jr * kp;
