@@ -1115,8 +1115,11 @@ void kernelBF16Generic(int64_t kp, const uint32_t *ap, const uint32_t *bp,
   for (int64_t q = 0; q < kp; ++q, ap += MR, bp += NR)
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NR; ++j) {
-        acc[i][j] = __builtin_fmaf(bf16High(ap[i]), bf16High(bp[j]), acc[i][j]);
-        acc[i][j] = __builtin_fmaf(bf16Low(ap[i]), bf16Low(bp[j]), acc[i][j]);
+        // NOTE: bf16 x bf16 is exact in f32, so the product then the sum
+        // is the FMA's single rounding (no libm fmaf: program.so needs no
+        // libm; contraction is off in this file).
+        acc[i][j] = bf16High(ap[i]) * bf16High(bp[j]) + acc[i][j];
+        acc[i][j] = bf16Low(ap[i]) * bf16Low(bp[j]) + acc[i][j];
       }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j)
@@ -1445,10 +1448,9 @@ void gemmNaiveBF16(const BF16Problem &p, int64_t i0, int64_t i1, int64_t j0,
       float acc = 0;
       for (int64_t l = 0; l < p.k; l += 2) {
         if (l + 1 < p.k)
-          acc = __builtin_fmaf(bf(operandAt(p.a, i, l + 1)),
-                               bf(operandAt(p.b, l + 1, j)), acc);
-        acc = __builtin_fmaf(bf(operandAt(p.a, i, l)), bf(operandAt(p.b, l, j)),
-                             acc);
+          acc = bf(operandAt(p.a, i, l + 1)) * bf(operandAt(p.b, l + 1, j)) +
+                acc;
+        acc = bf(operandAt(p.a, i, l)) * bf(operandAt(p.b, l, j)) + acc;
       }
       float &c = p.c[i * p.ldc + j];
       c = combineBF16(acc, c, p.alpha, p.beta);
