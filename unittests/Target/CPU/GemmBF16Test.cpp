@@ -274,3 +274,48 @@ TEST(GemmBF16, SameBitsForEveryThreadCount) {
 }
 
 } // namespace
+
+namespace {
+
+/// C = op(A) op(B) in bf16, plain and then with B's memory declared
+/// constant: the first constant call packs B whole, the next reuse it;
+/// all bitwise the plain result; forgotten, a changed B is seen.
+void checkConstantB(int m, int n, int k, bool transB, int threads,
+                    uint32_t seed) {
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" +
+               std::to_string(k) + " transB=" + std::to_string(transB) +
+               " threads=" + std::to_string(threads) +
+               " kernel=" + pipedream_cpu_gemm_bf16_kernel());
+  Problem p = make(m, n, k, false, transB, 3, seed);
+  pipedream_cpu_set_num_threads(threads);
+  std::vector<float> ref = run(p, 1.0f, 1.0f);
+  const void *range = p.b.data();
+  int64_t bytes = int64_t(p.b.size() * sizeof(float));
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> got = run(p, 1.0f, 1.0f);
+    ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * 4), 0)
+        << "call " << call << " with B packed once differs";
+  }
+  int64_t packed = 0, reused = 0;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 1);
+  EXPECT_EQ(reused, 2);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+  for (float &x : p.b)
+    x = -x;
+  std::vector<float> flipped = run(p, 1.0f, 0.0f);
+  std::vector<float> plain = run(Problem(p), 1.0f, 0.0f);
+  ASSERT_EQ(std::memcmp(flipped.data(), plain.data(), plain.size() * 4), 0);
+  check(p, 1.0f, 0.0f); // against the float64 reference with the new B
+  pipedream_cpu_set_num_threads(0);
+}
+
+TEST(GemmBF16, ConstantBPackedOnce) {
+  checkConstantB(37, 45, 29, true, 1, 31);
+  checkConstantB(37, 45, 29, false, 1, 32);
+  checkConstantB(64, 1100, 530, true, 3, 33);
+  checkConstantB(100, 300, 2049, false, 2, 34);
+}
+
+} // namespace

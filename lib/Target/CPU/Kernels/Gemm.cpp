@@ -772,32 +772,35 @@ size_t packBudget() {
 /// op(B) of `p` packed whole for `info`, from the thread's cache or packed
 /// now; NULL when B is not in a constant range, over the budget or out of
 /// memory (the caller packs per block).
-const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+/// The calling thread's packed copy of a constant op(B) (stored at `b`,
+/// K x N, `layout` telling packings apart: the f32 kernels' ISA, the bf16
+/// ones' 16 + index), from the cache or packed now by pack(buffer) into
+/// `bytes`; NULL when B is not in a constant range, over the budget or out
+/// of memory (the caller packs per block).
+template <typename Pack>
+void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
+                     size_t bytes, Pack pack) {
   Constants *c = tConstants;
   if (!c || c->ranges == 0)
     return nullptr;
-  const Blocking &bl = info.blocking;
   // The bytes op(B) spans in its store.
-  int64_t rows = p.b.trans ? p.n : p.k, cols = p.b.trans ? p.k : p.n;
-  const unsigned char *first = reinterpret_cast<const unsigned char *>(p.b.p);
+  int64_t rows = b.trans ? n : k, cols = b.trans ? k : n;
+  const unsigned char *first = reinterpret_cast<const unsigned char *>(b.p);
   const unsigned char *last =
-      first + ((rows - 1) * p.b.ld + cols) * int64_t(sizeof(float));
+      first + ((rows - 1) * b.ld + cols) * int64_t(sizeof(float));
   bool inside = false;
   for (int32_t i = 0; i < c->ranges && !inside; ++i)
     inside = first >= c->begin[i] && last <= c->end[i];
   if (!inside)
     return nullptr;
-  int isa = int(&info - kKernels);
   for (int32_t i = 0; i < c->numPacks; ++i) {
     const PackedB &e = c->packs[i];
-    if (e.p == p.b.p && e.ld == p.b.ld && e.k == p.k && e.n == p.n &&
-        e.trans == p.b.trans && e.isa == isa) {
+    if (e.p == b.p && e.ld == b.ld && e.k == k && e.n == n &&
+        e.trans == b.trans && e.isa == layout) {
       ++c->reused;
       return e.packed;
     }
   }
-  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
-  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
   if (c->packedBytes + bytes > packBudget())
     return nullptr;
   if (c->numPacks == c->packCap) {
@@ -813,21 +816,33 @@ const float *constantPackedB(const Problem &p, const KernelInfo &info) {
   float *packed = takeBuffer(*c, bytes, packBudget(), capacity);
   if (!packed)
     return nullptr;
-  const bool simd = info.kernel != kKernels[0].kernel;
-  // The same packB calls, block by block, gemmBlock would make per call.
-  for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
-    int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
-    for (int64_t j = 0; j < p.n; j += bl.nc) {
-      int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
-      packB(p.b, pc, kc, j, nb, bl.nr, packed + wholeOffset(pc, j, kc, nPad),
-            simd);
-    }
-  }
+  pack(packed);
   c->packs[c->numPacks++] =
-      PackedB{p.b.p, p.b.ld, p.k, p.n, p.b.trans, isa, packed, capacity};
+      PackedB{b.p, b.ld, k, n, b.trans, layout, packed, capacity};
   c->packedBytes += capacity;
   ++c->packed;
   return packed;
+}
+
+/// op(B) of `p` packed whole for `info` (constantPacked).
+const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+  const Blocking &bl = info.blocking;
+  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
+  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
+  const bool simd = info.kernel != kKernels[0].kernel;
+  return static_cast<const float *>(constantPacked(
+      p.b, p.k, p.n, int(&info - kKernels), bytes, [&](float *packed) {
+        // The same packB calls, block by block, gemmBlock would make per
+        // call.
+        for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
+          int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
+          for (int64_t j = 0; j < p.n; j += bl.nc) {
+            int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
+            packB(p.b, pc, kc, j, nb, bl.nr,
+                  packed + wholeOffset(pc, j, kc, nPad), simd);
+          }
+        }
+      }));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1367,20 +1382,42 @@ struct BF16Problem {
   Operand a, b;
   float *c;
   int64_t ldc;
+  /// op(B) packed whole (ceil(N / NR) panels of pairsPad(K) x NR, the
+  /// panels gemmBlockBF16 packs per block), or NULL.
+  const uint32_t *packedB = nullptr;
 };
+
+/// Pairs of K a packed panel holds (AMX: a multiple of 16).
+inline int64_t pairsPad(int64_t k, const BF16KernelInfo &info) {
+  int64_t kp = (k + 1) / 2;
+  return info.amx ? (kp + 15) / 16 * 16 : kp;
+}
+
+/// A constant op(B) packed whole for the bf16 kernel `info`
+/// (constantPacked; results bitwise those of per-block packing).
+const uint32_t *constantPackedBBF16(const BF16Problem &p,
+                                    const BF16KernelInfo &info) {
+  int64_t kp = pairsPad(p.k, info);
+  int64_t nPad = (p.n + info.nr - 1) / info.nr * info.nr;
+  size_t bytes = size_t(nPad) * size_t(kp) * sizeof(uint32_t);
+  int layout = 16 + int(&info - kBF16Kernels);
+  return static_cast<const uint32_t *>(
+      constantPacked(p.b, p.k, p.n, layout, bytes, [&](float *packed) {
+        packBBF16(p.b, p.k, 0, p.n, info.nr,
+                  reinterpret_cast<uint32_t *>(packed), kp);
+      }));
+}
 
 /// C[i0 : i0+mb, j0 : j0+nb]; false, before touching C, when the packing
 /// buffers cannot be allocated.
 bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
                    int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
   const int mr = info.mr, nr = info.nr;
-  int64_t kp = (p.k + 1) / 2;
-  if (info.amx) {
+  int64_t kp = pairsPad(p.k, info);
 #if PD_X86
+  if (info.amx)
     amxConfigure();
 #endif
-    kp = (kp + 15) / 16 * 16;
-  }
   // B block columns: a multiple of NR within the byte budget.
   int64_t nc = info.bBlockBytes / (4 * kp) / nr * nr;
   if (nc < nr)
@@ -1401,7 +1438,11 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
   alignas(64) float edge[32 * 32];
   for (int64_t jc = 0; jc < nb; jc += nc) {
     int64_t ncb = nb - jc < nc ? nb - jc : nc;
-    packBBF16(p.b, p.k, j0 + jc, ncb, nr, bp, kp);
+    const uint32_t *bBlock = bp;
+    if (p.packedB)
+      bBlock = p.packedB + (j0 + jc) * kp;
+    else
+      packBBF16(p.b, p.k, j0 + jc, ncb, nr, bp, kp);
     for (int64_t ic = 0; ic < mb; ic += info.mc) {
       int64_t mc = mb - ic < info.mc ? mb - ic : info.mc;
       if (info.amx)
@@ -1410,7 +1451,7 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
         packABF16(p.a, i0 + ic, mc, p.k, mr, ap);
       for (int64_t jr = 0; jr < ncb; jr += nr) {
         int64_t cols = ncb - jr < nr ? ncb - jr : nr;
-        const uint32_t *bPanel = bp + jr * kp;
+        const uint32_t *bPanel = bBlock + jr * kp;
         for (int64_t ir = 0; ir < mc; ir += mr) {
           int64_t rows = mc - ir < mr ? mc - ir : mr;
           const uint32_t *aPanel = ap + ir * kp;
@@ -1558,6 +1599,7 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
   BF16Problem p{m, n, k, alpha, beta, Operand{a, lda, transA == kTrans},
                 Operand{b, ldb, transB == kTrans}, c, ldc};
   const BF16KernelInfo &info = bf16KernelInfo();
+  p.packedB = constantPackedBBF16(p, info);
   int64_t rowTiles = (p.m + info.mr - 1) / info.mr;
   int64_t colTiles = (p.n + info.nr - 1) / info.nr;
   double flops = 2.0 * p.m * p.n * p.k;
