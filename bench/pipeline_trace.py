@@ -10,7 +10,12 @@ the peer), and the rest of the step's span; the measured bubble (1 - calls
 / (ranks x span)); the time both ranks were outside calls at once (nothing
 in the schedule asks for that with K = 2: message latency, or a rank not
 on a CPU); and the message latency of receives that waited (send start
-to receive end). Medians over the steps. Used by bench/pipeline.py.
+to receive end). Medians over the steps. Then a replay of each step
+with the measured call durations and free, instant messages (replay()):
+the span the schedule needs with these call times, the share of the
+measured step lost to message latency, waits the schedule does not need
+and ranks off the CPU, and the bubble the schedule leaves with the
+measured (possibly imbalanced) call times. Used by bench/pipeline.py.
 """
 
 import json
