@@ -157,6 +157,56 @@ def compare_schedules(args):
     return 0
 
 
+class ThreadCpu:
+    """Samples, while a run goes on, the CPU time (utime + stime) of every
+    thread of the processes whose command line holds `marker` (the ranks
+    of one pipedream-run), by thread kind: the rank's main thread, the MPI
+    progress thread (named pd-mpi-progress), others (Open MPI's own, GEMM
+    workers). The last sample of a thread stands for its total."""
+
+    def __init__(self, marker):
+        import threading
+        self.marker, self.ticks, self.stop = marker, {}, threading.Event()
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if self.marker.encode() not in f.read():
+                        continue
+                if "pipedream-run" not in open(f"/proc/{pid}/comm").read():
+                    continue
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                        stat = f.read()
+                    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+                    fields = stat[stat.rindex(")") + 2:].split()
+                    kind = ("main" if tid == pid else
+                            "progress" if comm == "pd-mpi-progress" else "other")
+                    self.ticks[(pid, tid)] = (kind, int(fields[11]) + int(fields[12]))
+            except (OSError, ValueError):
+                continue
+
+    def _loop(self):
+        while not self.stop.wait(0.1):
+            self._sample()
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        by = {}
+        for (pid, _), (kind, t) in self.ticks.items():
+            by.setdefault(pid, {}).setdefault(kind, 0)
+            by[pid][kind] += t
+        return {pid: {k: v / self.hz for k, v in kinds.items()}
+                for pid, kinds in by.items()}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -225,7 +275,9 @@ def main():
     ranks = (["--ranks", str(args.stages)] if shutil.which("mpirun")
              else ["--transport", "threads"])
     trace = os.path.join(work, "trace.json")
+    sampler = ThreadCpu(piped)
     many, out = throughput(piped, ranks + ["--trace", trace])
+    thread_cpu = sampler.finish()
     measured = re.search(r"bubble fraction: measured ([0-9.]+)%", out)
     print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
           f"{args.steps} steps, adam")
@@ -270,6 +322,13 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import pipeline_trace
     pipeline_trace.report(trace)
+    # CPU time by thread kind per rank process (sampled every 0.1 s; the
+    # last 0.1 s of each thread may be missing): does the progress thread
+    # take CPU from the compute?
+    for i, (pid, kinds) in enumerate(sorted(thread_cpu.items())):
+        print(f"    process {i}: CPU s over {args.steps} steps: " + ", ".join(
+            f"{k} {v:.2f} ({v / args.steps * 1e3:.1f} ms/step)"
+            for k, v in sorted(kinds.items())))
     print(f"    load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     return 0
 

@@ -10,7 +10,12 @@ the peer), and the rest of the step's span; the measured bubble (1 - calls
 / (ranks x span)); the time both ranks were outside calls at once (nothing
 in the schedule asks for that with K = 2: message latency, or a rank not
 on a CPU); and the message latency of receives that waited (send start
-to receive end). Medians over the steps. Used by bench/pipeline.py.
+to receive end). Medians over the steps. Then a replay of each step
+with the measured call durations and free, instant messages (replay()):
+the span the schedule needs with these call times, the share of the
+measured step lost to message latency, waits the schedule does not need
+and ranks off the CPU, and the bubble the schedule leaves with the
+measured (possibly imbalanced) call times. Used by bench/pipeline.py.
 """
 
 import json
@@ -70,6 +75,66 @@ def analyze(path):
     return ranks, rows, bubbles, overlap, latency
 
 
+def replay(path):
+    """Per step after the first: the span the schedule would take with the
+    measured call durations and sends that cost nothing and arrive the
+    moment they are sent (every rank starting at the step's start, each running
+    its events in its measured order, a receive waiting only for its send).
+    Returns [(measured span, replayed span, calls of all ranks)] in us:
+    measured - replayed is what communication latency, waits the schedule
+    does not need and a rank off the CPU between calls cost; 1 - calls /
+    (ranks x replayed) the bubble the schedule leaves with the measured
+    (imbalanced, load-inflated) call times."""
+    with open(path) as f:
+        trace = json.load(f)
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted({e["args"]["step"] for e in events})[1:]
+    ranks = sorted({e["tid"] for e in events})
+    result = []
+    for step in steps:
+        here = [e for e in events if e["args"]["step"] == step]
+        spans = [e for e in here if e["name"].startswith("step")]
+        if not spans:
+            continue
+        begin = min(e["ts"] for e in spans)
+        span = max(e["ts"] + e["dur"] for e in spans) - begin
+        seq = {r: sorted((e for e in here if e["tid"] == r and
+                          not e["name"].startswith("step")),
+                         key=lambda e: e["ts"]) for r in ranks}
+        t = {r: 0.0 for r in ranks}
+        pos = {r: 0 for r in ranks}
+        sent = {}
+        calls = 0.0
+        moved = True
+        while moved:
+            moved = False
+            for r in ranks:
+                while pos[r] < len(seq[r]):
+                    e = seq[r][pos[r]]
+                    if e["cat"] == "recv":
+                        key = (e["args"]["peer"], r, e["args"]["tag"])
+                        has_send = any(
+                            x["cat"] == "send" and
+                            (x["args"]["peer"], x["args"]["tag"]) ==
+                            (r, e["args"]["tag"])
+                            for x in seq.get(e["args"]["peer"], []))
+                        if key not in sent and has_send:
+                            break
+                        t[r] = max(t[r], sent.get(key, 0.0))
+                    elif e["cat"] == "send":
+                        sent[(r, e["args"]["peer"], e["args"]["tag"])] = t[r]
+                    else:
+                        t[r] += e["dur"]
+                        if "function" in e["args"]:
+                            calls += e["dur"]
+                    pos[r] += 1
+                    moved = True
+        if any(pos[r] < len(seq[r]) for r in ranks):
+            continue  # a receive without its send in this step
+        result.append((span, max(t.values()), calls))
+    return len(ranks), result
+
+
 def report(path, out=sys.stdout):
     ranks, rows, bubbles, overlap, latency = analyze(path)
     med = statistics.median
@@ -90,6 +155,16 @@ def report(path, out=sys.stdout):
               f"{med(latency):.0f} us, p90 "
               f"{latency[int(0.9 * (len(latency) - 1))]:.0f} us "
               f"({len(latency)} receives)", file=out)
+    k, replayed = replay(path)
+    if replayed:
+        lost = [1 - r / m for m, r, _ in replayed]
+        implied = [1 - c / (k * r) for _, r, c in replayed]
+        print(f"    replay with the measured call times and free, instant messages"
+              f" (steps 2..): span {med([r for _, r, _ in replayed]) / 1e3:.1f}"
+              f" of {med([m for m, _, _ in replayed]) / 1e3:.1f} ms; lost to "
+              f"messages and waits off the schedule {100 * med(lost):.1f}% of "
+              f"the step; bubble the schedule leaves with these call times "
+              f"{100 * med(implied):.1f}%", file=out)
     return med(bubbles) if bubbles else float("nan")
 
 

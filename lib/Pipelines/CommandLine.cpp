@@ -123,10 +123,11 @@ struct CompileFlags::Flags {
                 cl::desc("--target cuda: GPU architecture (default sm_90)"),
                 cl::value_desc("sm_NN"), cl::cat(c)),
         dtype("dtype",
-              cl::desc("--target cuda: GEMM precision, f32 (default) or "
-                       "bf16 (bf16 GEMM operands and products, f32 "
-                       "accumulation; weights, optimizer state, other ops "
-                       "and the bundle's buffers stay f32)"),
+              cl::desc("GEMM precision, f32 (default) or bf16 (bf16 GEMM "
+                       "operands and products, f32 accumulation; weights, "
+                       "optimizer state, other ops and the bundle's buffers "
+                       "stay f32; CPU: AMX or AVX512_BF16 where the CPU has "
+                       "them, an f32-FMA emulation elsewhere)"),
               cl::value_desc("TYPE"), cl::cat(c)),
         noChecker("no-onnx-checker", cl::desc("Do not run the ONNX checker"),
                   cl::cat(c)),

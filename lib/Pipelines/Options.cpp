@@ -96,6 +96,27 @@ static LogicalResult fail(std::string &error, const llvm::Twine &message) {
   return failure();
 }
 
+/// --dtype with --target cpu: bf16 GEMMs on pipedream's kernel
+/// (pd_cpu_gemm_bf16; AVX512_BF16 where the running CPU has it, a bitwise
+/// equal f32-FMA emulation elsewhere), with --gemm auto or kernel only.
+static LogicalResult resolveCPUDType(const CompileOptions &o,
+                                     cpu::CPUCodegenOptions &cpu,
+                                     std::string &error) {
+  if (!o.dtype || o.target != "cpu")
+    return success();
+  if (*o.dtype == "f32")
+    return success();
+  if (*o.dtype != "bf16")
+    return fail(error, "--dtype " + *o.dtype + ": expected f32 or bf16");
+  if (cpu.gemm != cpu::GemmLowering::Auto &&
+      cpu.gemm != cpu::GemmLowering::Kernel)
+    return fail(error, "--dtype bf16 --gemm " + o.gemm +
+                           ": bf16 GEMMs run on pipedream's kernel only "
+                           "(--gemm auto or kernel)");
+  cpu.bf16Gemm = true;
+  return success();
+}
+
 FailureOr<CodegenPhaseOptions>
 pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
   CodegenPhaseOptions codegen;
@@ -112,6 +133,8 @@ pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
   if (codegen.cpu.gemm == cpu::GemmLowering::BLAS && !cpu::isBLASAvailable())
     return fail(error, "--gemm blas: this pipedream was built without "
                        "OpenBLAS (install libopenblas-dev and rebuild)");
+  if (failed(resolveCPUDType(o, codegen.cpu, error)))
+    return failure();
   codegen.cpu.runTimeChecks = o.runTimeChecks;
   codegen.cpu.codegenThreads = o.codegenThreads;
   codegen.cpu.outlineKernels = o.outlineKernels;
@@ -134,9 +157,9 @@ static LogicalResult resolveTarget(const CompileOptions &o,
     return fail(error, "--target " + o.target + ": expected cpu or cuda");
   target.target = *kind;
   if (*kind != CompileTarget::CUDA) {
-    if (o.gpuArch || o.dtype)
-      return fail(error, llvm::Twine(o.gpuArch ? "--gpu-arch" : "--dtype") +
-                             " applies to --target cuda");
+    if (o.gpuArch)
+      return fail(error, "--gpu-arch applies to --target cuda");
+    // --dtype on CPU: resolveCodegenOptions (the GEMM lowering).
     return success();
   }
   cuda::CUDACodegenOptions &c = target.cuda;

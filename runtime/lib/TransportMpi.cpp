@@ -49,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -267,6 +268,11 @@ void testSendsInline(MpiState &state) {
 /// sleep, not a spin: it shares the rank's cores with its compute), asleep
 /// on `wake` while none is.
 void progressLoop(MpiState &state) {
+#ifdef __linux__
+  // Named, so that its CPU time can be told from the rank's compute
+  // (/proc/PID/task/TID/comm; bench/pipeline.py reports it per step).
+  pthread_setname_np(pthread_self(), "pd-mpi-progress");
+#endif
   std::list<MpiState::PendingSend> inFlight;
   std::unique_lock<std::mutex> lock(state.mutex);
   while (!state.stop) {
@@ -315,8 +321,28 @@ void drainSends(MpiState &state, size_t limit) {
     throw Error(state.failureStatus, state.failure);
 }
 
-/// How long a send drives its message itself before it returns.
-constexpr std::chrono::microseconds kSendSpin(200);
+/// How long a send drives its message itself before it returns, and
+/// whether it yields between its tests. Default: 20 us, not yielding
+/// (issue 21: a yielding 200 us spin took 8-9 ms per send on a loaded
+/// machine, where sched_yield hands the core to every other runnable task
+/// first: 137-152 ms of a 570 ms step in sends). PIPEDREAM_MPI_SEND_SPIN_US
+/// and PIPEDREAM_MPI_SEND_YIELD=1 set them (measurements).
+std::chrono::microseconds sendSpin() {
+  static const long us = [] {
+    const char *env = std::getenv("PIPEDREAM_MPI_SEND_SPIN_US");
+    long v = env ? std::strtol(env, nullptr, 10) : 20;
+    return v < 0 ? 0L : v;
+  }();
+  return std::chrono::microseconds(us);
+}
+
+bool sendYields() {
+  static const bool yields = [] {
+    const char *env = std::getenv("PIPEDREAM_MPI_SEND_YIELD");
+    return env && std::string(env) == "1";
+  }();
+  return yields;
+}
 
 /// Most bytes of buffered sends in flight before a send waits.
 constexpr size_t kMaxPendingBytes = size_t(1) << 30;
@@ -397,7 +423,8 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
     // fragment within microseconds: drive the protocol here for a moment
     // (a progress thread woken from a sleep can take milliseconds on a
     // loaded machine), then leave the send to the progress thread.
-    auto spinEnd = std::chrono::steady_clock::now() + kSendSpin;
+    auto spinEnd = std::chrono::steady_clock::now() + sendSpin();
+    const bool yields = sendYields();
     for (;;) {
       int complete = 0;
       check(MPI_Test(&send.request, &complete, MPI_STATUS_IGNORE),
@@ -413,9 +440,10 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
         state.wake.notify_one();
         return PD_OK;
       }
-      // Yielding, like a receive's polls: a receiver sharing this core
-      // runs and takes the message.
-      std::this_thread::yield();
+      // Not yielding by default: on a loaded machine a yield can hold the
+      // sender for a whole scheduling round (see sendSpin).
+      if (yields)
+        std::this_thread::yield();
     }
   });
 }

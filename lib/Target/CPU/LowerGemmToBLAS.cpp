@@ -6,7 +6,9 @@
 //
 // Replaces f32/f64 linalg contractions on memrefs by CBLAS gemm calls, or
 // f32 ones by calls to pipedream's own kernel `pd_cpu_sgemm` (same
-// arguments; lib/Target/CPU/Kernels/Gemm.cpp) with `sgemm=pd_cpu_sgemm`.
+// arguments; lib/Target/CPU/Kernels/Gemm.cpp) with `sgemm=pd_cpu_sgemm`,
+// or to its bf16 GEMM `pd_cpu_gemm_bf16` (`--dtype bf16`: bf16 operands and
+// product, f32 accumulation and C) with `sgemm=pd_cpu_gemm_bf16`.
 //
 // In the default GEMM lowering (`--gemm=auto`) every f32 contraction goes
 // to pd_cpu_sgemm and f64 ones to OpenBLAS; `--gemm=kernel` leaves f64 to
@@ -132,9 +134,11 @@ struct LowerGemmToBLASPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (sgemm != "cblas_sgemm" && sgemm != "pd_cpu_sgemm") {
+    if (sgemm != "cblas_sgemm" && sgemm != "pd_cpu_sgemm" &&
+        sgemm != "pd_cpu_gemm_bf16") {
       module.emitError() << "cpu-lower-gemm-to-blas: sgemm=" << sgemm
-                         << ": expected cblas_sgemm or pd_cpu_sgemm";
+                         << ": expected cblas_sgemm, pd_cpu_sgemm or "
+                            "pd_cpu_gemm_bf16";
       return signalPassFailure();
     }
     bool f64 = lowerF64;

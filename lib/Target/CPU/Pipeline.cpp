@@ -214,7 +214,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   if (options.gemm == GemmLowering::Auto ||
       options.gemm == GemmLowering::Kernel) {
     LowerGemmToBLASPassOptions toKernel;
-    toKernel.sgemm = "pd_cpu_sgemm";
+    toKernel.sgemm = options.bf16Gemm ? "pd_cpu_gemm_bf16" : "pd_cpu_sgemm";
     toKernel.lowerF64 = usesBLAS(options);
     pm.addPass(createLowerGemmToBLASPass(toKernel));
   } else if (usesBLAS(options)) {

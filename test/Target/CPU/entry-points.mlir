@@ -53,7 +53,8 @@
 
 // The kernels' exports (lib/Target/CPU/Kernels/Kernels.h), then the entries.
 // NM-NOT: {{ T }}
-// NM: T pipedream_cpu_gemm_constants
+// NM: T pipedream_cpu_gemm_bf16_kernel
+// NM-NEXT: T pipedream_cpu_gemm_constants
 // NM-NEXT: T pipedream_cpu_gemm_kernel
 // NM-NEXT: T pipedream_cpu_gemm_packed_stats
 // NM-NEXT: T pipedream_cpu_num_threads

@@ -82,6 +82,10 @@ struct CPUCodegenOptions {
   std::string features;
   /// How contractions are compiled.
   GemmLowering gemm = GemmLowering::Auto;
+  /// `--dtype bf16`: f32 contractions on pipedream's bf16 GEMM
+  /// (`pd_cpu_gemm_bf16`: bf16 operands and product, f32 accumulation and
+  /// buffers; GemmLowering Auto or Kernel only).
+  bool bf16Gemm = false;
   /// Lower the index checks (nn.check_index_range) to the run-time status
   /// record; false drops them (indices are still clamped), for measuring
   /// their cost (bench/run_time_checks.py).

@@ -298,7 +298,10 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     kernel for f32 instead (lib/Target/CPU/Kernels: same arguments as
     `cblas_sgemm`, AVX-512 or AVX2 chosen by cpuid at run time, linked into
     every program.so); `f64=false` leaves f64 contractions to the loop
-    lowering (no OpenBLAS).
+    lowering (no OpenBLAS). `sgemm=pd_cpu_gemm_bf16` (`--dtype bf16`) calls
+    the kernel's bf16 GEMM, same arguments, the CUDA target's semantics: A
+    and B rounded to bf16, f32 accumulation, the product rounded to bf16
+    and added to the f32 C (`beta`).
 
     ```mlir
     linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x16xf32>)
@@ -311,7 +314,8 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
   let options = [
     Option<"sgemm", "sgemm", "std::string", /*default=*/"\"cblas_sgemm\"",
            "Callee of f32 contractions: cblas_sgemm (OpenBLAS) or "
-           "pd_cpu_sgemm (pipedream's kernel)">,
+           "pd_cpu_sgemm (pipedream's kernel) or pd_cpu_gemm_bf16 (its bf16 "
+           "GEMM: bf16 operands and product, f32 accumulation)">,
     Option<"lowerF64", "f64", "bool", /*default=*/"true",
            "Lower f64 contractions to cblas_dgemm">,
   ];

@@ -40,6 +40,8 @@
 #define PD_X86 1
 #include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #else
 // Other architectures: the portable kernel only.
 #define PD_X86 0
@@ -770,32 +772,35 @@ size_t packBudget() {
 /// op(B) of `p` packed whole for `info`, from the thread's cache or packed
 /// now; NULL when B is not in a constant range, over the budget or out of
 /// memory (the caller packs per block).
-const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+/// The calling thread's packed copy of a constant op(B) (stored at `b`,
+/// K x N, `layout` telling packings apart: the f32 kernels' ISA, the bf16
+/// ones' 16 + index), from the cache or packed now by pack(buffer) into
+/// `bytes`; NULL when B is not in a constant range, over the budget or out
+/// of memory (the caller packs per block).
+template <typename Pack>
+void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
+                     size_t bytes, Pack pack) {
   Constants *c = tConstants;
   if (!c || c->ranges == 0)
     return nullptr;
-  const Blocking &bl = info.blocking;
   // The bytes op(B) spans in its store.
-  int64_t rows = p.b.trans ? p.n : p.k, cols = p.b.trans ? p.k : p.n;
-  const unsigned char *first = reinterpret_cast<const unsigned char *>(p.b.p);
+  int64_t rows = b.trans ? n : k, cols = b.trans ? k : n;
+  const unsigned char *first = reinterpret_cast<const unsigned char *>(b.p);
   const unsigned char *last =
-      first + ((rows - 1) * p.b.ld + cols) * int64_t(sizeof(float));
+      first + ((rows - 1) * b.ld + cols) * int64_t(sizeof(float));
   bool inside = false;
   for (int32_t i = 0; i < c->ranges && !inside; ++i)
     inside = first >= c->begin[i] && last <= c->end[i];
   if (!inside)
     return nullptr;
-  int isa = int(&info - kKernels);
   for (int32_t i = 0; i < c->numPacks; ++i) {
     const PackedB &e = c->packs[i];
-    if (e.p == p.b.p && e.ld == p.b.ld && e.k == p.k && e.n == p.n &&
-        e.trans == p.b.trans && e.isa == isa) {
+    if (e.p == b.p && e.ld == b.ld && e.k == k && e.n == n &&
+        e.trans == b.trans && e.isa == layout) {
       ++c->reused;
       return e.packed;
     }
   }
-  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
-  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
   if (c->packedBytes + bytes > packBudget())
     return nullptr;
   if (c->numPacks == c->packCap) {
@@ -811,21 +816,33 @@ const float *constantPackedB(const Problem &p, const KernelInfo &info) {
   float *packed = takeBuffer(*c, bytes, packBudget(), capacity);
   if (!packed)
     return nullptr;
-  const bool simd = info.kernel != kKernels[0].kernel;
-  // The same packB calls, block by block, gemmBlock would make per call.
-  for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
-    int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
-    for (int64_t j = 0; j < p.n; j += bl.nc) {
-      int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
-      packB(p.b, pc, kc, j, nb, bl.nr, packed + wholeOffset(pc, j, kc, nPad),
-            simd);
-    }
-  }
+  pack(packed);
   c->packs[c->numPacks++] =
-      PackedB{p.b.p, p.b.ld, p.k, p.n, p.b.trans, isa, packed, capacity};
+      PackedB{b.p, b.ld, k, n, b.trans, layout, packed, capacity};
   c->packedBytes += capacity;
   ++c->packed;
   return packed;
+}
+
+/// op(B) of `p` packed whole for `info` (constantPacked).
+const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+  const Blocking &bl = info.blocking;
+  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
+  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
+  const bool simd = info.kernel != kKernels[0].kernel;
+  return static_cast<const float *>(constantPacked(
+      p.b, p.k, p.n, int(&info - kKernels), bytes, [&](float *packed) {
+        // The same packB calls, block by block, gemmBlock would make per
+        // call.
+        for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
+          int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
+          for (int64_t j = 0; j < p.n; j += bl.nc) {
+            int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
+            packB(p.b, pc, kc, j, nb, bl.nr,
+                  packed + wholeOffset(pc, j, kc, nPad), simd);
+          }
+        }
+      }));
 }
 
 //===----------------------------------------------------------------------===//
@@ -903,6 +920,608 @@ void chooseGrid(int threads, int64_t rowTiles, int64_t colTiles,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// bf16 GEMMs (pd_cpu_gemm_bf16): --dtype bf16
+//===----------------------------------------------------------------------===//
+//
+// C = beta * C + bf16(alpha * sum_k bf16(op(A)[i,k]) * bf16(op(B)[k,j])),
+// the sum in f32: the semantics of the CUDA target's --dtype bf16 (bf16
+// operands and product, f32 accumulation, C stays f32). Operands are
+// rounded to bf16 (round to nearest even, denormals flushed to zero: what
+// VDPBF16PS reads) while packing; a packed element is a pair of bf16 along
+// K, (k even in the low half, k odd in the high one), K padded to even with
+// zeros. K is never split (the product is rounded once, at the end), so a
+// B block is as wide as ~1 MiB of packed pairs allows.
+//
+// Micro-kernels: "amx_bf16" (AMX tiles, kernelBF16Amx) where the CPU and
+// OS allow it, "avx512_bf16" (12 x 32, VDPBF16PS: per pair, the odd
+// product then the even one, each an f32 FMA) where cpuid has AVX512_BF16,
+// else the same two f32 FMAs per pair with AVX-512F ("avx512-emulated"),
+// AVX2 ("avx2-emulated") or C ("generic-emulated"): bitwise the same
+// results (VDPBF16PS also flushes denormal partial sums, the emulation does
+// not: results differ only where a partial sum is below 2^-126), about the
+// f32 kernel's speed. pipedream_cpu_gemm_bf16_kernel() says which one runs.
+
+/// f32 -> bf16 bits, round to nearest even, denormals to (signed) zero,
+/// NaN stays a quiet NaN.
+inline uint32_t toBF16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7f800000u) == 0)
+    return (bits >> 16) & 0x8000u;
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return ((bits >> 16) | 0x40u) & 0xffffu;
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return bits >> 16;
+}
+
+/// f32 rounded to bf16 precision (the product's rounding; no flushing: a
+/// denormal product stays, like cuBLAS's bf16 output).
+inline float roundBF16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    bits = (bits | 0x00400000u) & 0xffff0000u;
+  else
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  memcpy(&r, &bits, sizeof(r));
+  return r;
+}
+
+inline float operandAt(const Operand &x, int64_t r, int64_t c) {
+  return x.trans ? x.p[c * x.ld + r] : x.p[r * x.ld + c];
+}
+
+/// toBF16 without branches (vectorizable loops below).
+inline uint32_t toBF16Bits(uint32_t bits) {
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet = ((bits >> 16) | 0x40u) & 0xffffu;
+  uint32_t zero = (bits >> 16) & 0x8000u;
+  uint32_t r = (bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+  return (bits & 0x7f800000u) == 0 ? zero : r;
+}
+
+/// out[t] = bf16(lo[t]) | bf16(hi[t]) << 16, t < n (`hi` NULL: zeros).
+void pairRows(const float *lo, const float *hi, int64_t n, uint32_t *out) {
+  const uint32_t *l = reinterpret_cast<const uint32_t *>(lo);
+  const uint32_t *h = reinterpret_cast<const uint32_t *>(hi);
+  if (!h) {
+    for (int64_t t = 0; t < n; ++t)
+      out[t] = toBF16Bits(l[t]);
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t)
+    out[t] = toBF16Bits(l[t]) | (toBF16Bits(h[t]) << 16);
+}
+
+/// out[q] = bf16(src[2q]) | bf16(src[2q + 1]) << 16 for the k elements of
+/// a contiguous row (the last pair's high half zero when k is odd).
+void pairContiguous(const float *src, int64_t k, uint32_t *out) {
+  const uint32_t *u = reinterpret_cast<const uint32_t *>(src);
+  int64_t full = k / 2;
+  for (int64_t q = 0; q < full; ++q)
+    out[q] = toBF16Bits(u[2 * q]) | (toBF16Bits(u[2 * q + 1]) << 16);
+  if (k % 2)
+    out[full] = toBF16Bits(u[k - 1]);
+}
+
+/// Rows of op(X) contiguous along k (A as stored, B transposed): each row's
+/// pairs converted into `row` (vectorizable), then spread into the panel
+/// with the panel's stride `width`.
+void packRowsAlongK(const Operand &x, int64_t first, int64_t count, int64_t k,
+                    int width, uint32_t *panel) {
+  constexpr int64_t kChunk = 512;
+  uint32_t row[kChunk];
+  int64_t kp = (k + 1) / 2;
+  for (int64_t r = 0; r < count; ++r) {
+    const float *src = x.p + (first + r) * x.ld;
+    for (int64_t q0 = 0; q0 < kp; q0 += kChunk) {
+      int64_t n = kp - q0 < kChunk ? kp - q0 : kChunk;
+      int64_t elements = 2 * (q0 + n) <= k ? 2 * n : k - 2 * q0;
+      pairContiguous(src + 2 * q0, elements, row);
+      uint32_t *dst = panel + q0 * width + r;
+      for (int64_t q = 0; q < n; ++q)
+        dst[q * width] = row[q];
+    }
+  }
+}
+
+/// Rows of op(X) strided along k (A transposed, B as stored): the stored
+/// rows 2q and 2q + 1 are contiguous along the panel's width.
+void packRowsAcrossK(const Operand &x, int64_t first, int64_t count,
+                     int64_t k, int width, uint32_t *panel) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t q = 0; q < kp; ++q) {
+    const float *lo = x.p + 2 * q * x.ld + first;
+    const float *hi = 2 * q + 1 < k ? lo + x.ld : nullptr;
+    pairRows(lo, hi, count, panel + q * width);
+  }
+}
+
+/// op(A)[i0 : i0+mb, 0 : k] into micro-panels of kp pairs x MR.
+void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
+               uint32_t *out) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    uint32_t *panel = out + ir * kp;
+    if (rows < mr)
+      memset(panel, 0, sizeof(uint32_t) * kp * mr);
+    if (a.trans)
+      packRowsAcrossK(a, i0 + ir, rows, k, mr, panel);
+    else
+      packRowsAlongK(a, i0 + ir, rows, k, mr, panel);
+  }
+}
+
+/// op(B)[0 : k, j0 : j0+nb] into micro-panels of kp pairs x NR.
+void packBBF16(const Operand &b, int64_t k, int64_t j0, int64_t nb, int nr,
+               uint32_t *out, int64_t kpPad) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t jr = 0; jr < nb; jr += nr) {
+    int64_t cols = nb - jr < nr ? nb - jr : nr;
+    uint32_t *panel = out + jr * kpPad;
+    if (kpPad > kp)
+      memset(panel + kp * nr, 0, sizeof(uint32_t) * (kpPad - kp) * nr);
+    if (cols < nr)
+      memset(panel, 0, sizeof(uint32_t) * kp * nr);
+    if (b.trans)
+      packRowsAlongK(b, j0 + jr, cols, k, nr, panel);
+    else
+      packRowsAcrossK(b, j0 + jr, cols, k, nr, panel);
+  }
+}
+
+/// AMX's A layout: op(A)[i0 : i0+mb, 0 : k] into panels of MR rows, each
+/// row kpPad pairs (k contiguous, zero past k), rows past mb zero.
+void packABF16Rows(const Operand &a, int64_t i0, int64_t mb, int64_t k,
+                   int mr, uint32_t *out, int64_t kpPad) {
+  int64_t kp = (k + 1) / 2;
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    uint32_t *panel = out + ir * kpPad;
+    for (int64_t r = 0; r < mr; ++r) {
+      uint32_t *dst = panel + r * kpPad;
+      if (r >= rows) {
+        memset(dst, 0, sizeof(uint32_t) * kpPad);
+        continue;
+      }
+      int64_t i = i0 + ir + r;
+      if (!a.trans) {
+        pairContiguous(a.p + i * a.ld, k, dst);
+      } else {
+        for (int64_t q = 0; q < kp; ++q) {
+          uint32_t lo = toBF16(a.p[2 * q * a.ld + i]);
+          uint32_t hi = 2 * q + 1 < k ? toBF16(a.p[(2 * q + 1) * a.ld + i]) : 0;
+          dst[q] = lo | (hi << 16);
+        }
+      }
+      if (kpPad > kp)
+        memset(dst + kp, 0, sizeof(uint32_t) * (kpPad - kp));
+    }
+  }
+}
+
+inline float bf16High(uint32_t pair) {
+  uint32_t bits = pair & 0xffff0000u;
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline float bf16Low(uint32_t pair) {
+  uint32_t bits = pair << 16;
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// The tile's C update: C = bf16(alpha * acc) (+ beta * C).
+inline float combineBF16(float acc, float c, float alpha, float beta) {
+  float r = roundBF16(alpha * acc);
+  return beta == 0.0f ? r : r + beta * c;
+}
+
+template <int MR, int NR>
+void kernelBF16Generic(int64_t kp, const uint32_t *ap, const uint32_t *bp,
+                       float *c, int64_t ldc, float alpha, float beta) {
+  float acc[MR][NR] = {};
+  for (int64_t q = 0; q < kp; ++q, ap += MR, bp += NR)
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) {
+        // NOTE: bf16 x bf16 is exact in f32, so the product then the sum
+        // is the FMA's single rounding (no libm fmaf: program.so needs no
+        // libm; contraction is off in this file).
+        acc[i][j] = bf16High(ap[i]) * bf16High(bp[j]) + acc[i][j];
+        acc[i][j] = bf16Low(ap[i]) * bf16Low(bp[j]) + acc[i][j];
+      }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j)
+      c[i * ldc + j] = combineBF16(acc[i][j], c[i * ldc + j], alpha, beta);
+}
+
+#if PD_X86
+/// The vector epilogue: C row segment = bf16(alpha * acc) (+ beta * C).
+template <int W, typename Vec>
+__attribute__((always_inline)) inline void
+storeBF16(float *dst, const Vec &acc, float alpha, float beta) {
+  typedef uint32_t UVec __attribute__((ext_vector_type(W)));
+  typedef int32_t IVec __attribute__((ext_vector_type(W)));
+  Vec r = Vec(alpha) * acc;
+  UVec bits = __builtin_bit_cast(UVec, r);
+  UVec rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  UVec quiet = (bits | 0x00400000u) & 0xffff0000u;
+  UVec nan = __builtin_bit_cast(UVec, IVec(r != r));
+  r = __builtin_bit_cast(Vec, (rounded & ~nan) | (quiet & nan));
+  if (beta != 0.0f) {
+    Vec old;
+    __builtin_memcpy(&old, dst, sizeof(old));
+    r = r + Vec(beta) * old;
+  }
+  __builtin_memcpy(dst, &r, sizeof(r));
+}
+
+/// The emulated vector micro-kernel: per pair two f32 FMAs (odd, even).
+template <int W, int MR>
+__attribute__((always_inline)) inline void
+kernelBF16Vector(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+                 int64_t ldc, float alpha, float beta) {
+  typedef float Vec __attribute__((ext_vector_type(W)));
+  typedef uint32_t UVec __attribute__((ext_vector_type(W)));
+  Vec acc[MR][2];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+    acc[i][0] = acc[i][1] = Vec(0.0f);
+  for (int64_t q = 0; q < kp; ++q, ap += MR, bp += 2 * W) {
+    UVec u0, u1;
+    __builtin_memcpy(&u0, bp, sizeof(u0));
+    __builtin_memcpy(&u1, bp + W, sizeof(u1));
+    Vec hi0 = __builtin_bit_cast(Vec, u0 & 0xffff0000u);
+    Vec lo0 = __builtin_bit_cast(Vec, u0 << 16);
+    Vec hi1 = __builtin_bit_cast(Vec, u1 & 0xffff0000u);
+    Vec lo1 = __builtin_bit_cast(Vec, u1 << 16);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; ++i) {
+      Vec ah = Vec(bf16High(ap[i])), al = Vec(bf16Low(ap[i]));
+      acc[i][0] = __builtin_elementwise_fma(ah, hi0, acc[i][0]);
+      acc[i][1] = __builtin_elementwise_fma(ah, hi1, acc[i][1]);
+      acc[i][0] = __builtin_elementwise_fma(al, lo0, acc[i][0]);
+      acc[i][1] = __builtin_elementwise_fma(al, lo1, acc[i][1]);
+    }
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i) {
+    storeBF16<W>(c + i * ldc, acc[i][0], alpha, beta);
+    storeBF16<W>(c + i * ldc + W, acc[i][1], alpha, beta);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void
+kernelBF16Avx2(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+               int64_t ldc, float alpha, float beta) {
+  kernelBF16Vector<8, 6>(kp, ap, bp, c, ldc, alpha, beta);
+}
+
+__attribute__((target("avx512f,fma"))) void
+kernelBF16Avx512(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+                 int64_t ldc, float alpha, float beta) {
+  kernelBF16Vector<16, 12>(kp, ap, bp, c, ldc, alpha, beta);
+}
+
+/// VDPBF16PS: 12 x 32, 24 zmm accumulators.
+__attribute__((target("avx512f,avx512bf16"))) void
+kernelBF16Native(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+                 int64_t ldc, float alpha, float beta) {
+  constexpr int MR = 12;
+  __m512 acc[MR][2];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < kp; ++q, ap += MR, bp += 32) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(bp);
+    __m512bh b1 = (__m512bh)_mm512_load_si512(bp + 16);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; ++i) {
+      __m512bh a = (__m512bh)_mm512_set1_epi32(int(ap[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], a, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
+    }
+  }
+  typedef float Vec __attribute__((ext_vector_type(16)));
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; ++i) {
+    Vec lo = __builtin_bit_cast(Vec, acc[i][0]);
+    Vec hi = __builtin_bit_cast(Vec, acc[i][1]);
+    storeBF16<16>(c + i * ldc, lo, alpha, beta);
+    storeBF16<16>(c + i * ldc + 16, hi, alpha, beta);
+  }
+}
+
+/// cpuid leaf 7 subleaf 1, EAX bit 5: AVX512_BF16.
+bool hasAvx512BF16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+    return false;
+  return eax & (1u << 5);
+}
+/// AMX (TDPBF16PS): a 32 x 32 C block in 4 tiles of 16 x 16 f32, A in
+/// 2 tiles of 16 rows x 16 pairs (packABF16Rows, row stride kp), B in 2
+/// tiles of 16 pairs x 16 columns (packBBF16 with NR = 32: row stride 128
+/// bytes); kp a multiple of 16. The tile configuration is the calling
+/// thread's (amxConfigure).
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) void
+kernelBF16Amx(int64_t kp, const uint32_t *ap, const uint32_t *bp, float *c,
+              int64_t ldc, float alpha, float beta) {
+  alignas(64) float acc[32 * 32];
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t aStride = kp * 4;
+  for (int64_t q = 0; q < kp; q += 16) {
+    _tile_loadd(4, ap + q, aStride);
+    _tile_loadd(5, ap + 16 * kp + q, aStride);
+    _tile_loadd(6, bp + q * 32, 128);
+    _tile_loadd(7, bp + q * 32 + 16, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, acc, 128);
+  _tile_stored(1, acc + 16, 128);
+  _tile_stored(2, acc + 16 * 32, 128);
+  _tile_stored(3, acc + 16 * 32 + 16, 128);
+  typedef float Vec __attribute__((ext_vector_type(16)));
+  for (int i = 0; i < 32; ++i)
+    for (int h = 0; h < 2; ++h) {
+      Vec v;
+      __builtin_memcpy(&v, acc + i * 32 + 16 * h, sizeof(v));
+      storeBF16<16>(c + i * ldc + 16 * h, v, alpha, beta);
+    }
+}
+
+/// The 64-byte tile configuration: palette 1, tiles 0-7 of 16 rows x 64
+/// bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette, startRow, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+__thread bool tAmxConfigured;
+
+__attribute__((target("amx-tile"))) void amxConfigure() {
+  if (tAmxConfigured)
+    return;
+  TileConfig config = {};
+  config.palette = 1;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = 64;
+    config.rows[t] = 16;
+  }
+  _tile_loadconfig(&config);
+  tAmxConfigured = true;
+}
+
+/// cpuid leaf 7: EDX bits 24 (AMX-TILE) and 22 (AMX-BF16), XCR0's tile
+/// state (bits 17-18), and Linux's permission for the tile data
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+bool hasAmxBF16() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    return false;
+  if (!(edx & (1u << 24)) || !(edx & (1u << 22)))
+    return false;
+  if ((readXcr0() & 0x60000) != 0x60000)
+    return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+#else
+bool hasAvx512BF16() { return false; }
+bool hasAmxBF16() { return false; }
+#endif // PD_X86
+
+using BF16Kernel = void (*)(int64_t, const uint32_t *, const uint32_t *,
+                            float *, int64_t, float, float);
+
+struct BF16KernelInfo {
+  const char *name;
+  BF16Kernel kernel;
+  /// MR, NR; MC and the bytes of a packed B block.
+  int mr, nr;
+  int64_t mc, bBlockBytes;
+  /// AMX: A packed by rows (packABF16Rows), pairs padded to 16.
+  bool amx;
+};
+
+const BF16KernelInfo kBF16Kernels[] = {
+    {"generic-emulated", kernelBF16Generic<4, 8>, 4, 8, 128, 1 << 20, false},
+#if PD_X86
+    {"avx2-emulated", kernelBF16Avx2, 6, 16, 96, 2 << 20, false},
+    {"avx512-emulated", kernelBF16Avx512, 12, 32, 96, 2 << 20, false},
+    {"avx512_bf16", kernelBF16Native, 12, 32, 96, 2 << 20, false},
+    {"amx_bf16", kernelBF16Amx, 32, 32, 128, 2 << 20, true},
+#endif
+};
+
+int gBF16Isa = -1;
+
+/// The f32 kernel's ISA (and its PIPEDREAM_GEMM_KERNEL cap), plus
+/// AVX512_BF16 on top of AVX-512 unless PIPEDREAM_GEMM_KERNEL names a
+/// lower one.
+const BF16KernelInfo &bf16KernelInfo() {
+  // NOTE: the best the CPU has: amx_bf16, else avx512_bf16, else the
+  // emulation on the f32 kernel's ISA.
+  int isa = __atomic_load_n(&gBF16Isa, __ATOMIC_ACQUIRE);
+  if (isa < 0) {
+    isa = int(&kernelInfo() - kKernels);
+    const char *want = getenv("PIPEDREAM_GEMM_KERNEL");
+    bool capped = want && (!strcmp(want, "generic") || !strcmp(want, "avx2") ||
+                           !strcmp(want, "avx512"));
+    if (isa == 2 && !capped && hasAvx512BF16())
+      isa = 3;
+    // AMX unless PIPEDREAM_GEMM_KERNEL names a lower kernel (avx512_bf16:
+    // VDPBF16PS).
+    if (isa == 3 && !(want && !strcmp(want, "avx512_bf16")) && hasAmxBF16())
+      isa = 4;
+    __atomic_store_n(&gBF16Isa, isa, __ATOMIC_RELEASE);
+  }
+  return kBF16Kernels[isa];
+}
+
+struct BF16Problem {
+  int64_t m, n, k;
+  float alpha, beta;
+  Operand a, b;
+  float *c;
+  int64_t ldc;
+  /// op(B) packed whole (ceil(N / NR) panels of pairsPad(K) x NR, the
+  /// panels gemmBlockBF16 packs per block), or NULL.
+  const uint32_t *packedB = nullptr;
+};
+
+/// Pairs of K a packed panel holds (AMX: a multiple of 16).
+inline int64_t pairsPad(int64_t k, const BF16KernelInfo &info) {
+  int64_t kp = (k + 1) / 2;
+  return info.amx ? (kp + 15) / 16 * 16 : kp;
+}
+
+/// A constant op(B) packed whole for the bf16 kernel `info`
+/// (constantPacked; results bitwise those of per-block packing).
+const uint32_t *constantPackedBBF16(const BF16Problem &p,
+                                    const BF16KernelInfo &info) {
+  int64_t kp = pairsPad(p.k, info);
+  int64_t nPad = (p.n + info.nr - 1) / info.nr * info.nr;
+  size_t bytes = size_t(nPad) * size_t(kp) * sizeof(uint32_t);
+  int layout = 16 + int(&info - kBF16Kernels);
+  return static_cast<const uint32_t *>(
+      constantPacked(p.b, p.k, p.n, layout, bytes, [&](float *packed) {
+        packBBF16(p.b, p.k, 0, p.n, info.nr,
+                  reinterpret_cast<uint32_t *>(packed), kp);
+      }));
+}
+
+/// C[i0 : i0+mb, j0 : j0+nb]; false, before touching C, when the packing
+/// buffers cannot be allocated.
+bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
+                   int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+  const int mr = info.mr, nr = info.nr;
+  int64_t kp = pairsPad(p.k, info);
+#if PD_X86
+  if (info.amx)
+    amxConfigure();
+#endif
+  // B block columns: a multiple of NR within the byte budget.
+  int64_t nc = info.bBlockBytes / (4 * kp) / nr * nr;
+  if (nc < nr)
+    nc = nr;
+  int64_t ncMax = nb < nc ? nb : nc;
+  int64_t mcMax = mb < info.mc ? mb : info.mc;
+  int64_t mcRound = (mcMax + mr - 1) / mr * mr;
+  int64_t ncRound = (ncMax + nr - 1) / nr * nr;
+  Buffers *buffers = threadBuffers();
+  if (!buffers)
+    return false;
+  auto *ap = reinterpret_cast<uint32_t *>(
+      reserve(buffers->a, buffers->aCap, size_t(mcRound * kp)));
+  auto *bp = reinterpret_cast<uint32_t *>(
+      reserve(buffers->b, buffers->bCap, size_t(ncRound * kp)));
+  if (!ap || !bp)
+    return false;
+  alignas(64) float edge[32 * 32];
+  for (int64_t jc = 0; jc < nb; jc += nc) {
+    int64_t ncb = nb - jc < nc ? nb - jc : nc;
+    const uint32_t *bBlock = bp;
+    if (p.packedB)
+      bBlock = p.packedB + (j0 + jc) * kp;
+    else
+      packBBF16(p.b, p.k, j0 + jc, ncb, nr, bp, kp);
+    for (int64_t ic = 0; ic < mb; ic += info.mc) {
+      int64_t mc = mb - ic < info.mc ? mb - ic : info.mc;
+      if (info.amx)
+        packABF16Rows(p.a, i0 + ic, mc, p.k, mr, ap, kp);
+      else
+        packABF16(p.a, i0 + ic, mc, p.k, mr, ap);
+      for (int64_t jr = 0; jr < ncb; jr += nr) {
+        int64_t cols = ncb - jr < nr ? ncb - jr : nr;
+        const uint32_t *bPanel = bBlock + jr * kp;
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          int64_t rows = mc - ir < mr ? mc - ir : mr;
+          const uint32_t *aPanel = ap + ir * kp;
+          float *cTile = p.c + (i0 + ic + ir) * p.ldc + j0 + jc + jr;
+          if (rows == mr && cols == nr) {
+            info.kernel(kp, aPanel, bPanel, cTile, p.ldc, p.alpha, p.beta);
+            continue;
+          }
+          // The rounded product into `edge`, then the same update.
+          info.kernel(kp, aPanel, bPanel, edge, nr, p.alpha, 0.0f);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) {
+              float &x = cTile[i * p.ldc + j];
+              x = p.beta == 0.0f ? edge[i * nr + j]
+                                 : edge[i * nr + j] + p.beta * x;
+            }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/// Plain loops with the same arithmetic (out of memory only).
+void gemmNaiveBF16(const BF16Problem &p, int64_t i0, int64_t i1, int64_t j0,
+                   int64_t j1) {
+  auto bf = [](float x) {
+    uint32_t bits = toBF16(x) << 16;
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+  };
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) {
+      float acc = 0;
+      for (int64_t l = 0; l < p.k; l += 2) {
+        if (l + 1 < p.k)
+          acc = bf(operandAt(p.a, i, l + 1)) * bf(operandAt(p.b, l + 1, j)) +
+                acc;
+        acc = bf(operandAt(p.a, i, l)) * bf(operandAt(p.b, l, j)) + acc;
+      }
+      float &c = p.c[i * p.ldc + j];
+      c = combineBF16(acc, c, p.alpha, p.beta);
+    }
+}
+
+struct BF16Split {
+  const BF16Problem *problem;
+  const BF16KernelInfo *info;
+  int tm, tn;
+  int64_t rowTiles, colTiles;
+};
+
+void runPartBF16(void *p, int part) {
+  auto *s = static_cast<BF16Split *>(p);
+  int pi = part / s->tn, pj = part % s->tn;
+  int64_t r0 = s->rowTiles * pi / s->tm, r1 = s->rowTiles * (pi + 1) / s->tm;
+  int64_t c0 = s->colTiles * pj / s->tn, c1 = s->colTiles * (pj + 1) / s->tn;
+  int64_t i0 = r0 * s->info->mr, i1 = r1 * s->info->mr;
+  int64_t j0 = c0 * s->info->nr, j1 = c1 * s->info->nr;
+  if (i1 > s->problem->m)
+    i1 = s->problem->m;
+  if (j1 > s->problem->n)
+    j1 = s->problem->n;
+  if (i1 <= i0 || j1 <= j0)
+    return;
+  if (!gemmBlockBF16(*s->problem, *s->info, i0, i1 - i0, j0, j1 - j0))
+    gemmNaiveBF16(*s->problem, i0, i1, j0, j1);
+}
+
 } // namespace
 
 extern "C" {
@@ -955,6 +1574,55 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
     split.tm = split.tn = 1;
   }
   runPart(&split, 0);
+}
+
+PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
+                                int32_t m, int32_t n, int32_t k, float alpha,
+                                const float *a, int32_t lda, const float *b,
+                                int32_t ldb, float beta, float *c,
+                                int32_t ldc) {
+  if (order == kColMajor) {
+    pd_cpu_gemm_bf16(kRowMajor, transB, transA, n, m, k, alpha, b, ldb, a,
+                     lda, beta, c, ldc);
+    return;
+  }
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0 || alpha == 0.0f) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float &x = c[i * int64_t(ldc) + j];
+        x = beta == 0.0f ? 0.0f : beta * x;
+      }
+    return;
+  }
+  BF16Problem p{m, n, k, alpha, beta, Operand{a, lda, transA == kTrans},
+                Operand{b, ldb, transB == kTrans}, c, ldc};
+  const BF16KernelInfo &info = bf16KernelInfo();
+  p.packedB = constantPackedBBF16(p, info);
+  int64_t rowTiles = (p.m + info.mr - 1) / info.mr;
+  int64_t colTiles = (p.n + info.nr - 1) / info.nr;
+  double flops = 2.0 * p.m * p.n * p.k;
+  int threads = threadCount();
+  if (flops / 4e6 < threads)
+    threads = flops < 4e6 ? 1 : static_cast<int>(flops / 4e6);
+  if (threads > rowTiles * colTiles)
+    threads = static_cast<int>(rowTiles * colTiles);
+  BF16Split split{&p, &info, 1, 1, rowTiles, colTiles};
+  if (threads > 1) {
+    Blocking grid{info.mr, info.nr, 0, 0, 0};
+    chooseGrid(threads, rowTiles, colTiles, grid, split.tm, split.tn);
+    while (split.tm * split.tn != threads && threads > 1)
+      chooseGrid(--threads, rowTiles, colTiles, grid, split.tm, split.tn);
+    if (threads > 1 && runParallel(threads, runPartBF16, &split) > 1)
+      return;
+    split.tm = split.tn = 1;
+  }
+  runPartBF16(&split, 0);
+}
+
+PD_EXPORT const char *pipedream_cpu_gemm_bf16_kernel(void) {
+  return bf16KernelInfo().name;
 }
 
 PD_EXPORT void pipedream_cpu_set_num_threads(int32_t n) {

@@ -35,6 +35,26 @@ void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB, int32_t m,
                   int32_t lda, const float *b, int32_t ldb, float beta,
                   float *c, int32_t ldc);
 
+/// `--dtype bf16` (issue 21): pd_cpu_sgemm's arguments, with the CUDA
+/// target's bf16 semantics: C = beta * C + bf16(alpha * sum_k bf16(a) *
+/// bf16(b)), the sum in f32 (operands rounded to nearest even, denormal
+/// operands flushed to zero; the product rounded once). AMX (TDPBF16PS)
+/// where cpuid has AMX-BF16 and Linux grants the tile state, else
+/// VDPBF16PS with AVX512_BF16, else the same two f32 FMAs per pair of k
+/// as VDPBF16PS (bitwise its results save denormal partial sums; AMX sums
+/// more exactly); pipedream_cpu_gemm_bf16_kernel() says which. Same
+/// threads rule as pd_cpu_sgemm (bitwise the same for any N).
+void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
+                      int32_t m, int32_t n, int32_t k, float alpha,
+                      const float *a, int32_t lda, const float *b,
+                      int32_t ldb, float beta, float *c, int32_t ldc);
+
+/// The bf16 micro-kernel in effect: "amx_bf16", "avx512_bf16" (VDPBF16PS),
+/// or "avx512-emulated", "avx2-emulated", "generic-emulated" (f32 FMAs on
+/// the bf16 operands). $PIPEDREAM_GEMM_KERNEL=avx512_bf16 stops at
+/// VDPBF16PS, avx512|avx2|generic force the emulation (tests).
+const char *pipedream_cpu_gemm_bf16_kernel(void);
+
 /// Threads the kernels of this program.so use (process-wide). `n` <= 0
 /// restores the default: $PIPEDREAM_NUM_THREADS when set, else the number of
 /// CPUs in the process's affinity mask.
