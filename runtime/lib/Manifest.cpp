@@ -38,6 +38,7 @@ constexpr DtypeEntry kDtypes[] = {
     {"f32", PD_DTYPE_F32}, {"f64", PD_DTYPE_F64}, {"f16", PD_DTYPE_F16},
     {"bf16", PD_DTYPE_BF16}, {"i64", PD_DTYPE_I64}, {"i32", PD_DTYPE_I32},
     {"i8", PD_DTYPE_I8},   {"i1", PD_DTYPE_I1},   {"u8", PD_DTYPE_U8},
+    {"u16", PD_DTYPE_U16}, {"u32", PD_DTYPE_U32}, {"u64", PD_DTYPE_U64},
 };
 
 /// A short rendering of a JSON value for messages.

@@ -741,7 +741,12 @@ pd_status checkType(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
                 std::string(caller) + ": unknown dtype value " +
                     std::to_string(static_cast<int>(dtype)));
   const TensorType &type = buffer->type;
-  bool same = dtype == type.dtype && rank == type.shape.size();
+  // bf16 and u16 both travel as .npy `<u2` (runtime.h): the same bits.
+  auto isU2 = [](pd_dtype d) {
+    return d == PD_DTYPE_BF16 || d == PD_DTYPE_U16;
+  };
+  bool same = (dtype == type.dtype || (isU2(dtype) && isU2(type.dtype))) &&
+              rank == type.shape.size();
   for (size_t i = 0; same && i < rank; ++i)
     same = shape[i] == type.shape[i];
   if (!same)
@@ -822,6 +827,12 @@ const char *pd_dtype_name(pd_dtype dtype) {
     return "i1";
   case PD_DTYPE_U8:
     return "u8";
+  case PD_DTYPE_U16:
+    return "u16";
+  case PD_DTYPE_U32:
+    return "u32";
+  case PD_DTYPE_U64:
+    return "u64";
   case PD_DTYPE_MAX_ENUM_:
     break;
   }
@@ -846,12 +857,15 @@ size_t pd_dtype_size(pd_dtype dtype) {
   switch (dtype) {
   case PD_DTYPE_F64:
   case PD_DTYPE_I64:
+  case PD_DTYPE_U64:
     return 8;
   case PD_DTYPE_F32:
   case PD_DTYPE_I32:
+  case PD_DTYPE_U32:
     return 4;
   case PD_DTYPE_F16:
   case PD_DTYPE_BF16:
+  case PD_DTYPE_U16:
     return 2;
   case PD_DTYPE_I8:
   case PD_DTYPE_I1:
