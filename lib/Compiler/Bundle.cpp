@@ -45,7 +45,7 @@ std::string getBundleDType(Type type) {
       return width == 8 || width == 16 || width == 32 || width == 64
                  ? "u" + std::to_string(width)
                  : "";
-    if (width == 64 || width == 32 || width == 8 || width == 1)
+    if (width == 64 || width == 32 || width == 16 || width == 8 || width == 1)
       return "i" + std::to_string(width);
   }
   return "";
@@ -169,7 +169,7 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
               " '" + buffer.name + "' has element type " +
               typeToString(tensor.getElementType()) +
               ": not supported (bundles hold f32, f64, f16, bf16, i64, i32, "
-              "i8, i1, u8, u16, u32 and u64 buffers)";
+              "i16, i8, i1, u8, u16, u32 and u64 buffers)";
       return failure();
     }
     buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -532,7 +532,7 @@ static int64_t dtypeBytes(StringRef dtype) {
   return llvm::StringSwitch<int64_t>(dtype)
       .Cases({"f64", "i64", "u64"}, 8)
       .Cases({"f32", "i32", "u32"}, 4)
-      .Cases({"f16", "bf16", "u16"}, 2)
+      .Cases({"f16", "bf16", "u16", "i16"}, 2)
       .Default(1);
 }
 

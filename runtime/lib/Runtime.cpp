@@ -833,6 +833,8 @@ const char *pd_dtype_name(pd_dtype dtype) {
     return "u32";
   case PD_DTYPE_U64:
     return "u64";
+  case PD_DTYPE_I16:
+    return "i16";
   case PD_DTYPE_MAX_ENUM_:
     break;
   }
@@ -866,6 +868,7 @@ size_t pd_dtype_size(pd_dtype dtype) {
   case PD_DTYPE_F16:
   case PD_DTYPE_BF16:
   case PD_DTYPE_U16:
+  case PD_DTYPE_I16:
     return 2;
   case PD_DTYPE_I8:
   case PD_DTYPE_I1:

@@ -63,6 +63,8 @@ int onnxDataType(pd_dtype dtype) {
     return onnx::TensorProto::UINT32;
   case PD_DTYPE_U64:
     return onnx::TensorProto::UINT64;
+  case PD_DTYPE_I16:
+    return onnx::TensorProto::INT16;
   default:
     return onnx::TensorProto::UNDEFINED;
   }

@@ -107,6 +107,7 @@ typedef enum pd_dtype {
                           pd_buffer_read (same bits) */
   PD_DTYPE_U32 = 10, /**< "u32" */
   PD_DTYPE_U64 = 11, /**< "u64" */
+  PD_DTYPE_I16 = 12, /**< "i16" */
   PD_DTYPE_MAX_ENUM_ = 0x7fffffff /* not a dtype; keeps the enum int-sized */
 } pd_dtype;
 
