@@ -43,8 +43,10 @@ std::string getBundleDType(Type type) {
   if (auto integer = dyn_cast<IntegerType>(type)) {
     unsigned width = integer.getWidth();
     if (integer.isUnsigned())
-      return width == 8 ? "u8" : "";
-    if (width == 64 || width == 32 || width == 8 || width == 1)
+      return width == 8 || width == 16 || width == 32 || width == 64
+                 ? "u" + std::to_string(width)
+                 : "";
+    if (width == 64 || width == 32 || width == 16 || width == 8 || width == 1)
       return "i" + std::to_string(width);
   }
   return "";
@@ -163,7 +165,7 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
                                        typeToString(tensor.getElementType()) +
                                        ": not supported (bundles hold f32, "
                                        "f64, f16, bf16, i64, i32, "
-                                       "i8, i1 and u8 buffers)";
+                                       "i16, i8, i1, u8, u16, u32 and u64 buffers)";
     buffer.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
     return success();
   };
@@ -508,9 +510,9 @@ LogicalResult assignRankWeightFiles(MLIRContext *context, Bundle &bundle,
 /// Bytes of one element of a manifest dtype (i1: one byte).
 static int64_t dtypeBytes(StringRef dtype) {
   return llvm::StringSwitch<int64_t>(dtype)
-      .Cases({"f64", "i64"}, 8)
-      .Cases({"f32", "i32"}, 4)
-      .Cases({"f16", "bf16"}, 2)
+      .Cases({"f64", "i64", "u64"}, 8)
+      .Cases({"f32", "i32", "u32"}, 4)
+      .Cases({"f16", "bf16", "u16", "i16"}, 2)
       .Default(1);
 }
 

@@ -168,10 +168,18 @@ std::optional<pd_dtype> dtypeOf(const py::dtype &dtype) {
     return PD_DTYPE_I32;
   if (kind == 'i' && size == 1)
     return PD_DTYPE_I8;
+  if (kind == 'i' && size == 2)
+    return PD_DTYPE_I16;
   if (kind == 'b' && size == 1)
     return PD_DTYPE_I1;
   if (kind == 'u' && size == 1)
     return PD_DTYPE_U8;
+  if (kind == 'u' && size == 2)
+    return PD_DTYPE_U16;
+  if (kind == 'u' && size == 4)
+    return PD_DTYPE_U32;
+  if (kind == 'u' && size == 8)
+    return PD_DTYPE_U64;
   return std::nullopt;
 }
 
@@ -193,6 +201,14 @@ const char *numpyName(pd_dtype dtype) {
     return "bool";
   case PD_DTYPE_U8:
     return "uint8";
+  case PD_DTYPE_U16:
+    return "uint16";
+  case PD_DTYPE_U32:
+    return "uint32";
+  case PD_DTYPE_U64:
+    return "uint64";
+  case PD_DTYPE_I16:
+    return "int16";
   case PD_DTYPE_BF16: // numpy has no bfloat16: the raw bits
     return "uint16";
   default:

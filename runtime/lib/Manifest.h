@@ -308,7 +308,7 @@ std::string describeType(pd_dtype dtype, const int64_t *shape, size_t rank);
 /// bundle.json spellings of dtypes and roles; false for unknown names.
 bool parseDtype(const std::string &name, pd_dtype &out);
 bool parseRole(const std::string &name, pd_role &out);
-/// "f32 f64 f16 bf16 i64 i32 i8 i1 u8", for messages.
+/// "f32 f64 f16 bf16 i64 i32 i16 i8 i1 u8 u16 u32 u64", for messages.
 const char *dtypeNameList();
 
 /// Computes numElements and numBytes of `type`; throws Error

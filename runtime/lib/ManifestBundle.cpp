@@ -37,6 +37,8 @@ constexpr DtypeEntry kDtypes[] = {
     {"f32", PD_DTYPE_F32}, {"f64", PD_DTYPE_F64}, {"f16", PD_DTYPE_F16},
     {"bf16", PD_DTYPE_BF16}, {"i64", PD_DTYPE_I64}, {"i32", PD_DTYPE_I32},
     {"i8", PD_DTYPE_I8},   {"i1", PD_DTYPE_I1},   {"u8", PD_DTYPE_U8},
+    {"u16", PD_DTYPE_U16}, {"u32", PD_DTYPE_U32}, {"u64", PD_DTYPE_U64},
+    {"i16", PD_DTYPE_I16},
 };
 
 } // namespace
@@ -82,7 +84,9 @@ bool parseRole(const std::string &name, pd_role &out) {
   return true;
 }
 
-const char *dtypeNameList() { return "f32 f64 f16 bf16 i64 i32 i8 i1 u8"; }
+const char *dtypeNameList() {
+  return "f32 f64 f16 bf16 i64 i32 i16 i8 i1 u8 u16 u32 u64";
+}
 
 void computeSizes(TensorType &type, const std::string &what) {
   size_t elements = 1;

@@ -314,6 +314,18 @@ bool dtypeToDescr(pd_dtype dtype, std::string &descr) {
   case PD_DTYPE_U8:
     descr = "|u1";
     return true;
+  case PD_DTYPE_U16:
+    descr = "<u2";
+    return true;
+  case PD_DTYPE_I16:
+    descr = "<i2";
+    return true;
+  case PD_DTYPE_U32:
+    descr = "<u4";
+    return true;
+  case PD_DTYPE_U64:
+    descr = "<u8";
+    return true;
   case PD_DTYPE_I1:
     descr = "|b1";
     return true;
@@ -343,7 +355,8 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
       {"f4", PD_DTYPE_F32}, {"f8", PD_DTYPE_F64}, {"f2", PD_DTYPE_F16},
       {"i8", PD_DTYPE_I64}, {"i4", PD_DTYPE_I32}, {"i1", PD_DTYPE_I8},
       {"u1", PD_DTYPE_U8},  {"b1", PD_DTYPE_I1},
-      // bf16 bit patterns (pipedream has no u16 dtype).
+      {"u4", PD_DTYPE_U32}, {"u8", PD_DTYPE_U64}, {"i2", PD_DTYPE_I16},
+      // bf16 bit patterns, also accepted by u16 buffers (runtime.h).
       {"u2", PD_DTYPE_BF16},
   };
   for (const auto &entry : kTable) {
@@ -362,7 +375,7 @@ bool dtypeFromDescr(const std::string &descr, pd_dtype &dtype,
   else
     error = "numpy dtype '" + printable(descr) +
             "' has no pipedream equivalent (supported: <f4 <f8 <f2 <i8 <i4 "
-            "|i1 |u1 |b1, and <u2 for bf16 bit patterns)";
+            "|i1 |u1 |b1 <i2 <u4 <u8, and <u2 for uint16 or bf16 bit patterns)";
   return false;
 }
 

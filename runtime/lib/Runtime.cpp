@@ -206,7 +206,12 @@ pd_status checkType(const pd_buffer *buffer, pd_dtype dtype, size_t rank,
                 std::string(caller) + ": unknown dtype value " +
                     std::to_string(static_cast<int>(dtype)));
   const TensorType &type = buffer->type;
-  bool same = dtype == type.dtype && rank == type.shape.size();
+  // bf16 and u16 both travel as .npy `<u2` (runtime.h): the same bits.
+  auto isU2 = [](pd_dtype d) {
+    return d == PD_DTYPE_BF16 || d == PD_DTYPE_U16;
+  };
+  bool same = (dtype == type.dtype || (isU2(dtype) && isU2(type.dtype))) &&
+              rank == type.shape.size();
   for (size_t i = 0; same && i < rank; ++i)
     same = shape[i] == type.shape[i];
   if (!same)

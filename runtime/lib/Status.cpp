@@ -128,6 +128,14 @@ const char *pd_dtype_name(pd_dtype dtype) {
     return "i1";
   case PD_DTYPE_U8:
     return "u8";
+  case PD_DTYPE_U16:
+    return "u16";
+  case PD_DTYPE_U32:
+    return "u32";
+  case PD_DTYPE_U64:
+    return "u64";
+  case PD_DTYPE_I16:
+    return "i16";
   case PD_DTYPE_MAX_ENUM_:
     break;
   }
@@ -152,12 +160,16 @@ size_t pd_dtype_size(pd_dtype dtype) {
   switch (dtype) {
   case PD_DTYPE_F64:
   case PD_DTYPE_I64:
+  case PD_DTYPE_U64:
     return 8;
   case PD_DTYPE_F32:
   case PD_DTYPE_I32:
+  case PD_DTYPE_U32:
     return 4;
   case PD_DTYPE_F16:
   case PD_DTYPE_BF16:
+  case PD_DTYPE_U16:
+  case PD_DTYPE_I16:
     return 2;
   case PD_DTYPE_I8:
   case PD_DTYPE_I1:

@@ -57,6 +57,14 @@ int onnxDataType(pd_dtype dtype) {
     return onnx::TensorProto::BOOL;
   case PD_DTYPE_U8:
     return onnx::TensorProto::UINT8;
+  case PD_DTYPE_U16:
+    return onnx::TensorProto::UINT16;
+  case PD_DTYPE_U32:
+    return onnx::TensorProto::UINT32;
+  case PD_DTYPE_U64:
+    return onnx::TensorProto::UINT64;
+  case PD_DTYPE_I16:
+    return onnx::TensorProto::INT16;
   default:
     return onnx::TensorProto::UNDEFINED;
   }

@@ -178,7 +178,7 @@ const BadCase kBadCases[] = {
      "weights[1].name: duplicate weight 'w'"},
     {"UnknownDtype", [](json &m) { m["weights"][0]["dtype"] = "f33"; },
      "weights[0].dtype: unknown dtype 'f33' (expected one of f32 f64 f16 "
-     "bf16 i64 i32 i8 i1 u8)"},
+     "bf16 i64 i32 i16 i8 i1 u8 u16 u32 u64)"},
     {"ShapeNotArray", [](json &m) { m["weights"][0]["shape"] = "2x3"; },
      "weights[0].shape: expected an array, got a string"},
     {"NegativeExtent", [](json &m) { m["weights"][0]["shape"][1] = -3; },

@@ -84,7 +84,12 @@ Array iota(pd_dtype dtype, std::vector<int64_t> shape) {
       break;
     }
     case PD_DTYPE_U8:
+    case PD_DTYPE_U16:
+    case PD_DTYPE_U32:
+    case PD_DTYPE_U64:
+    case PD_DTYPE_I16:
     case PD_DTYPE_MAX_ENUM_:
+      // The low byte (the wider unsigned types: small values).
       *p = static_cast<unsigned char>(v);
       break;
     }
@@ -282,9 +287,10 @@ TEST(Npy, MalformedFiles) {
       "object arrays ('|O') are not supported");
   EXPECT_EQ(
       parseError(npyBytes(
-          "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", data)),
-      "numpy dtype '<u4' has no pipedream equivalent (supported: <f4 <f8 <f2 "
-      "<i8 <i4 |i1 |u1 |b1, and <u2 for bf16 bit patterns)");
+          "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", data)),
+      "numpy dtype '<c8' has no pipedream equivalent (supported: <f4 <f8 <f2 "
+      "<i8 <i4 |i1 |u1 |b1 <i2 <u4 <u8, and <u2 for uint16 or bf16 bit "
+      "patterns)");
   EXPECT_EQ(
       parseError(npyBytes(
           "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }",

@@ -321,7 +321,8 @@ TEST_F(RuntimeTest, InvalidManifestField) {
   EXPECT_EQ(openError(PD_ERROR_FORMAT),
             dir.file("bundle.json") +
                 ": functions[1].buffers[0].dtype: unknown dtype 'float' "
-                "(expected one of f32 f64 f16 bf16 i64 i32 i8 i1 u8)");
+                "(expected one of f32 f64 f16 bf16 i64 i32 i16 i8 i1 u8 u16 "
+                "u32 u64)");
 }
 
 TEST_F(RuntimeTest, MissingLibrary) {

@@ -32,8 +32,8 @@ namespace {
 // Scalar bodies, one overload per op
 //===----------------------------------------------------------------------===//
 
-/// Converts a float or integer scalar to the float type `to` (integers as
-/// signed, `i1` as 0/1).
+/// Converts a float or integer scalar to the float type `to` (signless
+/// integers as signed, unsigned ones as unsigned, `i1` as 0/1).
 Value toFloat(OpBuilder &b, Location loc, Value v, FloatType to) {
   Type from = v.getType();
   if (from == to)
@@ -47,7 +47,7 @@ Value toFloat(OpBuilder &b, Location loc, Value v, FloatType to) {
     Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
     return arith::TruncFOp::create(b, loc, to, wide);
   }
-  if (from.isInteger(1))
+  if (from.isInteger(1) || from.isUnsignedInteger())
     return arith::UIToFPOp::create(b, loc, to, v);
   return arith::SIToFPOp::create(b, loc, to, v);
 }
@@ -65,7 +65,19 @@ Value compute(nn::MulOp, OpBuilder &b, Location loc, ValueRange args, Type) {
 }
 
 // ONNX integer division truncates toward zero, like C and arith.divsi.
-Value compute(nn::DivOp, OpBuilder &b, Location loc, ValueRange args, Type) {
+// Unsigned: arith.divui; a zero divisor gives 0 (numpy's result) instead of
+// a trap.
+Value compute(nn::DivOp, OpBuilder &b, Location loc, ValueRange args,
+              Type type) {
+  if (type.isUnsignedInteger()) {
+    Value zero = createScalar(b, loc, type, 0);
+    Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         args[1], zero);
+    Value divisor = arith::SelectOp::create(
+        b, loc, isZero, createScalar(b, loc, type, 1), args[1]);
+    Value quotient = arith::DivUIOp::create(b, loc, args[0], divisor);
+    return arith::SelectOp::create(b, loc, isZero, zero, quotient);
+  }
   return createArith<arith::DivFOp, arith::DivSIOp>(b, loc, args[0], args[1]);
 }
 
@@ -83,6 +95,8 @@ Value compute(nn::PowOp, OpBuilder &b, Location loc, ValueRange args,
   Value base = toFloat(b, loc, args[0], f64);
   Value exponent = toFloat(b, loc, args[1], f64);
   Value power = math::PowFOp::create(b, loc, base, exponent);
+  if (resultType.isUnsignedInteger())
+    return arith::FPToUIOp::create(b, loc, resultType, power);
   return arith::FPToSIOp::create(b, loc, resultType, power);
 }
 
@@ -195,8 +209,9 @@ Value compute(nn::ClipOp op, OpBuilder &b, Location loc, ValueRange args,
 }
 
 // ONNX Cast: float -> int truncates toward zero, anything -> bool is
-// `!= 0` (NaN is true, as numpy's astype(bool)), bool -> number is 0/1,
-// integers are signed.
+// `!= 0` (NaN is true, as numpy's astype(bool)), bool -> number is 0/1;
+// a wider integer extends by the source's signedness (numpy's astype:
+// int8 -1 -> uint16 65535, uint8 255 -> int16 255).
 Value compute(nn::CastOp, OpBuilder &b, Location loc, ValueRange args,
               Type to) {
   Value x = args[0];
@@ -210,16 +225,21 @@ Value compute(nn::CastOp, OpBuilder &b, Location loc, ValueRange args,
     if (toInt.getWidth() == 1)
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x,
                                    createScalar(b, loc, from, 0.0));
+    if (toInt.isUnsigned())
+      return arith::FPToUIOp::create(b, loc, to, x);
     return arith::FPToSIOp::create(b, loc, to, x);
   }
   unsigned fromWidth = from.getIntOrFloatBitWidth();
   if (toInt.getWidth() == 1)
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x,
                                  createScalar(b, loc, from, 0));
-  if (fromWidth == 1)
+  if (fromWidth == 1 || (fromWidth < toInt.getWidth() &&
+                         from.isUnsignedInteger()))
     return arith::ExtUIOp::create(b, loc, to, x);
   if (fromWidth < toInt.getWidth())
     return arith::ExtSIOp::create(b, loc, to, x);
+  if (fromWidth == toInt.getWidth())
+    return x; // int8 <-> uint8: the same bits
   return arith::TruncIOp::create(b, loc, to, x);
 }
 

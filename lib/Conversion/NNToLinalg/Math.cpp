@@ -246,13 +246,27 @@ Value compute(nn::PReluOp, OpBuilder &b, Location loc, ValueRange args,
 }
 
 Value compute(nn::MaxOp, OpBuilder &b, Location loc, ValueRange args, Type) {
-  return createArith<arith::MaximumFOp, arith::MaxSIOp>(b, loc, args[0],
-                                                        args[1]);
+  return createMax(b, loc, args[0], args[1]);
 }
 
 Value compute(nn::MinOp, OpBuilder &b, Location loc, ValueRange args, Type) {
-  return createArith<arith::MinimumFOp, arith::MinSIOp>(b, loc, args[0],
-                                                        args[1]);
+  return createMin(b, loc, args[0], args[1]);
+}
+
+// Unsigned integers: << or the logical >>; a shift by the width or more
+// is 0 (numpy), not LLVM's poison.
+Value compute(nn::BitShiftOp op, OpBuilder &b, Location loc, ValueRange args,
+              Type t) {
+  Value x = args[0], y = args[1];
+  unsigned width = t.getIntOrFloatBitWidth();
+  Value tooFar = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, y,
+                                       cst(b, loc, t, double(width)));
+  Value zero = cst(b, loc, t, 0);
+  Value amount = select(b, loc, tooFar, zero, y);
+  Value shifted = op.getLeft()
+                      ? Value(arith::ShLIOp::create(b, loc, x, amount))
+                      : Value(arith::ShRUIOp::create(b, loc, x, amount));
+  return select(b, loc, tooFar, zero, shifted);
 }
 
 // Floats: C fmod (arith.remf). Integers: remsi (sign of the dividend), then
@@ -265,6 +279,14 @@ Value compute(nn::ModOp op, OpBuilder &b, Location loc, ValueRange args,
   if (isa<FloatType>(t))
     return arith::RemFOp::create(b, loc, x, y);
   Value zero = cst(b, loc, t, 0), one = cst(b, loc, t, 1);
+  if (t.isUnsignedInteger()) {
+    // No signs: remui (fmod or not), 0 for a zero divisor.
+    Value isZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+    Value rem =
+        arith::RemUIOp::create(b, loc, x, select(b, loc, isZero, one, y));
+    return select(b, loc, isZero, zero, rem);
+  }
   auto cmp = [&](arith::CmpIPredicate p, Value l, Value r) {
     return arith::CmpIOp::create(b, loc, p, l, r);
   };
@@ -284,10 +306,23 @@ Value compute(nn::ModOp op, OpBuilder &b, Location loc, ValueRange args,
                 rem);
 }
 
+/// The unsigned form of a signed integer comparison.
+arith::CmpIPredicate unsignedPredicate(arith::CmpIPredicate p) {
+  switch (p) {
+  case arith::CmpIPredicate::slt: return arith::CmpIPredicate::ult;
+  case arith::CmpIPredicate::sle: return arith::CmpIPredicate::ule;
+  case arith::CmpIPredicate::sgt: return arith::CmpIPredicate::ugt;
+  case arith::CmpIPredicate::sge: return arith::CmpIPredicate::uge;
+  default: return p;
+  }
+}
+
 Value compare(OpBuilder &b, Location loc, ValueRange args,
               arith::CmpFPredicate fp, arith::CmpIPredicate ip) {
   if (isa<FloatType>(args[0].getType()))
     return cmpf(b, loc, fp, args[0], args[1]);
+  if (args[0].getType().isUnsignedInteger())
+    ip = unsignedPredicate(ip);
   return arith::CmpIOp::create(b, loc, ip, args[0], args[1]);
 }
 
@@ -646,6 +681,7 @@ void populateMathPatterns(RewritePatternSet &patterns) {
       MathElementwiseLowering<nn::ShrinkOp>,
       MathElementwiseLowering<nn::PReluOp>, MathElementwiseLowering<nn::MaxOp>,
       MathElementwiseLowering<nn::MinOp>, MathElementwiseLowering<nn::ModOp>,
+      MathElementwiseLowering<nn::BitShiftOp>,
       MathElementwiseLowering<nn::LessOp>,
       MathElementwiseLowering<nn::LessEqualOp>,
       MathElementwiseLowering<nn::GreaterOp>,

@@ -72,7 +72,12 @@ struct ConvertNNToLinalgPass
     pipedream::populateNNToLinalgConversionPatterns(patterns, options);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // NOTE: the patterns read ONNX's unsigned types (ui8..ui64) to choose
+    // the unsigned arith ops; arith takes signless integers only, so the
+    // signedness goes once every op is lowered (the function type too:
+    // every function runs this pass, so calls and callees agree).
+    pipedream::nn_to_linalg::dropIntegerSignedness(getOperation());
   }
 };
 

@@ -130,7 +130,10 @@ Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
   auto dilationsAttr = getI64VectorAttr(b, dilations);
   SmallVector<Type> resultTypes{initType};
   SmallVector<Value> ins{input, window};
-  if (n == 2 && kind == PoolKind::Max)
+  // NOTE: linalg's NCHW/NCW max pools compare signed: unsigned integers
+  // take the generic below.
+  bool unsignedMax = kind == PoolKind::Max && element.isUnsignedInteger();
+  if (n == 2 && kind == PoolKind::Max && !unsignedMax)
     return linalg::PoolingNchwMaxOp::create(b, loc, resultTypes, ins, init,
                                             stridesAttr, dilationsAttr)
         .getResult(0);
@@ -138,7 +141,7 @@ Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
     return linalg::PoolingNchwSumOp::create(b, loc, resultTypes, ins, init,
                                             stridesAttr, dilationsAttr)
         .getResult(0);
-  if (n == 1 && kind == PoolKind::Max)
+  if (n == 1 && kind == PoolKind::Max && !unsignedMax)
     return linalg::PoolingNcwMaxOp::create(b, loc, resultTypes, ins, init,
                                            stridesAttr, dilationsAttr)
         .getResult(0);
@@ -169,7 +172,7 @@ Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
       b, loc, init, ins, maps, iterators,
       [kind](OpBuilder &nb, Location l, ValueRange args) -> Value {
         if (kind == PoolKind::Max)
-          return arith::MaximumFOp::create(nb, l, args[2], args[0]);
+          return createMax(nb, l, args[2], args[0]);
         return arith::AddFOp::create(nb, l, args[2], args[0]);
       });
 }

@@ -13,6 +13,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 using namespace mlir;
 
@@ -43,10 +46,69 @@ Value createLowest(OpBuilder &b, Location loc, Type type) {
         b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
                                                   /*Negative=*/true)));
   unsigned width = type.getIntOrFloatBitWidth();
-  // `i1` is ONNX bool: false is its lowest value.
-  APInt lowest =
-      width == 1 ? APInt::getZero(1) : APInt::getSignedMinValue(width);
+  // `i1` is ONNX bool: false is its lowest value; unsigned integers: 0.
+  APInt lowest = width == 1 || type.isUnsignedInteger()
+                     ? APInt::getZero(width)
+                     : APInt::getSignedMinValue(width);
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, lowest));
+}
+
+Value createMax(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  Type type = lhs.getType();
+  if (isa<FloatType>(type))
+    return arith::MaximumFOp::create(b, loc, lhs, rhs);
+  if (type.isUnsignedInteger())
+    return arith::MaxUIOp::create(b, loc, lhs, rhs);
+  return arith::MaxSIOp::create(b, loc, lhs, rhs);
+}
+
+Value createMin(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  Type type = lhs.getType();
+  if (isa<FloatType>(type))
+    return arith::MinimumFOp::create(b, loc, lhs, rhs);
+  if (type.isUnsignedInteger())
+    return arith::MinUIOp::create(b, loc, lhs, rhs);
+  return arith::MinSIOp::create(b, loc, lhs, rhs);
+}
+
+void dropIntegerSignedness(Operation *op) {
+  auto signless = [](Type type) -> Type {
+    auto integer = dyn_cast<IntegerType>(type);
+    if (!integer || integer.isSignless())
+      return Type();
+    return IntegerType::get(type.getContext(), integer.getWidth());
+  };
+  auto signlessShaped = [&](ShapedType type) -> ShapedType {
+    Type element = signless(type.getElementType());
+    return element ? type.clone(element) : ShapedType();
+  };
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([&](IntegerType type) -> std::optional<Type> {
+    if (Type t = signless(type))
+      return t;
+    return std::nullopt;
+  });
+  // Elements attributes keep their bytes under the signless type.
+  replacer.addReplacement([&](IntegerAttr attr) -> std::optional<Attribute> {
+    if (Type t = signless(attr.getType()))
+      return IntegerAttr::get(t, attr.getValue());
+    return std::nullopt;
+  });
+  replacer.addReplacement(
+      [&](DenseIntElementsAttr attr) -> std::optional<Attribute> {
+        if (Type t = signless(attr.getElementType()))
+          return attr.bitcast(t);
+        return std::nullopt;
+      });
+  replacer.addReplacement(
+      [&](DenseResourceElementsAttr attr) -> std::optional<Attribute> {
+        if (ShapedType t = signlessShaped(attr.getType()))
+          return DenseResourceElementsAttr::get(t, attr.getRawHandle());
+        return std::nullopt;
+      });
+  replacer.recursivelyReplaceElementsIn(op, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
 }
 
 Value createHighest(OpBuilder &b, Location loc, Type type) {
@@ -56,8 +118,9 @@ Value createHighest(OpBuilder &b, Location loc, Type type) {
         b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
                                                   /*Negative=*/false)));
   unsigned width = type.getIntOrFloatBitWidth();
-  APInt highest =
-      width == 1 ? APInt::getAllOnes(1) : APInt::getSignedMaxValue(width);
+  APInt highest = width == 1 || type.isUnsignedInteger()
+                      ? APInt::getAllOnes(width)
+                      : APInt::getSignedMaxValue(width);
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, highest));
 }
 

@@ -111,6 +111,19 @@ mlir::Value createArith(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
   return IntOp::create(b, loc, lhs, rhs);
 }
 
+/// The larger / smaller of two scalars of one type: NaN-propagating for
+/// floats, unsigned for unsigned integers, signed otherwise.
+mlir::Value createMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                      mlir::Value rhs);
+mlir::Value createMin(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                      mlir::Value rhs);
+
+/// Replaces every unsigned integer type in `op` (results, block arguments,
+/// attributes such as constants and the function type) by the signless
+/// type of its width: the last step of convert-nn-to-linalg, after the
+/// patterns chose the unsigned arith ops (arith takes signless only).
+void dropIntegerSignedness(mlir::Operation *op);
+
 /// Dense i64 vector attribute (the form linalg convolution and pooling ops
 /// take their strides and dilations in).
 mlir::DenseIntElementsAttr getI64VectorAttr(mlir::Builder &b,

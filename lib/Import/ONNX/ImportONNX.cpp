@@ -72,13 +72,17 @@ Type onnx_import::getElementType(MLIRContext *context, int32_t dtype) {
   case kFloat16: return b.getF16Type();
   case kBFloat16: return b.getBF16Type();
   case kBool: return b.getI1Type();
-  // NOTE: nn integers are signless and lowered as signed; unsigned ONNX
-  // types have no element type, so they are reported as not supported
-  // instead of computing silently wrong results.
+  // NOTE: nn's signed integers are signless (lowered as signed); ONNX's
+  // unsigned types are MLIR's unsigned integers, which only the ops
+  // checkUnsignedOperands admits may read or produce (docs/Importer.md).
   case kInt8: return b.getIntegerType(8);
   case kInt16: return b.getIntegerType(16);
   case kInt32: return b.getIntegerType(32);
   case kInt64: return b.getIntegerType(64);
+  case kUInt8: return b.getIntegerType(8, /*isSigned=*/false);
+  case kUInt16: return b.getIntegerType(16, /*isSigned=*/false);
+  case kUInt32: return b.getIntegerType(32, /*isSigned=*/false);
+  case kUInt64: return b.getIntegerType(64, /*isSigned=*/false);
   default: return nullptr;
   }
 }
@@ -88,6 +92,10 @@ int32_t onnx_import::getDType(Type type) {
   if (type.isF64()) return kDouble;
   if (type.isF16()) return kFloat16;
   if (type.isBF16()) return kBFloat16;
+  if (type.isUnsignedInteger(8)) return kUInt8;
+  if (type.isUnsignedInteger(16)) return kUInt16;
+  if (type.isUnsignedInteger(32)) return kUInt32;
+  if (type.isUnsignedInteger(64)) return kUInt64;
   if (type.isInteger(1)) return kBool;
   if (type.isInteger(8)) return kInt8;
   if (type.isInteger(16)) return kInt16;
@@ -418,6 +426,11 @@ public:
 private:
   bool collectOpset(const onnx::ModelProto &model);
   bool checkValueType(const onnx::TypeProto &type, const std::string &quoted);
+  /// Unsigned integer operands (outputs == false) or results of `node`
+  /// only for the ops whose lowering implements unsigned semantics
+  /// (isUnsignedAwareOp, ConvertUnsigned.cpp); else a "not supported".
+  bool checkUnsignedOperands(const onnx::NodeProto &node,
+                             const std::string &header, bool outputs);
   bool importInputs(const onnx::GraphProto &graph,
                     SmallVectorImpl<std::string> &inputNames,
                     SmallVectorImpl<Type> &inputTypes);
@@ -564,6 +577,30 @@ bool GraphImporter::checkValueType(const onnx::TypeProto &type,
   if (!getElementType(&context, dtype)) {
     fail(quoted + " has element type " + dtypeName(dtype) +
          ": not supported");
+    return false;
+  }
+  return true;
+}
+
+bool GraphImporter::checkUnsignedOperands(const onnx::NodeProto &node,
+                                          const std::string &header,
+                                          bool outputs) {
+  const auto &names = outputs ? node.output() : node.input();
+  for (const std::string &name : names) {
+    auto it = values.find(name);
+    if (name.empty() || it == values.end() || !it->second.type)
+      continue;
+    Type element = it->second.type.getElementType();
+    if (!element.isUnsignedInteger())
+      continue;
+    std::string why;
+    if (isUnsignedAwareOp(node.op_type(), it->second, why))
+      continue;
+    fail(header + ": not supported: " + (outputs ? "output '" : "input '") +
+         sanitize(name) + "' of element type " + dtypeName(getDType(element)) +
+         (why.empty() ? " (unsigned integers reach only the ops "
+                        "docs/Importer.md lists)"
+                      : " (" + why + ")"));
     return false;
   }
   return true;
@@ -1021,9 +1058,12 @@ GraphImporter::run(onnx::ModelProto &model) {
       failRespecialization(nodeHeaders[name], why);
       return failure();
     }
+    if (!checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/false))
+      return failure();
     table.lookup(node.op_type()).convert(ctx);
     inputOverrides.clear();
-    if (failed())
+    if (failed() ||
+        !checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/true))
       return failure();
     if (respec && !respec->finish(node, values, why)) {
       failRespecialization(nodeHeaders[name], why);
@@ -1553,6 +1593,7 @@ const OpTable &onnx_import::getOpTable() {
     registerMathOps(t);
     registerRecurrentOps(t);
     registerSamplingOps(t);
+    registerUnsignedOps(t);
     return t;
   }();
   return table;

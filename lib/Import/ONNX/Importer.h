@@ -240,6 +240,13 @@ void registerIndexingOps(OpTable &table);
 /// its statistics outputs.
 void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
+/// ConvertUnsigned.cpp: BitShift.
+void registerUnsignedOps(OpTable &table);
+/// Whether ONNX op `opType` may read or produce the unsigned integer
+/// `value` (its lowering implements unsigned semantics); `why` says why
+/// not when there is a reason beyond the op.
+bool isUnsignedAwareOp(llvm::StringRef opType, const ImportedValue &value,
+                       std::string &why);
 /// BatchNormalization with training_mode=1 (opset 14+), composed
 /// (ConvertLayers.cpp): batch statistics, and the running statistics outputs.
 void convertBatchNormalizationTraining(NodeContext &ctx);

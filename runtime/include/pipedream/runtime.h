@@ -102,6 +102,12 @@ typedef enum pd_dtype {
   PD_DTYPE_I8 = 6,   /**< "i8" */
   PD_DTYPE_I1 = 7,   /**< "i1", one byte per element, 0 or 1 */
   PD_DTYPE_U8 = 8,   /**< "u8" */
+  PD_DTYPE_U16 = 9,  /**< "u16"; .npy `<u2`, which bf16 bit patterns share:
+                          the two are interchangeable in pd_buffer_write /
+                          pd_buffer_read (same bits) */
+  PD_DTYPE_U32 = 10, /**< "u32" */
+  PD_DTYPE_U64 = 11, /**< "u64" */
+  PD_DTYPE_I16 = 12, /**< "i16" */
   PD_DTYPE_MAX_ENUM_ = 0x7fffffff /* not a dtype; keeps the enum int-sized */
 } pd_dtype;
 

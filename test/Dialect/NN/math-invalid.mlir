@@ -127,3 +127,11 @@ func.func @top_k_bad_axis(%x: tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xi
   %v, %i = nn.top_k %x {axis = -1 : i64, k = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xi64>)
   return %v, %i : tensor<2x1xf32>, tensor<2x1xi64>
 }
+
+// -----
+
+func.func @bit_shift_float(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.bit_shift' op operand #0 must be statically shaped tensor of signless integer or unsigned integer values}}
+  %0 = nn.bit_shift %a, %b {left = true} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -63,3 +63,12 @@ func.func @top_k(%x: tensor<3x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>) {
   %v, %i = nn.top_k %x {axis = 0 : i64, k = 2 : i64, largest = false} : (tensor<3x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi64>)
   return %v, %i : tensor<2x5xf32>, tensor<2x5xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @bit_shift_unsigned(
+// CHECK: nn.bit_shift %{{.*}}, %{{.*}} {left = true} : (tensor<2x3xui8>, tensor<3xui8>) -> tensor<2x3xui8>
+func.func @bit_shift_unsigned(%a: tensor<2x3xui8>, %b: tensor<3xui8>) -> tensor<2x3xui8> {
+  %0 = nn.bit_shift %a, %b {left = true} : (tensor<2x3xui8>, tensor<3xui8>) -> tensor<2x3xui8>
+  return %0 : tensor<2x3xui8>
+}

@@ -4,11 +4,19 @@ model's scalar output as the loss, --loss none) and the same models in
 PyTorch (float64 torch.nn.LSTM / GRU with the ONNX weights mapped to
 torch's gate order), and compares the losses and trained weights.
 
-    recurrent_torch.py --bin BUILD/bin --work DIR [--stages N]
+    recurrent_torch.py --bin BUILD/bin --work DIR [--stages K --microbatches M]
+
+With --stages K > 1 the model is also compiled as a K-stage 1F1B pipeline
+over M micro-batches and trained over K MPI ranks (pipedream-run --ranks K);
+its losses and trained weights must equal the single-rank run's (1e-5
+relative) as well as torch's.
 
 Cases: a bidirectional LSTM with layout=1 (batch first) and initial
-states, and a GRU (linear_before_reset=1, PyTorch's form) after a Transpose
-as torch's exporter writes it. Prints `OK name: ...` or
+states, a GRU (linear_before_reset=1, PyTorch's form) after a Transpose
+as torch's exporter writes it, and a bidirectional GRU with an initial
+state. A bidirectional layer unrolls into two chains (ConvertRecurrent.cpp);
+with 2 stages the reverse direction lands on stage 1 and reads the initial
+states, graph inputs of stage 0: they reach it through a transfer. Prints `OK name: ...` or
 `MISMATCH name: ...` per case. Uses Debian's python3-onnx and torch.
 """
 
@@ -47,6 +55,10 @@ CASES = {
                                states=True),
     "gru": dict(op="GRU", gates=3, dirs=1, order=gru_order,
                 attrs=dict(linear_before_reset=1), states=False),
+    "gru_bidirectional": dict(op="GRU", gates=3, dirs=2, order=gru_order,
+                              attrs=dict(linear_before_reset=1, layout=1,
+                                         direction="bidirectional"),
+                              states=True),
 }
 
 
@@ -56,15 +68,18 @@ def build(case, rng):
                "R": rng.uniform(-0.6, 0.6, [d, g * H, H]),
                "Bias": rng.uniform(-0.3, 0.3, [d, 2 * g * H])}
     ins = ["x", "W", "R", "Bias"]
+    # A dynamic batch axis ("batch"): --batch-size B sets it, B / M per
+    # micro-batch in a pipeline.
     graph_inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                  [B, S, I])]
+                                                  ["batch", S, I])]
     layout1 = case["attrs"].get("layout", 0) == 1
     if case["states"]:
         # Initial states are inputs of the model (data, batch first with
         # layout 1), not weights.
-        ins += ["", "h0", "c0"]
+        ins += ["", "h0", "c0"][:3 if case["op"] == "LSTM" else 2]
         graph_inputs += [helper.make_tensor_value_info(
-            n, TensorProto.FLOAT, [B, d, H]) for n in ["h0", "c0"]]
+            n, TensorProto.FLOAT, ["batch", d, H])
+            for n in state_names(case)]
     # Batch-first data: layout 1, or (as torch's exporter) a Transpose to
     # [S, B, I] before a layout 0 node.
     nodes = [] if layout1 else [
@@ -89,6 +104,10 @@ def build(case, rng):
                for k, v in weights.items()}
 
 
+def state_names(case):
+    return ["h0", "c0"] if case["op"] == "LSTM" else ["h0"]
+
+
 def torch_train(case, weights, data):
     d = case["dirs"]
     cls = torch.nn.LSTM if case["op"] == "LSTM" else torch.nn.GRU
@@ -108,7 +127,10 @@ def torch_train(case, weights, data):
     states = None
     if case["states"]:
         states = tuple(torch.tensor(data[n].transpose(1, 0, 2),
-                                    dtype=torch.float64) for n in ["h0", "c0"])
+                                    dtype=torch.float64)
+                       for n in state_names(case))
+        if case["op"] == "GRU":
+            states = states[0]
     losses = []
     for _ in range(STEPS):
         opt.zero_grad()
@@ -130,43 +152,71 @@ def torch_train(case, weights, data):
     return losses, out
 
 
+def train(args, path, npz, tag, stages):
+    """Compiles and trains `path` with pipedream; returns (losses, weights)."""
+    bundle = f"{path}.{tag}.bundle"
+    subprocess.run([os.path.join(args.bin, "pipedream-compile"), path,
+                    "--loss", "none", "--lr", str(LR),
+                    "--stages", str(stages), "--microbatches",
+                    str(args.microbatches if stages > 1 else 1),
+                    # One step = the B samples.
+                    "--batch-size", str(B),
+                    "-o", bundle], check=True)
+    trained = f"{path}.{tag}.trained.onnx"
+    log = f"{path}.{tag}.csv"
+    run = [os.path.join(args.bin, "pipedream-run"), bundle, "--data", npz,
+           "--steps", str(STEPS), "--save-onnx", trained, "--loss-log", log]
+    if stages > 1:
+        run += ["--ranks", str(stages), "--timeout", "120"]
+    subprocess.run(run, check=True, capture_output=True)
+    losses = np.loadtxt(log, delimiter=",", skiprows=1)[:, 1]
+    return losses, {i.name: numpy_helper.to_array(i)
+                    for i in onnx.load(trained).graph.initializer}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--stages", type=int, default=1)
+    ap.add_argument("--microbatches", type=int, default=1)
+    ap.add_argument("--cases", default=",".join(CASES))
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     failed = False
-    for name, case in CASES.items():
+    for name in args.cases.split(","):
+        case = CASES[name]
         rng = np.random.default_rng(7)
         model, weights = build(case, rng)
         data = {"x": rng.uniform(-1, 1, [B, S, I]).astype(np.float32)}
         if case["states"]:
-            for n in ["h0", "c0"]:
+            for n in state_names(case):
                 data[n] = rng.uniform(-0.5, 0.5, [B, case["dirs"], H]).astype(
                     np.float32)
         path = os.path.join(args.work, f"{name}.onnx")
         onnx.save(model, path)
-        bundle = os.path.join(args.work, f"{name}.bundle")
-        subprocess.run([os.path.join(args.bin, "pipedream-compile"), path,
-                        "--loss", "none", "--lr", str(LR),
-                        "--stages", str(args.stages), "--microbatches", "1",
-                        "-o", bundle], check=True)
         npz = os.path.join(args.work, f"{name}.npz")
         np.savez(npz, **data)
-        trained = os.path.join(args.work, f"{name}.trained.onnx")
-        log = os.path.join(args.work, f"{name}.csv")
-        subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle,
-                        "--data", npz, "--steps", str(STEPS),
-                        "--save-onnx", trained, "--loss-log", log],
-                       check=True, capture_output=True)
-        ours = np.loadtxt(log, delimiter=",", skiprows=1)[:, 1]
+        ours, got = train(args, path, npz, "single", 1)
+        problems = []
+        what = f"{STEPS} SGD steps"
+        if args.stages > 1:
+            piped, piped_got = train(args, path, npz, "pipeline", args.stages)
+            what = (f"{STEPS} SGD steps, {args.stages}-stage 1F1B over "
+                    f"{args.stages} MPI ranks, M = {args.microbatches}")
+            worst = float(np.max(np.abs(piped - ours) / np.abs(ours)))
+            if worst > 1e-5:
+                problems.append(f"pipeline losses {piped} vs single-rank {ours}")
+            for k, v in got.items():
+                err = float(np.max(np.abs(piped_got[k].astype(np.float64) - v)))
+                if err > 1e-5 * max(float(np.max(np.abs(v))), 1e-12):
+                    problems.append(f"pipeline {k}: max error {err:.3g} "
+                                    "against single-rank")
+            ours, got = piped, piped_got
         want_losses, want = torch_train(case, weights, data)
-        got = {i.name: numpy_helper.to_array(i)
-               for i in onnx.load(trained).graph.initializer}
         worst = float(np.max(np.abs(ours - want_losses) / np.abs(want_losses)))
-        problems = [] if worst <= RTOL else [f"losses {ours} vs {want_losses}"]
+        if worst > RTOL:
+            problems.append(f"losses {ours} vs {want_losses}")
         for k, v in want.items():
             # Relative to the weights' change, the stricter measure.
             change = np.max(np.abs(v - weights[k]))
@@ -177,7 +227,7 @@ def main():
             failed = True
             print(f"MISMATCH {name}: " + "; ".join(problems))
         else:
-            print(f"OK {name}: {STEPS} SGD steps, losses {ours[0]:.6f} -> "
+            print(f"OK {name}: {what}, losses {ours[0]:.6f} -> "
                   f"{ours[-1]:.6f} (worst relative {worst:.2g}), weights "
                   f"within {RTOL:g} of torch float64")
     return 1 if failed else 0

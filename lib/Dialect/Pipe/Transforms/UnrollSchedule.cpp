@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace pipedream {
 namespace pipe {
@@ -488,6 +489,8 @@ void UnrollSchedulePass::runOnOperation() {
 
   using Key = std::pair<int64_t, int64_t>; // (edge, micro-batch)
   std::map<Key, Value> activation, gradient; // arrived at the consumer
+  // (input name, micro-batch, consuming stage) -> the input's transfer.
+  std::map<std::tuple<std::string, int64_t, int64_t>, Value> inputTransfers;
   std::map<Key, int64_t> slotBase;            // (stage, micro-batch)
   SmallVector<Value> losses(resultTypes.size());
 
@@ -524,9 +527,24 @@ void UnrollSchedulePass::runOnOperation() {
       Type type = fn.getArgumentTypes()[j];
       Value value;
       switch (role.kind) {
-      case ValueRole::Input:
+      case ValueRole::Input: {
         value = inputArg(role.name, m);
+        // NOTE: a program input lives on the first stage that reads it
+        // (inputStage); a later stage reading the same input (the initial
+        // states of a bidirectional recurrent layer whose directions land
+        // on different stages, a mask read in every layer) receives it
+        // through a transfer, once per micro-batch, so that values cross
+        // ranks only through pipe.transfer. Inputs take no gradient.
+        int64_t home = inputStage[role.name];
+        if (value && home != v) {
+          Value &sent = inputTransfers[{role.name, m, v}];
+          if (!sent)
+            sent = TransferOp::create(b, loc, value, stageAttrOf(home),
+                                      stageAttrOf(v));
+          value = sent;
+        }
         break;
+      }
       case ValueRole::Recv:
         value = activation[{role.index, m}];
         break;

@@ -32,6 +32,9 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--exact-dtype", action="store_true",
+                    help="outputs must have the reference's dtype, integers "
+                         "equal exactly (unsigned types)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     ref = np.load(args.reference)
@@ -60,6 +63,17 @@ def main():
         if (have.dtype.kind in "iub") != (want.dtype.kind in "iub"):
             print(f"FAIL {name}: dtype {have.dtype} != {want.dtype}")
             failed = True
+            continue
+        if args.exact_dtype and have.dtype != want.dtype:
+            print(f"FAIL {name}: dtype {have.dtype} != {want.dtype}")
+            failed = True
+            continue
+        if args.exact_dtype and want.dtype.kind in "iub":
+            if np.array_equal(have, want):
+                print(f"PASS {name} (exact, {want.dtype})")
+            else:
+                print(f"FAIL {name}: {have.tolist()} != {want.tolist()}")
+                failed = True
             continue
         err = float(np.max(np.abs(have.astype(np.float64) - want))) if want.size else 0.0
         if not np.allclose(have, want, rtol=args.rtol, atol=args.atol):

@@ -92,11 +92,19 @@ def NN_Dialect : Dialect {
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-/// Element types the dialect computes with.
-def NN_ElementType : AnyTypeOf<[AnyFloat, AnySignlessInteger]>;
+/// Element types the dialect computes with. Integers are signless (ONNX's
+/// signed types and bool) or unsigned (ONNX uint8..uint64: `ui8`..`ui64`,
+/// the lowering picks the unsigned arith ops for them and then drops the
+/// signedness, docs/NN.md "Unsigned integers").
+def NN_ElementType
+    : AnyTypeOf<[AnyFloat, AnySignlessInteger, AnyUnsignedInteger]>;
 
 /// A ranked tensor whose every dimension is static.
-def NN_Tensor : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger]>;
+def NN_Tensor
+    : StaticShapeTensorOf<[AnyFloat, AnySignlessInteger, AnyUnsignedInteger]>;
+/// Integer tensors only (bit operations).
+def NN_IntegerTensor
+    : StaticShapeTensorOf<[AnySignlessInteger, AnyUnsignedInteger]>;
 def NN_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def NN_BoolTensor : StaticShapeTensorOf<[I1]>;

@@ -325,6 +325,22 @@ def NN_ModOp : NN_BroadcastBinaryOp<"mod"> {
   let hasVerifier = 1;
 }
 
+def NN_BitShiftOp : NN_BroadcastBinaryOp<"bit_shift"> {
+  let summary = "elementwise bit shift with broadcasting";
+  let description = [{
+    ONNX `BitShift` (unsigned integers): `lhs << rhs` with `left`, else the
+    logical `lhs >> rhs`. A shift by the bit width or more gives 0 (numpy's
+    result; LLVM's shifts would be poison).
+
+    ```mlir
+    %0 = nn.bit_shift %a, %b {left = true} : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+    ```
+  }];
+  let arguments = (ins NN_IntegerTensor:$lhs, NN_IntegerTensor:$rhs,
+                       BoolAttr:$left);
+  let results = (outs NN_IntegerTensor:$output);
+}
+
 //===----------------------------------------------------------------------===//
 // Comparisons and logic
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,73 @@
+// RUN: pipedream-opt %s -convert-nn-to-linalg -split-input-file | FileCheck %s
+// Unsigned integers (ONNX uint8..uint64, docs/Importer.md): the patterns
+// choose the unsigned arith ops, then the pass drops the signedness of every
+// type (function type and constants included), since arith takes signless
+// integers only.
+
+// CHECK-LABEL: func.func @div_mod(
+// CHECK-SAME: %{{.*}}: tensor<4xi8>, %{{.*}}: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi8>)
+// CHECK: linalg.generic
+// CHECK: arith.cmpi eq
+// CHECK: arith.divui
+// CHECK-NOT: arith.divsi
+// CHECK: linalg.generic
+// CHECK: arith.remui
+// CHECK-NOT: arith.remsi
+// CHECK-NOT: ui8
+func.func @div_mod(%a: tensor<4xui8>, %b: tensor<4xui8>) -> (tensor<4xui8>, tensor<4xui8>) {
+  %0 = nn.div %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %1 = nn.mod %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %0, %1 : tensor<4xui8>, tensor<4xui8>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @order(
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// CHECK: arith.cmpi ult
+// CHECK-NOT: arith.maxsi
+// CHECK-NOT: ui16
+func.func @order(%a: tensor<4xui16>, %b: tensor<4xui16>) -> (tensor<4xui16>, tensor<4xui16>, tensor<4xi1>) {
+  %0 = nn.max %a, %b : (tensor<4xui16>, tensor<4xui16>) -> tensor<4xui16>
+  %1 = nn.min %a, %b : (tensor<4xui16>, tensor<4xui16>) -> tensor<4xui16>
+  %2 = nn.less %a, %b : (tensor<4xui16>, tensor<4xui16>) -> tensor<4xi1>
+  return %0, %1, %2 : tensor<4xui16>, tensor<4xui16>, tensor<4xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @casts(
+// CHECK: arith.uitofp %{{.*}} : i32 to f32
+// CHECK: arith.extui %{{.*}} : i32 to i64
+// CHECK: arith.fptoui %{{.*}} : f32 to i8
+func.func @casts(%a: tensor<4xui32>, %f: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi64>, tensor<4xui8>) {
+  %0 = nn.cast %a {to = f32} : (tensor<4xui32>) -> tensor<4xf32>
+  %1 = nn.cast %a {to = i64} : (tensor<4xui32>) -> tensor<4xi64>
+  %2 = nn.cast %f {to = ui8} : (tensor<4xf32>) -> tensor<4xui8>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xi64>, tensor<4xui8>
+}
+
+// -----
+
+// A shift by the width or more is 0 (numpy), not LLVM's poison.
+// CHECK-LABEL: func.func @shifts(
+// CHECK: %[[W:.*]] = arith.constant 64 : i64
+// CHECK: arith.cmpi uge, %{{.*}}, %[[W]] : i64
+// CHECK: arith.shrui
+// CHECK: arith.shli
+func.func @shifts(%a: tensor<4xui64>, %s: tensor<4xui64>) -> (tensor<4xui64>, tensor<4xui64>) {
+  %0 = nn.bit_shift %a, %s {left = false} : (tensor<4xui64>, tensor<4xui64>) -> tensor<4xui64>
+  %1 = nn.bit_shift %a, %s {left = true} : (tensor<4xui64>, tensor<4xui64>) -> tensor<4xui64>
+  return %0, %1 : tensor<4xui64>, tensor<4xui64>
+}
+
+// -----
+
+// Constants keep their bytes (255 prints as the signless -1).
+// CHECK-LABEL: func.func @constant(
+// CHECK: arith.constant dense<[-1, 1]> : tensor<2xi8>
+func.func @constant() -> tensor<2xui8> {
+  %0 = nn.constant dense<[255, 1]> : tensor<2xui8>
+  return %0 : tensor<2xui8>
+}
