@@ -21,25 +21,58 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+namespace {
+
+/// Inputs one context serves before a fresh one replaces it. Creating a
+/// context and loading the nn dialect (registering its ~100 ops) cost
+/// more than most imports (perf, under ASan: most of the target's time
+/// went to the allocations of dialect loading); reusing one for a bounded
+/// number of inputs keeps the memory that uniqued types and attributes
+/// accumulate bounded. PIPEDREAM_FUZZ_CONTEXT_REUSE=1 gives every input a
+/// fresh context (what a replay of one input, e.g. a crash artifact or
+/// the CTest replay, gets anyway: its first input always has one).
+unsigned contextReuse() {
+  static unsigned reuse = [] {
+    const char *text = std::getenv("PIPEDREAM_FUZZ_CONTEXT_REUSE");
+    long value = text ? std::strtol(text, nullptr, 10) : 0;
+    return value > 0 ? static_cast<unsigned>(value) : 256u;
+  }();
+  return reuse;
+}
+
+mlir::MLIRContext &context() {
+  static std::unique_ptr<mlir::MLIRContext> context;
+  static unsigned uses = 0;
+  if (!context || uses++ >= contextReuse()) {
+    context.reset();
+    mlir::DialectRegistry registry;
+    pipedream::registerONNXImportDialects(registry);
+    context = std::make_unique<mlir::MLIRContext>(
+        registry, mlir::MLIRContext::Threading::DISABLED);
+    context->loadAllAvailableDialects();
+    uses = 1;
+  }
+  return *context;
+}
+
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  // One context per input: a crash must reproduce from its input alone.
-  mlir::DialectRegistry registry;
-  pipedream::registerONNXImportDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  context.loadAllAvailableDialects();
+  mlir::MLIRContext &ctx = context();
   // Diagnostics are expected for most inputs; keep them off stderr.
-  mlir::ScopedDiagnosticHandler silence(&context,
-                                        [](mlir::Diagnostic &) {
-                                          return mlir::success();
-                                        });
+  mlir::ScopedDiagnosticHandler silence(&ctx, [](mlir::Diagnostic &) {
+    return mlir::success();
+  });
   pipedream::ImportOptions options;
   // No file system access from fuzzed input.
   options.allowExternalData = false;
   std::string error;
   auto module = pipedream::importONNXBuffer(
       llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      "fuzz.onnx", /*baseDir=*/"", context, options, error);
+      "fuzz.onnx", /*baseDir=*/"", ctx, options, error);
   // A failure is one line naming the model (ImportONNX.h).
   if (mlir::failed(module))
     pipedream::fuzz::checkError(error, "fuzz.onnx");

@@ -165,6 +165,7 @@ static LogicalResult resolveTarget(const CompileOptions &o,
   cuda::CUDACodegenOptions &c = target.cuda;
   c.gpuArch = o.gpuArch.value_or("sm_90");
   c.optLevel = o.optLevel;
+  c.runTimeChecks = o.runTimeChecks;
   if (failed(cuda::verifyGPUArch(c.gpuArch, error)))
     return failure();
   std::string dtype = o.dtype.value_or("f32");

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The run-time checks of cuda bundles (docs/Bundle.md "Run-time checks"):
-// their device code clamps indices but has no status record, so the
+// The host-side run-time checks of cuda bundles (docs/Bundle.md "Run-time
+// checks"): besides the status record their device code writes, the
 // runtime checks, on the host and before anything is uploaded, the data
 // inputs that bundle.json `data_index_checks` says are indices (a graph
 // input fed directly to a Gather, ...). The message is the one the CPU

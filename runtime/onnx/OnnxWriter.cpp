@@ -221,6 +221,27 @@ struct OnnxWriter::Impl {
     std::string file = dir + "/" + location;
     std::ifstream in(file, std::ios::binary);
     std::string data;
+    // The range the model announces must lie in the file: `length` sizes
+    // the buffer, so a damaged entry must not allocate what it merely says
+    // (an uncaught bad_alloc, or gigabytes zero-filled).
+    struct stat st;
+    if (!location.empty() && stat(file.c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+      uint64_t size = static_cast<uint64_t>(st.st_size);
+      if (offset > size || (length >= 0 && static_cast<uint64_t>(length) >
+                                               size - offset)) {
+        message = modelPath + ": initializer '" + tensor.name() +
+                  "' keeps its data at bytes [" + std::to_string(offset) +
+                  ", " +
+                  (length >= 0 ? std::to_string(offset + uint64_t(length))
+                               : std::string("end")) +
+                  ") of external file '" + location + "', which has " +
+                  std::to_string(size) + " bytes";
+        return false;
+      }
+    } else {
+      in.setstate(std::ios::failbit);
+    }
     if (in && in.seekg(static_cast<std::streamoff>(offset))) {
       std::ostringstream bytes;
       if (length >= 0) {

@@ -24,6 +24,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -90,19 +91,21 @@ EXPORT void cuda_fail(void **device) {
 /* Native rank entries (runtime/lib/RankEntry.h, version 1) of the chain's
    K = 2 gpipe programs, M = 4 micro-batches (PipelineUtil.h chainRanks):
    instruction and register numbers are that program's. */
-typedef struct rank_context rank_context;
+/* The tag and the integer types are RankEntry.h's: the entries are called
+   through pd_rank_entry, and UBSan (-fsanitize=function) checks the type. */
+typedef struct pd_rank_context rank_context;
 typedef struct {
-  int (*input)(rank_context *ctx, long long instruction, void *dst);
-  int (*call_begin)(rank_context *ctx, long long instruction, void **buffers);
-  int (*call_end)(rank_context *ctx, long long instruction);
-  int (*send)(rank_context *ctx, long long instruction, long long peer,
-              long long tag, const void *data, long long bytes);
-  int (*recv)(rank_context *ctx, long long instruction, long long peer,
-              long long tag, void *data, long long bytes);
-  int (*loss)(rank_context *ctx, long long instruction, long long microbatch,
+  int (*input)(rank_context *ctx, int64_t instruction, void *dst);
+  int (*call_begin)(rank_context *ctx, int64_t instruction, void **buffers);
+  int (*call_end)(rank_context *ctx, int64_t instruction);
+  int (*send)(rank_context *ctx, int64_t instruction, int64_t peer,
+              int64_t tag, const void *data, int64_t bytes);
+  int (*recv)(rank_context *ctx, int64_t instruction, int64_t peer,
+              int64_t tag, void *data, int64_t bytes);
+  int (*loss)(rank_context *ctx, int64_t instruction, int64_t microbatch,
               const void *value);
 } rank_runtime;
-struct rank_context {
+struct pd_rank_context {
   const rank_runtime *runtime;
 };
 
@@ -122,7 +125,7 @@ void cuda_pipedream_chain_last_U(void **device);
 
 /* Runs stage function `fn` for instruction `ins` on `buffers` (value slots
    set by the caller). */
-static int call(rank_context *ctx, long long ins, void (*fn)(void **),
+static int call(rank_context *ctx, int64_t ins, void (*fn)(void **),
                 void **buffers) {
   CHECK(ctx->runtime->call_begin(ctx, ins, buffers));
   fn(buffers);

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/Passes.h"
+#include "pipedream/Target/CPU/RunTimeStatus.h"
 
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 
@@ -58,37 +59,10 @@ struct LowerRunTimeChecksPass
       module.walk([](pipedream::nn::CheckIndexRangeOp op) { op.erase(); });
       return;
     }
+    if (failed(pipedream::cpu::defineRunTimeStatusRecord(module)))
+      return signalPassFailure();
     Type i64 = IntegerType::get(ctx, 64);
-    Type ptr = LLVM::LLVMPointerType::get(ctx);
-    auto recordType =
-        LLVM::LLVMStructType::getLiteral(ctx, {i64, i64, i64, i64, ptr});
-    Location loc = module.getLoc();
     OpBuilder b(ctx);
-
-    // The record, zero-initialized, one per thread.
-    b.setInsertionPointToStart(module.getBody());
-    auto record = LLVM::GlobalOp::create(
-        b, loc, recordType, /*isConstant=*/false, LLVM::Linkage::Internal,
-        kRecordName, Attribute(), /*alignment=*/8, /*addrSpace=*/0,
-        /*dsoLocal=*/false, /*thread_local_=*/true);
-    {
-      Block *init = b.createBlock(&record.getInitializerRegion());
-      b.setInsertionPointToStart(init);
-      Value zero = LLVM::ZeroOp::create(b, loc, recordType);
-      LLVM::ReturnOp::create(b, loc, zero);
-    }
-    auto recordAddress = [&](OpBuilder &builder, Location l) -> Value {
-      Value global = LLVM::AddressOfOp::create(builder, l, ptr, kRecordName);
-      return LLVM::ThreadlocalAddressOp::create(builder, l, ptr, global);
-    };
-
-    // The accessor the runtime finds with dlsym.
-    b.setInsertionPointToEnd(module.getBody());
-    auto accessor = func::FuncOp::create(b, loc, kAccessorName,
-                                         b.getFunctionType({}, {ptr}));
-    accessor->setAttr("pipedream.cpu.export", b.getUnitAttr());
-    b.setInsertionPointToStart(accessor.addEntryBlock());
-    func::ReturnOp::create(b, loc, recordAddress(b, loc));
 
     SmallVector<pipedream::nn::CheckIndexRangeOp> checks;
     module.walk([&](pipedream::nn::CheckIndexRangeOp op) {
@@ -118,17 +92,6 @@ struct LowerRunTimeChecksPass
       // computed the operands.
       auto ifBad = scf::IfOp::create(b, l, bad, /*withElseRegion=*/false);
       b.setInsertionPointToStart(ifBad.thenBlock());
-      Value address = recordAddress(b, l);
-      auto field = [&](int index) -> Value {
-        return LLVM::GEPOp::create(b, l, ptr, recordType, address,
-                                   ArrayRef<LLVM::GEPArg>{0, index});
-      };
-      Value failed = LLVM::LoadOp::create(b, l, i64, field(Failed));
-      Value first = arith::CmpIOp::create(
-          b, l, arith::CmpIPredicate::eq, failed,
-          arith::ConstantIntOp::create(b, l, 0, 64));
-      auto ifFirst = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
-      b.setInsertionPointToStart(ifFirst.thenBlock());
       std::string info = (op.getOpType() + llvm::Twine('\0') + op.getNode() +
                           llvm::Twine('\0') + op.getInput())
                              .str();
@@ -137,20 +100,97 @@ struct LowerRunTimeChecksPass
       do
         name = "pipedream.check_info." + std::to_string(counter++);
       while (symbols.lookup(name));
-      // NOTE: createGlobalString appends no terminator of its own beyond
-      // the value; `info` carries all three.
-      Value text = LLVM::createGlobalString(l, b, name, info,
-                                            LLVM::Linkage::Internal);
-      Value value = arith::SelectOp::create(b, l, tooHigh, max, min);
-      LLVM::StoreOp::create(b, l, arith::ConstantIntOp::create(b, l, 1, 64),
-                            field(Failed));
-      LLVM::StoreOp::create(b, l, value, field(Value_));
-      LLVM::StoreOp::create(b, l, lower, field(Lower));
-      LLVM::StoreOp::create(b, l, upper, field(Upper));
-      LLVM::StoreOp::create(b, l, text, field(Info));
+      pipedream::cpu::emitRecordFirstFailure(
+          b, l, lower, upper, [&](OpBuilder &inner) {
+            // NOTE: createGlobalString appends no terminator of its own
+            // beyond the value; `info` carries all three.
+            Value text = LLVM::createGlobalString(l, inner, name, info,
+                                                  LLVM::Linkage::Internal);
+            Value value =
+                arith::SelectOp::create(inner, l, tooHigh, max, min);
+            return std::make_pair(value, text);
+          });
       op.erase();
     }
   }
 };
 
 } // namespace
+
+namespace pipedream::cpu {
+
+LLVM::LLVMStructType getRunTimeStatusType(MLIRContext *ctx) {
+  Type i64 = IntegerType::get(ctx, 64);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  return LLVM::LLVMStructType::getLiteral(ctx, {i64, i64, i64, i64, ptr});
+}
+
+static Value recordAddress(OpBuilder &b, Location loc) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value global = LLVM::AddressOfOp::create(b, loc, ptr, kRecordName);
+  return LLVM::ThreadlocalAddressOp::create(b, loc, ptr, global);
+}
+
+LogicalResult defineRunTimeStatusRecord(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  SymbolTable symbols(module);
+  if (symbols.lookup(kRecordName) || symbols.lookup(kAccessorName))
+    return module.emitError("the run-time status record '")
+           << kAccessorName << "' is already defined";
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  LLVM::LLVMStructType recordType = getRunTimeStatusType(ctx);
+  Location loc = module.getLoc();
+  OpBuilder b(ctx);
+
+  // The record, zero-initialized, one per thread.
+  b.setInsertionPointToStart(module.getBody());
+  auto record = LLVM::GlobalOp::create(
+      b, loc, recordType, /*isConstant=*/false, LLVM::Linkage::Internal,
+      kRecordName, Attribute(), /*alignment=*/8, /*addrSpace=*/0,
+      /*dsoLocal=*/false, /*thread_local_=*/true);
+  {
+    Block *init = b.createBlock(&record.getInitializerRegion());
+    b.setInsertionPointToStart(init);
+    Value zero = LLVM::ZeroOp::create(b, loc, recordType);
+    LLVM::ReturnOp::create(b, loc, zero);
+  }
+
+  // The accessor the runtime finds with dlsym.
+  b.setInsertionPointToEnd(module.getBody());
+  auto accessor = func::FuncOp::create(b, loc, kAccessorName,
+                                       b.getFunctionType({}, {ptr}));
+  accessor->setAttr("pipedream.cpu.export", b.getUnitAttr());
+  b.setInsertionPointToStart(accessor.addEntryBlock());
+  func::ReturnOp::create(b, loc, recordAddress(b, loc));
+  return success();
+}
+
+void emitRecordFirstFailure(
+    OpBuilder &b, Location l, Value lower, Value upper,
+    llvm::function_ref<std::pair<Value, Value>(OpBuilder &)> valueAndInfo) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = IntegerType::get(ctx, 64);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  LLVM::LLVMStructType recordType = getRunTimeStatusType(ctx);
+  Value address = recordAddress(b, l);
+  auto field = [&](int index) -> Value {
+    return LLVM::GEPOp::create(b, l, ptr, recordType, address,
+                               ArrayRef<LLVM::GEPArg>{0, index});
+  };
+  Value failed = LLVM::LoadOp::create(b, l, i64, field(Failed));
+  Value first =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, failed,
+                            arith::ConstantIntOp::create(b, l, 0, 64));
+  auto ifFirst = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifFirst.thenBlock());
+  auto [value, info] = valueAndInfo(b);
+  LLVM::StoreOp::create(b, l, arith::ConstantIntOp::create(b, l, 1, 64),
+                        field(Failed));
+  LLVM::StoreOp::create(b, l, value, field(Value_));
+  LLVM::StoreOp::create(b, l, lower, field(Lower));
+  LLVM::StoreOp::create(b, l, upper, field(Upper));
+  LLVM::StoreOp::create(b, l, info, field(Info));
+}
+
+} // namespace pipedream::cpu

@@ -102,13 +102,14 @@ std::string ptxFeatureFor(StringRef arch) {
 static void buildKernelPipeline(OpPassManager &pm,
                                 const CUDACodegenOptions &options) {
   // Tensor level: as for the CPU (conv as im2col + GEMM, elementwise
-  // fusion), then parallel loops outermost. Index checks are not lowered
-  // yet (their min/max would live in device memory; indices are still
-  // clamped), and the bundle has no status record: its thread-local
-  // storage would make program.so depend on the dynamic loader.
-  cpu::LowerRunTimeChecksPassOptions checks;
-  checks.dropChecks = true;
-  pm.addPass(cpu::createLowerRunTimeChecksPass(checks));
+  // fusion), then parallel loops outermost. Index checks stay until after
+  // bufferization (cuda-lower-run-time-checks below); with
+  // --no-run-time-checks they go now.
+  if (!options.runTimeChecks) {
+    cpu::LowerRunTimeChecksPassOptions drop;
+    drop.dropChecks = true;
+    pm.addPass(cpu::createLowerRunTimeChecksPass(drop));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(cpu::createLowerConvToGemmPass());
   pm.addNestedPass<func::FuncOp>(cpu::createFuseElementwiseOpsPass());
@@ -118,6 +119,9 @@ static void buildKernelPipeline(OpPassManager &pm,
 
   // Bufferization with the bundle ABI (shared with the CPU target).
   cpu::buildBundleBufferizationPipeline(pm);
+  // The checks write a device-side record; cuda-map-to-kernels puts those
+  // scalar accesses into single-thread kernels.
+  pm.addPass(createLowerRunTimeChecksPass());
 
   // Buffers: GEMMs to the library, the rest to kernels, buffers on the
   // device.
@@ -128,6 +132,8 @@ static void buildKernelPipeline(OpPassManager &pm,
   map.blockSize = options.blockSize;
   pm.addNestedPass<func::FuncOp>(createMapToKernelsPass(map));
   pm.addNestedPass<func::FuncOp>(createAllocateDeviceMemoryPass());
+  // The host record and the copy of the device record into it.
+  pm.addPass(createDefineRunTimeStatusPass());
   pm.addPass(createCanonicalizerPass());
 }
 
@@ -224,6 +230,11 @@ struct CUDALoweringPipelineOptions
       llvm::cl::desc("Stop before gpu-module-to-binary (keep the NVVM "
                      "gpu.module)"),
       llvm::cl::init(false)};
+  Option<bool> runTimeChecks{
+      *this, "run-time-checks",
+      llvm::cl::desc("Lower nn.check_index_range to the status record "
+                     "(false: erase the checks)"),
+      llvm::cl::init(true)};
   Option<std::string> symbolPrefix{
       *this, "symbol-prefix",
       llvm::cl::desc("Prefix of the exported entry wrappers"),
@@ -265,6 +276,7 @@ void registerCUDACodegenPasses() {
         options.toolkitPath = pipeline.toolkit;
         options.blockSize = pipeline.blockSize;
         options.symbolPrefix = pipeline.symbolPrefix;
+        options.runTimeChecks = pipeline.runTimeChecks;
         options.dtype = pipeline.dtype;
         if (pipeline.toNVVM)
           buildCUDALoweringPipelineToNVVM(pm, options);

@@ -386,9 +386,10 @@ def LowerRunTimeChecksPass
     `info`. The runtime reads and clears the record after every call.
 
     With `drop-checks` the checks are erased instead and no record is
-    added (`pipedream-compile --no-run-time-checks`, and the CUDA pipeline,
-    whose index tensors live in device memory): the runtime treats a
-    library without the accessor as one whose calls never fail a check.
+    added (`pipedream-compile --no-run-time-checks`; the CUDA pipeline
+    lowers its checks itself, `cuda-lower-run-time-checks`): the runtime
+    treats a library without the accessor as one whose calls never fail a
+    check.
   }];
   let options = [
     Option<"dropChecks", "drop-checks", "bool", /*default=*/"false",

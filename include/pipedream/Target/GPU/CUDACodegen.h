@@ -76,6 +76,11 @@ struct CUDACodegenOptions {
   unsigned blockSize = 256;
   /// Symbol prefix of the exported entry wrappers.
   std::string symbolPrefix = "pipedream_";
+  /// Lower `nn.check_index_range` into kernels that write a device-side
+  /// status record, copied to the host record when a function returns
+  /// (cuda-lower-run-time-checks, cuda-define-run-time-status); false
+  /// (`--no-run-time-checks`) erases the checks.
+  bool runTimeChecks = true;
 };
 
 /// Checks `arch` (`sm_NN` or `sm_NNa`, NN >= 50); sets `error` to a one-line

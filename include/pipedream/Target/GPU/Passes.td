@@ -229,4 +229,63 @@ def EmulateOnHostPass : Pass<"cuda-test-emulate-on-host", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// cuda-lower-run-time-checks, cuda-define-run-time-status
+//===----------------------------------------------------------------------===//
+
+def LowerRunTimeChecksPass
+    : Pass<"cuda-lower-run-time-checks", "mlir::ModuleOp"> {
+  let summary = "Turn `nn.check_index_range` into writes of a device-side "
+                "status record";
+  let description = [{
+    The device half of the run-time status channel of cuda bundles
+    (docs/Bundle.md "Run-time checks"; the CPU target's is
+    `cpu-lower-run-time-checks`). Runs on bufferized host functions, before
+    `cuda-map-to-kernels`. Every function with checks gets a device record
+    `memref<5xi64>` (failed, value, lower, upper, check id), allocated and
+    zero-filled at its entry; each `nn.check_index_range` becomes: if
+    `min < lower || max >= upper` and the record's `failed` is 0, store 1,
+    the offending index (`max` if too large, else `min`), the bounds and
+    the check's id. Those loads and stores are scalar memory accesses, so
+    `cuda-map-to-kernels` puts them, with the loads of `min` and `max`,
+    into a single-thread kernel that runs in stream order after the
+    reduction that computed them: the check never reads device memory from
+    the host. Before every return the function calls
+    `pipedream.cuda_take_run_time_status(record)` and frees the record;
+    that function is declared here, with the checks' ONNX op types, nodes
+    and inputs (`pipedream.cuda.checks`, by id), and defined by
+    `cuda-define-run-time-status`.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
+def DefineRunTimeStatusPass
+    : Pass<"cuda-define-run-time-status", "mlir::ModuleOp"> {
+  let summary = "The host-side status record of a cuda bundle, filled from "
+                "the device record";
+  let description = [{
+    The host half of the run-time status channel of cuda bundles. Runs
+    after `cuda-allocate-device-memory`. Adds the thread-local host record
+    and its exported accessor `pipedream_run_time_status()` (the same as
+    the CPU target's, runtime/lib/Bundle.h) and defines
+    `pipedream.cuda_take_run_time_status(memref<5xi64>)`, declared by
+    `cuda-lower-run-time-checks`: it copies the device record to the host
+    (`gpu.memcpy`, which waits for the kernels before it) and, when a check
+    failed and the host record holds no failure yet, stores the value, the
+    bounds and the failed check's op type, node and input names there. The
+    runtime reads and clears the host record after every call, as for CPU
+    bundles. A module without checks still gets the record and accessor.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::gpu::GPUDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 #endif // PIPEDREAM_TARGET_GPU_PASSES_TD

@@ -104,8 +104,11 @@ def main():
          out + ".ll"])
     run([tool("llc"), "-O2", "-filetype=obj", "-relocation-model=pic",
          out + ".ll", "-o", out + ".o"])
+    # ld.so for __tls_get_addr: the run-time status record is thread-local
+    # (cuda-define-run-time-status, as in every program.so).
     libs = [p for p in ("/lib/x86_64-linux-gnu/libm.so.6",
-                        "/lib/x86_64-linux-gnu/libc.so.6") if os.path.exists(p)]
+                        "/lib/x86_64-linux-gnu/libc.so.6",
+                        "/lib64/ld-linux-x86-64.so.2") if os.path.exists(p)]
     # Soft-float helpers for f16/bf16 conversions (as the CPU bundles link
     # them; on the GPU these are instructions).
     clang = shutil.which("clang-22") or shutil.which("clang")

@@ -6,9 +6,11 @@ The bundles use runtime/test/TestProgram.c as program.so:
       torch.optim.SGD(lr=0.1, momentum=0.9) (w f32[3])
   train_probe / update_probe: cross-entropy labels over 5 classes, x f32[Nx3]
 
-  training.py model DIR [--w-shape DxD]
+  training.py model DIR [--w-shape DxD] [--keep-external LENGTH]
       DIR/model.onnx: y = MatMul(x, w) with initializers w (from
-      DIR/weights.bin, or zeros of --w-shape) and keep (not a weight).
+      DIR/weights.bin, or zeros of --w-shape) and keep (not a weight);
+      with --keep-external, keep's 8 bytes are in DIR/keep.bin (ONNX
+      external data) and the model says they are LENGTH bytes long.
   training.py linear-data OUT.npz --samples N [--seed S]
       x f32[Nx3], y f32[N].
   training.py probe-data OUT.npz --samples N [--bad-label ROW=VALUE]
@@ -57,6 +59,16 @@ def cmd_model(args):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(model)
+    if args.keep_external is not None:
+        with open(os.path.join(args.bundle, "keep.bin"), "wb") as f:
+            f.write(keep.tobytes())
+        tensor = model.graph.initializer[1]
+        tensor.ClearField("raw_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "keep.bin"), ("offset", "0"),
+                           ("length", str(args.keep_external))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
     onnx.save(model, os.path.join(args.bundle, "model.onnx"))
 
 
@@ -146,6 +158,7 @@ def main():
     p = sub.add_parser("model")
     p.add_argument("bundle")
     p.add_argument("--w-shape")
+    p.add_argument("--keep-external", type=int)
     p.set_defaults(run=cmd_model)
     p = sub.add_parser("linear-data")
     p.add_argument("out")

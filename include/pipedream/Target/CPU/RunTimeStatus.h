@@ -1,0 +1,49 @@
+//===- RunTimeStatus.h - the run-time status record of program.so -*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The compiled side of the run-time status channel (docs/Bundle.md,
+// "Run-time checks"), shared by the CPU target (cpu-lower-run-time-checks)
+// and the CUDA target (cuda-define-run-time-status, which fills it from the
+// device-side record its kernels write).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_TARGET_CPU_RUNTIMESTATUS_H
+#define PIPEDREAM_TARGET_CPU_RUNTIMESTATUS_H
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <utility>
+
+namespace pipedream::cpu {
+
+/// `struct { int64_t failed, value, lower, upper; const char *info; }`
+/// (runtime/lib/Bundle.h, CheckRecord).
+mlir::LLVM::LLVMStructType getRunTimeStatusType(mlir::MLIRContext *ctx);
+
+/// Adds the zero-initialized thread-local record and its exported accessor
+/// `pipedream_run_time_status()` (marked `pipedream.cpu.export`) to
+/// `module`. Fails with an error on the module when either is already
+/// defined.
+mlir::LogicalResult defineRunTimeStatusRecord(mlir::ModuleOp module);
+
+/// At the builder's insertion point: if the calling thread's record holds
+/// no failure yet, stores 1, the offending value, `lower`, `upper` (i64)
+/// and the info pointer (the op type, node and input names, each
+/// NUL-terminated). `valueAndInfo` creates the value and the pointer, with
+/// the builder inside that branch.
+void emitRecordFirstFailure(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value lower,
+    mlir::Value upper,
+    llvm::function_ref<std::pair<mlir::Value, mlir::Value>(mlir::OpBuilder &)>
+        valueAndInfo);
+
+} // namespace pipedream::cpu
+
+#endif // PIPEDREAM_TARGET_CPU_RUNTIMESTATUS_H
