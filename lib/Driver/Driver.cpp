@@ -267,6 +267,7 @@ emitIR(CompileResult &result,
 static FailureOr<SmallVector<pipedream::nn::WeightDecision>>
 markTrainable(const TrainingPhaseOptions &o, ModuleOp module,
               std::string &error) {
+  TimedPhase phase("trainable weights");
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isDeclaration()) {
     error = "training: no function 'main' with a body to train";
