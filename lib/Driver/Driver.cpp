@@ -555,7 +555,7 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p,
     return failure();
   // Each rank's weights in its own file (docs/Bundle.md), and what the
   // runtime allocates per rank into report.json (`rank_memory`).
-  if (failed(assignRankWeightFiles(bundle, *ranks, error)))
+  if (failed(assignRankWeightFiles(bundle, *ranks, error, p.linkWeights)))
     return failure();
   const int64_t replicas = p.schedule.replicas;
   if (replicas > 1) {
