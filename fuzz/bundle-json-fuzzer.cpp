@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// parseManifest (runtime/lib/Manifest.cpp) on arbitrary text: bundle.json
-// with its functions, training section and the pipeline's rank programs.
+// parseManifest (runtime/lib/ManifestBundle.cpp, ManifestTraining.cpp,
+// ManifestRankPrograms.cpp) on arbitrary text: bundle.json with its
+// functions, training section and the pipeline's rank programs.
 // It may only throw runtime::Error, with a one-line message naming the
 // file; any other exception escapes and is reported as a crash.
 //

@@ -99,6 +99,9 @@ tools = [
     ToolSubst("pipedream-translate", unresolved="ignore"),
     ToolSubst("pipedream-compile", unresolved="ignore"),
     ToolSubst("pipedream-run", unresolved="ignore"),
+    # The tool with the $PIPEDREAM_TEST_* fault hooks (tools/pipedream-run/
+    # TestHooks.cpp), for the crash, hang and kill tests.
+    ToolSubst("pipedream-run-test", unresolved="ignore"),
     ToolSubst("pipedream-profile", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -232,6 +232,14 @@ unsigned char *ensureMemory(pd_buffer &buffer);
 /// buffer (allocating it). Throws Error.
 void loadWeightFromFile(pd_bundle &bundle, size_t index);
 
+/// Calls `function` on its buffers, then applies its `updates`
+/// (Runtime.cpp; used by pd_function_run and the trainer). Throws Error.
+void runFunction(pd_function &function);
+
+/// The buffer's host memory for reading: a cuda buffer's device-newer
+/// value is downloaded, and the device copy stays current. Throws Error.
+unsigned char *readMemory(const pd_buffer &buffer);
+
 /// Destroys a pipeline (Pipeline.cpp), for ~pd_bundle.
 void destroyPipeline(pd_pipeline *pipeline);
 

@@ -16,7 +16,6 @@
 
 #include "GpuSupport.h"
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +40,9 @@ void requireCudaDevice(const std::string &why);
 /// Throws Error (PD_ERROR_INTERNAL) "<where>cuda: ..." when the calling
 /// thread recorded a GPU error (and clears it).
 void checkGpuError(const std::string &where);
+
+/// The calling thread's recorded GPU error (cleared), "" without one.
+std::string takeGpuError();
 
 /// The buffer's device memory for a call: allocated on first use, uploaded
 /// when the host copy is newer. Throws Error.
@@ -98,28 +100,6 @@ void copyToHost(void *host, const void *device, size_t bytes,
 void copyDeviceToDevice(void *dst, const void *src, size_t bytes,
                         const std::string &where);
 void zeroDevice(void *device, size_t bytes, const std::string &where);
-
-/// torchrun's environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-struct TorchrunEnv {
-  size_t rank = 0;
-  size_t size = 0;
-  std::string address;
-  int port = 0;
-};
-
-/// Reads it through `getenv` (the real one, or a test's); false with a
-/// one-line `error` naming the variable when one is missing or malformed.
-/// $PIPEDREAM_NCCL_PORT overrides the port of the id exchange (default
-/// MASTER_PORT + 1: torchrun's own store listens on MASTER_PORT).
-bool parseTorchrunEnv(const std::function<const char *(const char *)> &getenv,
-                      TorchrunEnv &env, std::string &error);
-
-/// The torchrun bootstrap of the NCCL transport: rank 0 serves `id` over
-/// TCP on env.port to the size-1 other ranks, which connect to
-/// env.address:env.port (retrying until `timeout` seconds) and read it into
-/// `id`. Throws Error (PD_ERROR_TIMEOUT, PD_ERROR_IO, PD_ERROR_PEER).
-void exchangeNcclId(const TorchrunEnv &env, double timeout,
-                    unsigned char id[PD_GPU_NCCL_ID_BYTES]);
 
 } // namespace runtime
 } // namespace pipedream

@@ -525,8 +525,9 @@ namespace pipedream {
 namespace runtime {
 
 bool transportTakesDevice(const pd_transport &transport) {
-  // NOTE: pd_transport_create_nccl names its transports "nccl"; their
-  // send/recv take host and device memory (TransportNccl.cpp).
+  // NOTE: pd_transport_create_nccl (NcclBootstrap.cpp) names its
+  // transports "nccl"; their send/recv take host and device memory
+  // (TransportNccl.cpp).
   return transport.ops.send == threadSend || transport.kind == "nccl";
 }
 

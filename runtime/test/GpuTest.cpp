@@ -16,6 +16,7 @@
 #include "pipedream/runtime.h"
 
 #include "GpuDevice.h"
+#include "NcclBootstrap.h"
 #include "GpuGemm.h"
 #include "Manifest.h"
 

@@ -1,0 +1,43 @@
+//===- Trainer.h - the object behind pd_trainer -----------------*- C++ -*-===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// pd_trainer (Trainer.cpp): what a bundle's trainers hold; complete here
+// for ~pd_bundle, which owns them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_RUNTIME_LIB_TRAINER_H
+#define PIPEDREAM_RUNTIME_LIB_TRAINER_H
+
+#include "Bundle.h"
+#include "StepSnapshot.h"
+#include "Trace.h"
+
+#include <vector>
+
+/// A training bundle's trainer (pipedream/runtime.h).
+struct pd_trainer {
+  pd_bundle *bundle = nullptr;
+  pd_function *step = nullptr;
+  pd_function *update = nullptr;
+  /// The step function's data inputs: training.inputs, then the labels.
+  std::vector<pd_buffer *> data;
+  pd_buffer *labels = nullptr;
+  pd_buffer *loss = nullptr;
+  /// Every `grad` buffer of the bundle, zeroed before each step.
+  std::vector<pd_buffer *> grads;
+  /// Persistent buffers (not grads) the step function updates (BatchNorm
+  /// running statistics, on the host or the device), copied at the start
+  /// of each step and restored when the step fails, so a failed step
+  /// changes nothing.
+  pipedream::runtime::StepSnapshot stepSnapshot;
+  /// pd_trainer_set_check_finite.
+  bool checkFinite = false;
+  /// Measured events (pd_trainer_set_tracing).
+  pipedream::runtime::TraceLog trace;
+};
+
+#endif // PIPEDREAM_RUNTIME_LIB_TRAINER_H

@@ -1,0 +1,216 @@
+//===- Training.cpp - pipedream-run --data, one rank ------------------------===
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Training: runs N optimizer steps of a training bundle (pd_trainer) on the
+// arrays of DATA.npz, step s on samples [s*B, (s+1)*B) modulo the data's
+// length; shows progress, optionally logs the losses and writes the model
+// back to ONNX with the trained weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Training.h"
+
+#include "Hooks.h"
+#include "TraceWriter.h"
+
+#include "pipedream/npy.h"
+#include "pipedream/onnx_writer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace pipedream {
+namespace tooling {
+
+using pipedream::npy::NamedArrays;
+using pipedream::OnnxWriter;
+using pipedream::writeFileAtomically;
+
+Progress::Progress(uint64_t steps, size_t batchSize)
+    : steps(steps), batchSize(batchSize), bar(isatty(STDERR_FILENO)) {}
+
+void Progress::step(uint64_t index, double loss, double seconds) {
+  total += seconds;
+  if (ran++ == 0)
+    firstLoss = loss;
+  lastLoss = loss;
+  double rate = seconds > 0 ? batchSize / seconds : 0;
+  if (!bar) {
+    std::printf("step %llu/%llu loss %.6f samples/s %.1f\n",
+                static_cast<unsigned long long>(index),
+                static_cast<unsigned long long>(steps), loss, rate);
+    std::fflush(stdout);
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (index != steps && now - lastDraw < std::chrono::milliseconds(50))
+    return;
+  lastDraw = now;
+  const int width = 30;
+  int filled = static_cast<int>(width * index / steps);
+  std::string line(filled, '#');
+  line.append(width - filled, '.');
+  double meanRate = total > 0 ? batchSize * index / total : 0;
+  std::fprintf(stderr, "\r\033[Kstep %llu/%llu [%s] loss %.6f %.1f samples/s",
+               static_cast<unsigned long long>(index),
+               static_cast<unsigned long long>(steps), line.c_str(), loss,
+               meanRate);
+  if (index == steps)
+    std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (ran == 0) {
+    std::printf("trained 0 steps (all %llu steps were done already)\n",
+                static_cast<unsigned long long>(steps));
+    std::fflush(stdout);
+    return;
+  }
+  double mean = total / ran;
+  std::printf("trained %llu steps: loss %.6f -> %.6f, mean step time %.3f "
+              "ms, %.1f samples/s\n",
+              static_cast<unsigned long long>(ran), firstLoss, lastLoss,
+              mean * 1e3, mean > 0 ? batchSize / mean : 0.0);
+  std::fflush(stdout);
+}
+
+
+/// --skip-failed-steps: the one line for a skipped step (the runtime did
+/// not apply it on any rank).
+void warnSkipped(uint64_t step, const char *message) {
+  std::fprintf(stderr, "warning: step %llu skipped (not applied): %s\n",
+               static_cast<unsigned long long>(step), message);
+  std::fflush(stderr);
+}
+
+int train(const Options &options, pd_bundle *bundle) {
+  if (!pd_bundle_is_training(bundle))
+    return error(std::string(pd_bundle_dir(bundle)) +
+                 ": not a training bundle (bundle.json has no 'training' "
+                 "section), so --data does not apply; run it with --inputs "
+                 "IN.npz, or compile the model without --inference");
+  pd_trainer *trainer = nullptr;
+  if (pd_trainer_create(bundle, &trainer) != PD_OK)
+    return error(pd_last_error());
+
+  std::string message;
+  NamedArrays arrays;
+  if (!pipedream::npy::readNpz(options.data, arrays, message))
+    return error(message);
+  std::set<std::string> used = {pd_bundle_training_labels(bundle)};
+  for (size_t i = 0; i < pd_bundle_training_input_count(bundle); ++i)
+    used.insert(pd_bundle_training_input_at(bundle, i));
+  std::vector<pd_named_array> views;
+  for (const auto &[name, array] : arrays) {
+    if (!used.count(name)) {
+      std::fprintf(stderr,
+                   "warning: %s: array '%s' is neither a training input nor "
+                   "the labels; ignored\n",
+                   options.data.c_str(), name.c_str());
+      continue;
+    }
+    views.push_back({name.c_str(), array.dtype, array.shape.size(),
+                     array.shape.data(), array.data.data(), array.data.size()});
+  }
+  // The runtime's messages start with "training data: "; name the file.
+  auto dataError = [&]() {
+    std::string text = pd_last_error();
+    const std::string prefix = "training data: ";
+    if (text.rfind(prefix, 0) == 0)
+      text = text.substr(prefix.size());
+    return error(options.data + ": " + text);
+  };
+  size_t samples = 0;
+  if (pd_trainer_check_data(trainer, views.data(), views.size(), &samples) !=
+      PD_OK)
+    return dataError();
+
+  OnnxWriter onnx;
+  if (!options.saveOnnx.empty() && !onnx.load(bundle, message))
+    return error(message);
+
+  uint64_t start = 0;
+  if (!resumeFrom(
+          options, true,
+          [&](uint64_t *step) {
+            return pd_trainer_load_checkpoint(
+                trainer, options.checkpointDir.c_str(), step);
+          },
+          start, message))
+    return error(message);
+  if (!options.trace.empty())
+    pd_trainer_set_tracing(trainer, 1);
+  if (options.checkFinite)
+    pd_trainer_set_check_finite(trainer, 1);
+
+  size_t batch = pd_trainer_batch_size(trainer);
+  Progress progress(options.numSteps, batch);
+  std::string log = "step,loss\n";
+  for (uint64_t s = start; s < options.numSteps; ++s) {
+    // Samples [s*B, (s+1)*B) modulo the data's length.
+    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
+                                           batch % samples);
+    double loss = 0;
+    auto begin = std::chrono::steady_clock::now();
+    if (pd_status status =
+            pd_trainer_step(trainer, views.data(), views.size(), first, &loss);
+        status != PD_OK) {
+      // A failed run-time check: the step was not applied, the last
+      // checkpoint is intact.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        warnSkipped(s + 1, pd_last_error());
+        if (checkpointDue(options, s + 1) &&
+            pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                       s + 1) != PD_OK)
+          return error(pd_last_error());
+        continue;
+      }
+      if (status == PD_ERROR_CHECK_FAILED)
+        return error("step " + std::to_string(s + 1) + ", " +
+                     pd_last_error());
+      return dataError();
+    }
+    std::chrono::duration<double> seconds =
+        std::chrono::steady_clock::now() - begin;
+    if (checkpointDue(options, s + 1) &&
+        pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                   s + 1) != PD_OK)
+      return error(pd_last_error());
+    progress.step(s + 1, loss, seconds.count());
+    char line[64];
+    std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+                  static_cast<unsigned long long>(s + 1), loss);
+    log += line;
+    if (hooks().afterStep)
+      hooks().afterStep(0, s + 1);
+  }
+  progress.finish();
+
+  if (!options.trace.empty()) {
+    std::vector<pd_trace_event> events = traceEvents(
+        [&] { return pd_trainer_trace_count(trainer); },
+        [&](size_t i, pd_trace_event *e) {
+          pd_trainer_trace_event(trainer, i, e);
+        });
+    if (!writeTrace(options, 1, false, traceSlices(0, events, start),
+                    message))
+      return error(message);
+  }
+  if (!options.lossLog.empty() &&
+      !writeFileAtomically(options.lossLog, log, message))
+    return error(message);
+  if (!options.saveOnnx.empty() && !onnx.save(options.saveOnnx, message))
+    return error(message);
+  return 0;
+}
+
+} // namespace tooling
+} // namespace pipedream

@@ -1,0 +1,95 @@
+//===- Training.h - pipedream-run --data, one rank ------------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Training of a one-rank training bundle (pd_trainer), and what the
+// pipeline ranks share with it: progress, checkpoints, --resume.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEDREAM_TOOLING_TRAINING_H
+#define PIPEDREAM_TOOLING_TRAINING_H
+
+#include "Options.h"
+
+#include "pipedream/runtime.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace pipedream {
+namespace tooling {
+
+/// Shows training progress: an updating bar on a terminal (stderr), else
+/// one line per step on stdout.
+class Progress {
+public:
+  Progress(uint64_t steps, size_t batchSize);
+  void step(uint64_t index, double loss, double seconds);
+  /// The last line: losses and the mean step time.
+  void finish();
+
+private:
+  uint64_t steps;
+  size_t batchSize;
+  bool bar;
+  double total = 0, firstLoss = 0, lastLoss = 0;
+  uint64_t ran = 0;
+  std::chrono::steady_clock::time_point lastDraw;
+};
+
+/// --skip-failed-steps: the one line for a skipped step (the runtime did
+/// not apply it on any rank).
+void warnSkipped(uint64_t step, const char *message);
+
+/// Whether step `done` (steps done so far, from 1) ends with a checkpoint.
+inline bool checkpointDue(const Options &options, uint64_t done) {
+  return options.checkpointSteps && done % options.checkpointSteps == 0;
+}
+
+/// when the load failed. `start` is the loaded step, 0 without a
+/// checkpoint (a note says so).
+template <typename Load>
+bool resumeFrom(const Options &options, bool print, Load load,
+                uint64_t &start, std::string &message) {
+  start = 0;
+  if (!options.resume)
+    return true;
+  uint64_t step = 0;
+  pd_status status = load(&step);
+  if (status == PD_ERROR_NOT_FOUND &&
+      std::string(pd_last_error()).find("no checkpoint") !=
+          std::string::npos) {
+    if (print)
+      std::fprintf(stderr,
+                   "note: %s has no checkpoint yet; starting at step 1\n",
+                   options.checkpointDir.c_str());
+    return true;
+  }
+  if (status != PD_OK) {
+    message = std::string("--resume: ") + pd_last_error();
+    return false;
+  }
+  start = step;
+  if (print) {
+    std::printf("resumed from %s at step %llu of %llu\n",
+                options.checkpointDir.c_str(),
+                static_cast<unsigned long long>(step),
+                static_cast<unsigned long long>(options.numSteps));
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+/// `--data`: trains a training bundle for --steps steps. Returns the exit
+/// status.
+int train(const Options &options, pd_bundle *bundle);
+
+} // namespace tooling
+} // namespace pipedream
+
+#endif // PIPEDREAM_TOOLING_TRAINING_H
