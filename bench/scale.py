@@ -4,7 +4,7 @@ data, pipelined over 8 MPI ranks on one machine (issue 22).
 
     python3 bench/scale.py --build BUILD [--size tinyllama|small]
         [--work DIR] [--stages K] [--microbatches M] [--seq T] [--steps N]
-        [--lr LR] [--min-free-gib G] [-O N] [--keep]
+        [--lr LR] [--min-free-gib G] [-O N] [--keep] [--model-dir DIR]
 
 Runs, one phase at a time so their memory never overlaps:
 1. models/make_llama.py (the venv's torch 2.x and transformers): the model,
@@ -95,6 +95,10 @@ def main():
     p.add_argument("--min-free-gib", type=float, default=3.0)
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory")
+    p.add_argument("--model-dir",
+                   help="reuse this export of make_llama.py (model.onnx, "
+                        "model.onnx.data, config.json, data.npz) instead "
+                        "of exporting again")
     p.add_argument("--compile-only", action="store_true",
                    help="export and compile; print report.json's rank_memory "
                         "instead of training")
@@ -102,15 +106,17 @@ def main():
     bin_dir = os.path.join(args.build, "bin")
     work = args.work or tempfile.mkdtemp(prefix="pipedream-scale-")
     os.makedirs(work, exist_ok=True)
-    model_dir = os.path.join(work, "model")
+    model_dir = args.model_dir or os.path.join(work, "model")
     bundle = os.path.join(work, "bundle")
     gen = [VENV_PYTHON, os.path.join(ROOT, "models", "make_llama.py"),
            model_dir, "--size", args.size, "--microbatch", "1",
            "--seq", str(args.seq), "--microbatches", str(args.microbatches),
            "--lr", repr(args.lr)]
     try:
-        export_s, _ = run(gen, "export", args.min_free_gib,
-                          os.path.join(work, "export.log"))
+        export_s = 0.0
+        if not args.model_dir:
+            export_s, _ = run(gen, "export", args.min_free_gib,
+                              os.path.join(work, "export.log"))
         with open(os.path.join(model_dir, "config.json")) as f:
             params = json.load(f)["parameters"]
         weight_bytes = os.path.getsize(os.path.join(model_dir,

@@ -9,6 +9,7 @@
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Support/Diagnostics.h"
+#include "pipedream/Support/MappedFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -21,7 +22,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <map>
 
 using namespace mlir;
 
@@ -436,7 +441,11 @@ writeWeightFile(StringRef path, uint64_t size,
 }
 
 LogicalResult assignRankWeightFiles(MLIRContext *context, Bundle &bundle,
-                                    llvm::json::Array &ranks) {
+                                    llvm::json::Array &ranks,
+                                    bool linkExternal) {
+  // Linked files: the model's file -> its name in the bundle.
+  std::map<std::string, std::string> linkNames;
+  llvm::StringSet<> usedNames;
   llvm::StringMap<size_t> weightIndex;
   for (auto [i, w] : llvm::enumerate(bundle.weights))
     weightIndex[w.name] = i;
@@ -474,15 +483,52 @@ LogicalResult assignRankWeightFiles(MLIRContext *context, Bundle &bundle,
     }
     BundleRankWeights &file = files[r];
     file.file = "weights.rank" + std::to_string(r) + ".bin";
+    // Every weight of the rank an aligned view of the same file of the
+    // model: link that file (the offsets are the model's).
+    std::optional<FileView> source;
+    std::vector<uint64_t> sourceOffsets(uses.size(), 0);
+    bool linked = linkExternal;
+    for (size_t w = 0; linked && w < uses.size(); ++w) {
+      if (!uses[w])
+        continue;
+      std::optional<FileView> view =
+          lookupFileView(bundle.weights[w].getData());
+      if (!view || view->offset % kBundleWeightAlignment != 0 ||
+          (source && (view->path != source->path ||
+                      view->mtimeNs != source->mtimeNs ||
+                      view->fileSize != source->fileSize)))
+        linked = false;
+      else
+        source = view, sourceOffsets[w] = view->offset;
+    }
+    if (linked && source) {
+      auto [it, inserted] = linkNames.try_emplace(source->path);
+      if (inserted) {
+        std::string base =
+            "external." + llvm::sys::path::filename(source->path).str();
+        std::string name = base;
+        for (int k = 2; !usedNames.insert(name).second; ++k)
+          name = base + "." + std::to_string(k);
+        it->second = name;
+      }
+      file.file = it->second;
+      file.linkedFrom = source->path;
+      file.mtimeNs = source->mtimeNs;
+      file.fileBytes = source->fileSize;
+    } else {
+      linked = false;
+    }
     llvm::json::Array entries;
     for (size_t w = 0; w < uses.size(); ++w) {
       if (!uses[w])
         continue;
       BundleWeight &weight = bundle.weights[w];
-      uint64_t offset =
-          llvm::alignTo(file.fileBytes, kBundleWeightAlignment);
+      uint64_t offset = sourceOffsets[w];
+      if (!linked) {
+        offset = llvm::alignTo(file.fileBytes, kBundleWeightAlignment);
+        file.fileBytes = offset + weight.bytes;
+      }
       file.weights.push_back({w, offset});
-      file.fileBytes = offset + weight.bytes;
       if (!held[w]) {
         held[w] = true;
         weight.file = file.file;
@@ -493,6 +539,10 @@ LogicalResult assignRankWeightFiles(MLIRContext *context, Bundle &bundle,
     }
     (*rank)["weights_file"] = file.file;
     (*rank)["weights"] = std::move(entries);
+    if (linked)
+      (*rank)["weights_file_linked"] =
+          llvm::json::Object{{"bytes", static_cast<int64_t>(file.fileBytes)},
+                             {"mtime_ns", file.mtimeNs}};
   }
   // weights.bin: what no rank holds.
   bundle.weightFileBytes = 0;
@@ -598,6 +648,64 @@ static LogicalResult writeFile(StringRef path, StringRef data,
   return success();
 }
 
+/// The size and modification time (ns) of `path`.
+static std::error_code fileStamp(StringRef path, uint64_t &size,
+                                 int64_t &mtimeNs) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return ec;
+  size = status.getSize();
+  mtimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                status.getLastModificationTime().time_since_epoch())
+                .count();
+  return {};
+}
+
+/// Puts the model's file `rank.linkedFrom` at `path`: a hard link, or a
+/// copy with the same modification time where the file systems differ.
+/// Fails when the file changed since it was imported (size or time).
+static LogicalResult linkWeightFile(const BundleRankWeights &rank,
+                                    StringRef path, std::string &error) {
+  uint64_t size = 0;
+  int64_t mtime = 0;
+  if (std::error_code ec = fileStamp(rank.linkedFrom, size, mtime)) {
+    error = rank.linkedFrom + ": " + ec.message();
+    return failure();
+  }
+  if (size != rank.fileBytes || mtime != rank.mtimeNs) {
+    error = rank.linkedFrom +
+            ": the model's external data changed during the compilation";
+    return failure();
+  }
+  if (!llvm::sys::fs::create_hard_link(rank.linkedFrom, path))
+    return success();
+  if (std::error_code ec = llvm::sys::fs::copy_file(rank.linkedFrom, path)) {
+    error = rank.linkedFrom + ": cannot copy into the bundle: " + ec.message();
+    return failure();
+  }
+  int fd = -1;
+  std::error_code ec = llvm::sys::fs::openFileForWrite(
+      path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None);
+  if (!ec) {
+    llvm::sys::TimePoint<> time{std::chrono::duration_cast<
+        llvm::sys::TimePoint<>::duration>(std::chrono::nanoseconds(mtime))};
+    ec = llvm::sys::fs::setLastAccessAndModificationTime(fd, time);
+    llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  }
+  if (!ec)
+    ec = fileStamp(path, size, mtime);
+  if (!ec && mtime != rank.mtimeNs)
+    ec = std::make_error_code(std::errc::operation_not_supported);
+  if (ec) {
+    error = (path + ": cannot give the copied weights their modification "
+                    "time: " +
+             ec.message())
+                .str();
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult
 writeBundle(MLIRContext *context, const Bundle &bundle, StringRef outputDir,
             llvm::function_ref<LogicalResult(StringRef)> writeLibrary) {
@@ -661,7 +769,15 @@ writeBundle(MLIRContext *context, const Bundle &bundle, StringRef outputDir,
                                bundle.weightFileBytes, common, context)))
       return failure();
   }
+  llvm::StringSet<> linkedDone;
   for (const BundleRankWeights &rank : bundle.rankWeights) {
+    if (!rank.linkedFrom.empty()) {
+      std::string linkError;
+      if (linkedDone.insert(rank.file).second &&
+          failed(linkWeightFile(rank, inTemp(rank.file), linkError)))
+        return emitError(context) << linkError;
+      continue;
+    }
     std::vector<std::pair<ArrayRef<char>, uint64_t>> held;
     for (auto [w, offset] : rank.weights)
       held.push_back({bundle.weights[w].getData(), offset});
@@ -688,8 +804,10 @@ writeBundle(MLIRContext *context, const Bundle &bundle, StringRef outputDir,
   // new bundle.json next to an old library.
   SmallVector<StringRef> names = {StringRef(bundle.library),
                                   StringRef(bundle.weightsFile)};
+  llvm::StringSet<> renamed;
   for (const BundleRankWeights &rank : bundle.rankWeights)
-    names.push_back(rank.file);
+    if (renamed.insert(rank.file).second)
+      names.push_back(rank.file);
   for (const auto &file : bundle.copiedFiles)
     names.push_back(file.first);
   names.push_back("bundle.json");

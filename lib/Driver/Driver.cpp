@@ -41,6 +41,7 @@
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
 #include "pipedream/Support/CompileTiming.h"
+#include "pipedream/Target/CPU/Workspace.h"
 #include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
@@ -173,16 +174,34 @@ bool pipedream::parseCompilerCommandLine(int argc, char **argv,
 
 /// Compiles the lowered `module` into the bundle's program library at
 /// `libraryPath` with the code generator of `p`'s target.
-static LogicalResult compileProgramLibrary(const PhaseOptions &p,
-                                           ModuleOp module,
-                                           StringRef libraryPath) {
+static LogicalResult compileProgramLibrary(
+    const PhaseOptions &p, ModuleOp module, StringRef libraryPath,
+    const std::vector<std::vector<std::string>> *rankRoots = nullptr,
+    std::vector<cpu::WorkspaceEstimate> *workspace = nullptr) {
   std::string error;
   switch (p.target.target) {
-  case CompileTarget::CPU:
-    if (succeeded(cpu::compileToSharedLibrary(module, p.codegen.cpu,
-                                              libraryPath, error)))
+  case CompileTarget::CPU: {
+    LogicalResult result = failure();
+    if (!rankRoots || !workspace ||
+        (p.codegen.cpu.gemm == cpu::GemmLowering::BLAS &&
+         !cpu::isBLASAvailable())) {
+      result = cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath,
+                                           error);
+    } else if (succeeded(
+                   cpu::lowerToLLVMDialect(module, p.codegen.cpu, error))) {
+      // Lowered first, so each rank's workspace can be read off the LLVM
+      // dialect module (report.json `rank_memory`, Workspace.h).
+      workspace->clear();
+      for (const std::vector<std::string> &roots : *rankRoots)
+        workspace->push_back(cpu::estimateWorkspace(module, roots));
+      result = cpu::emitSharedLibrary(module, p.codegen.cpu, libraryPath,
+                                      cpu::usesBLAS(p.codegen.cpu),
+                                      /*runtimeSymbols=*/{}, error);
+    }
+    if (succeeded(result))
       return success();
     break;
+  }
   case CompileTarget::CUDA:
     if (succeeded(cuda::compileToSharedLibrary(module, p.target.cuda,
                                                libraryPath, error)))
@@ -191,6 +210,35 @@ static LogicalResult compileProgramLibrary(const PhaseOptions &p,
   }
   return emitError(module.getContext())
          << (error.empty() ? "unknown target" : error);
+}
+
+/// Adds each rank's workspace (the stage functions' cached temporaries,
+/// Workspace.h) to report.json's `rank_memory` entries (`workspace_bytes`,
+/// and into `total_bytes`); a replicated entry takes its pipeline rank's.
+/// False when the report has no `rank_memory`.
+static bool
+addWorkspaceToRankMemory(llvm::json::Object &report,
+                         llvm::ArrayRef<cpu::WorkspaceEstimate> workspace) {
+  llvm::json::Array *memory = report.getArray("rank_memory");
+  if (!memory)
+    return false;
+  for (llvm::json::Value &value : *memory) {
+    llvm::json::Object *entry = value.getAsObject();
+    if (!entry)
+      continue;
+    std::optional<int64_t> rank = entry->getInteger("pipeline_rank");
+    if (!rank)
+      rank = entry->getInteger("rank");
+    if (!rank || *rank < 0 || *rank >= int64_t(workspace.size()))
+      continue;
+    int64_t bytes = workspace[*rank].bytes;
+    (*entry)["workspace_bytes"] = bytes;
+    if (workspace[*rank].dynamicSites)
+      (*entry)["workspace_dynamic_sites"] = workspace[*rank].dynamicSites;
+    if (std::optional<int64_t> total = entry->getInteger("total_bytes"))
+      (*entry)["total_bytes"] = *total + bytes;
+  }
+  return true;
 }
 
 /// True when `module` still holds nn ops (needs convert-nn-to-linalg).
@@ -263,6 +311,7 @@ emitIR(CompileResult &result,
 /// weights"). The decisions go to the report.
 static FailureOr<SmallVector<pipedream::nn::WeightDecision>>
 markTrainable(const TrainingPhaseOptions &o, ModuleOp module) {
+  TimedPhase phase("trainable weights");
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isDeclaration())
     return emitError(module.getContext())
@@ -422,6 +471,9 @@ struct PipelineState {
   llvm::json::Array plansJSON;
   /// Replicated stages: the rank layout and memory per rank (the bundle's).
   std::string replicaText;
+  /// Per pipeline rank: the program.so symbols its step runs (its native
+  /// entry and the functions it calls), for its workspace.
+  std::vector<std::vector<std::string>> rankRoots;
   /// Read before the schedule phase replaces @main (docs/Bundle.md,
   /// "Pipeline bundles": `inputs`, `microbatch_size`, `num_classes`).
   std::vector<std::string> dataInputs;
@@ -543,7 +595,8 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
     return failure();
   // Each rank's weights in its own file (docs/Bundle.md), and what the
   // runtime allocates per rank into report.json (`rank_memory`).
-  if (failed(assignRankWeightFiles(module.getContext(), bundle, *ranks)))
+  if (failed(assignRankWeightFiles(module.getContext(), bundle, *ranks,
+                                   p.linkWeights)))
     return failure();
   const int64_t replicas = p.schedule.replicas;
   if (replicas > 1) {
@@ -559,6 +612,29 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
     state.json["replicas"] = replicas;
   } else {
     state.json["rank_memory"] = rankMemoryJSON(bundle, *ranks);
+  }
+  {
+    llvm::StringMap<std::string> symbolOf;
+    for (const BundleFunction &f : bundle.functions)
+      symbolOf[f.name] = f.symbol;
+    state.rankRoots.clear();
+    for (const llvm::json::Value &value : *ranks) {
+      std::vector<std::string> &roots = state.rankRoots.emplace_back();
+      const llvm::json::Object *rank = value.getAsObject();
+      if (!rank)
+        continue;
+      if (auto entry = rank->getString("entry")) {
+        roots.push_back(entry->str());
+        roots.push_back(prefix + entry->str());
+      }
+      if (const llvm::json::Array *program = rank->getArray("program"))
+        for (const llvm::json::Value &inst : *program)
+          if (const llvm::json::Object *o = inst.getAsObject())
+            if (o->getString("op") == "call")
+              if (auto name = o->getString("function"))
+                if (auto it = symbolOf.find(*name); it != symbolOf.end())
+                  roots.push_back(it->second);
+    }
   }
   const nn::TrainingOptions &t = p.training.nn;
   const nn::OptimizerOptions &o = t.optimizer;
@@ -811,9 +887,11 @@ CompileResult pipedream::compile(const CompileOptions &options) {
 
   // The reports of a pipelined compile.
   std::string renderedReport;
+  std::optional<llvm::json::Object> reportObject;
   if (pipeline) {
     if (autoJSON)
       pipeline->json["schedule_search"] = std::move(*autoJSON);
+    reportObject = pipeline->json;
     renderedReport =
         llvm::formatv("{0:2}", llvm::json::Value(std::move(pipeline->json)));
     result.reportJSON = renderedReport;
@@ -884,11 +962,22 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   }
 
   TimedPhase bundlePhase("write bundle");
+  std::vector<cpu::WorkspaceEstimate> workspace;
+  bool withWorkspace = pipeline && !pipeline->rankRoots.empty();
   if (failed(
           writeBundle(&context, bundle, p.output, [&](StringRef libraryPath) {
-            return compileProgramLibrary(p, *module, libraryPath);
+            return compileProgramLibrary(
+                p, *module, libraryPath,
+                withWorkspace ? &pipeline->rankRoots : nullptr,
+                withWorkspace ? &workspace : nullptr);
           })))
     return failWithError(modelName + ": ");
+  if (pipeline && reportObject && !workspace.empty() &&
+      addWorkspaceToRankMemory(*reportObject, workspace)) {
+    renderedReport = llvm::formatv(
+        "{0:2}", llvm::json::Value(std::move(*reportObject)));
+    result.reportJSON = renderedReport;
+  }
   if (pipeline) {
     // docs/CLI.md: OUT_DIR holds report.json too.
     llvm::SmallString<256> reportPath(p.output);

@@ -256,7 +256,13 @@ struct CompileFlags::Flags {
                             "phase (import, autodiff, partition, schedule, "
                             "lowering, LLVM opt, codegen, link) with MLIR's "
                             "pass timing, to stderr"),
-                   cl::cat(c)) {}
+                   cl::cat(c)),
+        copyWeights("copy-weights",
+                    cl::desc("Write every rank's weights into its own file "
+                             "of the bundle, also where they are the "
+                             "model's external data (default: hard-link "
+                             "that file, docs/Bundle.md)"),
+                    cl::cat(c)) {}
 
   cl::opt<std::string> input, output;
   cl::opt<bool> inference;
@@ -281,6 +287,7 @@ struct CompileFlags::Flags {
   cl::opt<std::string> reportJSON, schedule, trace, timeline;
   cl::opt<std::string> scheduleCsv, exportScheduleCsv;
   cl::opt<bool> timePhases;
+  cl::opt<bool> copyWeights;
 };
 
 CompileFlags::CompileFlags(cl::OptionCategory &category)
@@ -333,6 +340,7 @@ CompileOptions CompileFlags::read() const {
   o.scheduleCsv = f.scheduleCsv;
   o.exportScheduleCsv = f.exportScheduleCsv;
   o.timePhases = f.timePhases;
+  o.copyWeights = f.copyWeights;
   return o;
 }
 

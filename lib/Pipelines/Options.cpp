@@ -550,6 +550,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.reportText = o.report;
   p.reportJSON = o.reportJSON;
   p.timePhases = o.timePhases;
+  p.linkWeights = !o.copyWeights;
 
   // Import.
   p.import.input = o.input;

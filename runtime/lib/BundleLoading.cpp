@@ -17,6 +17,7 @@
 #include "ConstantWeights.h"
 #include "DataIndexChecks.h"
 #include "GpuDevice.h"
+#include "LinkedWeights.h"
 #include "Manifest.h"
 #include "Threads.h"
 #include "StepSnapshot.h"
@@ -236,6 +237,10 @@ void loadWeights(pd_bundle &bundle) {
     const pipedream::runtime::RankProgram &rank =
         manifest.pipeline.ranks[manifest.pipeline.programOf(
             static_cast<size_t>(bundle.rank))];
+    if (rank.weightsFileLinked)
+      pipedream::runtime::checkLinkedWeightsFile(
+          joinPath(bundle.dir, rank.weightsFile), rank.linkedBytes,
+          rank.linkedMtimeNs);
     if (!rank.weightsFile.empty()) {
       std::vector<bool> listed(manifest.weights.size(), false);
       for (auto [w, offset] : rank.weights) {

@@ -184,6 +184,12 @@ struct RankProgram {
   /// functions bind lies in it: (index into Manifest::weights, offset).
   std::string weightsFile;
   std::vector<std::pair<size_t, uint64_t>> weights;
+  /// `weights_file_linked` (docs/Bundle.md "Linked weight files"): the file
+  /// is a link of the model's external data, which had this size and
+  /// modification time (ns) when compiled; the loader refuses it otherwise.
+  bool weightsFileLinked = false;
+  uint64_t linkedBytes = 0;
+  int64_t linkedMtimeNs = 0;
 };
 
 /// A data array a pipeline reads: one of `inputs`, or the labels.

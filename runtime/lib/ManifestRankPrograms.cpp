@@ -75,6 +75,16 @@ void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
   rank.weightsFile = v.relativePath(v.member(entry, rpath, "weights_file"),
                                     fpath);
   const json &weights = v.array(v.member(entry, rpath, "weights"), wpath);
+  if (entry.contains("weights_file_linked")) {
+    std::string lpath = Validator::join(rpath, "weights_file_linked");
+    const json &linked = v.object(entry["weights_file_linked"], lpath);
+    rank.weightsFileLinked = true;
+    rank.linkedBytes = v.unsignedInt(v.member(linked, lpath, "bytes"),
+                                     Validator::join(lpath, "bytes"));
+    rank.linkedMtimeNs = static_cast<int64_t>(
+        v.unsignedInt(v.member(linked, lpath, "mtime_ns"),
+                      Validator::join(lpath, "mtime_ns")));
+  }
   std::map<std::string, size_t> byName;
   for (size_t i = 0; i < manifest.weights.size(); ++i)
     byName[manifest.weights[i].name] = i;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -30,6 +31,11 @@ uint64_t currentResidentBytes() {
     return 0;
   long page = sysconf(_SC_PAGESIZE);
   return resident * static_cast<uint64_t>(page > 0 ? page : 4096);
+}
+
+uint64_t residentBytesAfterRelease() {
+  malloc_trim(0);
+  return currentResidentBytes();
 }
 
 namespace {

@@ -26,6 +26,12 @@ namespace pipedream::run {
 uint64_t peakResidentBytes();
 /// This process's resident set size now, in bytes (0 if unknown).
 uint64_t currentResidentBytes();
+/// The resident set size after the allocator gave its free memory back to
+/// the system (malloc_trim): taken after a bundle was opened and closed, it
+/// counts the libraries that open loaded but none of the weights it read
+/// (glibc keeps freed blocks under its mmap threshold, up to 32 MiB each,
+/// in its heap, where they would still count).
+uint64_t residentBytesAfterRelease();
 
 /// One process's measurements: its peak, and its resident size before the
 /// bundle was opened (libraries, MPI, the data arrays: what report.json

@@ -359,10 +359,12 @@ int runMpiRank(const Options &options) {
   PipelineRun run;
   run.options = &options;
   run.processPerRank = true;
-  run.startResident = pipedream::run::currentResidentBytes();
   std::string message;
   bool loaded = loadData(run, bundle, rank == 0, message);
   pd_bundle_close(bundle);
+  // The start of the measurement: MPI, the libraries and the data arrays
+  // are up, the first open's weights are freed (PeakMemory.h).
+  run.startResident = pipedream::run::residentBytesAfterRelease();
   if (ranks != size)
     return die(options.bundleDir + ": the pipeline has " +
                    std::to_string(ranks) + " ranks but mpirun started " +

@@ -78,6 +78,12 @@ struct BundleRankWeights {
   std::string file;
   std::vector<std::pair<size_t, uint64_t>> weights;
   uint64_t fileBytes = 0;
+  /// A linked weight file (docs/Bundle.md "Linked weight files"): `file` is
+  /// a hard link of (or, across file systems, a copy of) this file of the
+  /// model, whose size was `fileBytes` and modification time `mtimeNs` when
+  /// it was imported; the offsets are the model's. Empty: `file` is written.
+  std::string linkedFrom;
+  int64_t mtimeNs = 0;
 };
 
 /// One exported function.
@@ -148,11 +154,17 @@ mlir::LogicalResult collectBundle(mlir::ModuleOp module, llvm::StringRef model,
 /// it in the rank objects of `ranks` (`weights_file`, `weights`: name and
 /// offset, docs/Bundle.md) and points each weight's bundle entry at its
 /// first holder's file. weights.bin keeps only the weights no rank holds.
+/// With `linkExternal`, a rank whose weights are all unchanged views of
+/// one file of the model (ONNX external data at 64-byte aligned offsets,
+/// pipedream/Support/MappedFiles.h) gets that file linked into the bundle
+/// instead (`external.<name>`, shared by such ranks): nothing is written,
+/// and the rank reads its weights from the model's offsets.
 /// Fails with an error diagnostic (in `context`) on a malformed `ranks`
 /// array.
 mlir::LogicalResult assignRankWeightFiles(mlir::MLIRContext *context,
                                           Bundle &bundle,
-                                          llvm::json::Array &ranks);
+                                          llvm::json::Array &ranks,
+                                          bool linkExternal = false);
 
 /// What the runtime allocates for each rank of a pipeline bundle
 /// (`ranks` as serializeRankPrograms made them): the weights, gradient

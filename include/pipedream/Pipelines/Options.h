@@ -141,6 +141,9 @@ struct CompileOptions {
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;
+  /// --copy-weights: rank weight files are always written, never linked
+  /// from the model's external data (docs/Bundle.md "Linked weight files").
+  bool copyWeights = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -283,6 +286,9 @@ struct PhaseOptions {
   std::string reportJSON;
   /// --time-phases.
   bool timePhases = false;
+  /// Not --copy-weights: rank weight files may be links of the model's
+  /// external data.
+  bool linkWeights = true;
 
   /// Whether the schedule phase runs.
   bool scheduled() const {

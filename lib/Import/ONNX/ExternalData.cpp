@@ -6,6 +6,8 @@
 
 #include "ExternalData.h"
 
+#include "pipedream/Support/MappedFiles.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
@@ -14,6 +16,8 @@
 #include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
+
+#include <chrono>
 
 using namespace llvm;
 using namespace pipedream::onnx_import;
@@ -27,6 +31,34 @@ static std::string quoted(StringRef text) {
     out += "...";
   return out + "'";
 }
+
+namespace {
+/// A buffer whose bytes are registered as a view of their file for its
+/// lifetime (pipedream/Support/MappedFiles.h).
+class RegisteredBuffer : public MemoryBuffer {
+public:
+  RegisteredBuffer(std::unique_ptr<MemoryBuffer> inner,
+                   pipedream::FileView view)
+      : inner(std::move(inner)) {
+    init(this->inner->getBufferStart(), this->inner->getBufferEnd(),
+         /*RequiresNullTerminator=*/false);
+    pipedream::registerFileView(
+        ArrayRef<char>(getBufferStart(), getBufferSize()), std::move(view));
+  }
+  ~RegisteredBuffer() override {
+    pipedream::unregisterFileView(getBufferStart());
+  }
+  BufferKind getBufferKind() const override {
+    return inner->getBufferKind();
+  }
+  StringRef getBufferIdentifier() const override {
+    return inner->getBufferIdentifier();
+  }
+
+private:
+  std::unique_ptr<MemoryBuffer> inner;
+};
+} // namespace
 
 /// Whether `path` is `dir` or lies below it (both resolved, absolute).
 static bool isInside(StringRef path, StringRef dir) {
@@ -153,7 +185,17 @@ pipedream::onnx_import::readExternalData(const onnx::TensorProto &tensor,
     error = "cannot read external data file " + quoted(location);
     return std::nullopt;
   }
-  result.buffer = std::move(*buffer);
+  // The view is registered while its buffer lives, so the bundle writer
+  // can link the file instead of writing its bytes again (MappedFiles.h).
+  pipedream::FileView view;
+  view.path = realPath.str().str();
+  view.offset = uint64_t(offset);
+  view.fileSize = fileSize;
+  view.mtimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     status.getLastModificationTime().time_since_epoch())
+                     .count();
+  result.buffer =
+      std::make_unique<RegisteredBuffer>(std::move(*buffer), std::move(view));
   result.bytes = ArrayRef<char>(result.buffer->getBufferStart(),
                                 result.buffer->getBufferSize());
   return result;

@@ -282,6 +282,35 @@ def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
 TORCH_RTOL = 1e-4
 
 
+def align_external_data(onnx_path, location, align=64):
+    """Rewrites the external data of `onnx_path` (one side file,
+    `location`) with every tensor at a multiple of `align` bytes, as
+    models/make_llama.py writes it: the layout the compiler links into the
+    bundle instead of copying (docs/Bundle.md "Linked weight files")."""
+    folder = os.path.dirname(onnx_path)
+    proto = onnx.load(onnx_path, load_external_data=False)
+    with open(os.path.join(folder, location), "rb") as f:
+        old = f.read()
+    new = bytearray()
+    for t in proto.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        fields = {e.key: e.value for e in t.external_data}
+        start = int(fields.get("offset", 0))
+        raw = old[start:start + int(fields["length"])]
+        new += b"\0" * ((-len(new)) % align)
+        offset = len(new)
+        new += raw
+        del t.external_data[:]
+        for key, value in (("location", location), ("offset", str(offset)),
+                           ("length", str(len(raw)))):
+            e = t.external_data.add()
+            e.key, e.value = key, value
+    with open(os.path.join(folder, location), "wb") as f:
+        f.write(new)
+    onnx.save_model(proto, onnx_path)
+
+
 def check_rank_files(bundle, onnx_path, tag):
     """Bundle version 3 (docs/Bundle.md "Rank weight files"): each rank's
     file holds exactly the weights its functions bind, with the model's
@@ -629,8 +658,9 @@ def main():
         proto = onnx.load(onnx_path)
         onnx.save_model(proto, onnx_path, save_as_external_data=True,
                         all_tensors_to_one_file=True,
-                        location="model.onnx.data", size_threshold=1024)
+                        location="model.onnx.data", size_threshold=0)
         del proto
+        align_external_data(onnx_path, "model.onnx.data")
     m, b = args.microbatches, args.microbatch_size
     replicas = args.replicas
     if (args.stages is None) == (args.ranks is None):

@@ -31,6 +31,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +73,43 @@ bool holdsMaskValues(Attribute value, FloatType elementType) {
   if (bits % 8 != 0)
     return false;
   size_t width = bits / 8;
+  // IEEE binary formats order their magnitudes as their bit patterns (sign
+  // cleared), with infinities and NaNs above every finite value, and half
+  // of the largest finite value is exact in them (one exponent lower): a
+  // mask value is a pattern at or above that of `half`. One integer compare
+  // per element (a weight table of a billion parameters is scanned in
+  // about a second; APFloat per element took minutes).
+  auto scan = [&](auto zero) {
+    using Raw = decltype(zero);
+    llvm::APFloat halfValue = limit;
+    halfValue.divide(llvm::APFloat(semantics, 2), llvm::APFloat::rmTowardZero);
+    Raw threshold =
+        static_cast<Raw>(halfValue.bitcastToAPInt().getZExtValue());
+    Raw magnitude = static_cast<Raw>(~(Raw(1) << (bits - 1)));
+    size_t count = bytes.size() / sizeof(Raw);
+    const char *data = bytes.data();
+    // Blocks with an OR-reduced flag, so the inner loop vectorizes.
+    constexpr size_t kBlock = 4096;
+    for (size_t at = 0; at < count; at += kBlock) {
+      size_t end = std::min(count, at + kBlock);
+      bool found = false;
+      for (size_t i = at; i < end; ++i) {
+        Raw raw;
+        std::memcpy(&raw, data + i * sizeof(Raw), sizeof(Raw));
+        found |= (raw & magnitude) >= threshold;
+      }
+      if (found)
+        return true;
+    }
+    return false;
+  };
+  if (&semantics == &llvm::APFloat::IEEEsingle())
+    return scan(uint32_t());
+  if (&semantics == &llvm::APFloat::IEEEdouble())
+    return scan(uint64_t());
+  if (&semantics == &llvm::APFloat::IEEEhalf() ||
+      &semantics == &llvm::APFloat::BFloat())
+    return scan(uint16_t());
   for (size_t at = 0; at + width <= bytes.size(); at += width) {
     uint64_t raw = 0;
     std::memcpy(&raw, bytes.data() + at, width); // little-endian host

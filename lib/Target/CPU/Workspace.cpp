@@ -1,0 +1,142 @@
+//===- Workspace.cpp - the temporaries a CPU program keeps ----------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/Workspace.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <optional>
+
+using namespace mlir;
+
+namespace pipedream::cpu {
+
+namespace {
+
+/// The constant value of `v`, if it is one this evaluator knows.
+std::optional<int64_t> evaluate(Value v, const DataLayout &layout,
+                                int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto c = dyn_cast<LLVM::ConstantOp>(op)) {
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      return i.getValue().getSExtValue();
+    return std::nullopt;
+  }
+  auto binary = [&](Value a, Value b, auto fn) -> std::optional<int64_t> {
+    auto x = evaluate(a, layout, depth + 1);
+    auto y = evaluate(b, layout, depth + 1);
+    if (!x || !y)
+      return std::nullopt;
+    return fn(*x, *y);
+  };
+  if (auto add = dyn_cast<LLVM::AddOp>(op))
+    return binary(add.getLhs(), add.getRhs(),
+                  [](int64_t x, int64_t y) { return x + y; });
+  if (auto mul = dyn_cast<LLVM::MulOp>(op))
+    return binary(mul.getLhs(), mul.getRhs(),
+                  [](int64_t x, int64_t y) { return x * y; });
+  if (auto cast = dyn_cast<LLVM::PtrToIntOp>(op)) {
+    // The memref lowering's size: getelementptr null[n] of the element type.
+    auto gep = cast.getArg().getDefiningOp<LLVM::GEPOp>();
+    if (!gep || !gep.getBase().getDefiningOp<LLVM::ZeroOp>() ||
+        gep.getIndices().size() != 1)
+      return std::nullopt;
+    std::optional<int64_t> n;
+    auto index = gep.getIndices()[0];
+    if (auto value = llvm::dyn_cast_if_present<Value>(index))
+      n = evaluate(value, layout, depth + 1);
+    else if (auto attr = llvm::dyn_cast_if_present<IntegerAttr>(index))
+      n = attr.getInt();
+    if (!n)
+      return std::nullopt;
+    return *n * static_cast<int64_t>(layout.getTypeSize(gep.getElemType()));
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+WorkspaceEstimate estimateWorkspace(ModuleOp module,
+                                    llvm::ArrayRef<std::string> roots,
+                                    int64_t cachedCap) {
+  DataLayout layout(module);
+  // Per function: its allocation sites' constant bytes, dynamic sites and
+  // direct callees.
+  struct Info {
+    int64_t bytes = 0;
+    int64_t dynamicSites = 0;
+    llvm::SmallVector<LLVM::LLVMFuncOp> callees;
+  };
+  llvm::DenseMap<Operation *, Info> infos;
+  auto infoOf = [&](LLVM::LLVMFuncOp func) -> Info & {
+    auto [it, inserted] = infos.try_emplace(func.getOperation());
+    if (!inserted)
+      return it->second;
+    Info &info = it->second;
+    func.walk([&](LLVM::CallOp call) {
+      std::optional<StringRef> name = call.getCallee();
+      if (!name)
+        return;
+      if (*name == "malloc" || *name == "__pipedream_alloc") {
+        if (call.getNumOperands() == 0)
+          return;
+        if (auto bytes = evaluate(call.getOperand(0), layout))
+          info.bytes += std::max<int64_t>(0, *bytes);
+        else
+          ++info.dynamicSites;
+        return;
+      }
+      if (auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(*name))
+        if (!callee.isExternal())
+          info.callees.push_back(callee);
+    });
+    return info;
+  };
+  // NOTE: __pipedream_alloc itself calls malloc with its argument (not a
+  // constant): it is a site of its callers, not a function to walk.
+  auto reach = [&](LLVM::LLVMFuncOp root, llvm::DenseSet<Operation *> &seen,
+                   WorkspaceEstimate &sum) {
+    llvm::SmallVector<LLVM::LLVMFuncOp> stack{root};
+    while (!stack.empty()) {
+      LLVM::LLVMFuncOp f = stack.pop_back_val();
+      if (f.getSymName() == "__pipedream_alloc" ||
+          f.getSymName() == "__pipedream_free" ||
+          !seen.insert(f.getOperation()).second)
+        continue;
+      Info &info = infoOf(f);
+      sum.bytes += info.bytes;
+      sum.dynamicSites += info.dynamicSites;
+      for (LLVM::LLVMFuncOp c : info.callees)
+        stack.push_back(c);
+    }
+  };
+  WorkspaceEstimate total;
+  int64_t largestRoot = 0;
+  llvm::DenseSet<Operation *> seen;
+  for (const std::string &name : roots) {
+    auto root = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!root || root.isExternal())
+      continue;
+    reach(root, seen, total);
+    llvm::DenseSet<Operation *> own;
+    WorkspaceEstimate alone;
+    reach(root, own, alone);
+    largestRoot = std::max(largestRoot, alone.bytes);
+  }
+  total.bytes = std::min(total.bytes, cachedCap + largestRoot);
+  return total;
+}
+
+} // namespace pipedream::cpu
