@@ -923,9 +923,9 @@ def preview_only():
 
 
 @register
-def uint8_input():
+def complex_input():
     return model([node("Add", ["x", "x"], ["y"])],
-                 [tensor("x", [2], TensorProto.UINT8)], [tensor("y", None)])
+                 [tensor("x", [2], TensorProto.COMPLEX64)], [tensor("y", None)])
 
 
 @register

@@ -17,7 +17,7 @@ func.func @dynamic_shape(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 // -----
 
 func.func @unranked(%a: tensor<*xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'nn.add' op operand #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'nn.add' op operand #0 must be statically shaped tensor of floating-point or signless integer or unsigned integer values, but got 'tensor<*xf32>'}}
   %0 = nn.add %a, %b : (tensor<*xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -41,7 +41,7 @@ func.func @matmul_on_integers(%a: tensor<2x4xi32>, %b: tensor<4x3xi32>) -> tenso
 // -----
 
 func.func @unsupported_element_type(%a: tensor<4xindex>) -> tensor<4xindex> {
-  // expected-error @+1 {{'nn.neg' op operand #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<4xindex>'}}
+  // expected-error @+1 {{'nn.neg' op operand #0 must be statically shaped tensor of floating-point or signless integer or unsigned integer values, but got 'tensor<4xindex>'}}
   %0 = nn.neg %a : tensor<4xindex>
   return %0 : tensor<4xindex>
 }
@@ -163,7 +163,7 @@ func.func @constant_not_tensor_generic() {
 // -----
 
 func.func @constant_element_type() {
-  // expected-error @+1 {{'nn.constant' op result #0 must be statically shaped tensor of floating-point or signless integer values, but got 'tensor<2xcomplex<f32>>'}}
+  // expected-error @+1 {{'nn.constant' op result #0 must be statically shaped tensor of floating-point or signless integer or unsigned integer values, but got 'tensor<2xcomplex<f32>>'}}
   %0 = nn.constant dense<(1.0, 2.0)> : tensor<2xcomplex<f32>>
   return
 }
