@@ -61,7 +61,6 @@ struct LowerRunTimeChecksPass
     }
     if (failed(pipedream::cpu::defineRunTimeStatusRecord(module)))
       return signalPassFailure();
-    Type i64 = IntegerType::get(ctx, 64);
     OpBuilder b(ctx);
 
     SmallVector<pipedream::nn::CheckIndexRangeOp> checks;
@@ -72,25 +71,11 @@ struct LowerRunTimeChecksPass
     for (pipedream::nn::CheckIndexRangeOp op : checks) {
       Location l = op.getLoc();
       b.setInsertionPoint(op);
-      auto widen = [&](Value v) -> Value {
-        if (v.getType() == i64)
-          return v;
-        return arith::ExtSIOp::create(b, l, i64, v);
-      };
-      Value min = widen(op.getMin()), max = widen(op.getMax());
-      // NOTE: I64Attr getters return uint64_t; the bounds are signed.
-      Value lower =
-          arith::ConstantIntOp::create(b, l, op.getLowerAttr().getInt(), 64);
-      Value upper =
-          arith::ConstantIntOp::create(b, l, op.getUpperAttr().getInt(), 64);
-      Value tooLow =
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, min, lower);
-      Value tooHigh =
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, max, upper);
-      Value bad = arith::OrIOp::create(b, l, tooLow, tooHigh);
+      pipedream::cpu::IndexRangeTest t =
+          pipedream::cpu::emitIndexRangeTest(b, op);
       // Never taken on good data: the cost is the min/max pass that
       // computed the operands.
-      auto ifBad = scf::IfOp::create(b, l, bad, /*withElseRegion=*/false);
+      auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
       b.setInsertionPointToStart(ifBad.thenBlock());
       std::string info = (op.getOpType() + llvm::Twine('\0') + op.getNode() +
                           llvm::Twine('\0') + op.getInput())
@@ -101,13 +86,13 @@ struct LowerRunTimeChecksPass
         name = "pipedream.check_info." + std::to_string(counter++);
       while (symbols.lookup(name));
       pipedream::cpu::emitRecordFirstFailure(
-          b, l, lower, upper, [&](OpBuilder &inner) {
+          b, l, t.lower, t.upper, [&](OpBuilder &inner) {
             // NOTE: createGlobalString appends no terminator of its own
             // beyond the value; `info` carries all three.
             Value text = LLVM::createGlobalString(l, inner, name, info,
                                                   LLVM::Linkage::Internal);
             Value value =
-                arith::SelectOp::create(inner, l, tooHigh, max, min);
+                arith::SelectOp::create(inner, l, t.tooHigh, t.max, t.min);
             return std::make_pair(value, text);
           });
       op.erase();
@@ -163,6 +148,29 @@ LogicalResult defineRunTimeStatusRecord(ModuleOp module) {
   b.setInsertionPointToStart(accessor.addEntryBlock());
   func::ReturnOp::create(b, loc, recordAddress(b, loc));
   return success();
+}
+
+IndexRangeTest emitIndexRangeTest(OpBuilder &b,
+                                  pipedream::nn::CheckIndexRangeOp op) {
+  Location l = op.getLoc();
+  Type i64 = b.getI64Type();
+  auto widen = [&](Value v) -> Value {
+    if (v.getType() == i64)
+      return v;
+    return arith::ExtSIOp::create(b, l, i64, v);
+  };
+  IndexRangeTest t;
+  t.min = widen(op.getMin());
+  t.max = widen(op.getMax());
+  // NOTE: I64Attr getters return uint64_t; the bounds are signed.
+  t.lower = arith::ConstantIntOp::create(b, l, op.getLowerAttr().getInt(), 64);
+  t.upper = arith::ConstantIntOp::create(b, l, op.getUpperAttr().getInt(), 64);
+  Value tooLow =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, t.min, t.lower);
+  t.tooHigh =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t.max, t.upper);
+  t.bad = arith::OrIOp::create(b, l, tooLow, t.tooHigh);
+  return t;
 }
 
 void emitRecordFirstFailure(

@@ -66,7 +66,6 @@ struct LowerRunTimeChecksPass
     if (funcs.empty())
       return;
 
-    Type i64 = IntegerType::get(ctx, 64);
     MemRefType recordType = deviceRecordType(ctx);
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
@@ -122,21 +121,9 @@ struct LowerRunTimeChecksPass
       for (pipedream::nn::CheckIndexRangeOp op : checks) {
         Location l = op.getLoc();
         b.setInsertionPoint(op);
-        auto widen = [&](Value v) -> Value {
-          if (v.getType() == i64)
-            return v;
-          return arith::ExtSIOp::create(b, l, i64, v);
-        };
-        Value min = widen(op.getMin()), max = widen(op.getMax());
-        // NOTE: I64Attr getters return uint64_t; the bounds are signed.
-        Value lower = c(b, l, op.getLowerAttr().getInt());
-        Value upper = c(b, l, op.getUpperAttr().getInt());
-        Value tooLow =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, min, lower);
-        Value tooHigh =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, max, upper);
-        Value bad = arith::OrIOp::create(b, l, tooLow, tooHigh);
-        auto ifBad = scf::IfOp::create(b, l, bad, /*withElseRegion=*/false);
+        pipedream::cpu::IndexRangeTest t =
+            pipedream::cpu::emitIndexRangeTest(b, op);
+        auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
         b.setInsertionPointToStart(ifBad.thenBlock());
         Value failed = memref::LoadOp::create(b, l, record,
                                               ValueRange{index(b, l, Failed)});
@@ -144,15 +131,15 @@ struct LowerRunTimeChecksPass
                                             failed, c(b, l, 0));
         auto ifFirst = scf::IfOp::create(b, l, first, /*withElseRegion=*/false);
         b.setInsertionPointToStart(ifFirst.thenBlock());
-        Value value = arith::SelectOp::create(b, l, tooHigh, max, min);
+        Value value = arith::SelectOp::create(b, l, t.tooHigh, t.max, t.min);
         auto store = [&](Value v, int64_t field) {
           memref::StoreOp::create(b, l, v, record,
                                   ValueRange{index(b, l, field)});
         };
         store(c(b, l, 1), Failed);
         store(value, Value_);
-        store(lower, Lower);
-        store(upper, Upper);
+        store(t.lower, Lower);
+        store(t.upper, Upper);
         store(c(b, l, static_cast<int64_t>(infos.size())), Id);
         infos.push_back(b.getStrArrayAttr(
             {op.getOpType(), op.getNode(), op.getInput()}));

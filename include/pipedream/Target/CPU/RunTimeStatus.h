@@ -21,7 +21,23 @@
 
 #include <utility>
 
+namespace pipedream::nn {
+class CheckIndexRangeOp;
+} // namespace pipedream::nn
+
 namespace pipedream::cpu {
+
+/// The comparison of an `nn.check_index_range` (its min and max widened to
+/// i64, against its bounds), built at the builder's insertion point.
+struct IndexRangeTest {
+  mlir::Value min, max, lower, upper;
+  /// max >= upper: the offending value is `max`, else `min`.
+  mlir::Value tooHigh;
+  /// min < lower or max >= upper.
+  mlir::Value bad;
+};
+IndexRangeTest emitIndexRangeTest(mlir::OpBuilder &b,
+                                  pipedream::nn::CheckIndexRangeOp op);
 
 /// `struct { int64_t failed, value, lower, upper; const char *info; }`
 /// (runtime/lib/Bundle.h, CheckRecord).
