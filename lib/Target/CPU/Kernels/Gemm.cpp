@@ -1526,6 +1526,37 @@ void runPartBF16(void *p, int part) {
 
 extern "C" {
 
+/// C = beta * C (0 where beta is 0: C may hold NaN): a GEMM with k = 0 or
+/// alpha = 0.
+static void scaleC(int32_t m, int32_t n, float beta, float *c, int32_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float &x = c[i * int64_t(ldc) + j];
+      x = beta == 0.0f ? 0.0f : beta * x;
+    }
+}
+
+/// How many threads an m x n x k GEMM over rowTiles x colTiles register
+/// tiles runs on, and their tm x tn grid (tm * tn == the result).
+static int threadGrid(int64_t m, int64_t n, int64_t k, int64_t rowTiles,
+                      int64_t colTiles, const Blocking &bl, int &tm,
+                      int &tn) {
+  // About 4 MFLOP per thread pays for waking it.
+  double flops = 2.0 * m * n * k;
+  int threads = threadCount();
+  if (flops / 4e6 < threads)
+    threads = flops < 4e6 ? 1 : static_cast<int>(flops / 4e6);
+  if (threads > rowTiles * colTiles)
+    threads = static_cast<int>(rowTiles * colTiles);
+  if (threads <= 1)
+    return 1;
+  // A prime count that does not fit the grid: one fewer thread.
+  chooseGrid(threads, rowTiles, colTiles, bl, tm, tn);
+  while (tm * tn != threads && threads > 1)
+    chooseGrid(--threads, rowTiles, colTiles, bl, tm, tn);
+  return threads;
+}
+
 PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
                             int32_t m, int32_t n, int32_t k, float alpha,
                             const float *a, int32_t lda, const float *b,
@@ -1539,11 +1570,7 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float &x = c[i * int64_t(ldc) + j];
-        x = beta == 0.0f ? 0.0f : beta * x;
-      }
+    scaleC(m, n, beta, c, ldc);
     return;
   }
   Problem p{m,     n,
@@ -1556,20 +1583,11 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
   p.packedB = constantPackedB(p, info);
   int64_t rowTiles = (p.m + bl.mr - 1) / bl.mr;
   int64_t colTiles = (p.n + bl.nr - 1) / bl.nr;
-  // About 4 MFLOP per thread pays for waking it.
-  double flops = 2.0 * p.m * p.n * p.k;
-  int threads = threadCount();
-  if (flops / 4e6 < threads)
-    threads = flops < 4e6 ? 1 : static_cast<int>(flops / 4e6);
-  if (threads > rowTiles * colTiles)
-    threads = static_cast<int>(rowTiles * colTiles);
   Split split{&p, &info, 1, 1, rowTiles, colTiles};
+  int threads = threadGrid(p.m, p.n, p.k, rowTiles, colTiles, bl, split.tm,
+                           split.tn);
   if (threads > 1) {
-    // A prime count that does not fit the grid: one fewer thread.
-    chooseGrid(threads, rowTiles, colTiles, bl, split.tm, split.tn);
-    while (split.tm * split.tn != threads && threads > 1)
-      chooseGrid(--threads, rowTiles, colTiles, bl, split.tm, split.tn);
-    if (threads > 1 && runParallel(threads, runPart, &split) > 1)
+    if (runParallel(threads, runPart, &split) > 1)
       return;
     split.tm = split.tn = 1;
   }
@@ -1589,11 +1607,7 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        float &x = c[i * int64_t(ldc) + j];
-        x = beta == 0.0f ? 0.0f : beta * x;
-      }
+    scaleC(m, n, beta, c, ldc);
     return;
   }
   BF16Problem p{m, n, k, alpha, beta, Operand{a, lda, transA == kTrans},
@@ -1602,19 +1616,12 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
   p.packedB = constantPackedBBF16(p, info);
   int64_t rowTiles = (p.m + info.mr - 1) / info.mr;
   int64_t colTiles = (p.n + info.nr - 1) / info.nr;
-  double flops = 2.0 * p.m * p.n * p.k;
-  int threads = threadCount();
-  if (flops / 4e6 < threads)
-    threads = flops < 4e6 ? 1 : static_cast<int>(flops / 4e6);
-  if (threads > rowTiles * colTiles)
-    threads = static_cast<int>(rowTiles * colTiles);
   BF16Split split{&p, &info, 1, 1, rowTiles, colTiles};
+  int threads = threadGrid(p.m, p.n, p.k, rowTiles, colTiles,
+                           Blocking{info.mr, info.nr, 0, 0, 0}, split.tm,
+                           split.tn);
   if (threads > 1) {
-    Blocking grid{info.mr, info.nr, 0, 0, 0};
-    chooseGrid(threads, rowTiles, colTiles, grid, split.tm, split.tn);
-    while (split.tm * split.tn != threads && threads > 1)
-      chooseGrid(--threads, rowTiles, colTiles, grid, split.tm, split.tn);
-    if (threads > 1 && runParallel(threads, runPartBF16, &split) > 1)
+    if (runParallel(threads, runPartBF16, &split) > 1)
       return;
     split.tm = split.tn = 1;
   }
