@@ -537,13 +537,23 @@ static LogicalResult partitionAndSchedule(
   // --ranks N: the schedule phase runs the planner's K x R plan.
   if (p.partition.ranks > 0) {
     int64_t replicas = 1;
-    for (auto f : module.getOps<func::FuncOp>())
+    SmallVector<int64_t> stageReplicas;
+    for (auto f : module.getOps<func::FuncOp>()) {
       if (auto summary = f->getAttrOfType<pipe::PartitionAttr>(
               pipe::PipeDialect::kPartitionAttrName))
         replicas = std::max<int64_t>(1, summary.getReplicas());
+      // Non-uniform replication (pipe-partition's 1F1B-RR plan).
+      if (auto routed =
+              f->getAttrOfType<DenseI64ArrayAttr>("pipe.stage_replicas")) {
+        stageReplicas.assign(routed.asArrayRef().begin(),
+                             routed.asArrayRef().end());
+      }
+    }
     std::string error;
-    if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
-                                    error)))
+    if (failed(stageReplicas.empty()
+                   ? applyReplicationPlan(p, state.partition.stages, replicas,
+                                          error)
+                   : applyRoutedReplicationPlan(p, stageReplicas, error)))
       return emitError(module.getContext()) << error;
     llvm::raw_string_ostream os(state.planText);
     printReplicationPlans(module, os);
@@ -590,6 +600,17 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
   // Each rank's step as a native entry of program.so (docs/Bundle.md).
   if (failed(lowerRankProgramsToNative(module, *ranks, prefix)))
     return failure();
+  // Non-uniform replication: one program per world rank (each stage's
+  // program split over its replicas, round-robin by micro-batch).
+  const std::vector<int64_t> &stageReplicas = p.schedule.stageReplicas;
+  if (!stageReplicas.empty()) {
+    std::string error;
+    std::optional<llvm::json::Array> world =
+        splitRoutedRankPrograms(*ranks, stageReplicas, error);
+    if (!world)
+      return emitError(module.getContext()) << error;
+    *ranks = std::move(*world);
+  }
   rankPhase.reset();
   if (failed(collectBundle(module, modelName, "", prefix, bundle)))
     return failure();
@@ -599,7 +620,16 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
                                    p.linkWeights)))
     return failure();
   const int64_t replicas = p.schedule.replicas;
-  if (replicas > 1) {
+  if (!stageReplicas.empty()) {
+    llvm::json::Array memory =
+        routedRankMemoryJSON(bundle, *ranks, stageReplicas);
+    llvm::raw_string_ostream os(state.replicaText);
+    printRoutedRankLayout(stageReplicas, p.schedule.config.numMicrobatches,
+                          memory, os);
+    state.json["rank_memory"] = std::move(memory);
+    state.json["rank_layout"] = routedRankLayoutJSON(stageReplicas);
+    state.json["stage_replicas"] = llvm::json::Array(stageReplicas);
+  } else if (replicas > 1) {
     // Replicated stages: every world rank's memory and the layout.
     llvm::json::Array memory =
         replicatedRankMemoryJSON(bundle, *ranks, replicas);
@@ -655,6 +685,10 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;
+  if (!stageReplicas.empty()) {
+    section["stage_replicas"] = llvm::json::Array(stageReplicas);
+    section["rank_layout"] = routedRankLayoutJSON(stageReplicas);
+  }
   if (replicas > 1) {
     section["replicas"] = replicas;
     section["rank_layout"] = rankLayoutJSON(

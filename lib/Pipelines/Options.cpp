@@ -203,11 +203,10 @@ static LogicalResult resolveRecompute(const CompileOptions &o,
                            " and --schedule auto: give the schedule");
   if (!o.scheduleCsv.empty())
     return fail(error, "--recompute does not apply to --schedule-csv");
-  if (sched::Config{kind, 1, 1, 1}.splitsBackward())
-    return fail(error, "--recompute " + o.recompute + ": --schedule " +
-                           sched::kindName(kind) +
-                           " splits the backward (B and W); recomputation "
-                           "needs a schedule without W");
+  // NOTE: schedules that split the backward (zb-h1, zb-v, ...) recompute
+  // too: B reruns the forward, and passes what W reads on to it as carries
+  // (pipe-recompute; docs/Pipe.md "Activation recomputation").
+  (void)kind;
   return success();
 }
 
@@ -444,9 +443,10 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
                              sched::kindName(*kind));
     if (!o.scheduleCsv.empty())
       return fail(error, "--replicas does not apply to --schedule-csv");
-    if (o.target != "cpu")
-      return fail(error, "--replicas " + llvm::Twine(replicas) +
-                             ": replicated stages run on --target cpu only");
+    // --target cuda: the runtime sums a stage's device gradients over its
+    // replicas with ncclAllReduce (compiled, not yet run on a GPU).
+    if (o.target != "cpu" && o.shardOptimizer)
+      return fail(error, "--shard-optimizer runs on --target cpu only");
   }
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
@@ -604,5 +604,52 @@ LogicalResult pipedream::applyReplicationPlan(PhaseOptions &p, int64_t stages,
   s.microbatchesPerUpdate = m / replicas;
   // One replica per stage: nothing to shard.
   s.shardOptimizer = s.shardOptimizer && replicas > 1;
+  return success();
+}
+
+LogicalResult
+pipedream::applyRoutedReplicationPlan(PhaseOptions &p,
+                                      llvm::ArrayRef<int64_t> stageReplicas,
+                                      std::string &error) {
+  const int64_t m = p.partition.microbatches;
+  const int64_t k = static_cast<int64_t>(stageReplicas.size());
+  std::string text;
+  for (int64_t r : stageReplicas)
+    text += (text.empty() ? "" : "-") + std::to_string(r);
+  for (int64_t r : stageReplicas)
+    if (r < 1 || m % r != 0) {
+      error = "--ranks: the planner's replication " + text +
+              " does not divide the " + std::to_string(m) + " micro-batches";
+      return failure();
+    }
+  if (k < 1) {
+    error = "--ranks: the planner chose no stages";
+    return failure();
+  }
+  p.partition.stages = k;
+  if (!p.scheduled())
+    return success();
+  SchedulePhaseOptions &s = p.schedule;
+  if (!s.config.isSynchronous()) {
+    error = "--ranks: non-uniform replication " + text +
+            " needs a synchronous schedule, not --schedule " +
+            sched::kindName(s.config.kind);
+    return failure();
+  }
+  if (s.shardOptimizer) {
+    error = "--shard-optimizer: the planner chose non-uniform replication " +
+            text +
+            " (PipeDream's 1F1B-RR), whose replicas keep whole optimizer "
+            "states; pass --stages K --replicas R for sharded state";
+    return failure();
+  }
+  s.config = sched::Config{s.config.kind, k, m, 1};
+  if (std::string err = sched::validate(s.config); !err.empty()) {
+    error = "--ranks: " + err;
+    return failure();
+  }
+  s.replicas = 1;
+  s.microbatchesPerUpdate = m;
+  s.stageReplicas.assign(stageReplicas.begin(), stageReplicas.end());
   return success();
 }

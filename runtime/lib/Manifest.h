@@ -219,14 +219,38 @@ struct PipelineSpec {
   /// `optimizer` as compact JSON ("" if absent), not interpreted.
   std::string optimizer;
   std::vector<RankProgram> ranks;
-  /// The rank whose program holds the M `loss` instructions.
+  /// The rank whose program holds the M `loss` instructions (routed: the
+  /// first of lossRanks).
   size_t lossRank = 0;
+  /// The ranks with `loss` instructions, ascending: lossRank, or with
+  /// stage_replicas the last stage's replicas.
+  std::vector<size_t> lossRanks;
   /// `inputs` in order, then the labels.
   std::vector<PipelineData> data;
   /// `replicas` (R, docs/Bundle.md "Replicated stages"): every pipeline rank
   /// runs on R data-parallel replicas, K*R ranks in all; `rank_layout`
   /// gives world rank w = replica * K + pipeline rank (K = ranks.size()).
   size_t replicas = 1;
+  /// `stage_replicas` (non-uniform replication, PipeDream's 1F1B-RR,
+  /// docs/Bundle.md "Non-uniform replication"): stage s runs on
+  /// stageReplicas[s] replicas; `ranks` then holds one program per world
+  /// rank (replicas = 1, so programOf(w) = w and replicaOf(w) = 0: the
+  /// programs name world peers and global micro-batches), and
+  /// `rank_layout` gives each world rank's stage and replica
+  /// (layoutStage, layoutReplica). Empty otherwise.
+  std::vector<size_t> stageReplicas;
+  std::vector<size_t> layoutStage, layoutReplica;
+  bool routed() const { return !stageReplicas.empty(); }
+  /// Routed: the world ranks of stage `stage`, in replica order.
+  std::vector<size_t> stageMembers(size_t stage) const {
+    std::vector<size_t> members(stage < stageReplicas.size()
+                                    ? stageReplicas[stage]
+                                    : 0);
+    for (size_t w = 0; w < layoutStage.size(); ++w)
+      if (layoutStage[w] == stage && layoutReplica[w] < members.size())
+        members[layoutReplica[w]] = w;
+    return members;
+  }
   /// The ranks a transport must have: K*R.
   size_t worldRanks() const { return ranks.size() * replicas; }
   /// The pipeline rank (index into `ranks`) and replica of world rank w.

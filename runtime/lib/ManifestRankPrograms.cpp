@@ -127,7 +127,73 @@ void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
 /// {"rank": w, "pipeline_rank": s, "replica": j}, listed in order, with
 /// w = j * K + s (the layout the runtime implements; docs/Bundle.md
 /// "Replicated stages").
+/// Non-uniform replication: `stage_replicas` (one positive count per
+/// stage, summing to the number of ranks) and `rank_layout` (required):
+/// each world rank's stage and replica, every (stage, replica < R_s) pair
+/// once.
+void parseRoutedLayout(Validator &v, const json &object, PipelineSpec &p) {
+  const std::string spath = "pipeline.stage_replicas";
+  const json &counts = v.array(object["stage_replicas"], spath);
+  if (p.replicas != 1)
+    v.fail(spath, "non-uniform replication takes no pipeline.replicas");
+  if (counts.size() != p.stages)
+    v.fail(spath, "has " + std::to_string(counts.size()) +
+                      " entries for the schedule's " +
+                      std::to_string(p.stages) + " stages");
+  size_t total = 0;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    std::string at = Validator::index(spath, s);
+    uint64_t r = v.unsignedInt(counts[s], at);
+    if (r < 1)
+      v.fail(at, "a stage has at least 1 replica");
+    p.stageReplicas.push_back(static_cast<size_t>(r));
+    total += static_cast<size_t>(r);
+  }
+  if (total != p.ranks.size())
+    v.fail(spath, "the replicas sum to " + std::to_string(total) +
+                      " ranks, but pipeline.ranks has " +
+                      std::to_string(p.ranks.size()) + " programs");
+  const std::string lpath = "pipeline.rank_layout";
+  if (!object.contains("rank_layout"))
+    v.fail(lpath, "missing: non-uniform replication lists the stage and "
+                  "replica of each rank");
+  const json &layout = v.array(object["rank_layout"], lpath);
+  if (layout.size() != p.ranks.size())
+    v.fail(lpath, "has " + std::to_string(layout.size()) +
+                      " entries for " + std::to_string(p.ranks.size()) +
+                      " ranks");
+  std::set<std::pair<size_t, size_t>> seen;
+  for (size_t w = 0; w < layout.size(); ++w) {
+    std::string epath = Validator::index(lpath, w);
+    const json &entry = v.object(layout[w], epath);
+    uint64_t rank = v.unsignedInt(v.member(entry, epath, "rank"),
+                                  Validator::join(epath, "rank"));
+    uint64_t stage =
+        v.unsignedInt(v.member(entry, epath, "pipeline_rank"),
+                      Validator::join(epath, "pipeline_rank"));
+    uint64_t replica = v.unsignedInt(v.member(entry, epath, "replica"),
+                                     Validator::join(epath, "replica"));
+    if (rank != w)
+      v.fail(Validator::join(epath, "rank"),
+             "entry " + std::to_string(w) + " says rank " +
+                 std::to_string(rank) + "; ranks must be listed in order");
+    if (stage >= p.stageReplicas.size() ||
+        replica >= p.stageReplicas[stage])
+      v.fail(epath, "rank " + std::to_string(w) + " is stage " +
+                        std::to_string(stage) + ", replica " +
+                        std::to_string(replica) +
+                        ", which pipeline.stage_replicas does not have");
+    if (!seen.insert({stage, replica}).second)
+      v.fail(epath, "stage " + std::to_string(stage) + ", replica " +
+                        std::to_string(replica) + " is listed twice");
+    p.layoutStage.push_back(static_cast<size_t>(stage));
+    p.layoutReplica.push_back(static_cast<size_t>(replica));
+  }
+}
+
 void parseRankLayout(Validator &v, const json &object, PipelineSpec &p) {
+  if (object.contains("stage_replicas"))
+    return parseRoutedLayout(v, object, p);
   const std::string lpath = "pipeline.rank_layout";
   if (!object.contains("rank_layout")) {
     if (p.replicas > 1)
@@ -598,12 +664,28 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
     }
   }
 
-  // Every micro-batch's loss, all on one rank.
+  parseRankLayout(v, object, p);
+  // Every micro-batch's loss, all on one rank (non-uniform replication: on
+  // the replicas of one stage).
   for (size_t m = 0; m < p.microbatches; ++m) {
     if (lossAt[m].first == std::numeric_limits<size_t>::max())
       v.fail("pipeline.ranks", "no rank has a loss instruction for micro-batch " +
                                    std::to_string(m) + " (the schedule has " +
                                    std::to_string(p.microbatches) + ")");
+    if (p.routed()) {
+      if (p.layoutStage[lossAt[m].first] != p.layoutStage[lossAt[0].first])
+        v.fail(instructionPath(lossAt[m].first, lossAt[m].second),
+               "the loss of micro-batch " + std::to_string(m) +
+                   " is on stage " +
+                   std::to_string(p.layoutStage[lossAt[m].first]) +
+                   " but that of micro-batch 0 on stage " +
+                   std::to_string(p.layoutStage[lossAt[0].first]) +
+                   "; all losses must be on the last stage's replicas");
+      if (std::find(p.lossRanks.begin(), p.lossRanks.end(),
+                    lossAt[m].first) == p.lossRanks.end())
+        p.lossRanks.push_back(lossAt[m].first);
+      continue;
+    }
     if (lossAt[m].first != lossAt[0].first)
       v.fail(instructionPath(lossAt[m].first, lossAt[m].second),
              "the loss of micro-batch " + std::to_string(m) + " is on rank " +
@@ -612,7 +694,11 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                  "; all losses must be on the last stage's rank");
   }
   p.lossRank = lossAt[0].first;
-  parseRankLayout(v, object, p);
+  std::sort(p.lossRanks.begin(), p.lossRanks.end());
+  if (p.lossRanks.empty())
+    p.lossRanks.push_back(p.lossRank);
+  else
+    p.lossRank = p.lossRanks.front();
 
   // Every data array is read somewhere; labels of the right kind.
   for (size_t d = 0; d < p.data.size(); ++d) {

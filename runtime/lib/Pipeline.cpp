@@ -647,6 +647,14 @@ std::vector<pipedream::runtime::ReduceSpan>
 updateGradientSpans(pd_pipeline &p, const PipelineInstruction &ins) {
   std::vector<pipedream::runtime::ReduceSpan> spans;
   auto add = [&](pd_buffer *buffer) {
+    // cuda bundles: the accumulator's device copy, which the B calls wrote
+    // (summed by the NCCL transport's ncclAllReduce in place).
+    if (p.cuda) {
+      spans.push_back({pipedream::runtime::deviceArgument(*buffer),
+                       buffer->type.numElements, buffer->type.dtype,
+                       buffer->name, true});
+      return;
+    }
     spans.push_back({ensureMemory(*buffer), buffer->type.numElements,
                      buffer->type.dtype, buffer->name});
   };
@@ -671,7 +679,7 @@ updateGradientSpans(pd_pipeline &p, const PipelineInstruction &ins) {
 /// instead of after. $PIPEDREAM_ALLREDUCE_OVERLAP=0 turns it off (the sum
 /// then runs right before the update; the results are the same bits).
 void planGradientOverlap(pd_pipeline &p) {
-  if (!p.replicas)
+  if (!p.replicas || p.replicas->members().size() < 2)
     return;
   if (const char *env = std::getenv("PIPEDREAM_ALLREDUCE_OVERLAP"))
     if (std::string(env) == "0")
@@ -763,7 +771,8 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
     p.constantWeights->release();
   // Replicated stages: the update's gradients summed over the replicas
   // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
-  if (p.replicas && ins.action == "U" && ins.replica < 0) {
+  if (p.replicas && p.replicas->members().size() > 1 && ins.action == "U" &&
+      ins.replica < 0) {
     pd_function &function = *p.bundle->functionByIndex[ins.function];
     if (finishOverlappedAllReduce(p, ins))
       return;
@@ -1340,17 +1349,42 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         "' of rank " + std::to_string(rank) +
                         " is not loaded");
     p->cuda = bundle->manifest.target == "cuda";
-    if (spec->replicas > 1) {
-      if (p->cuda)
+    // cuda bundles: the replicas sum device gradients over a transport
+    // that takes device memory (NCCL). Compiled, not yet run on a GPU.
+    auto checkCudaReplicas = [&](const std::string &what) {
+      if (!p->cuda)
+        return;
+      if (!pipedream::runtime::transportTakesDevice(*transport) ||
+          transport->kind == "mpi")
         throw Error(PD_ERROR_UNSUPPORTED,
-                    bundle->dir + ": replicated stages (pipeline.replicas " +
-                        std::to_string(spec->replicas) +
-                        ") run on CPU bundles only; this bundle targets cuda");
+                    bundle->dir + ": " + what +
+                        " of a cuda bundle sum their gradients with "
+                        "ncclAllReduce: run it over the NCCL transport "
+                        "(--transport nccl), not '" +
+                        transport->kind + "'");
+      for (const PipelineInstruction &ins : p->program->program)
+        if (ins.op == PipelineInstruction::Op::Call && ins.replica >= 0)
+          throw Error(PD_ERROR_UNSUPPORTED,
+                      bundle->dir + ": sharded optimizer state runs on CPU "
+                                    "bundles only; this bundle targets cuda");
+    };
+    if (spec->replicas > 1) {
+      checkCudaReplicas("replicated stages (pipeline.replicas " +
+                        std::to_string(spec->replicas) + ")");
       std::vector<size_t> members;
       for (size_t j = 0; j < spec->replicas; ++j)
         members.push_back(spec->worldRank(p->programRank, j));
       p->replicas = std::make_unique<pipedream::runtime::ReplicaGroup>(
           *transport, p->programRank, p->replica, std::move(members));
+    } else if (spec->routed()) {
+      // Non-uniform replication: the group of this rank's stage (every rank
+      // makes one: over MPI the split is a collective of all ranks; a
+      // stage with one replica gets a group of one, which sums nothing).
+      checkCudaReplicas("non-uniform replicas (pipeline.stage_replicas)");
+      size_t stage = spec->layoutStage[rank];
+      p->replicas = std::make_unique<pipedream::runtime::ReplicaGroup>(
+          *transport, stage, spec->layoutReplica[rank],
+          spec->stageMembers(stage));
     }
     p->transportTakesDevice =
         pipedream::runtime::transportTakesDevice(*transport);
@@ -1544,6 +1578,36 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
     double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);
+    if (spec.routed()) {
+      // Non-uniform replication: the last stage's replicas each hold the
+      // losses of their micro-batches; each sends its sum / M to rank 0,
+      // which adds them up in rank order: the mean of the M losses.
+      bool holds = std::find(spec.lossRanks.begin(), spec.lossRanks.end(),
+                             p.rank) != spec.lossRanks.end();
+      if (holds && p.rank != 0)
+        transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS,
+                                        &stepLoss, sizeof(stepLoss)),
+                      "sending the step loss to rank 0: ");
+      if (p.rank == 0) {
+        double sum = 0;
+        for (size_t from : spec.lossRanks) {
+          double part = stepLoss;
+          if (from != 0)
+            transportCall(pd_transport_recv(p.transport, from,
+                                            PD_TAG_STEP_LOSS, &part,
+                                            sizeof(part)),
+                          "receiving the step loss: ");
+          sum += part;
+        }
+        stepLoss = sum;
+      }
+      if (loss)
+        *loss = p.rank == 0 ? stepLoss : std::nan("");
+      if (trace.enabled)
+        trace.add("step", "", "", -1, -1, -1, -1, stepStart);
+      ++trace.steps;
+      return PD_OK;
+    }
     // Every replica's loss rank sends its mean to rank 0, which averages
     // them in replica order (one replica: just the loss rank's).
     if (p.programRank == spec.lossRank && p.rank != 0)

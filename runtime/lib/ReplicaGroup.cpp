@@ -151,8 +151,16 @@ void ReplicaGroup::startAllReduce(size_t id,
       throw Error(PD_ERROR_UNSUPPORTED,
                   "the replicas' all-reduce sums f32 or f64 gradients; '" +
                       s.name + "' is another type");
+    if (s.device && mpi)
+      throw Error(PD_ERROR_UNSUPPORTED,
+                  "the replicas' all-reduce of device gradient '" + s.name +
+                      "' needs the NCCL transport (--transport nccl), not "
+                      "MPI");
     size_t bytes = s.count * pd_dtype_size(s.dtype);
-    if (!op.plan.empty() && op.plan.back().dtype == s.dtype &&
+    // NOTE: a device span is a bucket of its own, reduced in place.
+    if (!s.device && !op.plan.empty() &&
+        !spans[op.plan.back().first].device &&
+        op.plan.back().dtype == s.dtype &&
         (op.plan.back().count * pd_dtype_size(s.dtype) + bytes) <= limit &&
         op.plan.back().last == i) {
       op.plan.back().last = i + 1;

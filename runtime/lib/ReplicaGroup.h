@@ -35,6 +35,10 @@ struct ReduceSpan {
   size_t count = 0;
   pd_dtype dtype = PD_DTYPE_F32;
   std::string name;
+  /// Device memory (a cuda bundle's gradient): never packed into a host
+  /// bucket, summed in place by the transport's all-reduce (NCCL's
+  /// ncclAllReduce on device pointers); not over MPI.
+  bool device = false;
 };
 
 /// Default bucket size: 4 MiB; $PIPEDREAM_ALLREDUCE_BUCKET_BYTES overrides

@@ -93,9 +93,10 @@ void forEachCuts(int64_t n, int64_t k,
     rec(1);
 }
 
-/// The best plan by enumeration; `uniform` > 0 restricts to K x uniform.
+/// The best plan by enumeration; `uniform` > 0 restricts to K x uniform,
+/// `divide` > 0 to replications that divide it.
 double bruteForce(const Graph &g, const Options &o, int64_t ranks,
-                  int64_t uniform, bool &found) {
+                  int64_t uniform, bool &found, int64_t divide = 0) {
   found = false;
   double best = 0;
   int64_t n = g.nodes.size();
@@ -107,6 +108,10 @@ double bruteForce(const Graph &g, const Options &o, int64_t ranks,
         if (uniform > 0 &&
             std::any_of(reps.begin(), reps.end(),
                         [&](int64_t r) { return r != uniform; }))
+          return;
+        if (divide > 0 &&
+            std::any_of(reps.begin(), reps.end(),
+                        [&](int64_t r) { return divide % r != 0; }))
           return;
         ReplicatedPlan plan = evaluatePlan(g, o, cuts, reps);
         if (!plan.ok())
@@ -125,7 +130,7 @@ double bruteForce(const Graph &g, const Options &o, int64_t ranks,
 
 TEST(ReplicationPlanner, DynamicProgramEqualsBruteForce) {
   std::mt19937 rng(2020);
-  int checked = 0, infeasible = 0, nonUniform = 0;
+  int checked = 0, infeasible = 0, nonUniform = 0, nonUniformDividing = 0;
   for (int trial = 0; trial < 1500; ++trial) {
     int n = std::uniform_int_distribution<int>(1, 7)(rng);
     Graph g = randomDag(rng, n);
@@ -159,6 +164,24 @@ TEST(ReplicationPlanner, DynamicProgramEqualsBruteForce) {
     ReplicatedPlan again = evaluatePlan(g, o, plan.cuts, plan.replicas);
     EXPECT_NEAR(again.slowest, plan.slowest, 1e-12 * std::max(1.0, brute));
     nonUniform += !plan.isUniform();
+    // Replications restricted to divisors of M (what the runtime's
+    // round-robin routing runs: every replica of a stage gets M / r
+    // micro-batches), non-uniform ones included.
+    {
+      bool dfound = false;
+      double dbrute = bruteForce(g, o, ranks, 0, dfound, o.numMicrobatches);
+      ReplicatedPlan dplan = planReplicated(g, o, ranks, o.numMicrobatches);
+      EXPECT_EQ(dplan.ok(), dfound) << "trial " << trial << ": " << dplan.error;
+      if (dfound && dplan.ok()) {
+        EXPECT_NEAR(dplan.slowest, dbrute, 1e-9 * std::max(1.0, dbrute))
+            << "trial " << trial << " n=" << n << " N=" << ranks
+            << " M=" << o.numMicrobatches;
+        for (int64_t r : dplan.replicas)
+          EXPECT_EQ(o.numMicrobatches % r, 0) << "trial " << trial;
+        EXPECT_GE(dplan.slowest, plan.slowest - 1e-9 * std::max(1.0, dbrute));
+        nonUniformDividing += !dplan.isUniform();
+      }
+    }
     // The uniform K x R search against brute force over uniform plans.
     for (int64_t k = 1; k <= ranks; ++k) {
       if (ranks % k)
@@ -193,6 +216,7 @@ TEST(ReplicationPlanner, DynamicProgramEqualsBruteForce) {
   EXPECT_GT(checked, 1000);
   EXPECT_GT(infeasible, 5);
   EXPECT_GT(nonUniform, 50);
+  EXPECT_GT(nonUniformDividing, 20);
 }
 
 /// A chain of three ops where the middle one is heavy.

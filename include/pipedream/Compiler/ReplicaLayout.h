@@ -20,6 +20,11 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace pipedream {
 
 /// `rank_layout`: {"rank": w, "pipeline_rank": w % K, "replica": w / K}
@@ -32,6 +37,48 @@ llvm::json::Array rankLayoutJSON(int64_t pipelineRanks, int64_t replicas);
 llvm::json::Array replicatedRankMemoryJSON(const Bundle &bundle,
                                            const llvm::json::Array &ranks,
                                            int64_t replicas);
+
+/// Non-uniform replication (PipeDream's 1F1B-RR, docs/Bundle.md "Routed
+/// replicas"): stage s on stageReplicas[s] replicas. World ranks are
+/// numbered replica-major, as for K x R: replica 0 of every stage, then
+/// replica 1 of the stages that have one, ... `routedLayout()[w]` is
+/// {stage, replica} of world rank w.
+std::vector<std::pair<int64_t, int64_t>>
+routedLayout(llvm::ArrayRef<int64_t> stageReplicas);
+
+/// `rank_layout` of routedLayout: {"rank", "pipeline_rank", "replica"}.
+llvm::json::Array routedRankLayoutJSON(llvm::ArrayRef<int64_t> stageReplicas);
+
+/// The K pipeline ranks' programs `ranks` (bundle.json pipeline.ranks over
+/// all M micro-batches, from pipe-project-ranks) split into one program
+/// per world rank: replica j of stage s keeps the instructions of the
+/// micro-batches m with m mod R_s = j (an input, call or loss names its
+/// micro-batch; a send that of the value it sends, a receive that of the
+/// value's first reader) and every update; a send or receive goes to the
+/// peer stage's replica of the message's micro-batch. Tags stay: a world
+/// pair's messages are a subsequence of its stages' pair, in order on both
+/// sides. The native entries are dropped (the runtime interprets the split
+/// programs). Then checks the world programs with verifyMessages (every
+/// message matched, no deadlock under rendezvous sends, the replicas'
+/// gradient all-reduce before each update as a collective). Fails with a
+/// one-line `error` for what it cannot split (shared weights' all_reduce,
+/// weight versions, sharded updates, an instruction without micro-batch).
+std::optional<llvm::json::Array>
+splitRoutedRankPrograms(const llvm::json::Array &ranks,
+                        llvm::ArrayRef<int64_t> stageReplicas,
+                        std::string &error);
+
+/// `rank_memory` of the world ranks of split programs: rankMemoryJSON with
+/// `pipeline_rank` and `replica` added.
+llvm::json::Array routedRankMemoryJSON(const Bundle &bundle,
+                                       const llvm::json::Array &worldRanks,
+                                       llvm::ArrayRef<int64_t> stageReplicas);
+
+/// The report's layout of a non-uniform plan.
+void printRoutedRankLayout(llvm::ArrayRef<int64_t> stageReplicas,
+                           int64_t microbatches,
+                           const llvm::json::Array &memory,
+                           llvm::raw_ostream &os);
 
 /// The report's rank layout and memory per rank (`memory`: the
 /// replicatedRankMemoryJSON).

@@ -249,6 +249,12 @@ struct SchedulePhaseOptions {
   /// the updates over them.
   int64_t replicas = 1;
   bool shardOptimizer = false;
+  /// --ranks N chose non-uniform replication (PipeDream's 1F1B-RR): stage s
+  /// runs on stageReplicas[s] replicas, micro-batch m on replica m mod
+  /// R_s. `config` is then the K-stage schedule of all M micro-batches
+  /// (replicas = 1), whose per-rank programs the bundle splits over the
+  /// replicas (ReplicaLayout.h, splitRoutedRankPrograms). Empty otherwise.
+  std::vector<int64_t> stageReplicas;
   /// --recompute full|auto: pipe-recompute rewrites the stages the
   /// partitioner listed.
   bool recompute = false;
@@ -301,6 +307,16 @@ struct PhaseOptions {
 /// R replicas, M/R micro-batches each. Fails with a one-line `error`.
 mlir::LogicalResult applyReplicationPlan(PhaseOptions &options, int64_t stages,
                                          int64_t replicas, std::string &error);
+
+/// --ranks N, a non-uniform plan (pipe-partition's `pipe.stage_replicas`):
+/// K = stageReplicas.size() stages over all M micro-batches, stage s on
+/// stageReplicas[s] replicas (SchedulePhaseOptions::stageReplicas). Fails
+/// with a one-line `error` (a replication that does not divide M, a
+/// schedule that is not synchronous, sharded optimizer state).
+mlir::LogicalResult
+applyRoutedReplicationPlan(PhaseOptions &options,
+                           llvm::ArrayRef<int64_t> stageReplicas,
+                           std::string &error);
 
 /// Resolves the defaults of `options` and checks every value, for the
 /// single-rank and the pipelined flow alike, before anything is imported.

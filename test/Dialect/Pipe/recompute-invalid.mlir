@@ -18,7 +18,7 @@ module attributes {pipe.recompute = array<i64: 3>} {
 
 // -----
 
-// A split backward (zb schedules): W reads the residuals too.
+// A split backward whose W restores a residual F does not return.
 module attributes {pipe.recompute = array<i64: 0>} {
 func.func @stage0_F(%x: tensor<4xf32> {pipe.input = "x"}) -> (tensor<4xf32> {pipe.send = 0 : i64}, tensor<4xf32> {nn.residual = 0 : i64}) {
   return %x, %x : tensor<4xf32>, tensor<4xf32>
@@ -26,8 +26,8 @@ func.func @stage0_F(%x: tensor<4xf32> {pipe.input = "x"}) -> (tensor<4xf32> {pip
 func.func @stage0_B(%r: tensor<4xf32> {nn.residual = 0 : i64}) {
   return
 }
-// expected-error @below {{pipe-recompute: stage 0 has a split backward (zb schedules): recomputation needs B and W in one function; use a schedule without W}}
-func.func @stage0_W(%r: tensor<4xf32> {nn.residual = 0 : i64}) {
+// expected-error @below {{pipe-recompute: argument 0 restores residual 3, which @stage0_F does not return}}
+func.func @stage0_W(%r: tensor<4xf32> {nn.residual = 3 : i64}) {
   return
 }
 }

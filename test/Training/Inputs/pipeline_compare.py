@@ -31,7 +31,9 @@ and compares with single-rank training of the whole batch: R*M
 micro-batches of B.
 `--ranks N` (instead of --stages/--replicas) lets the planner choose K
 and R (`pipedream-compile --ranks N --microbatches M`, M the step's
-micro-batches) and compares with single-rank training of M micro-batches.
+micro-batches) and compares with single-rank training of M micro-batches;
+when the planner chooses non-uniform replication (bundle.json
+`stage_replicas`, one program per world rank) it prints the replication.
 `--shard-optimizer` (with --replicas) also compiles the pipeline with
 `--shard-optimizer` (ZeRO-1) and compares its run with the unsharded one
 (every loss and weight within 1e-6 relative), and checks from bundle.json
@@ -711,7 +713,13 @@ def main():
     with open(os.path.join(piped, "bundle.json")) as f:
         planned = json.load(f)["pipeline"]
     world = len(planned["ranks"]) * planned.get("replicas", 1)
-    if args.ranks:
+    if args.ranks and "stage_replicas" in planned:
+        # Non-uniform replication (PipeDream's 1F1B-RR): one program per
+        # world rank.
+        args.stages = len(planned["stage_replicas"])
+        print(f"plan: {args.stages} stages, stage replicas "
+              f"{planned['stage_replicas']}")
+    elif args.ranks:
         args.stages = len(planned["ranks"])
         print(f"plan: {args.stages} stages x {planned.get('replicas', 1)} "
               f"replicas")

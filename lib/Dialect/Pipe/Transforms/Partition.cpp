@@ -134,14 +134,39 @@ LogicalResult PartitionPass::partitionFunction(func::FuncOp func,
              << numRanks.getValue()
              << ": no K x R plan (every stage the same replicas) fits the "
                 "memory limit";
-    if (!best.isUniform())
+    // Non-uniform replication (PipeDream's 1F1B-RR: micro-batch m of stage
+    // s on its replica m mod R_s) for synchronous schedules, with every
+    // R_s dividing M so that each replica of a stage gets as many
+    // micro-batches: chosen when strictly faster than every K x R plan.
+    std::optional<partition::ReplicatedPlan> routed;
+    if (schedule::Config{options.kind, 1, 1, 1}.isSynchronous()) {
+      partition::ReplicatedPlan plan = partition::planReplicated(
+          graph, options, numRanks, options.numMicrobatches);
+      if (plan.ok() && !plan.isUniform() &&
+          plan.slowest < chosen->slowest * (1 - 1e-9))
+        routed = std::move(plan);
+    }
+    if (!best.isUniform() &&
+        (!routed || best.replicas != routed->replicas ||
+         best.cuts != routed->cuts))
       plans.push_back(planAttr(best, false, false));
+    if (routed)
+      plans.push_back(planAttr(*routed, true, false));
     for (const auto &plan : uniformPlans)
-      plans.push_back(planAttr(plan, plan.cuts == chosen->cuts &&
+      plans.push_back(planAttr(plan, !routed && plan.cuts == chosen->cuts &&
                                          plan.replicas == chosen->replicas,
                                true));
+    if (routed) {
+      chosen = routed;
+      // NOTE: the per-stage replication goes to the function as
+      // `pipe.stage_replicas`; `replicas` in pipe.partition stays 1 (no
+      // K x R layout).
+      func->setAttr("pipe.stage_replicas",
+                    Builder(&getContext())
+                        .getDenseI64ArrayAttr(chosen->replicas));
+    }
     options.numStages = chosen->numStages();
-    replicas = chosen->replicas.front();
+    replicas = routed ? 1 : chosen->replicas.front();
     plannedSlowest = chosen->slowest;
     result = partition::evaluateCuts(graph, options, chosen->cuts);
   } else if (how == "auto") {

@@ -68,8 +68,10 @@ void eraseDeadOps(Block &block) {
       op->erase();
 }
 
-/// Rewrites stage `forward` / `backward` for recomputation.
-LogicalResult recomputeStage(func::FuncOp forward, func::FuncOp backward) {
+/// Rewrites stage `forward` / `backward` (and `weight`, the W of a split
+/// backward, or null) for recomputation.
+LogicalResult recomputeStage(func::FuncOp forward, func::FuncOp backward,
+                             func::FuncOp weight) {
   MLIRContext *ctx = forward.getContext();
   OpBuilder b(ctx);
   Block &fBody = forward.front();
@@ -103,6 +105,65 @@ LogicalResult recomputeStage(func::FuncOp forward, func::FuncOp backward) {
   b.setInsertionPointToStart(&bBody);
   for (Operation &op : fBody.without_terminator())
     b.clone(op, mapping);
+
+  // 2b. A split backward (zb schedules): W reads residuals too. B now has
+  // them (recomputed), so it passes the ones W reads on as new carries
+  // (`nn.carry`, stashed from B to W like the others) and W's residual
+  // arguments become carry arguments: W runs on the recomputed activations,
+  // which equal F's (same inputs, weights and Dropout seeds).
+  if (weight) {
+    int64_t nextCarry = 0;
+    for (unsigned j = 0, e = backward.getNumResults(); j < e; ++j)
+      if (auto c = backward.getResultAttrOfType<IntegerAttr>(
+              j, NNNames::kCarryAttrName))
+        nextCarry = std::max<int64_t>(nextCarry, c.getInt() + 1);
+    std::map<int64_t, int64_t> carryOfResidual;
+    SmallVector<Value> carried;
+    SmallVector<int64_t> carriedIndex;
+    for (unsigned i = 0, e = weight.getNumArguments(); i < e; ++i) {
+      std::optional<int64_t> r = residualIndex(weight.getArgAttrDict(i));
+      if (!r)
+        continue;
+      auto it = residualResult.find(*r);
+      if (it == residualResult.end())
+        return weight.emitError()
+               << "pipe-recompute: argument " << i << " restores residual "
+               << *r << ", which @" << forward.getSymName()
+               << " does not return";
+      Value recomputed = mapping.lookup(fRet.getOperand(it->second));
+      if (recomputed.getType() != weight.getArgumentTypes()[i])
+        return weight.emitError()
+               << "pipe-recompute: residual " << *r << " has type "
+               << weight.getArgumentTypes()[i] << " here but "
+               << recomputed.getType() << " in @" << forward.getSymName();
+      auto [slot, inserted] = carryOfResidual.insert({*r, nextCarry});
+      if (inserted) {
+        ++nextCarry;
+        carried.push_back(recomputed);
+        carriedIndex.push_back(slot->second);
+      }
+      weight.removeArgAttr(i, NNNames::kResidualAttrName);
+      weight.setArgAttr(i, NNNames::kCarryAttrName,
+                        b.getI64IntegerAttr(slot->second));
+    }
+    if (!carried.empty()) {
+      auto bRet = cast<func::ReturnOp>(bBody.getTerminator());
+      SmallVector<Value> operands(bRet.getOperands());
+      operands.append(carried.begin(), carried.end());
+      b.setInsertionPoint(bRet);
+      func::ReturnOp::create(b, bRet.getLoc(), operands);
+      bRet.erase();
+      for (auto [k, value] : llvm::enumerate(carried))
+        if (failed(backward.insertResult(
+                backward.getNumResults(), value.getType(),
+                b.getDictionaryAttr({b.getNamedAttr(
+                    NNNames::kCarryAttrName,
+                    b.getI64IntegerAttr(carriedIndex[k]))}))))
+          return backward.emitError()
+                 << "pipe-recompute: cannot add the carries for @"
+                 << weight.getSymName();
+    }
+  }
 
   // 3. B's residual arguments are the recomputed values.
   llvm::BitVector erase(backward.getNumArguments());
@@ -299,14 +360,13 @@ void RecomputeStagesPass::runOnOperation() {
                             "first)";
       return signalPassFailure();
     }
-    if (auto weight = module.lookupSymbol<func::FuncOp>(base + "_W")) {
-      weight.emitError()
-          << "pipe-recompute: stage " << v
-          << " has a split backward (zb schedules): recomputation needs B "
-             "and W in one function; use a schedule without W";
+    auto weight = module.lookupSymbol<func::FuncOp>(base + "_W");
+    if (weight && weight.isDeclaration()) {
+      weight.emitError() << "pipe-recompute: stage " << v << "'s @" << base
+                         << "_W has no body";
       return signalPassFailure();
     }
-    if (failed(recomputeStage(forward, backward)))
+    if (failed(recomputeStage(forward, backward, weight)))
       return signalPassFailure();
   }
 }

@@ -72,9 +72,11 @@ namespace {
 
 /// The dynamic program for K stages: best[p][j][n] is the smallest
 /// bottleneck of nodes [0, j) in stages [0, p) on n ranks. With `uniform`
-/// > 0 every stage gets exactly that many replicas.
+/// > 0 every stage gets exactly that many replicas; with `divide` > 0 only
+/// replications that divide it.
 ReplicatedPlan solveStages(const Graph &graph, Options options, int64_t k,
-                           int64_t numRanks, int64_t uniform) {
+                           int64_t numRanks, int64_t uniform,
+                           int64_t divide = 0) {
   ReplicatedPlan plan;
   const int64_t n = static_cast<int64_t>(graph.nodes.size());
   options.numStages = k;
@@ -121,7 +123,9 @@ ReplicatedPlan solveStages(const Graph &graph, Options options, int64_t k,
           continue;
         int64_t left = ranks - used - (k - p - 1);
         for (int64_t r = uniform > 0 ? uniform : 1;
-             r <= (uniform > 0 ? std::min(uniform, left) : left); ++r)
+             r <= (uniform > 0 ? std::min(uniform, left) : left); ++r) {
+          if (divide > 0 && divide % r != 0)
+            continue;
           for (int64_t j = i + 1; j <= n - (k - p - 1); ++j) {
             double t = pieceTime[at(p, i, j)];
             if (t < 0)
@@ -137,6 +141,7 @@ ReplicatedPlan solveStages(const Graph &graph, Options options, int64_t k,
               fromReplicas[to] = r;
             }
           }
+        }
       }
   if (best[idx(k, n, ranks)] == kInf) {
     plan.error = "no plan of " + std::to_string(k) + " stages on " +
@@ -160,7 +165,8 @@ ReplicatedPlan solveStages(const Graph &graph, Options options, int64_t k,
 
 ReplicatedPlan partition::planReplicated(const Graph &graph,
                                          const Options &options,
-                                         int64_t numRanks) {
+                                         int64_t numRanks,
+                                         int64_t replicasDivide) {
   ReplicatedPlan best;
   best.error = numRanks < 1 ? "the ranks must be at least 1"
                             : "no plan fits the memory limit";
@@ -171,7 +177,8 @@ ReplicatedPlan partition::planReplicated(const Graph &graph,
   }
   int64_t most = std::min<int64_t>(numRanks, graph.nodes.size());
   for (int64_t k = 1; k <= most; ++k) {
-    ReplicatedPlan plan = solveStages(graph, options, k, numRanks, 0);
+    ReplicatedPlan plan =
+        solveStages(graph, options, k, numRanks, 0, replicasDivide);
     if (plan.ok() && (!best.ok() || plan.slowest < best.slowest))
       best = std::move(plan);
   }

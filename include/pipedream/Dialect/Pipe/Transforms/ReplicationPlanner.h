@@ -65,10 +65,12 @@ ReplicatedPlan evaluatePlan(const Graph &graph, Options options,
                             const std::vector<int64_t> &replicas);
 
 /// The best plan over `numRanks` ranks: every number of stages K from 1 to
-/// min(numRanks, nodes) and every replication summing to numRanks.
+/// min(numRanks, nodes) and every replication summing to numRanks; with
+/// `replicasDivide` > 0 only replications r that divide it (the step's
+/// micro-batches: every replica of a stage gets as many, round-robin).
 /// O(N n^2 N^2 K) piece lookups after O(N n^2) piece evaluations.
 ReplicatedPlan planReplicated(const Graph &graph, const Options &options,
-                              int64_t numRanks);
+                              int64_t numRanks, int64_t replicasDivide = 0);
 
 /// The best cuts for K stages of R replicas each.
 ReplicatedPlan planUniform(const Graph &graph, const Options &options,
