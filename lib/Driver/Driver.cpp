@@ -541,10 +541,9 @@ static LogicalResult partitionAndSchedule(
       if (auto summary = f->getAttrOfType<pipe::PartitionAttr>(
               pipe::PipeDialect::kPartitionAttrName))
         replicas = std::max<int64_t>(1, summary.getReplicas());
-    std::string error;
-    if (failed(applyReplicationPlan(p, state.partition.stages, replicas,
-                                    error)))
-      return emitError(module.getContext()) << error;
+    if (failed(applyReplicationPlan(module.getContext(), p,
+                                    state.partition.stages, replicas)))
+      return failure();
     llvm::raw_string_ostream os(state.planText);
     printReplicationPlans(module, os);
     state.plansJSON = replicationPlansJSON(module);
@@ -775,16 +774,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   auto printModule = [](ModuleOp module) {
     return [module](llvm::raw_ostream &os) { module->print(os); };
   };
-  std::string error;
-  FailureOr<PhaseOptions> resolved = resolvePhaseOptions(options, error);
-  if (failed(resolved))
-    return fail(error);
-  // NOTE: a reference, so that --schedule auto can resolve again below;
-  // not const: --ranks sets the schedule phase's K and R after the
-  // partition phase (applyReplicationPlan).
-  PhaseOptions &p = *resolved;
-  CompileTimingSession timing(p.timePhases, llvm::errs());
-
   MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
   // The one error channel of the compile: library code reports
@@ -794,6 +783,16 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   auto failWithError = [&](StringRef prefix = "") {
     return fail(prefix + firstError.orElse("compilation failed"));
   };
+
+  FailureOr<PhaseOptions> resolved = resolvePhaseOptions(&context, options);
+  if (failed(resolved))
+    return failWithError();
+  // NOTE: a reference, so that --schedule auto can resolve again below;
+  // not const: --ranks sets the schedule phase's K and R after the
+  // partition phase (applyReplicationPlan).
+  PhaseOptions &p = *resolved;
+  CompileTimingSession timing(p.timePhases, llvm::errs());
+  std::string error;
 
   // Import.
   std::string modelName = llvm::sys::path::filename(p.import.input).str();
@@ -826,9 +825,9 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     if (failed(chosen))
       return failWithError(modelName + ": ");
     std::optional<int64_t> oldSize = p.import.microbatchSize;
-    FailureOr<PhaseOptions> again = resolvePhaseOptions(*chosen, error);
+    FailureOr<PhaseOptions> again = resolvePhaseOptions(&context, *chosen);
     if (failed(again))
-      return fail(error);
+      return failWithError();
     *resolved = std::move(*again);
     if (p.import.microbatchSize != oldSize) {
       FailureOr<OwningOpRef<ModuleOp>> loaded = loadModel(p.import, context);

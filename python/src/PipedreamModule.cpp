@@ -24,6 +24,7 @@
 
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/onnx_writer.h"
 #include "pipedream/rank_threads.h"
 #include "pipedream/runtime.h"
@@ -69,8 +70,8 @@ std::string flagValue(py::handle v) {
 /// checks are the command line's. The Python spellings of the flags that
 /// are not words: input (the model), output (-o), opt_level (-O),
 /// input_shapes (--input-shape), onnx_checker=False (--no-onnx-checker).
-mlir::FailureOr<pipedream::CompileOptions> readOptions(const py::dict &kw,
-                                                      std::string &error) {
+mlir::FailureOr<pipedream::CompileOptions>
+readOptions(mlir::MLIRContext *context, const py::dict &kw) {
   std::vector<std::string> args;
   std::optional<std::string> input;
   for (auto item : kw) {
@@ -117,13 +118,20 @@ mlir::FailureOr<pipedream::CompileOptions> readOptions(const py::dict &kw,
     args.push_back("--");
     args.push_back(*input);
   }
-  return pipedream::parseCompileArguments(args, error);
+  return pipedream::parseCompileArguments(context, args);
 }
 
 py::dict compile(const py::dict &kw) {
   pipedream::CompileResult result;
-  mlir::FailureOr<pipedream::CompileOptions> options =
-      readOptions(kw, result.error);
+  mlir::FailureOr<pipedream::CompileOptions> options;
+  {
+    // The keywords are parsed before the compile's own context exists.
+    mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+    pipedream::FirstErrorHandler errors(&context);
+    options = readOptions(&context, kw);
+    if (mlir::failed(options))
+      result.error = errors.orElse("invalid compile options");
+  }
   if (mlir::failed(options)) {
     py::dict out;
     out["error"] = result.error;
