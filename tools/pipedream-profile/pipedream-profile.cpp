@@ -414,11 +414,12 @@ static OneOpFunction buildOneOpFunction(ModuleOp module, StringRef name,
   return out;
 }
 
-/// Records `func` (public, with a body) as a kernel of `group`.
+/// Records `func` (public, with a body) as a kernel of `group`; fails with
+/// an error naming the function (at no location: the caller prefixes the
+/// model's name).
 static LogicalResult addKernel(func::FuncOp func, ArrayRef<Fill> fills,
                                size_t group, int which,
-                               std::vector<Kernel> &kernels,
-                               std::string &error) {
+                               std::vector<Kernel> &kernels) {
   Kernel kernel;
   kernel.symbol = ("pipedream_" + func.getSymName()).str();
   kernel.group = group;
@@ -427,13 +428,11 @@ static LogicalResult addKernel(func::FuncOp func, ArrayRef<Fill> fills,
   for (Type t : llvm::concat<const Type>(func.getArgumentTypes(),
                                          func.getResultTypes())) {
     auto ranked = dyn_cast<RankedTensorType>(t);
-    if (!ranked || !ranked.hasStaticShape()) {
-      error = ("@" + func.getSymName() +
-               ": only statically shaped tensors can be profiled (fix "
-               "dynamic dimensions with --input-shape or --batch-size)")
-                  .str();
-      return failure();
-    }
+    if (!ranked || !ranked.hasStaticShape())
+      return pipedream::emitError(func.getContext())
+             << "@" << func.getSymName()
+             << ": only statically shaped tensors can be profiled (fix "
+                "dynamic dimensions with --input-shape or --batch-size)";
     kernel.buffers.push_back(ranked);
   }
   kernels.push_back(std::move(kernel));
@@ -501,12 +500,16 @@ static double timeKernel(EntryPoint fn, void **buffers, unsigned warmup,
 // Driver
 //===----------------------------------------------------------------------===//
 
-static func::FuncOp findModelFunction(ModuleOp module, std::string &error) {
+/// The function to profile (--function, else @main, else the first public
+/// one with a body); fails with an error at no location (the caller
+/// prefixes the model's name).
+static FailureOr<func::FuncOp> findModelFunction(ModuleOp module) {
   if (!functionName.empty()) {
     auto func = module.lookupSymbol<func::FuncOp>(functionName);
     if (!func || func.isExternal())
-      error = "no function @" + functionName + " with a body";
-    return func && !func.isExternal() ? func : func::FuncOp();
+      return pipedream::emitError(module.getContext())
+             << "no function @" << functionName << " with a body";
+    return func;
   }
   if (auto main = module.lookupSymbol<func::FuncOp>("main"))
     if (!main.isExternal())
@@ -514,8 +517,8 @@ static func::FuncOp findModelFunction(ModuleOp module, std::string &error) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func.isPublic() && !func.isExternal())
       return func;
-  error = "no public function with a body to profile";
-  return {};
+  return pipedream::emitError(module.getContext())
+         << "no public function with a body to profile";
 }
 
 int main(int argc, char **argv) {
@@ -557,13 +560,21 @@ int main(int argc, char **argv) {
                 ": must be a positive multiple of --microbatches (" +
                 llvm::Twine(microbatches.getValue()) + ")");
 
+  DialectRegistry registry;
+  pipedream::registerAllDialects(registry);
+  pipedream::registerONNXImportDialects(registry);
+  pipedream::cpu::registerCPUCodegenDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  pipedream::FirstErrorHandler firstError(&context);
+
   // -O, --gemm, --target-cpu: checked as pipedream-compile checks them.
   pipedream::cpu::CPUCodegenOptions codegen;
   {
-    std::string error;
-    auto resolved = pipedream::resolveCodegenOptions(codegenOptions, error);
+    auto resolved = pipedream::resolveCodegenOptions(&context, codegenOptions);
     if (failed(resolved))
-      return fail(error);
+      return fail(firstError.orElse("invalid code generation options"));
     codegen = resolved->cpu;
   }
 
@@ -576,15 +587,6 @@ int main(int argc, char **argv) {
     if (!pipedream::parseInputShapeOption(shape, importOptions, error))
       return fail(error);
   }
-
-  DialectRegistry registry;
-  pipedream::registerAllDialects(registry);
-  pipedream::registerONNXImportDialects(registry);
-  pipedream::cpu::registerCPUCodegenDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  pipedream::FirstErrorHandler firstError(&context);
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -620,10 +622,14 @@ int main(int argc, char **argv) {
                    << "\n";
     model = std::move(*imported);
   }
-  std::string error;
-  func::FuncOp modelFunc = findModelFunction(*model, error);
-  if (!modelFunc)
-    return fail(modelName + ": " + error);
+  // Errors from here on name what they are about, not the model.
+  auto failInModel = [&] {
+    return fail(modelName + ": " + firstError.orElse("profiling failed"));
+  };
+  FailureOr<func::FuncOp> found = findModelFunction(*model);
+  if (failed(found))
+    return failInModel();
+  func::FuncOp modelFunc = *found;
 
   // Values a gradient reaches in training: those depending on a trainable
   // weight (as in the cost model).
@@ -712,15 +718,15 @@ int main(int argc, char **argv) {
             return success();
           }
           return addKernel(f, backwardFills(f, argFills, residualFills), group,
-                           which, kernels, error);
+                           which, kernels);
         };
         if (failed(timeOrErase(grads->backwardInput, one.inputGrads, 1)) ||
             failed(timeOrErase(grads->backwardWeight, one.weightGrads, 2)))
-          return fail(modelName + ": " + error);
+          return failInModel();
       }
     }
-    if (failed(addKernel(one.func, one.fills, group, 0, kernels, error)))
-      return fail(modelName + ": " + error);
+    if (failed(addKernel(one.func, one.fills, group, 0, kernels)))
+      return failInModel();
   }
   if (kernels.empty())
     return fail(modelName + ": @" + modelFunc.getSymName() +
@@ -744,6 +750,8 @@ int main(int argc, char **argv) {
                 firstError.orElse("convert-nn-to-linalg failed"));
   }
   pipedream::stripModelAttributes(*library);
+  // NOTE: lib/Target's code generator still reports through a string.
+  std::string error;
   if (failed(pipedream::cpu::compileToSharedLibrary(*library, codegen,
                                                     libraryPath, error))) {
     cleanup();
