@@ -37,8 +37,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,28 +164,10 @@ void syncDirectory(const std::string &dir) {
   ::close(fd);
 }
 
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL = file|manifest with
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL_STEP = S (and, for `file`,
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL_RANK = r, default 0): SIGKILLs the
-/// process once that temporary file is durable but not yet renamed. For
-/// the tests of interrupted writes only.
-void testKillHook(const char *what, uint64_t step, size_t rank) {
-  const char *kind = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL");
-  if (!kind || std::strcmp(kind, what) != 0)
-    return;
-  const char *at = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_STEP");
-  if (!at || std::strtoull(at, nullptr, 10) != step)
-    return;
-  const char *r = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_RANK");
-  if (std::strcmp(what, "file") == 0 &&
-      (r && *r ? std::strtoull(r, nullptr, 10) : 0) != rank)
-    return;
-  std::fprintf(stderr,
-               "PIPEDREAM_TEST_CHECKPOINT_KILL: killed while writing the "
-               "%s of step %llu (test hook)\n",
-               what, static_cast<unsigned long long>(step));
-  std::fflush(stderr);
-  std::raise(SIGKILL);
+/// The hook setCheckpointWriteHook installed (none in a shipped program).
+std::atomic<CheckpointWriteHook> &checkpointWriteHook() {
+  static std::atomic<CheckpointWriteHook> hook{nullptr};
+  return hook;
 }
 
 /// Writes `parts` to `path` through a temporary file in the same
@@ -223,7 +205,8 @@ void writeDurably(const std::string &dir, const std::string &name,
   ::fchmod(fd, 0666 & ~mask);
   if (::fsync(fd) != 0)
     failWith(errnoText());
-  testKillHook(hook, step, rank);
+  if (CheckpointWriteHook test = checkpointWriteHook().load())
+    test(hook, step, rank);
   if (::close(fd) != 0) {
     std::string message = path + ": cannot write: " + errnoText();
     ::unlink(temp.data());
@@ -285,6 +268,10 @@ std::vector<int64_t> shapeAt(const nlohmann::json &object, const char *key) {
 using ManifestView = CheckpointManifest;
 
 } // namespace
+
+void setCheckpointWriteHook(CheckpointWriteHook hook) {
+  checkpointWriteHook().store(hook);
+}
 
 nlohmann::json parseRankFileHeader(const std::string &bytes,
                                    const std::string &path,
