@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// pd_trainer_save_checkpoint / _load_checkpoint, pd_pipeline_save_checkpoint
+// pd_trainer_save_checkpoint / _load_checkpoint, pd_rank_save_checkpoint
 // / _load_checkpoint and pd_checkpoint_step (docs/Runtime.md
 // "Checkpoints").
 //
@@ -708,28 +708,27 @@ pd_status pd_trainer_load_checkpoint(pd_trainer *trainer, const char *dir,
 
 namespace {
 /// As Pipeline.cpp's onRank: "rank r: " in front, the peers told.
-template <typename Body> pd_status onPipelineRank(pd_pipeline *p, Body &&body) {
+template <typename Body> pd_status onPipelineRank(pd_rank *p, Body &&body) {
   pd_status status = guarded(body);
   if (status != PD_OK) {
     std::string message = pd_last_error();
     pd_transport_abort(pipelineTransport(p), message.c_str());
-    fail(status,
-         "rank " + std::to_string(pd_pipeline_rank(p)) + ": " + message);
+    fail(status, "rank " + std::to_string(pd_rank_index(p)) + ": " + message);
   }
   return status;
 }
 } // namespace
 
-pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline, const char *dir,
-                                      uint64_t step) {
+pd_status pd_rank_save_checkpoint(pd_rank *pipeline, const char *dir,
+                                  uint64_t step) {
   if (!pipeline)
-    return nullArgument("pd_pipeline_save_checkpoint", "pipeline");
+    return nullArgument("pd_rank_save_checkpoint", "pipeline");
   if (!dir)
-    return nullArgument("pd_pipeline_save_checkpoint", "dir");
+    return nullArgument("pd_rank_save_checkpoint", "dir");
   return onPipelineRank(pipeline, [&] {
     pd_bundle &bundle = *pipelineBundle(pipeline);
     pd_transport *transport = pipelineTransport(pipeline);
-    size_t rank = pd_pipeline_rank(pipeline);
+    size_t rank = pd_rank_index(pipeline);
     size_t ranks = pd_bundle_pipeline_ranks(&bundle);
     CheckpointFile mine = writeRankFile(bundle, dir, step, rank, ranks);
     if (rank != 0) {
@@ -763,19 +762,19 @@ pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline, const char *dir,
   });
 }
 
-pd_status pd_pipeline_load_checkpoint(pd_pipeline *pipeline, const char *dir,
-                                      uint64_t *step) {
+pd_status pd_rank_load_checkpoint(pd_rank *pipeline, const char *dir,
+                                  uint64_t *step) {
   if (step)
     *step = 0;
   if (!pipeline)
-    return nullArgument("pd_pipeline_load_checkpoint", "pipeline");
+    return nullArgument("pd_rank_load_checkpoint", "pipeline");
   if (!dir)
-    return nullArgument("pd_pipeline_load_checkpoint", "dir");
+    return nullArgument("pd_rank_load_checkpoint", "dir");
   // Not collective and not aborting: every rank reads the same files and
   // refuses a bad checkpoint alike.
   return guarded([&] {
     pd_bundle &bundle = *pipelineBundle(pipeline);
-    uint64_t s = loadCheckpoint(bundle, dir, pd_pipeline_rank(pipeline),
+    uint64_t s = loadCheckpoint(bundle, dir, pd_rank_index(pipeline),
                                 pd_bundle_pipeline_ranks(&bundle));
     if (step)
       *step = s;

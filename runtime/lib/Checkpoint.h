@@ -93,8 +93,8 @@ void checkRankFile(const std::string &bytes, const std::string &path,
 
 /// Internal accessors of the handles (Runtime.cpp, Pipeline.cpp).
 pd_bundle *trainerBundle(pd_trainer *trainer);
-pd_bundle *pipelineBundle(pd_pipeline *pipeline);
-pd_transport *pipelineTransport(pd_pipeline *pipeline);
+pd_bundle *pipelineBundle(pd_rank *pipeline);
+pd_transport *pipelineTransport(pd_rank *pipeline);
 
 } // namespace runtime
 } // namespace pipedream

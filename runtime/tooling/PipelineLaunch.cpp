@@ -86,13 +86,13 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   } closer{bundle};
   if (options.timeoutSeconds > 0)
     pd_transport_set_timeout(transport, options.timeoutSeconds);
-  pd_pipeline *pipeline = nullptr;
-  if (pd_pipeline_create(bundle, rank, transport, &pipeline) != PD_OK)
+  pd_rank *pipeline = nullptr;
+  if (pd_rank_create(bundle, rank, transport, &pipeline) != PD_OK)
     return pd_last_error();
 
   size_t samples = 0;
-  if (pd_pipeline_check_data(pipeline, run.views.data(), run.views.size(),
-                             &samples) != PD_OK) {
+  if (pd_rank_check_data(pipeline, run.views.data(), run.views.size(),
+                         &samples) != PD_OK) {
     quiet = true;
     return dataMessage(options, pd_last_error());
   }
@@ -105,8 +105,8 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   if (!resumeFrom(
           options, rank == 0,
           [&](uint64_t *step) {
-            return pd_pipeline_load_checkpoint(
-                pipeline, options.checkpointDir.c_str(), step);
+            return pd_rank_load_checkpoint(pipeline,
+                                           options.checkpointDir.c_str(), step);
           },
           start, message)) {
     // Every rank reads the same files and fails alike.
@@ -114,20 +114,20 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     return message;
   }
   if (!options.trace.empty())
-    pd_pipeline_set_tracing(pipeline, 1);
+    pd_rank_set_tracing(pipeline, 1);
   if (options.checkFinite)
-    pd_pipeline_set_check_finite(pipeline, 1);
+    pd_rank_set_check_finite(pipeline, 1);
 
-  size_t batch = pd_pipeline_batch_size(pipeline);
+  size_t batch = pd_rank_batch_size(pipeline);
   Progress progress(options.numSteps, batch);
   StepFunctions functions;
   functions.step = [&](uint64_t first, double *loss) {
-    return pd_pipeline_step(pipeline, run.views.data(), run.views.size(),
-                            first, loss);
+    return pd_rank_step(pipeline, run.views.data(), run.views.size(), first,
+                        loss);
   };
   functions.saveCheckpoint = [&](uint64_t done) {
-    return pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
-                                       done);
+    return pd_rank_save_checkpoint(pipeline, options.checkpointDir.c_str(),
+                                   done);
   };
   StepLoopResult steps = runSteps(options, rank, batch, samples, start,
                                   functions, progress, &run.failed);
@@ -138,19 +138,18 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     return steps.error;
   }
   const std::string &log = steps.log;
-  if (!options.saveOnnx.empty() &&
-      pd_pipeline_gather_weights(pipeline) != PD_OK)
+  if (!options.saveOnnx.empty() && pd_rank_gather_weights(pipeline) != PD_OK)
     return pd_last_error();
   // --trace: every rank's slices to rank 0 (size, then the JSON text).
   nlohmann::json slices;
   if (!options.trace.empty()) {
-    slices = traceSlices(
-        rank,
-        traceEvents([&] { return pd_pipeline_trace_count(pipeline); },
-                    [&](size_t i, pd_trace_event *e) {
-                      pd_pipeline_trace_event(pipeline, i, e);
-                    }),
-        start);
+    slices =
+        traceSlices(rank,
+                    traceEvents([&] { return pd_rank_trace_count(pipeline); },
+                                [&](size_t i, pd_trace_event *e) {
+                                  pd_rank_trace_event(pipeline, i, e);
+                                }),
+                    start);
     size_t ranks = pd_bundle_pipeline_ranks(bundle);
     if (rank != 0) {
       std::string text = slices.dump();

@@ -103,7 +103,7 @@ std::vector<pd_named_array> trainingViews(const Options &options,
 std::string dataMessage(const Options &options, std::string text);
 
 /// What the training loop runs for one rank: a pd_trainer (one rank) or a
-/// pd_pipeline rank.
+/// pd_rank rank.
 struct StepFunctions {
   /// Runs one step on the samples from `first` (modulo the data's length)
   /// and sets `*loss` (on rank 0 of a pipeline).
