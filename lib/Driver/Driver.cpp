@@ -178,17 +178,14 @@ static LogicalResult compileProgramLibrary(
     const PhaseOptions &p, ModuleOp module, StringRef libraryPath,
     const std::vector<std::vector<std::string>> *rankRoots = nullptr,
     std::vector<cpu::WorkspaceEstimate> *workspace = nullptr) {
-  std::string error;
   switch (p.target.target) {
   case CompileTarget::CPU: {
     LogicalResult result = failure();
     if (!rankRoots || !workspace ||
         (p.codegen.cpu.gemm == cpu::GemmLowering::BLAS &&
          !cpu::isBLASAvailable())) {
-      result = cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath,
-                                           error);
-    } else if (succeeded(
-                   cpu::lowerToLLVMDialect(module, p.codegen.cpu, error))) {
+      result = cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath);
+    } else if (succeeded(cpu::lowerToLLVMDialect(module, p.codegen.cpu))) {
       // Lowered first, so each rank's workspace can be read off the LLVM
       // dialect module (report.json `rank_memory`, Workspace.h).
       workspace->clear();
@@ -196,20 +193,14 @@ static LogicalResult compileProgramLibrary(
         workspace->push_back(cpu::estimateWorkspace(module, roots));
       result = cpu::emitSharedLibrary(module, p.codegen.cpu, libraryPath,
                                       cpu::usesBLAS(p.codegen.cpu),
-                                      /*runtimeSymbols=*/{}, error);
+                                      /*runtimeSymbols=*/{});
     }
-    if (succeeded(result))
-      return success();
-    break;
+    return result;
   }
   case CompileTarget::CUDA:
-    if (succeeded(cuda::compileToSharedLibrary(module, p.target.cuda,
-                                               libraryPath, error)))
-      return success();
-    break;
+    return cuda::compileToSharedLibrary(module, p.target.cuda, libraryPath);
   }
-  return emitError(module.getContext())
-         << (error.empty() ? "unknown target" : error);
+  return emitError(module.getContext()) << "unknown target";
 }
 
 /// Adds each rank's workspace (the stage functions' cached temporaries,
@@ -941,19 +932,18 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   if (p.emit == CompilePhase::LLVMDialect || p.emit == CompilePhase::LLVM) {
     // --target cuda: the host module with the kernels in a gpu.binary.
     if (p.target.target == CompileTarget::CUDA
-            ? failed(cuda::lowerToLLVMDialect(*module, p.target.cuda, error))
-            : failed(cpu::lowerToLLVMDialect(*module, p.codegen.cpu, error)))
-      return fail(modelName + ": " + error);
+            ? failed(cuda::lowerToLLVMDialect(*module, p.target.cuda))
+            : failed(cpu::lowerToLLVMDialect(*module, p.codegen.cpu)))
+      return failWithError(modelName + ": ");
     if (p.emit == CompilePhase::LLVMDialect)
       return emitIR(result, printModule(*module));
     auto machine = cpu::createTargetMachine(p.codegen.cpu, error);
     if (failed(machine))
       return fail(error);
     llvm::LLVMContext llvmContext;
-    auto llvmModule =
-        cpu::translateToLLVMIR(*module, llvmContext, **machine, error);
+    auto llvmModule = cpu::translateToLLVMIR(*module, llvmContext, **machine);
     if (failed(llvmModule))
-      return fail(modelName + ": " + error);
+      return failWithError(modelName + ": ");
     cpu::optimizeLLVMModule(**llvmModule, **machine, p.codegen.cpu.optLevel);
     return emitIR(result, [&](llvm::raw_ostream &os) {
       (*llvmModule)->print(os, nullptr);

@@ -750,12 +750,10 @@ int main(int argc, char **argv) {
                 firstError.orElse("convert-nn-to-linalg failed"));
   }
   pipedream::stripModelAttributes(*library);
-  // NOTE: lib/Target's code generator still reports through a string.
-  std::string error;
   if (failed(pipedream::cpu::compileToSharedLibrary(*library, codegen,
-                                                    libraryPath, error))) {
+                                                    libraryPath))) {
     cleanup();
-    return fail(modelName + ": " + error);
+    return failInModel();
   }
   double compileTime = now() - compileStart;
 
