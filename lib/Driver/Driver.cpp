@@ -122,15 +122,12 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
   importOptions.runChecker = o.runONNXChecker;
   if (o.microbatchSize)
     importOptions.batchSize = *o.microbatchSize;
-  // NOTE: the importer (lib/Import/ONNX) still reports its one-line errors
-  // as strings; they become diagnostics here.
-  std::string error;
   for (const std::string &shape : o.inputShapes)
-    if (!parseInputShapeOption(shape, importOptions, error))
-      return emitError(&context) << error;
-  auto imported = importONNXFile(o.input, context, importOptions, error);
+    if (failed(parseInputShapeOption(context, shape, importOptions)))
+      return failure();
+  auto imported = importONNXFile(o.input, context, importOptions);
   if (failed(imported))
-    return emitError(&context) << error;
+    return failure();
   if (auto note = (**imported)->getAttrOfType<StringAttr>(
           import_attrs::kBatchRespecialized))
     llvm::errs() << "note: " << o.input << ": " << note.getValue() << "\n";

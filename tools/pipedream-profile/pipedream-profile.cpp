@@ -582,11 +582,9 @@ int main(int argc, char **argv) {
   importOptions.runChecker = !noChecker;
   if (batchSize.getNumOccurrences())
     importOptions.batchSize = batchSize / microbatches;
-  for (const std::string &shape : inputShapes) {
-    std::string error;
-    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
-      return fail(error);
-  }
+  for (const std::string &shape : inputShapes)
+    if (failed(pipedream::parseInputShapeOption(context, shape, importOptions)))
+      return fail(firstError.orElse("invalid --input-shape"));
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -611,18 +609,17 @@ int main(int argc, char **argv) {
     if (!model)
       return fail(firstError.orElse(inputFilename + ": cannot parse"));
   } else {
-    std::string error;
-    auto imported = pipedream::importONNXFile(inputFilename, context,
-                                              importOptions, error);
+    auto imported =
+        pipedream::importONNXFile(inputFilename, context, importOptions);
     if (failed(imported))
-      return fail(error);
+      return fail(firstError.orElse(inputFilename + ": import failed"));
     if (auto note = (**imported)->getAttrOfType<StringAttr>(
             pipedream::import_attrs::kBatchRespecialized))
       llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
                    << "\n";
     model = std::move(*imported);
   }
-  // Errors from here on name what they are about, not the model.
+  // Errors from here on are the model's: its name starts the line.
   auto failInModel = [&] {
     return fail(modelName + ": " + firstError.orElse("profiling failed"));
   };
