@@ -74,8 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // No file system access from fuzzed input.
   options.allowExternalData = false;
   auto module = pipedream::importONNXBuffer(
-      llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      "fuzz.onnx", /*baseDir=*/"", ctx, options);
+      llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.onnx",
+      /*baseDir=*/"", ctx, options);
   // A failure is one line naming the model (ImportONNX.h).
   if (mlir::failed(module))
     pipedream::fuzz::checkError(error, "fuzz.onnx");

@@ -29,9 +29,8 @@ namespace {
 
 /// Parses `text`; a failure's whole diagnostic text (every line, so the
 /// one-line check below sees what a user would) lands in `error`.
-mlir::FailureOr<pipe::Profile> parse(llvm::StringRef text,
-                                     const std::string &source,
-                                     std::string &error) {
+mlir::FailureOr<pipe::Profile>
+parse(llvm::StringRef text, const std::string &source, std::string &error) {
   static mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   error.clear();
   mlir::ScopedDiagnosticHandler capture(&context, [&](mlir::Diagnostic &d) {
@@ -49,8 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string source = "fuzz/profile.json";
   std::string error;
   auto profile =
-      parse(llvm::StringRef(reinterpret_cast<const char *>(data), size),
-            source, error);
+      parse(llvm::StringRef(reinterpret_cast<const char *>(data), size), source,
+            error);
   if (failed(profile)) {
     fuzz::checkError(error, source + ": ");
     return 0;

@@ -679,9 +679,9 @@ static LogicalResult linkWeightFile(MLIRContext *context,
   if (!llvm::sys::fs::create_hard_link(rank.linkedFrom, path))
     return success();
   if (std::error_code ec = llvm::sys::fs::copy_file(rank.linkedFrom, path))
-    return emitError(context) << rank.linkedFrom
-                              << ": cannot copy into the bundle: "
-                              << ec.message();
+    return emitError(context)
+           << rank.linkedFrom
+           << ": cannot copy into the bundle: " << ec.message();
   int fd = -1;
   std::error_code ec = llvm::sys::fs::openFileForWrite(
       path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None);

@@ -389,8 +389,8 @@ pipedream::parseCompileArguments(mlir::MLIRContext *context,
         (flag.starts_with("help") || flag.starts_with("version") ||
          flag.starts_with("print-options") ||
          flag.starts_with("print-all-options"))) {
-      return pipedream::emitError(context) << "--" << flag.split('=').first
-                                << ": not available in-process";
+      return pipedream::emitError(context)
+             << "--" << flag.split('=').first << ": not available in-process";
     }
     argv.push_back(argument.c_str());
   }

@@ -111,28 +111,30 @@ static LogicalResult resolveCPUDType(const CompileOptions &o,
   if (cpu.gemm != cpu::GemmLowering::Auto &&
       cpu.gemm != cpu::GemmLowering::Kernel)
     return fail(context, "--dtype bf16 --gemm " + o.gemm +
-                           ": bf16 GEMMs run on pipedream's kernel only "
-                           "(--gemm auto or kernel)");
+                             ": bf16 GEMMs run on pipedream's kernel only "
+                             "(--gemm auto or kernel)");
   cpu.bf16Gemm = true;
   return success();
 }
 
 FailureOr<CodegenPhaseOptions>
-pipedream::resolveCodegenOptions(MLIRContext *context, const CompileOptions &o) {
+pipedream::resolveCodegenOptions(MLIRContext *context,
+                                 const CompileOptions &o) {
   CodegenPhaseOptions codegen;
   if (o.optLevel > 3)
     return fail(context, "-O" + llvm::Twine(o.optLevel) +
-                           ": the optimization level is 0 to 3");
+                             ": the optimization level is 0 to 3");
   codegen.cpu.optLevel = o.optLevel;
   codegen.cpu.cpu = o.targetCPU;
   std::optional<cpu::GemmLowering> gemm = cpu::parseGemmLowering(o.gemm);
   if (!gemm)
-    return fail(context, "--gemm " + o.gemm +
-                           ": expected auto, kernel, vectorize, blas or loops");
+    return fail(context,
+                "--gemm " + o.gemm +
+                    ": expected auto, kernel, vectorize, blas or loops");
   codegen.cpu.gemm = *gemm;
   if (codegen.cpu.gemm == cpu::GemmLowering::BLAS && !cpu::isBLASAvailable())
     return fail(context, "--gemm blas: this pipedream was built without "
-                       "OpenBLAS (install libopenblas-dev and rebuild)");
+                         "OpenBLAS (install libopenblas-dev and rebuild)");
   if (failed(resolveCPUDType(o, codegen.cpu, context)))
     return failure();
   codegen.cpu.runTimeChecks = o.runTimeChecks;
@@ -186,8 +188,8 @@ static LogicalResult resolveTarget(const CompileOptions &o,
 /// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
 /// training program, so --loss is required).
 /// --recompute none|full|auto (docs/Pipe.md, "Activation recomputation").
-static LogicalResult resolveRecompute(const CompileOptions &o,
-                                      sched::Kind kind, bool autoSchedule,
+static LogicalResult resolveRecompute(const CompileOptions &o, sched::Kind kind,
+                                      bool autoSchedule,
                                       PartitionPhaseOptions &part,
                                       MLIRContext *context) {
   namespace partition = pipedream::pipe::partition;
@@ -200,21 +202,21 @@ static LogicalResult resolveRecompute(const CompileOptions &o,
   else if (o.recompute == "auto")
     part.recompute = partition::Recompute::Auto;
   else
-    return fail(context, "--recompute " + o.recompute +
-                           ": expected none, full or auto");
+    return fail(context,
+                "--recompute " + o.recompute + ": expected none, full or auto");
   if (part.recompute == partition::Recompute::Auto && o.memoryLimit.empty())
     return fail(context, "--recompute auto recomputes the stages that exceed "
-                       "--memory-limit: pass --memory-limit BYTES");
+                         "--memory-limit: pass --memory-limit BYTES");
   if (autoSchedule)
     return fail(context, "--recompute " + o.recompute +
-                           " and --schedule auto: give the schedule");
+                             " and --schedule auto: give the schedule");
   if (!o.scheduleCsv.empty())
     return fail(context, "--recompute does not apply to --schedule-csv");
   if (sched::Config{kind, 1, 1, 1}.splitsBackward())
     return fail(context, "--recompute " + o.recompute + ": --schedule " +
-                           sched::kindName(kind) +
-                           " splits the backward (B and W); recomputation "
-                           "needs a schedule without W");
+                             sched::kindName(kind) +
+                             " splits the backward (B and W); recomputation "
+                             "needs a schedule without W");
   return success();
 }
 
@@ -229,20 +231,20 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
     if (!o.loss) {
       if (pipelined)
         return fail(context, "a pipeline trains: pass --loss cross-entropy|mse "
-                           "(pipelines of forward-only --inference bundles "
-                           "are not supported)");
+                             "(pipelines of forward-only --inference bundles "
+                             "are not supported)");
       return fail(context, "training needs a loss: pass --loss "
-                         "cross-entropy|mse|none (or --inference for a "
-                         "forward-only bundle)");
+                           "cross-entropy|mse|none (or --inference for a "
+                           "forward-only bundle)");
     }
     std::optional<nn::LossKind> loss = nn::parseLossKind(*o.loss);
     if (!loss)
       return fail(context, "--loss " + *o.loss +
-                             ": expected cross-entropy, mse or none (the "
-                             "model's first output is the loss)");
+                               ": expected cross-entropy, mse or none (the "
+                               "model's first output is the loss)");
     if (*loss == nn::LossKind::None && o.labelsName)
       return fail(context, "--labels-name does not apply to --loss none (the "
-                         "labels, if any, are ordinary graph inputs)");
+                           "labels, if any, are ordinary graph inputs)");
     nn.loss = *loss;
   }
   nn.labelsName = o.labelsName.value_or("labels");
@@ -252,7 +254,7 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   std::optional<nn::OptimizerKind> kind = nn::parseOptimizerKind(optimizer);
   if (!kind)
     return fail(context, "--optimizer " + optimizer +
-                           ": expected sgd, momentum, adam or adamw");
+                             ": expected sgd, momentum, adam or adamw");
   nn::OptimizerOptions &opt = nn.optimizer;
   opt.kind = *kind;
   bool adam =
@@ -261,7 +263,7 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   if (o.momentum) {
     if (adam)
       return fail(context, "--momentum applies to sgd and momentum; adam uses "
-                         "--beta1/--beta2");
+                           "--beta1/--beta2");
     opt.momentum = *o.momentum;
     // NOTE: `--optimizer sgd --momentum 0.9` is SGD with momentum (as
     // torch.optim.SGD(momentum=0.9)), on one rank and in a pipeline alike.
@@ -279,8 +281,8 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
       !(opt.beta1 >= 0 && opt.beta1 < 1) ||
       !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
     return fail(context, "optimizer hyper-parameters out of range (lr > 0, "
-                       "momentum >= 0, weight decay >= 0, 0 <= beta < 1, "
-                       "eps > 0)");
+                         "momentum >= 0, weight decay >= 0, 0 <= beta < 1, "
+                         "eps > 0)");
   return success();
 }
 
@@ -312,12 +314,12 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
     if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
         !o.timeline.empty()) {
       return fail(context,
-                  llvm::Twine(replicaFlags ? "--replicas/--shard-optimizer/"
-                                             "--ranks"
+                  llvm::Twine(replicaFlags    ? "--replicas/--shard-optimizer/"
+                                                "--ranks"
                               : pipelineFlags ? "--stages/--virtual-stages/"
                                                 "--split-after"
-                                            : "--report/--report-json/"
-                                              "--schedule/--trace") +
+                                              : "--report/--report-json/"
+                                                "--schedule/--trace") +
                       " apply to pipelines: --emit partitioned, --emit "
                       "scheduled or a training bundle (not --emit " +
                       o.emit + (o.inference ? " --inference)" : ")"));
@@ -329,7 +331,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   }
   if (!scheduled && (!o.scheduleCsv.empty() || !o.exportScheduleCsv.empty()))
     return fail(context, "--schedule-csv/--export-schedule-csv need --emit "
-                       "scheduled (or a pipeline bundle)");
+                         "scheduled (or a pipeline bundle)");
   if (o.input.empty()) {
     return fail(context,
                 "no input model (pipedream-compile MODEL.onnx -o OUT_DIR "
@@ -357,8 +359,8 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
     for (auto [given, name] : trainingFlags)
       if (given) {
         return fail(context, llvm::Twine("--") + name +
-                               " is a training flag; it does not apply to "
-                               "--inference");
+                                 " is a training flag; it does not apply to "
+                                 "--inference");
       }
     if (scheduled) {
       return fail(context,
@@ -368,7 +370,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
     }
     if (p.emit == CompilePhase::Train) {
       return fail(context, "--emit train: there is no training program with "
-                         "--inference");
+                           "--inference");
     }
   }
 
@@ -377,7 +379,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   part.virtualStages = o.virtualStages;
   if (part.virtualStages < 1) {
     return fail(context, "--virtual-stages " + llvm::Twine(part.virtualStages) +
-                           ": at least 1");
+                             ": at least 1");
   }
   part.stages = o.stages.value_or(1);
   if (!o.splitAfter.empty() && !o.stages)
@@ -393,12 +395,12 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   if (autoSchedule) {
     if (!o.scheduleCsv.empty())
       return fail(context, "--schedule auto and --schedule-csv: the CSV fixes "
-                         "the schedule; give one of them");
+                           "the schedule; give one of them");
     kind = sched::Kind::OneFOneB;
   }
   if (p.pipelined && !kind) {
     return fail(context, "--schedule " + kindName + ": expected " +
-                           sched::kindNameList());
+                             sched::kindNameList());
   }
   if (!o.scheduleCsv.empty()) {
     sched::Schedule fromCsv;
@@ -421,39 +423,40 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
       return fail(context, "--ranks " + llvm::Twine(*o.ranks) + ": at least 1");
     if (o.stages || o.replicas)
       return fail(context, "--ranks " + llvm::Twine(*o.ranks) +
-                             " lets the planner choose the stages and "
-                             "replicas: drop --stages/--replicas");
+                               " lets the planner choose the stages and "
+                               "replicas: drop --stages/--replicas");
     if (o.virtualStages != 1 || !o.splitAfter.empty() ||
         o.partition != "auto" || !o.scheduleCsv.empty())
       return fail(context, "--ranks needs --partition auto, one virtual "
-                         "stage, no --split-after and no --schedule-csv");
+                           "stage, no --split-after and no --schedule-csv");
     if (kind && (*kind == sched::Kind::PipeDream ||
                  *kind == sched::Kind::TwoBW))
       return fail(context, llvm::Twine("--ranks plans replicated stages, "
-                                     "which need a synchronous schedule, "
-                                     "not --schedule ") +
-                             sched::kindName(*kind));
+                                       "which need a synchronous schedule, "
+                                       "not --schedule ") +
+                               sched::kindName(*kind));
     part.ranks = *o.ranks;
   }
   // Replicated stages (docs/Bundle.md "Replicated stages").
   const int64_t replicas = o.replicas.value_or(1);
   if (replicas < 1)
-    return fail(context, "--replicas " + llvm::Twine(replicas) + ": at least 1");
+    return fail(context,
+                "--replicas " + llvm::Twine(replicas) + ": at least 1");
   if (o.shardOptimizer && replicas < 2 && !o.ranks)
     return fail(context, "--shard-optimizer shards the optimizer state over "
-                       "the replicas of a stage: pass --replicas R (R >= 2)");
+                         "the replicas of a stage: pass --replicas R (R >= 2)");
   if (replicas > 1 && p.pipelined) {
     if (kind && (*kind == sched::Kind::PipeDream ||
                  *kind == sched::Kind::TwoBW))
       return fail(context, "--replicas " + llvm::Twine(replicas) +
-                             ": replicated stages need a synchronous "
-                             "schedule, not --schedule " +
-                             sched::kindName(*kind));
+                               ": replicated stages need a synchronous "
+                               "schedule, not --schedule " +
+                               sched::kindName(*kind));
     if (!o.scheduleCsv.empty())
       return fail(context, "--replicas does not apply to --schedule-csv");
     if (o.target != "cpu")
       return fail(context, "--replicas " + llvm::Twine(replicas) +
-                             ": replicated stages run on --target cpu only");
+                               ": replicated stages run on --target cpu only");
   }
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
@@ -464,10 +467,10 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   }
   if (m % replicas != 0)
     return fail(context, "--microbatches " + llvm::Twine(m) +
-                           ": must be a multiple of --replicas " +
-                           llvm::Twine(replicas) +
-                           " (each replica runs M/R of the step's "
-                           "micro-batches)");
+                             ": must be a multiple of --replicas " +
+                             llvm::Twine(replicas) +
+                             " (each replica runs M/R of the step's "
+                             "micro-batches)");
   // Each replica's schedule.
   const int64_t perReplica = m / replicas;
   if (o.batchSize) {
@@ -488,8 +491,8 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   // Partition and schedule.
   if (!p.pipelined && o.recompute != "none")
     return fail(context, "--recompute " + o.recompute +
-                           " applies to pipelines: pass --stages K or "
-                           "--ranks N");
+                             " applies to pipelines: pass --stages K or "
+                             "--ranks N");
   if (p.pipelined) {
     if (o.partition == "auto")
       part.method = PartitionMethod::Auto;
@@ -563,7 +566,8 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   p.import.inputShapes = o.inputShapes;
   p.import.runONNXChecker = o.runONNXChecker;
   if (p.import.isMLIR && !o.inputShapes.empty()) {
-    return fail(context, "--input-shape applies to ONNX models, not .mlir input");
+    return fail(context,
+                "--input-shape applies to ONNX models, not .mlir input");
   }
 
   // Target and code generation (checked in every flow, also for the IR

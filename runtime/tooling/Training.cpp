@@ -19,10 +19,10 @@
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <set>
-#include <atomic>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -159,10 +159,10 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
           return result;
         continue;
       }
-      result.error = status == PD_ERROR_CHECK_FAILED
-                         ? "step " + std::to_string(s + 1) + ", " +
-                               pd_last_error()
-                         : std::string(pd_last_error());
+      result.error =
+          status == PD_ERROR_CHECK_FAILED
+              ? "step " + std::to_string(s + 1) + ", " + pd_last_error()
+              : std::string(pd_last_error());
       result.checkFailed = status == PD_ERROR_CHECK_FAILED;
       result.stepFailed = !result.checkFailed;
       return result;

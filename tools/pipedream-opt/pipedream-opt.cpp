@@ -62,9 +62,9 @@ importONNX(StringRef filename, const llvm::MemoryBuffer &file,
   pipedream::ImportOptions options;
   StringRef baseDir =
       filename == "-" ? StringRef() : llvm::sys::path::parent_path(filename);
-  auto module = pipedream::importONNXBuffer(
-      file.getBuffer(), filename, baseDir.empty() ? "." : baseDir, context,
-      options);
+  auto module = pipedream::importONNXBuffer(file.getBuffer(), filename,
+                                            baseDir.empty() ? "." : baseDir,
+                                            context, options);
   if (failed(module)) {
     pipedream::printError(firstError.orElse(filename + ": import failed"));
     return nullptr;

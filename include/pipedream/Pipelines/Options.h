@@ -310,13 +310,14 @@ mlir::LogicalResult applyReplicationPlan(mlir::MLIRContext *context,
 /// single-rank and the pipelined flow alike, before anything is imported.
 /// Fails with a one-line error diagnostic on `context` (at an unknown
 /// location: every message names its flag; FirstErrorHandler prints it).
-mlir::FailureOr<PhaseOptions> resolvePhaseOptions(mlir::MLIRContext *context,
-                                                  const CompileOptions &options);
+mlir::FailureOr<PhaseOptions>
+resolvePhaseOptions(mlir::MLIRContext *context, const CompileOptions &options);
 
 /// The code generation part of resolvePhaseOptions alone (-O, --gemm,
 /// --target-cpu, --no-run-time-checks), for pipedream-profile.
 mlir::FailureOr<CodegenPhaseOptions>
-resolveCodegenOptions(mlir::MLIRContext *context, const CompileOptions &options);
+resolveCodegenOptions(mlir::MLIRContext *context,
+                      const CompileOptions &options);
 
 /// The default learning rate of an optimizer (torch.optim's usual values:
 /// 0.01 for SGD, 0.001 for Adam).

@@ -1802,8 +1802,8 @@ pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
                             StringRef baseDir, MLIRContext &context,
                             const ImportOptions &options) {
   std::string error;
-  auto module = importBuffer(bytes, modelName, baseDir, context, options,
-                             error);
+  auto module =
+      importBuffer(bytes, modelName, baseDir, context, options, error);
   // NOTE: after the import's own diagnostic handler is gone, so the
   // caller's handler sees this one line (it names the model).
   if (::mlir::failed(module))
@@ -1824,8 +1824,7 @@ pipedream::importONNXFile(StringRef path, MLIRContext &context,
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
-  return importONNXBuffer((*buffer)->getBuffer(), path, dir, context,
-                          options);
+  return importONNXBuffer((*buffer)->getBuffer(), path, dir, context, options);
 }
 
 LogicalResult pipedream::parseInputShapeOption(MLIRContext &context,

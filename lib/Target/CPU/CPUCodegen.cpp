@@ -133,23 +133,20 @@ translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
   {
     // The translation's first error, repeated below with its location in
     // the text (as runLoweringPipeline does).
-    ScopedDiagnosticHandler handler(module.getContext(),
-                                    [&](Diagnostic &diag) {
-                                      if (diag.getSeverity() ==
-                                              DiagnosticSeverity::Error &&
-                                          firstError.empty()) {
-                                        llvm::raw_string_ostream os(firstError);
-                                        os << diag.getLocation() << ": "
-                                           << diag.str();
-                                      }
-                                      return success();
-                                    });
+    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error &&
+          firstError.empty()) {
+        llvm::raw_string_ostream os(firstError);
+        os << diag.getLocation() << ": " << diag.str();
+      }
+      return success();
+    });
     llvmModule = translateModuleToLLVMIR(module, llvmContext, "program");
   }
   if (!llvmModule)
-    return fail(module, "translation to LLVM IR failed" +
-                            (firstError.empty() ? std::string()
-                                                : ": " + firstError));
+    return fail(module,
+                "translation to LLVM IR failed" +
+                    (firstError.empty() ? std::string() : ": " + firstError));
   llvmModule->setDataLayout(machine.createDataLayout());
   llvmModule->setTargetTriple(machine.getTargetTriple());
   // The vectorizers and instruction selection read the CPU per function.
@@ -288,8 +285,7 @@ LogicalResult emitSharedLibrary(ModuleOp module,
     llvm::SmallString<256> objectPath;
     llvm::SmallString<256> model(outputPath);
     model += ".%%%%%%.o";
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueFile(model, objectPath))
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, objectPath))
       return fail(module, outputPath +
                               ": cannot create a temporary object file: " +
                               ec.message());

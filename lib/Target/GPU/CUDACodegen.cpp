@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipedream/Target/GPU/CUDACodegen.h"
 #include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
-#include "pipedream/Target/GPU/CUDACodegen.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

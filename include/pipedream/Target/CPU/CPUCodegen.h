@@ -219,11 +219,10 @@ mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
 /// next to `outputPath` (removed afterwards) and the link (see
 /// linkSharedLibrary for `withBLAS` and `runtimeSymbols`). Fails with one
 /// error on the module's context.
-mlir::LogicalResult emitSharedLibrary(mlir::ModuleOp module,
-                                      const CPUCodegenOptions &options,
-                                      llvm::StringRef outputPath,
-                                      bool withBLAS,
-                                      llvm::ArrayRef<std::string> runtimeSymbols);
+mlir::LogicalResult
+emitSharedLibrary(mlir::ModuleOp module, const CPUCodegenOptions &options,
+                  llvm::StringRef outputPath, bool withBLAS,
+                  llvm::ArrayRef<std::string> runtimeSymbols);
 
 /// The whole code generator: lowers `module` (linalg on tensors; modified in
 /// place to the LLVM dialect) and writes the shared library `outputPath`.

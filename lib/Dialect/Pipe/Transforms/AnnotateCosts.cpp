@@ -39,9 +39,8 @@ void AnnotateCostsPass::runOnOperation() {
   }
   std::optional<Profile> loaded;
   if (!profile.empty()) {
-    FailureOr<Profile> read = Profile::read(profile, [&] {
-      return module.emitError() << "pipe-annotate-costs: ";
-    });
+    FailureOr<Profile> read = Profile::read(
+        profile, [&] { return module.emitError() << "pipe-annotate-costs: "; });
     if (failed(read))
       return signalPassFailure();
     loaded = std::move(*read);

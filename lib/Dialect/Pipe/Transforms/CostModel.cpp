@@ -223,8 +223,8 @@ const ProfileEntry *Profile::lookup(Operation *op) const {
   return it == byOpKey_.end() ? nullptr : &entries[it->second];
 }
 
-FailureOr<Profile>
-Profile::read(StringRef path, function_ref<InFlightDiagnostic()> emitError) {
+FailureOr<Profile> Profile::read(StringRef path,
+                                 function_ref<InFlightDiagnostic()> emitError) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return emitError() << path << ": " << buffer.getError().message();
