@@ -62,17 +62,20 @@ mlir::MLIRContext &context() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext &ctx = context();
-  // Diagnostics are expected for most inputs; keep them off stderr.
-  mlir::ScopedDiagnosticHandler silence(&ctx, [](mlir::Diagnostic &) {
+  // Diagnostics are expected for most inputs; keep them off stderr. The
+  // importer's error is the one it emits last, after its own handler.
+  std::string error;
+  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      error = d.str();
     return mlir::success();
   });
   pipedream::ImportOptions options;
   // No file system access from fuzzed input.
   options.allowExternalData = false;
-  std::string error;
   auto module = pipedream::importONNXBuffer(
-      llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      "fuzz.onnx", /*baseDir=*/"", ctx, options, error);
+      llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.onnx",
+      /*baseDir=*/"", ctx, options);
   // A failure is one line naming the model (ImportONNX.h).
   if (mlir::failed(module))
     pipedream::fuzz::checkError(error, "fuzz.onnx");

@@ -663,26 +663,25 @@ static std::error_code fileStamp(StringRef path, uint64_t &size,
 
 /// Puts the model's file `rank.linkedFrom` at `path`: a hard link, or a
 /// copy with the same modification time where the file systems differ.
-/// Fails when the file changed since it was imported (size or time).
-static LogicalResult linkWeightFile(const BundleRankWeights &rank,
-                                    StringRef path, std::string &error) {
+/// Fails (an error on `context` naming the file) when the file changed
+/// since it was imported (size or time).
+static LogicalResult linkWeightFile(MLIRContext *context,
+                                    const BundleRankWeights &rank,
+                                    StringRef path) {
   uint64_t size = 0;
   int64_t mtime = 0;
-  if (std::error_code ec = fileStamp(rank.linkedFrom, size, mtime)) {
-    error = rank.linkedFrom + ": " + ec.message();
-    return failure();
-  }
-  if (size != rank.fileBytes || mtime != rank.mtimeNs) {
-    error = rank.linkedFrom +
-            ": the model's external data changed during the compilation";
-    return failure();
-  }
+  if (std::error_code ec = fileStamp(rank.linkedFrom, size, mtime))
+    return emitError(context) << rank.linkedFrom << ": " << ec.message();
+  if (size != rank.fileBytes || mtime != rank.mtimeNs)
+    return emitError(context)
+           << rank.linkedFrom
+           << ": the model's external data changed during the compilation";
   if (!llvm::sys::fs::create_hard_link(rank.linkedFrom, path))
     return success();
-  if (std::error_code ec = llvm::sys::fs::copy_file(rank.linkedFrom, path)) {
-    error = rank.linkedFrom + ": cannot copy into the bundle: " + ec.message();
-    return failure();
-  }
+  if (std::error_code ec = llvm::sys::fs::copy_file(rank.linkedFrom, path))
+    return emitError(context)
+           << rank.linkedFrom
+           << ": cannot copy into the bundle: " << ec.message();
   int fd = -1;
   std::error_code ec = llvm::sys::fs::openFileForWrite(
       path, fd, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None);
@@ -696,13 +695,11 @@ static LogicalResult linkWeightFile(const BundleRankWeights &rank,
     ec = fileStamp(path, size, mtime);
   if (!ec && mtime != rank.mtimeNs)
     ec = std::make_error_code(std::errc::operation_not_supported);
-  if (ec) {
-    error = (path + ": cannot give the copied weights their modification "
-                    "time: " +
-             ec.message())
-                .str();
-    return failure();
-  }
+  if (ec)
+    return emitError(context) << path
+                              << ": cannot give the copied weights their "
+                                 "modification time: "
+                              << ec.message();
   return success();
 }
 
@@ -772,10 +769,9 @@ writeBundle(MLIRContext *context, const Bundle &bundle, StringRef outputDir,
   llvm::StringSet<> linkedDone;
   for (const BundleRankWeights &rank : bundle.rankWeights) {
     if (!rank.linkedFrom.empty()) {
-      std::string linkError;
       if (linkedDone.insert(rank.file).second &&
-          failed(linkWeightFile(rank, inTemp(rank.file), linkError)))
-        return emitError(context) << linkError;
+          failed(linkWeightFile(context, rank, inTemp(rank.file))))
+        return failure();
       continue;
     }
     std::vector<std::pair<ArrayRef<char>, uint64_t>> held;

@@ -122,15 +122,12 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
   importOptions.runChecker = o.runONNXChecker;
   if (o.microbatchSize)
     importOptions.batchSize = *o.microbatchSize;
-  // NOTE: the importer (lib/Import/ONNX) still reports its one-line errors
-  // as strings; they become diagnostics here.
-  std::string error;
   for (const std::string &shape : o.inputShapes)
-    if (!parseInputShapeOption(shape, importOptions, error))
-      return emitError(&context) << error;
-  auto imported = importONNXFile(o.input, context, importOptions, error);
+    if (failed(parseInputShapeOption(context, shape, importOptions)))
+      return failure();
+  auto imported = importONNXFile(o.input, context, importOptions);
   if (failed(imported))
-    return emitError(&context) << error;
+    return failure();
   if (auto note = (**imported)->getAttrOfType<StringAttr>(
           import_attrs::kBatchRespecialized))
     llvm::errs() << "note: " << o.input << ": " << note.getValue() << "\n";
@@ -178,17 +175,14 @@ static LogicalResult compileProgramLibrary(
     const PhaseOptions &p, ModuleOp module, StringRef libraryPath,
     const std::vector<std::vector<std::string>> *rankRoots = nullptr,
     std::vector<cpu::WorkspaceEstimate> *workspace = nullptr) {
-  std::string error;
   switch (p.target.target) {
   case CompileTarget::CPU: {
     LogicalResult result = failure();
     if (!rankRoots || !workspace ||
         (p.codegen.cpu.gemm == cpu::GemmLowering::BLAS &&
          !cpu::isBLASAvailable())) {
-      result = cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath,
-                                           error);
-    } else if (succeeded(
-                   cpu::lowerToLLVMDialect(module, p.codegen.cpu, error))) {
+      result = cpu::compileToSharedLibrary(module, p.codegen.cpu, libraryPath);
+    } else if (succeeded(cpu::lowerToLLVMDialect(module, p.codegen.cpu))) {
       // Lowered first, so each rank's workspace can be read off the LLVM
       // dialect module (report.json `rank_memory`, Workspace.h).
       workspace->clear();
@@ -196,20 +190,14 @@ static LogicalResult compileProgramLibrary(
         workspace->push_back(cpu::estimateWorkspace(module, roots));
       result = cpu::emitSharedLibrary(module, p.codegen.cpu, libraryPath,
                                       cpu::usesBLAS(p.codegen.cpu),
-                                      /*runtimeSymbols=*/{}, error);
+                                      /*runtimeSymbols=*/{});
     }
-    if (succeeded(result))
-      return success();
-    break;
+    return result;
   }
   case CompileTarget::CUDA:
-    if (succeeded(cuda::compileToSharedLibrary(module, p.target.cuda,
-                                               libraryPath, error)))
-      return success();
-    break;
+    return cuda::compileToSharedLibrary(module, p.target.cuda, libraryPath);
   }
-  return emitError(module.getContext())
-         << (error.empty() ? "unknown target" : error);
+  return emitError(module.getContext()) << "unknown target";
 }
 
 /// Adds each rank's workspace (the stage functions' cached temporaries,
@@ -549,12 +537,15 @@ static LogicalResult partitionAndSchedule(
                              routed.asArrayRef().end());
       }
     }
-    std::string error;
-    if (failed(stageReplicas.empty()
-                   ? applyReplicationPlan(p, state.partition.stages, replicas,
-                                          error)
-                   : applyRoutedReplicationPlan(p, stageReplicas, error)))
-      return emitError(module.getContext()) << error;
+    if (stageReplicas.empty()) {
+      if (failed(applyReplicationPlan(module.getContext(), p,
+                                      state.partition.stages, replicas)))
+        return failure();
+    } else {
+      std::string error;
+      if (failed(applyRoutedReplicationPlan(p, stageReplicas, error)))
+        return emitError(module.getContext()) << error;
+    }
     llvm::raw_string_ostream os(state.planText);
     printReplicationPlans(module, os);
     state.plansJSON = replicationPlansJSON(module);
@@ -809,16 +800,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   auto printModule = [](ModuleOp module) {
     return [module](llvm::raw_ostream &os) { module->print(os); };
   };
-  std::string error;
-  FailureOr<PhaseOptions> resolved = resolvePhaseOptions(options, error);
-  if (failed(resolved))
-    return fail(error);
-  // NOTE: a reference, so that --schedule auto can resolve again below;
-  // not const: --ranks sets the schedule phase's K and R after the
-  // partition phase (applyReplicationPlan).
-  PhaseOptions &p = *resolved;
-  CompileTimingSession timing(p.timePhases, llvm::errs());
-
   MLIRContext context(driverDialects());
   context.loadAllAvailableDialects();
   // The one error channel of the compile: library code reports
@@ -828,6 +809,16 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   auto failWithError = [&](StringRef prefix = "") {
     return fail(prefix + firstError.orElse("compilation failed"));
   };
+
+  FailureOr<PhaseOptions> resolved = resolvePhaseOptions(&context, options);
+  if (failed(resolved))
+    return failWithError();
+  // NOTE: a reference, so that --schedule auto can resolve again below;
+  // not const: --ranks sets the schedule phase's K and R after the
+  // partition phase (applyReplicationPlan).
+  PhaseOptions &p = *resolved;
+  CompileTimingSession timing(p.timePhases, llvm::errs());
+  std::string error;
 
   // Import.
   std::string modelName = llvm::sys::path::filename(p.import.input).str();
@@ -860,9 +851,9 @@ CompileResult pipedream::compile(const CompileOptions &options) {
     if (failed(chosen))
       return failWithError(modelName + ": ");
     std::optional<int64_t> oldSize = p.import.microbatchSize;
-    FailureOr<PhaseOptions> again = resolvePhaseOptions(*chosen, error);
+    FailureOr<PhaseOptions> again = resolvePhaseOptions(&context, *chosen);
     if (failed(again))
-      return fail(error);
+      return failWithError();
     *resolved = std::move(*again);
     if (p.import.microbatchSize != oldSize) {
       FailureOr<OwningOpRef<ModuleOp>> loaded = loadModel(p.import, context);
@@ -976,19 +967,18 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   if (p.emit == CompilePhase::LLVMDialect || p.emit == CompilePhase::LLVM) {
     // --target cuda: the host module with the kernels in a gpu.binary.
     if (p.target.target == CompileTarget::CUDA
-            ? failed(cuda::lowerToLLVMDialect(*module, p.target.cuda, error))
-            : failed(cpu::lowerToLLVMDialect(*module, p.codegen.cpu, error)))
-      return fail(modelName + ": " + error);
+            ? failed(cuda::lowerToLLVMDialect(*module, p.target.cuda))
+            : failed(cpu::lowerToLLVMDialect(*module, p.codegen.cpu)))
+      return failWithError(modelName + ": ");
     if (p.emit == CompilePhase::LLVMDialect)
       return emitIR(result, printModule(*module));
     auto machine = cpu::createTargetMachine(p.codegen.cpu, error);
     if (failed(machine))
       return fail(error);
     llvm::LLVMContext llvmContext;
-    auto llvmModule =
-        cpu::translateToLLVMIR(*module, llvmContext, **machine, error);
+    auto llvmModule = cpu::translateToLLVMIR(*module, llvmContext, **machine);
     if (failed(llvmModule))
-      return fail(modelName + ": " + error);
+      return failWithError(modelName + ": ");
     cpu::optimizeLLVMModule(**llvmModule, **machine, p.codegen.cpu.optLevel);
     return emitIR(result, [&](llvm::raw_ostream &os) {
       (*llvmModule)->print(os, nullptr);

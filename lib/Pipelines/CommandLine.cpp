@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -375,8 +376,8 @@ bool pipedream::isCompileFlag(llvm::StringRef name) {
 }
 
 mlir::FailureOr<CompileOptions>
-pipedream::parseCompileArguments(llvm::ArrayRef<std::string> arguments,
-                                 std::string &error) {
+pipedream::parseCompileArguments(mlir::MLIRContext *context,
+                                 llvm::ArrayRef<std::string> arguments) {
   std::lock_guard<std::mutex> lock(inProcessMutex);
   InProcessFlags &in = inProcessFlags();
   static constexpr const char *kProgram = "pipedream";
@@ -388,9 +389,8 @@ pipedream::parseCompileArguments(llvm::ArrayRef<std::string> arguments,
         (flag.starts_with("help") || flag.starts_with("version") ||
          flag.starts_with("print-options") ||
          flag.starts_with("print-all-options"))) {
-      error = "--" + flag.split('=').first.str() +
-              ": not available in-process";
-      return mlir::failure();
+      return pipedream::emitError(context)
+             << "--" << flag.split('=').first << ": not available in-process";
     }
     argv.push_back(argument.c_str());
   }
@@ -408,6 +408,7 @@ pipedream::parseCompileArguments(llvm::ArrayRef<std::string> arguments,
     message = line.rtrim().str();
     return false;
   };
+  std::string error;
   if (!parse(argv, error)) {
     // Name the argument whose value cl refused.
     for (size_t i = 1; error.empty() && i < argv.size(); ++i)
@@ -416,7 +417,7 @@ pipedream::parseCompileArguments(llvm::ArrayRef<std::string> arguments,
     if (error.empty())
       error = "invalid compile options";
     cl::ResetAllOptionOccurrences();
-    return mlir::failure();
+    return pipedream::emitError(context) << error;
   }
   return in.flags.read();
 }

@@ -13,6 +13,7 @@
 #include "pipedream/Pipelines/Options.h"
 
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
@@ -90,10 +91,9 @@ int64_t TrainingPhaseOptions::optimizerStates() const {
   return 0;
 }
 
-/// Sets `error` to `message`'s text and fails.
-static LogicalResult fail(std::string &error, const llvm::Twine &message) {
-  error = message.str();
-  return failure();
+/// Reports `message` (it names the flag: no location) and fails.
+static LogicalResult fail(MLIRContext *context, const llvm::Twine &message) {
+  return pipedream::emitError(context) << message;
 }
 
 /// --dtype with --target cpu: bf16 GEMMs on pipedream's kernel
@@ -101,39 +101,41 @@ static LogicalResult fail(std::string &error, const llvm::Twine &message) {
 /// equal f32-FMA emulation elsewhere), with --gemm auto or kernel only.
 static LogicalResult resolveCPUDType(const CompileOptions &o,
                                      cpu::CPUCodegenOptions &cpu,
-                                     std::string &error) {
+                                     MLIRContext *context) {
   if (!o.dtype || o.target != "cpu")
     return success();
   if (*o.dtype == "f32")
     return success();
   if (*o.dtype != "bf16")
-    return fail(error, "--dtype " + *o.dtype + ": expected f32 or bf16");
+    return fail(context, "--dtype " + *o.dtype + ": expected f32 or bf16");
   if (cpu.gemm != cpu::GemmLowering::Auto &&
       cpu.gemm != cpu::GemmLowering::Kernel)
-    return fail(error, "--dtype bf16 --gemm " + o.gemm +
-                           ": bf16 GEMMs run on pipedream's kernel only "
-                           "(--gemm auto or kernel)");
+    return fail(context, "--dtype bf16 --gemm " + o.gemm +
+                             ": bf16 GEMMs run on pipedream's kernel only "
+                             "(--gemm auto or kernel)");
   cpu.bf16Gemm = true;
   return success();
 }
 
 FailureOr<CodegenPhaseOptions>
-pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
+pipedream::resolveCodegenOptions(MLIRContext *context,
+                                 const CompileOptions &o) {
   CodegenPhaseOptions codegen;
   if (o.optLevel > 3)
-    return fail(error, "-O" + llvm::Twine(o.optLevel) +
-                           ": the optimization level is 0 to 3");
+    return fail(context, "-O" + llvm::Twine(o.optLevel) +
+                             ": the optimization level is 0 to 3");
   codegen.cpu.optLevel = o.optLevel;
   codegen.cpu.cpu = o.targetCPU;
   std::optional<cpu::GemmLowering> gemm = cpu::parseGemmLowering(o.gemm);
   if (!gemm)
-    return fail(error, "--gemm " + o.gemm +
-                           ": expected auto, kernel, vectorize, blas or loops");
+    return fail(context,
+                "--gemm " + o.gemm +
+                    ": expected auto, kernel, vectorize, blas or loops");
   codegen.cpu.gemm = *gemm;
   if (codegen.cpu.gemm == cpu::GemmLowering::BLAS && !cpu::isBLASAvailable())
-    return fail(error, "--gemm blas: this pipedream was built without "
-                       "OpenBLAS (install libopenblas-dev and rebuild)");
-  if (failed(resolveCPUDType(o, codegen.cpu, error)))
+    return fail(context, "--gemm blas: this pipedream was built without "
+                         "OpenBLAS (install libopenblas-dev and rebuild)");
+  if (failed(resolveCPUDType(o, codegen.cpu, context)))
     return failure();
   codegen.cpu.runTimeChecks = o.runTimeChecks;
   codegen.cpu.codegenThreads = o.codegenThreads;
@@ -141,8 +143,12 @@ pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.
-  if (failed(cpu::createTargetMachine(codegen.cpu, error)))
-    return failure();
+  {
+    // NOTE: lib/Target reports through a string; the message names the CPU.
+    std::string error;
+    if (failed(cpu::createTargetMachine(codegen.cpu, error)))
+      return fail(context, error);
+  }
   return codegen;
 }
 
@@ -151,14 +157,14 @@ pipedream::resolveCodegenOptions(const CompileOptions &o, std::string &error) {
 /// --dtype are refused with another target.
 static LogicalResult resolveTarget(const CompileOptions &o,
                                    TargetPhaseOptions &target,
-                                   std::string &error) {
+                                   MLIRContext *context) {
   std::optional<CompileTarget> kind = parseCompileTarget(o.target);
   if (!kind)
-    return fail(error, "--target " + o.target + ": expected cpu or cuda");
+    return fail(context, "--target " + o.target + ": expected cpu or cuda");
   target.target = *kind;
   if (*kind != CompileTarget::CUDA) {
     if (o.gpuArch)
-      return fail(error, "--gpu-arch applies to --target cuda");
+      return fail(context, "--gpu-arch applies to --target cuda");
     // --dtype on CPU: resolveCodegenOptions (the GEMM lowering).
     return success();
   }
@@ -166,23 +172,26 @@ static LogicalResult resolveTarget(const CompileOptions &o,
   c.gpuArch = o.gpuArch.value_or("sm_90");
   c.optLevel = o.optLevel;
   c.runTimeChecks = o.runTimeChecks;
+  std::string error;
   if (failed(cuda::verifyGPUArch(c.gpuArch, error)))
-    return failure();
+    return fail(context, error);
   std::string dtype = o.dtype.value_or("f32");
   std::optional<cuda::DType> parsed = cuda::parseDType(dtype);
   if (!parsed)
-    return fail(error, "--dtype " + dtype + ": expected f32 or bf16");
+    return fail(context, "--dtype " + dtype + ": expected f32 or bf16");
   c.dtype = *parsed;
-  return cuda::verifyToolkit(c, error);
+  if (failed(cuda::verifyToolkit(c, error)))
+    return fail(context, error);
+  return success();
 }
 
 /// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
 /// training program, so --loss is required).
 /// --recompute none|full|auto (docs/Pipe.md, "Activation recomputation").
-static LogicalResult resolveRecompute(const CompileOptions &o,
-                                      sched::Kind kind, bool autoSchedule,
+static LogicalResult resolveRecompute(const CompileOptions &o, sched::Kind kind,
+                                      bool autoSchedule,
                                       PartitionPhaseOptions &part,
-                                      std::string &error) {
+                                      MLIRContext *context) {
   namespace partition = pipedream::pipe::partition;
   if (o.recompute == "none") {
     part.recompute = partition::Recompute::None;
@@ -193,16 +202,16 @@ static LogicalResult resolveRecompute(const CompileOptions &o,
   else if (o.recompute == "auto")
     part.recompute = partition::Recompute::Auto;
   else
-    return fail(error, "--recompute " + o.recompute +
-                           ": expected none, full or auto");
+    return fail(context,
+                "--recompute " + o.recompute + ": expected none, full or auto");
   if (part.recompute == partition::Recompute::Auto && o.memoryLimit.empty())
-    return fail(error, "--recompute auto recomputes the stages that exceed "
-                       "--memory-limit: pass --memory-limit BYTES");
+    return fail(context, "--recompute auto recomputes the stages that exceed "
+                         "--memory-limit: pass --memory-limit BYTES");
   if (autoSchedule)
-    return fail(error, "--recompute " + o.recompute +
-                           " and --schedule auto: give the schedule");
+    return fail(context, "--recompute " + o.recompute +
+                             " and --schedule auto: give the schedule");
   if (!o.scheduleCsv.empty())
-    return fail(error, "--recompute does not apply to --schedule-csv");
+    return fail(context, "--recompute does not apply to --schedule-csv");
   // NOTE: schedules that split the backward (zb-h1, zb-v, ...) recompute
   // too: B reruns the forward, and passes what W reads on to it as carries
   // (pipe-recompute; docs/Pipe.md "Activation recomputation").
@@ -213,28 +222,28 @@ static LogicalResult resolveRecompute(const CompileOptions &o,
 static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
                                      bool needsLoss, int64_t microbatches,
                                      TrainingPhaseOptions &t,
-                                     std::string &error) {
+                                     MLIRContext *context) {
   nn::TrainingOptions &nn = t.nn;
   t.freeze = o.freeze;
   t.train = o.train;
   if (o.loss || needsLoss) {
     if (!o.loss) {
       if (pipelined)
-        return fail(error, "a pipeline trains: pass --loss cross-entropy|mse "
-                           "(pipelines of forward-only --inference bundles "
-                           "are not supported)");
-      return fail(error, "training needs a loss: pass --loss "
-                         "cross-entropy|mse|none (or --inference for a "
-                         "forward-only bundle)");
+        return fail(context, "a pipeline trains: pass --loss cross-entropy|mse "
+                             "(pipelines of forward-only --inference bundles "
+                             "are not supported)");
+      return fail(context, "training needs a loss: pass --loss "
+                           "cross-entropy|mse|none (or --inference for a "
+                           "forward-only bundle)");
     }
     std::optional<nn::LossKind> loss = nn::parseLossKind(*o.loss);
     if (!loss)
-      return fail(error, "--loss " + *o.loss +
-                             ": expected cross-entropy, mse or none (the "
-                             "model's first output is the loss)");
+      return fail(context, "--loss " + *o.loss +
+                               ": expected cross-entropy, mse or none (the "
+                               "model's first output is the loss)");
     if (*loss == nn::LossKind::None && o.labelsName)
-      return fail(error, "--labels-name does not apply to --loss none (the "
-                         "labels, if any, are ordinary graph inputs)");
+      return fail(context, "--labels-name does not apply to --loss none (the "
+                           "labels, if any, are ordinary graph inputs)");
     nn.loss = *loss;
   }
   nn.labelsName = o.labelsName.value_or("labels");
@@ -243,8 +252,8 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   std::string optimizer = o.optimizer.value_or("sgd");
   std::optional<nn::OptimizerKind> kind = nn::parseOptimizerKind(optimizer);
   if (!kind)
-    return fail(error, "--optimizer " + optimizer +
-                           ": expected sgd, momentum, adam or adamw");
+    return fail(context, "--optimizer " + optimizer +
+                             ": expected sgd, momentum, adam or adamw");
   nn::OptimizerOptions &opt = nn.optimizer;
   opt.kind = *kind;
   bool adam =
@@ -252,8 +261,8 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   opt.lr = o.lr.value_or(defaultLearningRate(*kind));
   if (o.momentum) {
     if (adam)
-      return fail(error, "--momentum applies to sgd and momentum; adam uses "
-                         "--beta1/--beta2");
+      return fail(context, "--momentum applies to sgd and momentum; adam uses "
+                           "--beta1/--beta2");
     opt.momentum = *o.momentum;
     // NOTE: `--optimizer sgd --momentum 0.9` is SGD with momentum (as
     // torch.optim.SGD(momentum=0.9)), on one rank and in a pipeline alike.
@@ -262,7 +271,7 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   }
   opt.nesterov = o.nesterov.value_or(false);
   if (opt.nesterov && opt.kind != nn::OptimizerKind::Momentum)
-    return fail(error, "--nesterov needs momentum (--optimizer momentum)");
+    return fail(context, "--nesterov needs momentum (--optimizer momentum)");
   opt.weightDecay = o.weightDecay.value_or(0.0);
   opt.beta1 = o.beta1.value_or(0.9);
   opt.beta2 = o.beta2.value_or(0.999);
@@ -270,18 +279,18 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   if (!(opt.lr > 0) || opt.momentum < 0 || opt.weightDecay < 0 ||
       !(opt.beta1 >= 0 && opt.beta1 < 1) ||
       !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
-    return fail(error, "optimizer hyper-parameters out of range (lr > 0, "
-                       "momentum >= 0, weight decay >= 0, 0 <= beta < 1, "
-                       "eps > 0)");
+    return fail(context, "optimizer hyper-parameters out of range (lr > 0, "
+                         "momentum >= 0, weight decay >= 0, 0 <= beta < 1, "
+                         "eps > 0)");
   return success();
 }
 
-FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
-                                                       std::string &error) {
+FailureOr<PhaseOptions>
+pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
   PhaseOptions p;
   std::optional<CompilePhase> emit = parseCompilePhase(o.emit);
   if (!emit) {
-    return fail(error,
+    return fail(context,
                 "--emit " + o.emit +
                     ": expected nn, train, partitioned, scheduled, linalg, "
                     "llvm-dialect, llvm or bundle");
@@ -303,13 +312,13 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   if (!p.pipelined) {
     if (pipelineFlags || reportFlags || o.schedule || !o.trace.empty() ||
         !o.timeline.empty()) {
-      return fail(error,
-                  llvm::Twine(replicaFlags ? "--replicas/--shard-optimizer/"
-                                             "--ranks"
+      return fail(context,
+                  llvm::Twine(replicaFlags    ? "--replicas/--shard-optimizer/"
+                                                "--ranks"
                               : pipelineFlags ? "--stages/--virtual-stages/"
                                                 "--split-after"
-                                            : "--report/--report-json/"
-                                              "--schedule/--trace") +
+                                              : "--report/--report-json/"
+                                                "--schedule/--trace") +
                       " apply to pipelines: --emit partitioned, --emit "
                       "scheduled or a training bundle (not --emit " +
                       o.emit + (o.inference ? " --inference)" : ")"));
@@ -317,13 +326,13 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   }
   bool scheduled = p.scheduled();
   if (p.pipelined && !scheduled && (!o.trace.empty() || !o.timeline.empty())) {
-    return fail(error, "--trace/--timeline need --emit scheduled");
+    return fail(context, "--trace/--timeline need --emit scheduled");
   }
   if (!scheduled && (!o.scheduleCsv.empty() || !o.exportScheduleCsv.empty()))
-    return fail(error, "--schedule-csv/--export-schedule-csv need --emit "
-                       "scheduled (or a pipeline bundle)");
+    return fail(context, "--schedule-csv/--export-schedule-csv need --emit "
+                         "scheduled (or a pipeline bundle)");
   if (o.input.empty()) {
-    return fail(error,
+    return fail(context,
                 "no input model (pipedream-compile MODEL.onnx -o OUT_DIR "
                 "--inference)");
   }
@@ -348,19 +357,19 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
         {!o.train.empty(), "train"}};
     for (auto [given, name] : trainingFlags)
       if (given) {
-        return fail(error, llvm::Twine("--") + name +
-                               " is a training flag; it does not apply to "
-                               "--inference");
+        return fail(context, llvm::Twine("--") + name +
+                                 " is a training flag; it does not apply to "
+                                 "--inference");
       }
     if (scheduled) {
-      return fail(error,
+      return fail(context,
                   "a pipeline trains: pass --loss cross-entropy|mse "
                   "(pipelines of forward-only --inference bundles are not "
                   "supported)");
     }
     if (p.emit == CompilePhase::Train) {
-      return fail(error, "--emit train: there is no training program with "
-                         "--inference");
+      return fail(context, "--emit train: there is no training program with "
+                           "--inference");
     }
   }
 
@@ -368,8 +377,8 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   PartitionPhaseOptions &part = p.partition;
   part.virtualStages = o.virtualStages;
   if (part.virtualStages < 1) {
-    return fail(error, "--virtual-stages " + llvm::Twine(part.virtualStages) +
-                           ": at least 1");
+    return fail(context, "--virtual-stages " + llvm::Twine(part.virtualStages) +
+                             ": at least 1");
   }
   part.stages = o.stages.value_or(1);
   if (!o.splitAfter.empty() && !o.stages)
@@ -384,13 +393,13 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   bool autoSchedule = p.pipelined && kindName == "auto";
   if (autoSchedule) {
     if (!o.scheduleCsv.empty())
-      return fail(error, "--schedule auto and --schedule-csv: the CSV fixes "
-                         "the schedule; give one of them");
+      return fail(context, "--schedule auto and --schedule-csv: the CSV fixes "
+                           "the schedule; give one of them");
     kind = sched::Kind::OneFOneB;
   }
   if (p.pipelined && !kind) {
-    return fail(error, "--schedule " + kindName + ": expected " +
-                           sched::kindNameList());
+    return fail(context, "--schedule " + kindName + ": expected " +
+                             sched::kindNameList());
   }
   if (!o.scheduleCsv.empty()) {
     sched::Schedule fromCsv;
@@ -399,7 +408,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
             o.scheduleCsv, o.schedule ? kind : std::nullopt, part.stages,
             o.microbatches.value_or(0), part.virtualStages, fromCsv, &note);
         !err.empty())
-      return fail(error, "--schedule-csv " + err);
+      return fail(context, "--schedule-csv " + err);
     if (!note.empty())
       llvm::errs() << "note: --schedule-csv " << o.scheduleCsv << ": " << note
                    << "\n";
@@ -410,62 +419,63 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   // --ranks N: the planner picks K and R (docs/CLI.md).
   if (o.ranks) {
     if (*o.ranks < 1)
-      return fail(error, "--ranks " + llvm::Twine(*o.ranks) + ": at least 1");
+      return fail(context, "--ranks " + llvm::Twine(*o.ranks) + ": at least 1");
     if (o.stages || o.replicas)
-      return fail(error, "--ranks " + llvm::Twine(*o.ranks) +
-                             " lets the planner choose the stages and "
-                             "replicas: drop --stages/--replicas");
+      return fail(context, "--ranks " + llvm::Twine(*o.ranks) +
+                               " lets the planner choose the stages and "
+                               "replicas: drop --stages/--replicas");
     if (o.virtualStages != 1 || !o.splitAfter.empty() ||
         o.partition != "auto" || !o.scheduleCsv.empty())
-      return fail(error, "--ranks needs --partition auto, one virtual "
-                         "stage, no --split-after and no --schedule-csv");
+      return fail(context, "--ranks needs --partition auto, one virtual "
+                           "stage, no --split-after and no --schedule-csv");
     if (kind && (*kind == sched::Kind::PipeDream ||
                  *kind == sched::Kind::TwoBW))
-      return fail(error, llvm::Twine("--ranks plans replicated stages, "
-                                     "which need a synchronous schedule, "
-                                     "not --schedule ") +
-                             sched::kindName(*kind));
+      return fail(context, llvm::Twine("--ranks plans replicated stages, "
+                                       "which need a synchronous schedule, "
+                                       "not --schedule ") +
+                               sched::kindName(*kind));
     part.ranks = *o.ranks;
   }
   // Replicated stages (docs/Bundle.md "Replicated stages").
   const int64_t replicas = o.replicas.value_or(1);
   if (replicas < 1)
-    return fail(error, "--replicas " + llvm::Twine(replicas) + ": at least 1");
+    return fail(context,
+                "--replicas " + llvm::Twine(replicas) + ": at least 1");
   if (o.shardOptimizer && replicas < 2 && !o.ranks)
-    return fail(error, "--shard-optimizer shards the optimizer state over "
-                       "the replicas of a stage: pass --replicas R (R >= 2)");
+    return fail(context, "--shard-optimizer shards the optimizer state over "
+                         "the replicas of a stage: pass --replicas R (R >= 2)");
   if (replicas > 1 && p.pipelined) {
     if (kind && (*kind == sched::Kind::PipeDream ||
                  *kind == sched::Kind::TwoBW))
-      return fail(error, "--replicas " + llvm::Twine(replicas) +
-                             ": replicated stages need a synchronous "
-                             "schedule, not --schedule " +
-                             sched::kindName(*kind));
+      return fail(context, "--replicas " + llvm::Twine(replicas) +
+                               ": replicated stages need a synchronous "
+                               "schedule, not --schedule " +
+                               sched::kindName(*kind));
     if (!o.scheduleCsv.empty())
-      return fail(error, "--replicas does not apply to --schedule-csv");
+      return fail(context, "--replicas does not apply to --schedule-csv");
     // --target cuda: the runtime sums a stage's device gradients over its
     // replicas with ncclAllReduce (compiled, not yet run on a GPU).
     if (o.target != "cpu" && o.shardOptimizer)
-      return fail(error, "--shard-optimizer runs on --target cpu only");
+      return fail(context, "--shard-optimizer runs on --target cpu only");
   }
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
       : o.ranks          ? *o.ranks
                          : std::max<int64_t>(1, part.stages) * replicas);
   if (m < 1) {
-    return fail(error, "--microbatches " + llvm::Twine(m) + ": at least 1");
+    return fail(context, "--microbatches " + llvm::Twine(m) + ": at least 1");
   }
   if (m % replicas != 0)
-    return fail(error, "--microbatches " + llvm::Twine(m) +
-                           ": must be a multiple of --replicas " +
-                           llvm::Twine(replicas) +
-                           " (each replica runs M/R of the step's "
-                           "micro-batches)");
+    return fail(context, "--microbatches " + llvm::Twine(m) +
+                             ": must be a multiple of --replicas " +
+                             llvm::Twine(replicas) +
+                             " (each replica runs M/R of the step's "
+                             "micro-batches)");
   // Each replica's schedule.
   const int64_t perReplica = m / replicas;
   if (o.batchSize) {
     if (*o.batchSize <= 0 || *o.batchSize % m != 0) {
-      return fail(error,
+      return fail(context,
                   "--batch-size " + llvm::Twine(*o.batchSize) +
                       ": must be a positive multiple of --microbatches (" +
                       llvm::Twine(m) + ")");
@@ -475,32 +485,32 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   if (p.training.enabled &&
       failed(resolveTraining(o, p.pipelined,
                              /*needsLoss=*/scheduled || !p.pipelined, m,
-                             p.training, error)))
+                             p.training, context)))
     return failure();
 
   // Partition and schedule.
   if (!p.pipelined && o.recompute != "none")
-    return fail(error, "--recompute " + o.recompute +
-                           " applies to pipelines: pass --stages K or "
-                           "--ranks N");
+    return fail(context, "--recompute " + o.recompute +
+                             " applies to pipelines: pass --stages K or "
+                             "--ranks N");
   if (p.pipelined) {
     if (o.partition == "auto")
       part.method = PartitionMethod::Auto;
     else if (o.partition == "uniform")
       part.method = PartitionMethod::Uniform;
     else {
-      return fail(error,
+      return fail(context,
                   "--partition " + o.partition + ": expected auto or uniform");
     }
     if (o.device != "cpu" && o.device != "h200") {
-      return fail(error, "--device " + o.device + ": expected cpu or h200");
+      return fail(context, "--device " + o.device + ": expected cpu or h200");
     }
     part.device = o.device;
     if (o.costModel != "analytical")
       part.profile = o.costModel;
     part.splitAfter = o.splitAfter;
     part.memoryLimit = o.memoryLimit;
-    if (failed(resolveRecompute(o, *kind, autoSchedule, part, error)))
+    if (failed(resolveRecompute(o, *kind, autoSchedule, part, context)))
       return failure();
     p.schedule.recompute = part.recompute != pipedream::pipe::partition::Recompute::None;
     // NOTE: with --ranks the partitioner plans R itself and is given the
@@ -521,10 +531,8 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
           sched::Config{*kind, part.stages, perReplica, part.virtualStages};
       s.replicas = replicas;
       s.shardOptimizer = o.shardOptimizer;
-      if (std::string err = sched::validate(s.config); !err.empty()) {
-        error = err;
-        return failure();
-      }
+      if (std::string err = sched::validate(s.config); !err.empty())
+        return fail(context, err);
       // Asynchronous schedules update several times per step: each update
       // applies the mean gradient of its micro-batches (pipedream: one,
       // 2bw: a window of K, as in the papers).
@@ -533,7 +541,7 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
         s.microbatchesPerUpdate = 1;
       if (*kind == sched::Kind::TwoBW) {
         if (m % part.stages != 0) {
-          return fail(error,
+          return fail(context,
                       "--schedule 2bw coalesces gradients over windows of "
                       "K = " +
                           llvm::Twine(part.stages) +
@@ -558,48 +566,46 @@ FailureOr<PhaseOptions> pipedream::resolvePhaseOptions(const CompileOptions &o,
   p.import.inputShapes = o.inputShapes;
   p.import.runONNXChecker = o.runONNXChecker;
   if (p.import.isMLIR && !o.inputShapes.empty()) {
-    return fail(error, "--input-shape applies to ONNX models, not .mlir input");
+    return fail(context,
+                "--input-shape applies to ONNX models, not .mlir input");
   }
 
   // Target and code generation (checked in every flow, also for the IR
   // phases that stop before code generation).
-  if (failed(resolveTarget(o, p.target, error)))
+  if (failed(resolveTarget(o, p.target, context)))
     return failure();
   if (p.output.empty()) {
     if (p.emit == CompilePhase::Bundle) {
-      return fail(error, "no output: pass -o OUT_DIR");
+      return fail(context, "no output: pass -o OUT_DIR");
     }
   } else if (p.output == "-" && p.emit == CompilePhase::Bundle) {
-    return fail(error,
+    return fail(context,
                 "-o -: a bundle is a directory; stdout is only for --emit "
                 "nn, linalg, llvm-dialect or llvm");
   }
-  FailureOr<CodegenPhaseOptions> codegen = resolveCodegenOptions(o, error);
+  FailureOr<CodegenPhaseOptions> codegen = resolveCodegenOptions(context, o);
   if (failed(codegen))
     return failure();
   p.codegen = std::move(*codegen);
   return p;
 }
 
-LogicalResult pipedream::applyReplicationPlan(PhaseOptions &p, int64_t stages,
-                                              int64_t replicas,
-                                              std::string &error) {
+LogicalResult pipedream::applyReplicationPlan(MLIRContext *context,
+                                              PhaseOptions &p, int64_t stages,
+                                              int64_t replicas) {
   const int64_t m = p.partition.microbatches;
-  if (stages < 1 || replicas < 1 || m % replicas != 0) {
-    error = "--ranks: the planner's " + std::to_string(stages) + " x " +
-            std::to_string(replicas) + " plan does not divide the " +
-            std::to_string(m) + " micro-batches";
-    return failure();
-  }
+  if (stages < 1 || replicas < 1 || m % replicas != 0)
+    return fail(context, "--ranks: the planner's " + llvm::Twine(stages) +
+                             " x " + llvm::Twine(replicas) +
+                             " plan does not divide the " + llvm::Twine(m) +
+                             " micro-batches");
   p.partition.stages = stages;
   if (!p.scheduled())
     return success();
   SchedulePhaseOptions &s = p.schedule;
   s.config = sched::Config{s.config.kind, stages, m / replicas, 1};
-  if (std::string err = sched::validate(s.config); !err.empty()) {
-    error = "--ranks: " + err;
-    return failure();
-  }
+  if (std::string err = sched::validate(s.config); !err.empty())
+    return fail(context, "--ranks: " + err);
   s.replicas = replicas;
   s.microbatchesPerUpdate = m / replicas;
   // One replica per stage: nothing to shard.

@@ -8,6 +8,7 @@
 
 #include "pipedream/Dialect/NN/Transforms/Passes.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -237,11 +238,15 @@ void registerPhasePipeline(StringRef arg, StringRef description,
         llvm::raw_string_ostream errorStream(parseErrors);
         if (failed(options.parseFromString(text, errorStream)))
           return errorHandler(arg + ": " + parseErrors);
-        std::string error;
+        // The options are resolved before any IR exists: their own
+        // context carries the diagnostic to the one handler.
+        MLIRContext context(MLIRContext::Threading::DISABLED);
+        FirstErrorHandler errors(&context);
         FailureOr<PhaseOptions> resolved =
-            resolvePhaseOptions(options.toCompileOptions(emit), error);
+            resolvePhaseOptions(&context, options.toCompileOptions(emit));
         if (failed(resolved))
-          return errorHandler(arg + ": " + error);
+          return errorHandler(arg + ": " +
+                              errors.orElse("invalid pipeline options"));
         // The search partitions copies of the model: a driver step, not a
         // pass (pipedream-compile --schedule auto).
         if (resolved->schedule.autoSchedule)

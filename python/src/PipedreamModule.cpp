@@ -24,6 +24,7 @@
 
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/onnx_writer.h"
 #include "pipedream/rank_threads.h"
 #include "pipedream/runtime.h"
@@ -69,8 +70,8 @@ std::string flagValue(py::handle v) {
 /// checks are the command line's. The Python spellings of the flags that
 /// are not words: input (the model), output (-o), opt_level (-O),
 /// input_shapes (--input-shape), onnx_checker=False (--no-onnx-checker).
-mlir::FailureOr<pipedream::CompileOptions> readOptions(const py::dict &kw,
-                                                      std::string &error) {
+mlir::FailureOr<pipedream::CompileOptions>
+readOptions(mlir::MLIRContext *context, const py::dict &kw) {
   std::vector<std::string> args;
   std::optional<std::string> input;
   for (auto item : kw) {
@@ -117,13 +118,20 @@ mlir::FailureOr<pipedream::CompileOptions> readOptions(const py::dict &kw,
     args.push_back("--");
     args.push_back(*input);
   }
-  return pipedream::parseCompileArguments(args, error);
+  return pipedream::parseCompileArguments(context, args);
 }
 
 py::dict compile(const py::dict &kw) {
   pipedream::CompileResult result;
-  mlir::FailureOr<pipedream::CompileOptions> options =
-      readOptions(kw, result.error);
+  mlir::FailureOr<pipedream::CompileOptions> options;
+  {
+    // The keywords are parsed before the compile's own context exists.
+    mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+    pipedream::FirstErrorHandler errors(&context);
+    options = readOptions(&context, kw);
+    if (mlir::failed(options))
+      result.error = errors.orElse("invalid compile options");
+  }
   if (mlir::failed(options)) {
     py::dict out;
     out["error"] = result.error;
@@ -244,9 +252,8 @@ public:
       throw std::runtime_error(message);
     }
     for (size_t r = 0; r < ranks; ++r) {
-      pd_pipeline *pipeline = nullptr;
-      if (pd_pipeline_create(bundles[r], r, transports[r], &pipeline) !=
-          PD_OK) {
+      pd_rank *pipeline = nullptr;
+      if (pd_rank_create(bundles[r], r, transports[r], &pipeline) != PD_OK) {
         std::string message = pd_last_error();
         close();
         throw std::runtime_error(message);
@@ -259,7 +266,7 @@ public:
   PipelineTrainer &operator=(const PipelineTrainer &) = delete;
 
   size_t ranks() const { return bundles.size(); }
-  size_t batchSize() const { return pd_pipeline_batch_size(pipelines[0]); }
+  size_t batchSize() const { return pd_rank_batch_size(pipelines[0]); }
   uint64_t steps() const { return stepsDone; }
   std::vector<std::string> inputNames() const {
     std::vector<std::string> names;
@@ -303,8 +310,8 @@ public:
                        static_cast<size_t>(arrays[i].nbytes())});
     }
     size_t samples = 0;
-    if (pd_pipeline_check_data(pipelines[0], views.data(), views.size(),
-                               &samples) != PD_OK)
+    if (pd_rank_check_data(pipelines[0], views.data(), views.size(),
+                           &samples) != PD_OK)
       throw py::value_error(pd_last_error());
     size_t batch = batchSize();
     std::vector<double> losses(steps, std::nan(""));
@@ -317,15 +324,15 @@ public:
           uint64_t first = static_cast<uint64_t>(
               static_cast<unsigned __int128>(start + s) * batch % samples);
           double loss = 0;
-          if (pd_status status = pd_pipeline_step(
-                  pipelines[r], views.data(), views.size(), first, &loss);
+          if (pd_status status = pd_rank_step(pipelines[r], views.data(),
+                                              views.size(), first, &loss);
               status != PD_OK)
             return status;
           if (r == 0)
             losses[s] = loss;
         }
         // Rank 0's bundle then holds every trained weight.
-        return pd_pipeline_gather_weights(pipelines[r]);
+        return pd_rank_gather_weights(pipelines[r]);
       });
     }
     raiseIfFailed(errors);
@@ -426,16 +433,15 @@ private:
     std::vector<RankError> errors(ranks());
     {
       py::gil_scoped_release release;
-      runRanks(errors, [&](size_t r) {
-        return pd_pipeline_gather_weights(pipelines[r]);
-      });
+      runRanks(errors,
+               [&](size_t r) { return pd_rank_gather_weights(pipelines[r]); });
     }
     raiseIfFailed(errors);
   }
 
   void close() {
-    for (pd_pipeline *pipeline : pipelines)
-      pd_pipeline_destroy(pipeline);
+    for (pd_rank *pipeline : pipelines)
+      pd_rank_destroy(pipeline);
     pipelines.clear();
     for (pd_bundle *bundle : bundles)
       pd_bundle_close(bundle);
@@ -448,7 +454,7 @@ private:
   std::string dir;
   std::vector<pd_bundle *> bundles;
   std::vector<pd_transport *> transports;
-  std::vector<pd_pipeline *> pipelines;
+  std::vector<pd_rank *> pipelines;
   uint64_t stepsDone = 0;
   bool broken = false;
   std::string brokenMessage;

@@ -213,7 +213,7 @@ struct pd_bundle {
   std::vector<pd_function *> functionByIndex;
   /// Trainers and pipelines not destroyed yet (freed with the bundle).
   std::vector<std::unique_ptr<pd_trainer>> trainers;
-  std::vector<pd_pipeline *> pipelines;
+  std::vector<pd_rank *> pipelines;
 
   pd_bundle() = default;
   pd_bundle(const pd_bundle &) = delete;
@@ -241,7 +241,7 @@ void runFunction(pd_function &function);
 unsigned char *readMemory(const pd_buffer &buffer);
 
 /// Destroys a pipeline (Pipeline.cpp), for ~pd_bundle.
-void destroyPipeline(pd_pipeline *pipeline);
+void destroyPipeline(pd_rank *pipeline);
 
 } // namespace runtime
 } // namespace pipedream

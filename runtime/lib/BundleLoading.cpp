@@ -115,7 +115,7 @@ unsigned char *ensureMemory(pd_buffer &buffer) {
 pd_buffer::~pd_buffer() { pipedream::runtime::releaseDevice(*this); }
 
 pd_bundle::~pd_bundle() {
-  for (pd_pipeline *pipeline : pipelines)
+  for (pd_rank *pipeline : pipelines)
     pipedream::runtime::destroyPipeline(pipeline);
   pipelines.clear();
   trainers.clear();

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// pd_trainer_save_checkpoint / _load_checkpoint, pd_pipeline_save_checkpoint
+// pd_trainer_save_checkpoint / _load_checkpoint, pd_rank_save_checkpoint
 // / _load_checkpoint and pd_checkpoint_step (docs/Runtime.md
 // "Checkpoints").
 //
@@ -37,8 +37,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,28 +164,10 @@ void syncDirectory(const std::string &dir) {
   ::close(fd);
 }
 
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL = file|manifest with
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL_STEP = S (and, for `file`,
-/// $PIPEDREAM_TEST_CHECKPOINT_KILL_RANK = r, default 0): SIGKILLs the
-/// process once that temporary file is durable but not yet renamed. For
-/// the tests of interrupted writes only.
-void testKillHook(const char *what, uint64_t step, size_t rank) {
-  const char *kind = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL");
-  if (!kind || std::strcmp(kind, what) != 0)
-    return;
-  const char *at = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_STEP");
-  if (!at || std::strtoull(at, nullptr, 10) != step)
-    return;
-  const char *r = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_RANK");
-  if (std::strcmp(what, "file") == 0 &&
-      (r && *r ? std::strtoull(r, nullptr, 10) : 0) != rank)
-    return;
-  std::fprintf(stderr,
-               "PIPEDREAM_TEST_CHECKPOINT_KILL: killed while writing the "
-               "%s of step %llu (test hook)\n",
-               what, static_cast<unsigned long long>(step));
-  std::fflush(stderr);
-  std::raise(SIGKILL);
+/// The hook setCheckpointWriteHook installed (none in a shipped program).
+std::atomic<CheckpointWriteHook> &checkpointWriteHook() {
+  static std::atomic<CheckpointWriteHook> hook{nullptr};
+  return hook;
 }
 
 /// Writes `parts` to `path` through a temporary file in the same
@@ -223,7 +205,8 @@ void writeDurably(const std::string &dir, const std::string &name,
   ::fchmod(fd, 0666 & ~mask);
   if (::fsync(fd) != 0)
     failWith(errnoText());
-  testKillHook(hook, step, rank);
+  if (CheckpointWriteHook test = checkpointWriteHook().load())
+    test(hook, step, rank);
   if (::close(fd) != 0) {
     std::string message = path + ": cannot write: " + errnoText();
     ::unlink(temp.data());
@@ -285,6 +268,10 @@ std::vector<int64_t> shapeAt(const nlohmann::json &object, const char *key) {
 using ManifestView = CheckpointManifest;
 
 } // namespace
+
+void setCheckpointWriteHook(CheckpointWriteHook hook) {
+  checkpointWriteHook().store(hook);
+}
 
 nlohmann::json parseRankFileHeader(const std::string &bytes,
                                    const std::string &path,
@@ -721,28 +708,27 @@ pd_status pd_trainer_load_checkpoint(pd_trainer *trainer, const char *dir,
 
 namespace {
 /// As Pipeline.cpp's onRank: "rank r: " in front, the peers told.
-template <typename Body> pd_status onPipelineRank(pd_pipeline *p, Body &&body) {
+template <typename Body> pd_status onPipelineRank(pd_rank *p, Body &&body) {
   pd_status status = guarded(body);
   if (status != PD_OK) {
     std::string message = pd_last_error();
     pd_transport_abort(pipelineTransport(p), message.c_str());
-    fail(status,
-         "rank " + std::to_string(pd_pipeline_rank(p)) + ": " + message);
+    fail(status, "rank " + std::to_string(pd_rank_index(p)) + ": " + message);
   }
   return status;
 }
 } // namespace
 
-pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline, const char *dir,
-                                      uint64_t step) {
+pd_status pd_rank_save_checkpoint(pd_rank *pipeline, const char *dir,
+                                  uint64_t step) {
   if (!pipeline)
-    return nullArgument("pd_pipeline_save_checkpoint", "pipeline");
+    return nullArgument("pd_rank_save_checkpoint", "pipeline");
   if (!dir)
-    return nullArgument("pd_pipeline_save_checkpoint", "dir");
+    return nullArgument("pd_rank_save_checkpoint", "dir");
   return onPipelineRank(pipeline, [&] {
     pd_bundle &bundle = *pipelineBundle(pipeline);
     pd_transport *transport = pipelineTransport(pipeline);
-    size_t rank = pd_pipeline_rank(pipeline);
+    size_t rank = pd_rank_index(pipeline);
     size_t ranks = pd_bundle_pipeline_ranks(&bundle);
     CheckpointFile mine = writeRankFile(bundle, dir, step, rank, ranks);
     if (rank != 0) {
@@ -776,19 +762,19 @@ pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline, const char *dir,
   });
 }
 
-pd_status pd_pipeline_load_checkpoint(pd_pipeline *pipeline, const char *dir,
-                                      uint64_t *step) {
+pd_status pd_rank_load_checkpoint(pd_rank *pipeline, const char *dir,
+                                  uint64_t *step) {
   if (step)
     *step = 0;
   if (!pipeline)
-    return nullArgument("pd_pipeline_load_checkpoint", "pipeline");
+    return nullArgument("pd_rank_load_checkpoint", "pipeline");
   if (!dir)
-    return nullArgument("pd_pipeline_load_checkpoint", "dir");
+    return nullArgument("pd_rank_load_checkpoint", "dir");
   // Not collective and not aborting: every rank reads the same files and
   // refuses a bad checkpoint alike.
   return guarded([&] {
     pd_bundle &bundle = *pipelineBundle(pipeline);
-    uint64_t s = loadCheckpoint(bundle, dir, pd_pipeline_rank(pipeline),
+    uint64_t s = loadCheckpoint(bundle, dir, pd_rank_index(pipeline),
                                 pd_bundle_pipeline_ranks(&bundle));
     if (step)
       *step = s;

@@ -24,6 +24,17 @@
 namespace pipedream {
 namespace runtime {
 
+/// Called with `what` ("file" or "manifest"), the step and the rank once a
+/// temporary checkpoint file is durable and before it is renamed: where the
+/// tests of interrupted writes kill the process (pipedream-run-test,
+/// tools/pipedream-run/TestHooks.cpp). None is installed by default.
+using CheckpointWriteHook = void (*)(const char *what, uint64_t step,
+                                     size_t rank);
+
+/// Installs `hook` (nullptr: none) for every later checkpoint write.
+/// NOTE: for test programs only; the runtime's C API never installs one.
+void setCheckpointWriteHook(CheckpointWriteHook hook);
+
 /// What a rank reports to rank 0 once its file is durable.
 struct CheckpointFile {
   uint64_t step = 0;
@@ -82,8 +93,8 @@ void checkRankFile(const std::string &bytes, const std::string &path,
 
 /// Internal accessors of the handles (Runtime.cpp, Pipeline.cpp).
 pd_bundle *trainerBundle(pd_trainer *trainer);
-pd_bundle *pipelineBundle(pd_pipeline *pipeline);
-pd_transport *pipelineTransport(pd_pipeline *pipeline);
+pd_bundle *pipelineBundle(pd_rank *pipeline);
+pd_transport *pipelineTransport(pd_rank *pipeline);
 
 } // namespace runtime
 } // namespace pipedream

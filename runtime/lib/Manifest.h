@@ -126,7 +126,7 @@ struct TrainingSpec {
 
 /// One instruction of a rank's program (bundle.json `pipeline.ranks[r].
 /// program[i]`, docs/Bundle.md "Pipeline bundles").
-struct PipelineInstruction {
+struct RankInstruction {
   enum class Op { Input, Call, Send, Recv, Loss, AllReduce };
   Op op = Op::Input;
   /// input: the data array (a `pipeline.inputs` name or the labels).
@@ -175,7 +175,7 @@ struct RankProgram {
   std::string entry;
   uint64_t entryABI = 0;
   std::vector<TensorType> registers;
-  std::vector<PipelineInstruction> program;
+  std::vector<RankInstruction> program;
   /// Indices into Manifest::functions of the functions the program calls,
   /// ascending.
   std::vector<size_t> functions;
@@ -266,8 +266,8 @@ struct PipelineSpec {
     const RankProgram &rank = ranks[programOf(world)];
     std::vector<size_t> out;
     for (size_t f : rank.functions)
-      for (const PipelineInstruction &ins : rank.program)
-        if (ins.op == PipelineInstruction::Op::Call && ins.function == f &&
+      for (const RankInstruction &ins : rank.program)
+        if (ins.op == RankInstruction::Op::Call && ins.function == f &&
             (ins.replica < 0 ||
              static_cast<size_t>(ins.replica) == replicaOf(world))) {
           out.push_back(f);

@@ -411,10 +411,10 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
         return static_cast<int64_t>(t);
       };
 
-      PipelineInstruction ins;
+      RankInstruction ins;
       std::string op = v.string(field("op"), fieldPath("op"));
       if (op == "input") {
-        ins.op = PipelineInstruction::Op::Input;
+        ins.op = RankInstruction::Op::Input;
         ins.name = v.string(field("name"), fieldPath("name"));
         int d = dataIndex(ins.name);
         if (d < 0)
@@ -446,7 +446,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
           data.ranks.push_back(r);
         defined[ins.dst] = true;
       } else if (op == "call") {
-        ins.op = PipelineInstruction::Op::Call;
+        ins.op = RankInstruction::Op::Call;
         std::string name = v.string(field("function"), fieldPath("function"));
         auto it = functionIndex.find(name);
         if (it == functionIndex.end())
@@ -544,8 +544,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
         called.insert(ins.function);
       } else if (op == "send" || op == "recv") {
         bool send = op == "send";
-        ins.op = send ? PipelineInstruction::Op::Send
-                      : PipelineInstruction::Op::Recv;
+        ins.op = send ? RankInstruction::Op::Send : RankInstruction::Op::Recv;
         ins.peer = peer();
         ins.tag = tag();
         if (send) {
@@ -560,7 +559,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
               {r, i, ins.tag, &rank.registers[ins.dst]});
         }
       } else if (op == "loss") {
-        ins.op = PipelineInstruction::Op::Loss;
+        ins.op = RankInstruction::Op::Loss;
         ins.src = reg(field("src"), fieldPath("src"));
         read(ins.src, fieldPath("src"));
         const TensorType &type = rank.registers[ins.src];
@@ -578,7 +577,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                             instructionPath(at.first, at.second) + ")");
         at = {r, i};
       } else if (op == "all_reduce") {
-        ins.op = PipelineInstruction::Op::AllReduce;
+        ins.op = RankInstruction::Op::AllReduce;
         ins.name = v.string(field("buffer"), fieldPath("buffer"));
         ins.type = v.tensorType(ientry, ipath);
         if (!isFloat(ins.type.dtype))
@@ -614,8 +613,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
     parseRankWeights(v, entry, rpath, r, manifest, rank);
     // An all-reduce sums a gradient accumulator the rank's functions bind.
     for (size_t i = 0; i < rank.program.size(); ++i) {
-      const PipelineInstruction &ins = rank.program[i];
-      if (ins.op != PipelineInstruction::Op::AllReduce)
+      const RankInstruction &ins = rank.program[i];
+      if (ins.op != RankInstruction::Op::AllReduce)
         continue;
       const BufferSpec *found = nullptr;
       for (size_t f : rank.functions)

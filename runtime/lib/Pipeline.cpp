@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// pd_pipeline: runs rank r's straight-line program of a pipeline bundle
+// pd_rank: runs rank r's straight-line program of a pipeline bundle
 // (docs/Bundle.md "Pipeline bundles") once per optimizer step: data into
 // registers, stage functions on registers and the rank's persistent
 // buffers, registers to and from other ranks over a pd_transport, losses
@@ -54,11 +54,11 @@
 #include <vector>
 
 using pipedream::runtime::AlignedMemory;
-using pipedream::runtime::DeviceMemory;
 using pipedream::runtime::allocateAligned;
 using pipedream::runtime::BufferSpec;
 using pipedream::runtime::describeTag;
 using pipedream::runtime::describeType;
+using pipedream::runtime::DeviceMemory;
 using pipedream::runtime::ensureMemory;
 using pipedream::runtime::Error;
 using pipedream::runtime::fail;
@@ -66,12 +66,12 @@ using pipedream::runtime::guarded;
 using pipedream::runtime::isBoundBuffer;
 using pipedream::runtime::nullArgument;
 using pipedream::runtime::PipelineData;
-using pipedream::runtime::PipelineInstruction;
 using pipedream::runtime::PipelineSpec;
+using pipedream::runtime::RankInstruction;
 using pipedream::runtime::RankProgram;
 using pipedream::runtime::TensorType;
 
-struct pd_pipeline {
+struct pd_rank {
   pd_bundle *bundle = nullptr;
   size_t rank = 0;
   pd_transport *transport = nullptr;
@@ -126,7 +126,7 @@ struct pd_pipeline {
   std::map<std::tuple<int64_t, int64_t, int64_t>,
            std::map<std::string, WeightCopy>>
       weightVersions;
-  /// Measured events (pd_pipeline_set_tracing).
+  /// Measured events (pd_rank_set_tracing).
   pipedream::runtime::TraceLog trace;
   /// The rank's native entry (NULL: the program is interpreted).
   pd_rank_entry entry = nullptr;
@@ -154,7 +154,7 @@ struct pd_pipeline {
   bool agreeBeforeUpdate = true;
   /// (micro-batch, loss) of the step's `loss` instructions run so far.
   std::vector<std::pair<int64_t, double>> stepLosses;
-  /// pd_pipeline_set_check_finite.
+  /// pd_rank_set_check_finite.
   bool checkFinite = false;
   /// The running step's weights declared constant to the GEMM (packed once
   /// for its F and B calls), released before its first update; NULL
@@ -180,12 +180,12 @@ struct pd_pipeline {
 
 namespace pipedream {
 namespace runtime {
-void destroyPipeline(pd_pipeline *pipeline) { delete pipeline; }
-pd_bundle *pipelineBundle(pd_pipeline *pipeline) { return pipeline->bundle; }
-pd_transport *pipelineTransport(pd_pipeline *pipeline) {
+void destroyPipeline(pd_rank *pipeline) { delete pipeline; }
+pd_bundle *pipelineBundle(pd_rank *pipeline) { return pipeline->bundle; }
+pd_transport *pipelineTransport(pd_rank *pipeline) {
   return pipeline->transport;
 }
-TraceLog &traceLogOf(pd_pipeline &pipeline) { return pipeline.trace; }
+TraceLog &traceLogOf(pd_rank &pipeline) { return pipeline.trace; }
 } // namespace runtime
 } // namespace pipedream
 
@@ -230,13 +230,12 @@ void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
 }
 
 /// "recv from rank 1, tag 3" / "call stage0_F (F, stage 0, micro-batch 2)".
-std::string describeInstruction(const pd_pipeline &p,
-                                const PipelineInstruction &ins) {
+std::string describeInstruction(const pd_rank &p, const RankInstruction &ins) {
   switch (ins.op) {
-  case PipelineInstruction::Op::Input:
+  case RankInstruction::Op::Input:
     return "input '" + ins.name + "', micro-batch " +
            std::to_string(ins.microbatch);
-  case PipelineInstruction::Op::Call: {
+  case RankInstruction::Op::Call: {
     std::string text =
         "call " + p.bundle->manifest.functions[ins.function].name;
     std::string details;
@@ -250,15 +249,15 @@ std::string describeInstruction(const pd_pipeline &p,
                  std::to_string(ins.microbatch);
     return details.empty() ? text : text + " (" + details + ")";
   }
-  case PipelineInstruction::Op::Send:
+  case RankInstruction::Op::Send:
     return "send to rank " + std::to_string(ins.peer) + ", " +
            describeTag(ins.tag);
-  case PipelineInstruction::Op::Recv:
+  case RankInstruction::Op::Recv:
     return "recv from rank " + std::to_string(ins.peer) + ", " +
            describeTag(ins.tag);
-  case PipelineInstruction::Op::Loss:
+  case RankInstruction::Op::Loss:
     return "loss of micro-batch " + std::to_string(ins.microbatch);
-  case PipelineInstruction::Op::AllReduce: {
+  case RankInstruction::Op::AllReduce: {
     std::string ranks;
     for (size_t q : ins.group)
       ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
@@ -269,9 +268,8 @@ std::string describeInstruction(const pd_pipeline &p,
 }
 
 /// Adds the trace event of instruction `ins`, begun at `start`.
-void recordInstruction(pd_pipeline &p, const PipelineInstruction &ins,
-                       double start) {
-  using Op = PipelineInstruction::Op;
+void recordInstruction(pd_rank &p, const RankInstruction &ins, double start) {
+  using Op = RankInstruction::Op;
   static const char *const names[] = {"input", "call", "send", "recv",
                                       "loss",  "all_reduce"};
   // all_reduce events name the accumulator they sum as their function.
@@ -307,7 +305,7 @@ double readScalar(const unsigned char *memory, pd_dtype dtype) {
 /// Runs `body`; on failure prefixes "rank r: ", aborts the transport with
 /// the unprefixed message (so the peers name this rank once) and returns
 /// the status.
-template <typename Body> pd_status onRank(pd_pipeline &p, Body &&body) {
+template <typename Body> pd_status onRank(pd_rank &p, Body &&body) {
   pd_status status = guarded(body);
   // NOTE: every rank returns the same agreed check failure; no rank is to
   // blame and the transport stays usable.
@@ -332,7 +330,7 @@ void transportCall(pd_status status) {
 /// Runs `body` for instruction `index`; an Error it throws gets the
 /// instruction in front ("instruction 3 (recv from rank 1, tag 0): ").
 template <typename Body>
-void atInstruction(const pd_pipeline &p, size_t index, Body &&body) {
+void atInstruction(const pd_rank &p, size_t index, Body &&body) {
   try {
     body();
   } catch (const Error &e) {
@@ -346,8 +344,7 @@ void atInstruction(const pd_pipeline &p, size_t index, Body &&body) {
 }
 
 /// input: micro-batch rows of the data array into `target`.
-void runInput(pd_pipeline &p, const PipelineInstruction &ins,
-              unsigned char *target) {
+void runInput(pd_rank &p, const RankInstruction &ins, unsigned char *target) {
   const PipelineSpec &spec = *p.spec;
   size_t k = 0;
   while (spec.data[p.reads[k]].name != ins.name)
@@ -381,12 +378,11 @@ void runInput(pd_pipeline &p, const PipelineInstruction &ins,
 
 /// call, before the function runs: the bound buffers of `arguments` (the
 /// function's pointer array; its value slots are the caller's).
-void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
-              void **arguments) {
+void bindCall(pd_rank &p, const RankInstruction &ins, void **arguments) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   // Asynchronous schedules: F keeps the weights it runs with; its B and W
   // run with that version (PipeDream's weight stashing).
-  std::map<std::string, pd_pipeline::WeightCopy> *version = nullptr;
+  std::map<std::string, pd_rank::WeightCopy> *version = nullptr;
   if (ins.saveWeights >= 0 || ins.useWeights >= 0) {
     auto key = std::make_tuple(ins.stage, ins.chunk,
                                ins.saveWeights >= 0 ? ins.saveWeights
@@ -408,7 +404,7 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
       size_t bytes = pd_buffer_num_bytes(weight);
       std::string what = "weight version of '" + buffer.name + "'";
       if (ins.saveWeights >= 0) {
-        pd_pipeline::WeightCopy &copy = (*version)[buffer.name];
+        pd_rank::WeightCopy &copy = (*version)[buffer.name];
         if (p.cuda) {
           if (!copy.device)
             copy.device = pipedream::runtime::allocateDevice(bytes, what);
@@ -453,7 +449,7 @@ void bindCall(pd_pipeline &p, const PipelineInstruction &ins,
 
 /// Keeps the rank's first failure of the step (the others are consequences
 /// of the first, or later).
-void noteFailure(pd_pipeline &p, int64_t microbatch, std::string message) {
+void noteFailure(pd_rank &p, int64_t microbatch, std::string message) {
   if (!p.stepFailure.empty() || message.empty())
     return;
   p.stepFailure = std::move(message);
@@ -461,14 +457,14 @@ void noteFailure(pd_pipeline &p, int64_t microbatch, std::string message) {
 }
 
 /// After any stage function call: its run-time checks.
-void noteCheckFailure(pd_pipeline &p, const PipelineInstruction &ins) {
+void noteCheckFailure(pd_rank &p, const RankInstruction &ins) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   noteFailure(p, ins.microbatch,
               pipedream::runtime::takeCheckFailure(function));
 }
 
 /// call, after the function ran.
-void finishCall(pd_pipeline &p, const PipelineInstruction &ins) {
+void finishCall(pd_rank &p, const RankInstruction &ins) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   // NOTE: as in runFunction, new persistent values are swapped in.
   for (auto &[output, target] : function.updates)
@@ -490,7 +486,7 @@ struct StepStatus {
 /// rank sends its status to rank 0, which picks the failure of the lowest
 /// micro-batch (then rank) and sends it back. On failure the step's
 /// persistent changes are undone and every rank throws the same Error.
-void agreeOnStep(pd_pipeline &p) {
+void agreeOnStep(pd_rank &p) {
   p.stepAgreed = true;
   if (p.checkFinite) {
     // The loss rank's losses: their `loss` instructions may come after the
@@ -509,8 +505,8 @@ void agreeOnStep(pd_pipeline &p) {
     }
     const auto &program = p.program->program;
     for (size_t i = 0; i < program.size(); ++i) {
-      const PipelineInstruction &ins = program[i];
-      if (ins.op != PipelineInstruction::Op::Loss || seen.count(ins.microbatch))
+      const RankInstruction &ins = program[i];
+      if (ins.op != RankInstruction::Op::Loss || seen.count(ins.microbatch))
         continue;
       const TensorType &type = p.program->registers[ins.src];
       double value[1] = {0};
@@ -604,8 +600,8 @@ void agreeOnStep(pd_pipeline &p) {
 /// and before the step runs. Every rank given the array checks it, so all
 /// fail alike with the same message (the rank named is the first that
 /// reads it), before any message or update: nothing to agree or undo.
-void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
-                      size_t count, size_t samples, size_t first) {
+void checkDataIndices(pd_rank &p, const pd_named_array *arrays, size_t count,
+                      size_t samples, size_t first) {
   const PipelineSpec &spec = *p.spec;
   for (const auto &check : p.bundle->manifest.dataIndexChecks) {
     const PipelineData *data = nullptr;
@@ -644,7 +640,7 @@ void checkDataIndices(pd_pipeline &p, const pd_named_array *arrays,
 /// The gradient accumulators update `ins` applies (a sharded update's
 /// group: all the group's), whose sum over the replicas it needs.
 std::vector<pipedream::runtime::ReduceSpan>
-updateGradientSpans(pd_pipeline &p, const PipelineInstruction &ins) {
+updateGradientSpans(pd_rank &p, const RankInstruction &ins) {
   std::vector<pipedream::runtime::ReduceSpan> spans;
   auto add = [&](pd_buffer *buffer) {
     // cuda bundles: the accumulator's device copy, which the B calls wrote
@@ -678,7 +674,7 @@ updateGradientSpans(pd_pipeline &p, const PipelineInstruction &ins) {
 /// rank drains (sends the last gradients, runs other chunks' backwards)
 /// instead of after. $PIPEDREAM_ALLREDUCE_OVERLAP=0 turns it off (the sum
 /// then runs right before the update; the results are the same bits).
-void planGradientOverlap(pd_pipeline &p) {
+void planGradientOverlap(pd_rank &p) {
   if (!p.replicas || p.replicas->members().size() < 2)
     return;
   if (const char *env = std::getenv("PIPEDREAM_ALLREDUCE_OVERLAP"))
@@ -686,7 +682,7 @@ void planGradientOverlap(pd_pipeline &p) {
       return;
   const auto &program = p.program->program;
   const auto &functions = p.bundle->manifest.functions;
-  auto gradNames = [&](const PipelineInstruction &ins) {
+  auto gradNames = [&](const RankInstruction &ins) {
     std::set<std::string> names;
     for (const auto &b : functions[ins.function].buffers)
       if (b.role == PD_ROLE_GRAD)
@@ -694,13 +690,12 @@ void planGradientOverlap(pd_pipeline &p) {
     return names;
   };
   for (size_t u = 0; u < program.size(); ++u) {
-    const PipelineInstruction &update = program[u];
-    if (update.op != PipelineInstruction::Op::Call || update.action != "U")
+    const RankInstruction &update = program[u];
+    if (update.op != RankInstruction::Op::Call || update.action != "U")
       continue;
     std::set<std::string> names;
     if (update.replica >= 0) {
-      const pd_pipeline::ShardGroup &group =
-          p.shardGroups[p.shardGroupOf.at(u)];
+      const pd_rank::ShardGroup &group = p.shardGroups[p.shardGroupOf.at(u)];
       if (group.first != u)
         continue;
       for (size_t i = group.first; i <= group.last; ++i)
@@ -712,18 +707,18 @@ void planGradientOverlap(pd_pipeline &p) {
     if (names.empty())
       continue;
     for (size_t j = u; j-- > 0;) {
-      const PipelineInstruction &ins = program[j];
+      const RankInstruction &ins = program[j];
       bool writes = false;
-      if (ins.op == PipelineInstruction::Op::AllReduce)
+      if (ins.op == RankInstruction::Op::AllReduce)
         writes = names.count(ins.name) != 0;
-      else if (ins.op == PipelineInstruction::Op::Call)
+      else if (ins.op == RankInstruction::Op::Call)
         for (const std::string &name : gradNames(ins))
           writes |= names.count(name) != 0;
       if (!writes)
         continue;
       // An earlier update of the same gradients: nothing of this step's
       // adds into them before u (they start from zero); sum right before u.
-      if (ins.op == PipelineInstruction::Op::Call && ins.action == "U")
+      if (ins.op == RankInstruction::Op::Call && ins.action == "U")
         break;
       if (j + 1 < u)
         p.gradientsReadyAfter[j].push_back(u);
@@ -734,7 +729,7 @@ void planGradientOverlap(pd_pipeline &p) {
 
 /// After instruction `index`: start the all-reduces whose gradients it
 /// completed.
-void startOverlappedAllReduces(pd_pipeline &p, size_t index) {
+void startOverlappedAllReduces(pd_rank &p, size_t index) {
   auto it = p.gradientsReadyAfter.find(index);
   if (it == p.gradientsReadyAfter.end())
     return;
@@ -747,7 +742,7 @@ void startOverlappedAllReduces(pd_pipeline &p, size_t index) {
 
 /// Before update `ins`: waits for its started all-reduce; false when none
 /// was started (the caller sums now).
-bool finishOverlappedAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
+bool finishOverlappedAllReduce(pd_rank &p, const RankInstruction &ins) {
   size_t index = static_cast<size_t>(&ins - p.program->program.data());
   if (!p.replicas || !p.replicas->inFlight(index))
     return false;
@@ -764,7 +759,7 @@ bool finishOverlappedAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
 
 /// Before a call: the agreement comes before the step's first update (or
 /// all-reduce, runAllReduce).
-void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
+void beforeCall(pd_rank &p, const RankInstruction &ins) {
   if (!p.stepAgreed && p.agreeBeforeUpdate && ins.action == "U")
     agreeOnStep(p);
   if (ins.action == "U" && p.constantWeights)
@@ -789,10 +784,10 @@ void beforeCall(pd_pipeline &p, const PipelineInstruction &ins) {
 
 /// The functions of the rank's F and B calls (for ConstantWeights), none
 /// when the program keeps weight versions or has a call that is neither.
-std::vector<pd_function *> constantWeightCalls(const pd_pipeline &p) {
+std::vector<pd_function *> constantWeightCalls(const pd_rank &p) {
   std::vector<pd_function *> functions;
-  for (const PipelineInstruction &ins : p.program->program) {
-    if (ins.op != PipelineInstruction::Op::Call)
+  for (const RankInstruction &ins : p.program->program) {
+    if (ins.op != RankInstruction::Op::Call)
       continue;
     if (ins.saveWeights >= 0 || ins.useWeights >= 0)
       return {};
@@ -806,8 +801,7 @@ std::vector<pd_function *> constantWeightCalls(const pd_pipeline &p) {
   return functions;
 }
 
-void runSend(pd_pipeline &p, const PipelineInstruction &ins,
-             const void *data) {
+void runSend(pd_rank &p, const RankInstruction &ins, const void *data) {
   size_t bytes = p.program->registers[ins.src].numBytes;
   if (p.cuda && p.transportTakesDevice)
     return pipedream::runtime::sendDevice(*p.transport, ins.peer, ins.tag,
@@ -824,7 +818,7 @@ void runSend(pd_pipeline &p, const PipelineInstruction &ins,
       bytes));
 }
 
-void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
+void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
   size_t bytes = p.program->registers[ins.dst].numBytes;
   if (p.cuda && p.transportTakesDevice)
     return pipedream::runtime::recvDevice(*p.transport, ins.peer, ins.tag,
@@ -838,8 +832,7 @@ void runRecv(pd_pipeline &p, const PipelineInstruction &ins, void *data) {
                                      "uploading the received register: ");
 }
 
-void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
-             const void *value) {
+void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
   const TensorType &type = p.program->registers[ins.src];
   if (p.cuda) {
     pipedream::runtime::copyToHost(p.staging.get(), value,
@@ -855,7 +848,7 @@ void runLoss(pd_pipeline &p, const PipelineInstruction &ins,
 
 /// all_reduce: the rank's accumulator `ins.name` summed in place over the
 /// group by the transport's collective (docs/Pipe.md, "Shared weights").
-void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
+void runAllReduce(pd_rank &p, const RankInstruction &ins) {
   // NOTE: the agreement comes before the step's first all-reduce too: the
   // all-reduce is a rendezvous of its group, and a holder may update other
   // weights (another chunk) before its all-reduce; agreeing only at the
@@ -901,7 +894,7 @@ void runAllReduce(pd_pipeline &p, const PipelineInstruction &ins) {
 }
 
 /// call, interpreted.
-void interpretCall(pd_pipeline &p, const PipelineInstruction &ins) {
+void interpretCall(pd_rank &p, const RankInstruction &ins) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   p.arguments.assign(function.buffers.size(), nullptr);
   size_t a = 0, r = 0;
@@ -928,10 +921,8 @@ void interpretCall(pd_pipeline &p, const PipelineInstruction &ins) {
 /// A call of a sharded update (docs/Bundle.md "Replicated stages"): the
 /// group's gradients summed over the replicas before its first call, this
 /// replica's call only, the updated weights all-gathered after its last.
-void runShardCall(pd_pipeline &p, size_t index,
-                  const PipelineInstruction &ins) {
-  const pd_pipeline::ShardGroup &group =
-      p.shardGroups[p.shardGroupOf.at(index)];
+void runShardCall(pd_rank &p, size_t index, const RankInstruction &ins) {
+  const pd_rank::ShardGroup &group = p.shardGroups[p.shardGroupOf.at(index)];
   auto span = [](pd_buffer *buffer) {
     return pipedream::runtime::ReduceSpan{ensureMemory(*buffer),
                                           buffer->type.numElements,
@@ -970,8 +961,8 @@ void runShardCall(pd_pipeline &p, size_t index,
 }
 
 /// Finds the sharded update groups of the rank's program and the buffers
-/// they sum and gather (pd_pipeline_create).
-void findShardGroups(pd_pipeline &p) {
+/// they sum and gather (pd_rank_create).
+void findShardGroups(pd_rank &p) {
   const auto &program = p.program->program;
   const pd_bundle &bundle = *p.bundle;
   auto find = [&](const std::vector<std::unique_ptr<pd_buffer>> &list,
@@ -985,8 +976,8 @@ void findShardGroups(pd_pipeline &p) {
                                        "' of its sharded update");
   };
   for (size_t i = 0; i < program.size(); ++i) {
-    const PipelineInstruction &ins = program[i];
-    if (ins.op != PipelineInstruction::Op::Call || ins.replica < 0)
+    const RankInstruction &ins = program[i];
+    if (ins.op != RankInstruction::Op::Call || ins.replica < 0)
       continue;
     bool extends = !p.shardGroups.empty() && p.shardGroups.back().last + 1 == i &&
                    program[i - 1].stage == ins.stage &&
@@ -997,7 +988,7 @@ void findShardGroups(pd_pipeline &p) {
       p.shardGroups.back().first = i;
       p.shardGroups.back().weights.resize(p.spec->replicas);
     }
-    pd_pipeline::ShardGroup &group = p.shardGroups.back();
+    pd_rank::ShardGroup &group = p.shardGroups.back();
     group.last = i;
     p.shardGroupOf[i] = p.shardGroups.size() - 1;
     std::set<std::string> weightNames;
@@ -1019,33 +1010,33 @@ void findShardGroups(pd_pipeline &p) {
 }
 
 /// The interpreter: runs the rank's program instruction by instruction.
-void interpretProgram(pd_pipeline &p) {
+void interpretProgram(pd_rank &p) {
   pipedream::runtime::TraceLog &trace = p.trace;
   const auto &program = p.program->program;
   for (size_t i = 0; i < program.size(); ++i) {
-    const PipelineInstruction &ins = program[i];
+    const RankInstruction &ins = program[i];
     const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, i, [&] {
       switch (ins.op) {
-      case PipelineInstruction::Op::Input:
+      case RankInstruction::Op::Input:
         runInput(p, ins, static_cast<unsigned char *>(p.registerTable[ins.dst]));
         break;
-      case PipelineInstruction::Op::Call:
+      case RankInstruction::Op::Call:
         if (ins.replica >= 0)
           runShardCall(p, i, ins);
         else
           interpretCall(p, ins);
         break;
-      case PipelineInstruction::Op::Send:
+      case RankInstruction::Op::Send:
         runSend(p, ins, p.registerTable[ins.src]);
         break;
-      case PipelineInstruction::Op::Recv:
+      case RankInstruction::Op::Recv:
         runRecv(p, ins, p.registerTable[ins.dst]);
         break;
-      case PipelineInstruction::Op::Loss:
+      case RankInstruction::Op::Loss:
         runLoss(p, ins, p.registerTable[ins.src]);
         break;
-      case PipelineInstruction::Op::AllReduce:
+      case RankInstruction::Op::AllReduce:
         runAllReduce(p, ins);
         break;
       }
@@ -1063,7 +1054,7 @@ void interpretProgram(pd_pipeline &p) {
 /// The context a native entry runs with.
 struct NativeContext {
   pd_rank_context base;
-  pd_pipeline *pipeline;
+  pd_rank *pipeline;
 };
 
 /// How a runtime call takes part in its instruction's trace event: the
@@ -1075,9 +1066,8 @@ enum class TracePart { Whole, Begin, End };
 /// status for the generated code (the message is the last error).
 template <typename Body>
 int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
-                          PipelineInstruction::Op op, TracePart part,
-                          Body &&body) {
-  pd_pipeline &p = *reinterpret_cast<NativeContext *>(ctx)->pipeline;
+                          RankInstruction::Op op, TracePart part, Body &&body) {
+  pd_rank &p = *reinterpret_cast<NativeContext *>(ctx)->pipeline;
   return guarded([&] {
     const auto &program = p.program->program;
     if (index < 0 || static_cast<size_t>(index) >= program.size() ||
@@ -1087,7 +1077,7 @@ int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
                       "' and bundle.json pipeline.ranks[" +
                       std::to_string(p.rank) + "] disagree at instruction " +
                       std::to_string(index) + " (recompile the bundle)");
-    const PipelineInstruction &ins = program[index];
+    const RankInstruction &ins = program[index];
     const double start =
         p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, static_cast<size_t>(index), [&] {
@@ -1107,8 +1097,8 @@ int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
 }
 
 /// The message peer, tag and size the native code uses are the program's.
-void checkMessage(const pd_pipeline &p, const PipelineInstruction &ins,
-                  int64_t peer, int64_t tag, int64_t bytes, size_t reg) {
+void checkMessage(const pd_rank &p, const RankInstruction &ins, int64_t peer,
+                  int64_t tag, int64_t bytes, size_t reg) {
   if (peer < 0 || static_cast<size_t>(peer) != ins.peer || tag != ins.tag ||
       bytes < 0 ||
       static_cast<size_t>(bytes) != p.program->registers[reg].numBytes)
@@ -1122,8 +1112,8 @@ void checkMessage(const pd_pipeline &p, const PipelineInstruction &ins,
 
 int32_t nativeInput(pd_rank_context *ctx, int64_t index, void *dst) {
   return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Input, TracePart::Whole,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+      ctx, index, RankInstruction::Op::Input, TracePart::Whole,
+      [&](pd_rank &p, const RankInstruction &ins) {
         runInput(p, ins, static_cast<unsigned char *>(dst));
       });
 }
@@ -1131,8 +1121,8 @@ int32_t nativeInput(pd_rank_context *ctx, int64_t index, void *dst) {
 int32_t nativeCallBegin(pd_rank_context *ctx, int64_t index,
                         void **buffers) {
   return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Call, TracePart::Begin,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+      ctx, index, RankInstruction::Op::Call, TracePart::Begin,
+      [&](pd_rank &p, const RankInstruction &ins) {
         beforeCall(p, ins);
         bindCall(p, ins, buffers);
         pd_function &function = *p.bundle->functionByIndex[ins.function];
@@ -1146,8 +1136,8 @@ int32_t nativeCallBegin(pd_rank_context *ctx, int64_t index,
 
 int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
   return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Call, TracePart::End,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+      ctx, index, RankInstruction::Op::Call, TracePart::End,
+      [&](pd_rank &p, const RankInstruction &ins) {
         pd_function &function = *p.bundle->functionByIndex[ins.function];
         if (function.cuda)
           pipedream::runtime::finishDeviceCall(function, p.callBound);
@@ -1159,29 +1149,29 @@ int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
 
 int32_t nativeSend(pd_rank_context *ctx, int64_t index, int64_t peer,
                    int64_t tag, const void *data, int64_t bytes) {
-  return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Send, TracePart::Whole,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
-        checkMessage(p, ins, peer, tag, bytes, ins.src);
-        runSend(p, ins, data);
-      });
+  return nativeInstruction(ctx, index, RankInstruction::Op::Send,
+                           TracePart::Whole,
+                           [&](pd_rank &p, const RankInstruction &ins) {
+                             checkMessage(p, ins, peer, tag, bytes, ins.src);
+                             runSend(p, ins, data);
+                           });
 }
 
 int32_t nativeRecv(pd_rank_context *ctx, int64_t index, int64_t peer,
                    int64_t tag, void *data, int64_t bytes) {
-  return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Recv, TracePart::Whole,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
-        checkMessage(p, ins, peer, tag, bytes, ins.dst);
-        runRecv(p, ins, data);
-      });
+  return nativeInstruction(ctx, index, RankInstruction::Op::Recv,
+                           TracePart::Whole,
+                           [&](pd_rank &p, const RankInstruction &ins) {
+                             checkMessage(p, ins, peer, tag, bytes, ins.dst);
+                             runRecv(p, ins, data);
+                           });
 }
 
 int32_t nativeLoss(pd_rank_context *ctx, int64_t index, int64_t microbatch,
                    const void *value) {
   return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::Loss, TracePart::Whole,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
+      ctx, index, RankInstruction::Op::Loss, TracePart::Whole,
+      [&](pd_rank &p, const RankInstruction &ins) {
         if (microbatch != ins.microbatch)
           throw Error(PD_ERROR_INTERNAL,
                       "internal error: the native entry's loss is micro-batch " +
@@ -1193,10 +1183,8 @@ int32_t nativeLoss(pd_rank_context *ctx, int64_t index, int64_t microbatch,
 
 int32_t nativeAllReduce(pd_rank_context *ctx, int64_t index) {
   return nativeInstruction(
-      ctx, index, PipelineInstruction::Op::AllReduce, TracePart::Whole,
-      [&](pd_pipeline &p, const PipelineInstruction &ins) {
-        runAllReduce(p, ins);
-      });
+      ctx, index, RankInstruction::Op::AllReduce, TracePart::Whole,
+      [&](pd_rank &p, const RankInstruction &ins) { runAllReduce(p, ins); });
 }
 
 const pd_rank_runtime kNativeRuntime = {nativeInput, nativeCallBegin,
@@ -1205,7 +1193,7 @@ const pd_rank_runtime kNativeRuntime = {nativeInput, nativeCallBegin,
                                         nativeAllReduce};
 
 /// Runs the rank's native entry once.
-void runNativeEntry(pd_pipeline &p) {
+void runNativeEntry(pd_rank &p) {
   NativeContext context{{&kNativeRuntime}, &p};
   int32_t status = p.entry(&context.base, p.registerTable.data());
   if (status != PD_OK)
@@ -1293,15 +1281,15 @@ size_t pd_bundle_pipeline_loss_rank(const pd_bundle *bundle) {
 // Pipelines
 //===----------------------------------------------------------------------===//
 
-pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
-                             pd_transport *transport, pd_pipeline **out) {
+pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
+                         pd_transport *transport, pd_rank **out) {
   if (!out)
-    return nullArgument("pd_pipeline_create", "out");
+    return nullArgument("pd_rank_create", "out");
   *out = nullptr;
   if (!bundle)
-    return nullArgument("pd_pipeline_create", "bundle");
+    return nullArgument("pd_rank_create", "bundle");
   if (!transport)
-    return nullArgument("pd_pipeline_create", "transport");
+    return nullArgument("pd_rank_create", "transport");
   return guarded([&] {
     const PipelineSpec *spec = pipelineOf(bundle);
     if (!spec)
@@ -1329,10 +1317,10 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                       " (run it with " + std::to_string(ranks) + " ranks)");
     if (pd_transport_rank(transport) != rank)
       return fail(PD_ERROR_INVALID_ARGUMENT,
-                  "pd_pipeline_create: the transport is rank " +
+                  "pd_rank_create: the transport is rank " +
                       std::to_string(pd_transport_rank(transport)) +
                       ", not rank " + std::to_string(rank));
-    auto p = std::make_unique<pd_pipeline>();
+    auto p = std::make_unique<pd_rank>();
     p->bundle = bundle;
     p->rank = rank;
     p->transport = transport;
@@ -1362,8 +1350,8 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
                         "ncclAllReduce: run it over the NCCL transport "
                         "(--transport nccl), not '" +
                         transport->kind + "'");
-      for (const PipelineInstruction &ins : p->program->program)
-        if (ins.op == PipelineInstruction::Op::Call && ins.replica >= 0)
+      for (const RankInstruction &ins : p->program->program)
+        if (ins.op == RankInstruction::Op::Call && ins.replica >= 0)
           throw Error(PD_ERROR_UNSUPPORTED,
                       bundle->dir + ": sharded optimizer state runs on CPU "
                                     "bundles only; this bundle targets cuda");
@@ -1415,8 +1403,8 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     // NOTE: sharded updates run on one replica each: their programs are
     // interpreted (the native entry calls every stage function).
     bool sharded = false;
-    for (const PipelineInstruction &ins : p->program->program)
-      if (ins.op == PipelineInstruction::Op::Call && ins.replica >= 0)
+    for (const RankInstruction &ins : p->program->program)
+      if (ins.op == RankInstruction::Op::Call && ins.replica >= 0)
         sharded = true;
     if (!entry.empty() && !interpretRequested() && !sharded) {
       dlerror();
@@ -1453,10 +1441,9 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
     // on the step (agreeBeforeUpdate): the snapshot then holds everything
     // they change too, so that a failed step is applied on no rank.
     std::set<pd_buffer *> updated;
-    for (const PipelineInstruction &ins : p->program->program)
-      if (ins.op == PipelineInstruction::Op::Call &&
-          (ins.replica < 0 ||
-           static_cast<size_t>(ins.replica) == p->replica) &&
+    for (const RankInstruction &ins : p->program->program)
+      if (ins.op == RankInstruction::Op::Call &&
+          (ins.replica < 0 || static_cast<size_t>(ins.replica) == p->replica) &&
           (ins.action != "U" || !p->agreeBeforeUpdate))
         for (auto &[output, target] :
              bundle->functionByIndex[ins.function]->updates)
@@ -1483,7 +1470,7 @@ pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
   });
 }
 
-void pd_pipeline_destroy(pd_pipeline *pipeline) {
+void pd_rank_destroy(pd_rank *pipeline) {
   if (!pipeline)
     return;
   auto &list = pipeline->bundle->pipelines;
@@ -1491,21 +1478,20 @@ void pd_pipeline_destroy(pd_pipeline *pipeline) {
   delete pipeline;
 }
 
-size_t pd_pipeline_rank(const pd_pipeline *pipeline) {
+size_t pd_rank_index(const pd_rank *pipeline) {
   return pipeline ? pipeline->rank : 0;
 }
 
-size_t pd_pipeline_batch_size(const pd_pipeline *pipeline) {
+size_t pd_rank_batch_size(const pd_rank *pipeline) {
   return pipeline ? pipeline->spec->batchSize : 0;
 }
 
-pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
-                                 const pd_named_array *arrays, size_t count,
-                                 size_t *num_samples) {
+pd_status pd_rank_check_data(pd_rank *pipeline, const pd_named_array *arrays,
+                             size_t count, size_t *num_samples) {
   if (num_samples)
     *num_samples = 0;
   if (!pipeline)
-    return nullArgument("pd_pipeline_check_data", "pipeline");
+    return nullArgument("pd_rank_check_data", "pipeline");
   return guarded([&] {
     const PipelineSpec &spec = *pipeline->spec;
     std::vector<size_t> all(spec.data.size());
@@ -1522,14 +1508,13 @@ pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
   });
 }
 
-pd_status pd_pipeline_step(pd_pipeline *pipeline,
-                           const pd_named_array *arrays, size_t count,
-                           uint64_t first_sample, double *loss) {
+pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
+                       size_t count, uint64_t first_sample, double *loss) {
   if (loss)
     *loss = std::numeric_limits<double>::quiet_NaN();
   if (!pipeline)
-    return nullArgument("pd_pipeline_step", "pipeline");
-  pd_pipeline &p = *pipeline;
+    return nullArgument("pd_rank_step", "pipeline");
+  pd_rank &p = *pipeline;
   return onRank(p, [&] {
     const PipelineSpec &spec = *p.spec;
     size_t samples = 0;
@@ -1564,7 +1549,7 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
                                                     constantWeightCalls(p));
       p.constantWeights = &constants;
       struct Reset {
-        pd_pipeline &p;
+        pd_rank &p;
         ~Reset() { p.constantWeights = nullptr; }
       } reset{p};
       if (p.entry)
@@ -1638,17 +1623,17 @@ pd_status pd_pipeline_step(pd_pipeline *pipeline,
   });
 }
 
-pd_status pd_pipeline_set_check_finite(pd_pipeline *pipeline, int enabled) {
+pd_status pd_rank_set_check_finite(pd_rank *pipeline, int enabled) {
   if (!pipeline)
-    return nullArgument("pd_pipeline_set_check_finite", "pipeline");
+    return nullArgument("pd_rank_set_check_finite", "pipeline");
   pipeline->checkFinite = enabled != 0;
   return PD_OK;
 }
 
-pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline) {
+pd_status pd_rank_gather_weights(pd_rank *pipeline) {
   if (!pipeline)
-    return nullArgument("pd_pipeline_gather_weights", "pipeline");
-  pd_pipeline &p = *pipeline;
+    return nullArgument("pd_rank_gather_weights", "pipeline");
+  pd_rank &p = *pipeline;
   return onRank(p, [&] {
     pd_bundle &bundle = *p.bundle;
     for (size_t w = 0; w < bundle.weights.size(); ++w) {

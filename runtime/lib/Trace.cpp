@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // pd_trainer_set_tracing / _trace_count / _trace_event / _trace_clear and
-// the pd_pipeline_ equivalents (docs/Runtime.md "Traces").
+// the pd_rank_ equivalents (docs/Runtime.md "Traces").
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,17 +70,17 @@ void pd_trainer_trace_clear(pd_trainer *trainer) {
     traceLogOf(*trainer).events.clear();
 }
 
-pd_status pd_pipeline_set_tracing(pd_pipeline *pipeline, int enabled) {
-  return setTracing(pipeline, enabled, "pd_pipeline_set_tracing");
+pd_status pd_rank_set_tracing(pd_rank *pipeline, int enabled) {
+  return setTracing(pipeline, enabled, "pd_rank_set_tracing");
 }
-size_t pd_pipeline_trace_count(pd_pipeline *pipeline) {
+size_t pd_rank_trace_count(pd_rank *pipeline) {
   return pipeline ? traceLogOf(*pipeline).events.size() : 0;
 }
-pd_status pd_pipeline_trace_event(pd_pipeline *pipeline, size_t index,
-                                  pd_trace_event *out) {
-  return traceEvent(pipeline, index, out, "pd_pipeline_trace_event");
+pd_status pd_rank_trace_event(pd_rank *pipeline, size_t index,
+                              pd_trace_event *out) {
+  return traceEvent(pipeline, index, out, "pd_rank_trace_event");
 }
-void pd_pipeline_trace_clear(pd_pipeline *pipeline) {
+void pd_rank_trace_clear(pd_rank *pipeline) {
   if (pipeline)
     traceLogOf(*pipeline).events.clear();
 }

@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// What pd_trainer_step and pd_pipeline_step record when tracing is on (one
+// What pd_trainer_step and pd_rank_step record when tracing is on (one
 // event per instruction and one per step, steady-clock times), read back
-// through pd_trainer_trace_* / pd_pipeline_trace_*. Internal to the
+// through pd_trainer_trace_* / pd_rank_trace_*. Internal to the
 // runtime library.
 //
 //===----------------------------------------------------------------------===//
@@ -44,7 +44,7 @@ struct TraceLog {
 
 /// The trace of a trainer (Runtime.cpp) or pipeline (Pipeline.cpp).
 TraceLog &traceLogOf(pd_trainer &trainer);
-TraceLog &traceLogOf(pd_pipeline &pipeline);
+TraceLog &traceLogOf(pd_rank &pipeline);
 
 } // namespace runtime
 } // namespace pipedream

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// pd_trainer_/pd_pipeline_save_checkpoint and _load_checkpoint on
+// pd_trainer_/pd_rank_save_checkpoint and _load_checkpoint on
 // TestProgram.c's chain (SGD with momentum: the momentum buffers are state
 // a resume must restore): a run that saves at step 2 and one resumed from
 // that checkpoint end with bitwise the same weights as one uninterrupted
@@ -316,7 +316,7 @@ TEST(TrainerCheckpoint, Errors) {
 /// gather.
 std::vector<std::string>
 runRanks(const std::string &dir, int ranks,
-         const std::function<std::string(int, pd_pipeline *)> &body) {
+         const std::function<std::string(int, pd_rank *)> &body) {
   std::vector<pd_transport *> transports(ranks);
   EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
   std::vector<std::string> errors(ranks);
@@ -325,16 +325,16 @@ runRanks(const std::string &dir, int ranks,
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       pd_bundle *bundle = nullptr;
-      pd_pipeline *pipeline = nullptr;
+      pd_rank *pipeline = nullptr;
       if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK ||
-          pd_pipeline_create(bundle, r, transports[r], &pipeline) != PD_OK) {
+          pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK) {
         errors[r] = pd_last_error();
         pd_transport_abort(transports[r], errors[r].c_str());
         pd_bundle_close(bundle);
         return;
       }
       errors[r] = body(r, pipeline);
-      if (errors[r].empty() && pd_pipeline_gather_weights(pipeline) != PD_OK)
+      if (errors[r].empty() && pd_rank_gather_weights(pipeline) != PD_OK)
         errors[r] = pd_last_error();
       if (!errors[r].empty())
         pd_transport_abort(transports[r], errors[r].c_str());
@@ -362,19 +362,19 @@ TEST_P(PipelineCheckpoint, ResumeEqualsUninterruptedBitwise) {
   std::string dir = ckpt.path() + "/run";
   ChainData data(12);
   auto steps = [&](uint64_t from, uint64_t to, uint64_t saveAt, bool resume) {
-    return [&, from, to, saveAt, resume](int, pd_pipeline *p) -> std::string {
+    return [&, from, to, saveAt, resume](int, pd_rank *p) -> std::string {
       if (resume) {
         uint64_t step = 0;
-        if (pd_pipeline_load_checkpoint(p, dir.c_str(), &step) != PD_OK)
+        if (pd_rank_load_checkpoint(p, dir.c_str(), &step) != PD_OK)
           return pd_last_error();
         if (step != from)
           return "loaded step " + std::to_string(step);
       }
       for (uint64_t s = from; s < to; ++s) {
-        if (pd_pipeline_step(p, data.arrays, 2, s * 8, nullptr) != PD_OK)
+        if (pd_rank_step(p, data.arrays, 2, s * 8, nullptr) != PD_OK)
           return pd_last_error();
         if (s + 1 == saveAt &&
-            pd_pipeline_save_checkpoint(p, dir.c_str(), s + 1) != PD_OK)
+            pd_rank_save_checkpoint(p, dir.c_str(), s + 1) != PD_OK)
           return pd_last_error();
       }
       return "";
@@ -403,10 +403,10 @@ TEST_P(PipelineCheckpoint, ResumeEqualsUninterruptedBitwise) {
   ASSERT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
   for (int r = 0; r < ranks; ++r) {
     pd_bundle *b = nullptr;
-    pd_pipeline *p = nullptr;
+    pd_rank *p = nullptr;
     ASSERT_EQ(pd_bundle_open_rank(bundle.path().c_str(), r, &b), PD_OK);
-    ASSERT_EQ(pd_pipeline_create(b, r, transports[r], &p), PD_OK);
-    EXPECT_EQ(pd_pipeline_load_checkpoint(p, dir.c_str(), nullptr),
+    ASSERT_EQ(pd_rank_create(b, r, transports[r], &p), PD_OK);
+    EXPECT_EQ(pd_rank_load_checkpoint(p, dir.c_str(), nullptr),
               PD_ERROR_FORMAT);
     messages[r] = pd_last_error();
     pd_bundle_close(b);
@@ -482,15 +482,15 @@ TEST(Trace, PipelineRecordsEveryInstruction) {
   for (int r = 0; r < ranks; ++r)
     for (const json &ins : manifest["pipeline"]["ranks"][r]["program"])
       expectedCalls[r] += ins["op"] == "call";
-  runRanks(bundle.path(), ranks, [&](int r, pd_pipeline *p) -> std::string {
-    pd_pipeline_set_tracing(p, 1);
+  runRanks(bundle.path(), ranks, [&](int r, pd_rank *p) -> std::string {
+    pd_rank_set_tracing(p, 1);
     for (uint64_t s = 0; s < 2; ++s)
-      if (pd_pipeline_step(p, data.arrays, 2, s * 8, nullptr) != PD_OK)
+      if (pd_rank_step(p, data.arrays, 2, s * 8, nullptr) != PD_OK)
         return pd_last_error();
-    counts[r] = pd_pipeline_trace_count(p);
+    counts[r] = pd_rank_trace_count(p);
     for (size_t i = 0; i < counts[r]; ++i) {
       pd_trace_event e;
-      pd_pipeline_trace_event(p, i, &e);
+      pd_rank_trace_event(p, i, &e);
       if (std::strcmp(e.op, "call") == 0) {
         ++calls[r];
         bool update = std::strcmp(e.action, "U") == 0;

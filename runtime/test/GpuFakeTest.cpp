@@ -137,9 +137,9 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
       pd_bundle *bundle = nullptr;
-      pd_pipeline *pipeline = nullptr;
+      pd_rank *pipeline = nullptr;
       if (pd_bundle_open_rank(gpu.path().c_str(), r, &bundle) != PD_OK ||
-          pd_pipeline_create(bundle, r, pair.nccl[r], &pipeline) != PD_OK) {
+          pd_rank_create(bundle, r, pair.nccl[r], &pipeline) != PD_OK) {
         errors[r] = pd_last_error();
         pd_transport_abort(pair.nccl[r], errors[r].c_str());
         pd_bundle_close(bundle);
@@ -149,7 +149,7 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
       fakeCopies(before.data());
       for (int s = 0; s < steps && errors[r].empty(); ++s) {
         double loss = 0;
-        if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
+        if (pd_rank_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
           errors[r] = pd_last_error();
         losses[r].push_back(loss);
       }

@@ -196,21 +196,21 @@ Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       pd_bundle *bundle = nullptr;
-      pd_pipeline *pipeline = nullptr;
+      pd_rank *pipeline = nullptr;
       auto failed = [&](const char *what) {
         errors[r] = std::string(what) + ": " + pd_last_error();
         pd_transport_abort(transports[r], errors[r].c_str());
       };
       if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK)
         return failed("open");
-      if (pd_pipeline_create(bundle, r, transports[r], &pipeline) != PD_OK) {
+      if (pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK) {
         pd_bundle_close(bundle);
         return failed("create");
       }
       Copies before = fakeCopies();
       for (int s = 0; s < steps && errors[r].empty(); ++s) {
         double loss = -1;
-        if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
+        if (pd_rank_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
           failed("step");
         else if (r == 0)
           result.losses.push_back(loss);
@@ -220,7 +220,7 @@ Trained trainPipeline(const std::string &dir, int ranks, const ChainData &data,
         for (size_t i = 0; i < after.size(); ++i)
           (*copies)[r][i] = after[i] - before[i];
       }
-      if (errors[r].empty() && pd_pipeline_gather_weights(pipeline) != PD_OK)
+      if (errors[r].empty() && pd_rank_gather_weights(pipeline) != PD_OK)
         failed("gather");
       if (r == 0 && errors[r].empty())
         for (size_t w = 0; w < pd_bundle_weight_count(bundle); ++w) {
@@ -339,7 +339,7 @@ TEST(GpuRuntime, TwoStagePipelineOnOneGpuEqualsCpuTraining) {
 
 TEST(GpuRuntime, CudaPipelineLooksUpItsNativeEntries) {
   // cuda bundles run native rank entries too: a missing one is an error
-  // at pd_pipeline_create, as for CPU bundles.
+  // at pd_rank_create, as for CPU bundles.
   std::string bin;
   json manifest = pipedream::test::chainPipelineManifest(2, "gpipe", bin);
   manifest["pipeline"]["ranks"][0]["entry"] = "no_such_rank_entry";
@@ -353,9 +353,8 @@ TEST(GpuRuntime, CudaPipelineLooksUpItsNativeEntries) {
       << pd_last_error();
   pd_transport *transports[2] = {nullptr, nullptr};
   ASSERT_EQ(pd_transport_create_threads(2, transports), PD_OK);
-  pd_pipeline *pipeline = nullptr;
-  EXPECT_EQ(pd_pipeline_create(bundle, 0, transports[0], &pipeline),
-            PD_ERROR_LOAD);
+  pd_rank *pipeline = nullptr;
+  EXPECT_EQ(pd_rank_create(bundle, 0, transports[0], &pipeline), PD_ERROR_LOAD);
   EXPECT_NE(std::string(pd_last_error()).find("no symbol 'no_such_rank_entry'"),
             std::string::npos)
       << pd_last_error();

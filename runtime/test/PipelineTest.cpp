@@ -108,25 +108,25 @@ Result trainPipeline(const std::string &dir, int ranks, const ChainData &data,
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       pd_bundle *bundle = nullptr;
-      pd_pipeline *pipeline = nullptr;
+      pd_rank *pipeline = nullptr;
       auto failed = [&](const char *what) {
         errors[r] = std::string(what) + ": " + pd_last_error();
         pd_transport_abort(transports[r], errors[r].c_str());
       };
       if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK)
         return failed("open");
-      if (pd_pipeline_create(bundle, r, transports[r], &pipeline) != PD_OK) {
+      if (pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK) {
         pd_bundle_close(bundle);
         return failed("create");
       }
       for (int s = 0; s < steps; ++s) {
         double loss = -1;
-        if (pd_pipeline_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
+        if (pd_rank_step(pipeline, data.arrays, 2, s * 8, &loss) != PD_OK)
           break;
         losses[r].push_back(loss);
       }
       if (errors[r].empty() && losses[r].size() == size_t(steps) &&
-          pd_pipeline_gather_weights(pipeline) != PD_OK)
+          pd_rank_gather_weights(pipeline) != PD_OK)
         errors[r] = std::string("gather: ") + pd_last_error();
       else if (losses[r].size() != size_t(steps))
         errors[r] = std::string("step: ") + pd_last_error();
@@ -263,12 +263,12 @@ TEST(PipelineBundle, WholeBundleRunsARankToo) {
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
       pd_bundle *bundle = nullptr;
-      pd_pipeline *p = nullptr;
+      pd_rank *p = nullptr;
       status[r] = pd_bundle_open(dir.path().c_str(), &bundle);
       if (status[r] == PD_OK)
-        status[r] = pd_pipeline_create(bundle, r, t[r], &p);
+        status[r] = pd_rank_create(bundle, r, t[r], &p);
       if (status[r] == PD_OK)
-        status[r] = pd_pipeline_step(p, data.arrays, 2, 0, &loss[r]);
+        status[r] = pd_rank_step(p, data.arrays, 2, 0, &loss[r]);
       pd_bundle_close(bundle);
     });
   for (auto &thread : threads)
@@ -281,6 +281,59 @@ TEST(PipelineBundle, WholeBundleRunsARankToo) {
   pd_transport_destroy(t[1]);
 }
 
+// The pd_pipeline names of API version 5 (runtime.h, "Deprecated names")
+// are the pd_rank functions: the same rank, batch, step and loss.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(PipelineBundle, DeprecatedPipelineNamesAreTheRankFunctions) {
+  TempDir dir;
+  std::string bin;
+  makeBundle(dir.path(), chainPipelineManifest(2, "1f1b", bin).dump(), bin);
+  ChainData data(8);
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  std::vector<double> loss(2, 0), oldLoss(2, 0);
+  std::vector<pd_status> status(2, PD_OK);
+  std::vector<size_t> index(2, 9), batch(2, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_pipeline *p = nullptr;
+      status[r] = pd_bundle_open_rank(dir.path().c_str(), r, &bundle);
+      if (status[r] == PD_OK)
+        status[r] = pd_pipeline_create(bundle, r, t[r], &p);
+      if (status[r] == PD_OK) {
+        index[r] = pd_pipeline_rank(p);
+        batch[r] = pd_pipeline_batch_size(p);
+        status[r] = pd_pipeline_step(p, data.arrays, 2, 0, &oldLoss[r]);
+      }
+      pd_pipeline_destroy(p);
+      pd_rank *q = nullptr;
+      if (status[r] == PD_OK)
+        status[r] = pd_rank_create(bundle, r, t[r], &q);
+      if (status[r] == PD_OK) {
+        EXPECT_EQ(pd_rank_batch_size(q), batch[r]);
+        status[r] = pd_rank_step(q, data.arrays, 2, 0, &loss[r]);
+      }
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(status[r], PD_OK) << r;
+    EXPECT_EQ(index[r], size_t(r));
+    EXPECT_GT(batch[r], 0u);
+  }
+  // The second step starts from the first one's update: a different loss,
+  // computed by the same program.
+  EXPECT_GT(oldLoss[0], 0);
+  EXPECT_NE(loss[0], oldLoss[0]);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
+}
+#pragma GCC diagnostic pop
+
 TEST(PipelineBundle, CreateChecksRankAndTransport) {
   TempDir dir;
   std::string bin;
@@ -289,14 +342,13 @@ TEST(PipelineBundle, CreateChecksRankAndTransport) {
   ASSERT_EQ(pd_bundle_open_rank(dir.path().c_str(), 0, &bundle), PD_OK);
   pd_transport *three[3];
   ASSERT_EQ(pd_transport_create_threads(3, three), PD_OK);
-  pd_pipeline *p = nullptr;
-  EXPECT_EQ(pd_pipeline_create(bundle, 0, three[0], &p), PD_ERROR_MISMATCH);
+  pd_rank *p = nullptr;
+  EXPECT_EQ(pd_rank_create(bundle, 0, three[0], &p), PD_ERROR_MISMATCH);
   EXPECT_NE(std::string(pd_last_error())
                 .find("the pipeline has 2 ranks but the transport 3"),
             std::string::npos)
       << pd_last_error();
-  EXPECT_EQ(pd_pipeline_create(bundle, 1, three[1], &p),
-            PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(pd_rank_create(bundle, 1, three[1], &p), PD_ERROR_INVALID_ARGUMENT);
   for (pd_transport *t : three)
     pd_transport_destroy(t);
   pd_bundle_close(bundle);
@@ -317,14 +369,14 @@ TEST(PipelineBundle, DataChecks) {
   ASSERT_EQ(pd_bundle_open_rank(dir.path().c_str(), 1, &bundle), PD_OK);
   pd_transport *t[2];
   ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
-  pd_pipeline *p = nullptr;
-  ASSERT_EQ(pd_pipeline_create(bundle, 1, t[1], &p), PD_OK) << pd_last_error();
+  pd_rank *p = nullptr;
+  ASSERT_EQ(pd_rank_create(bundle, 1, t[1], &p), PD_OK) << pd_last_error();
   ChainData data(8);
   size_t samples = 0;
-  EXPECT_EQ(pd_pipeline_check_data(p, data.arrays, 2, &samples), PD_OK);
+  EXPECT_EQ(pd_rank_check_data(p, data.arrays, 2, &samples), PD_OK);
   EXPECT_EQ(samples, 8u);
   // Every rank checks every array: rank 1 reads only y but refuses no x.
-  EXPECT_EQ(pd_pipeline_check_data(p, data.arrays + 1, 1, &samples),
+  EXPECT_EQ(pd_rank_check_data(p, data.arrays + 1, 1, &samples),
             PD_ERROR_NOT_FOUND);
   EXPECT_STREQ(pd_last_error(), "training data: missing array 'x' f32[Nx2] "
                                 "(arrays given: y)");
@@ -332,7 +384,7 @@ TEST(PipelineBundle, DataChecks) {
   pd_named_array wrong = data.arrays[0];
   wrong.shape = bad;
   pd_named_array arrays[2] = {wrong, data.arrays[1]};
-  EXPECT_EQ(pd_pipeline_check_data(p, arrays, 2, &samples), PD_ERROR_MISMATCH);
+  EXPECT_EQ(pd_rank_check_data(p, arrays, 2, &samples), PD_ERROR_MISMATCH);
   EXPECT_STREQ(pd_last_error(),
                "training data: array 'x' is f32[8x3], but the pipeline reads "
                "input 'x' as f32[Nx2] (N samples)");
@@ -501,13 +553,13 @@ pd_status stepRankZero(const std::function<void(pd_transport *)> &other,
   pd_transport_set_timeout(t[0], timeout);
   pd_bundle *bundle = nullptr;
   EXPECT_EQ(pd_bundle_open_rank(dir.path().c_str(), 0, &bundle), PD_OK);
-  pd_pipeline *p = nullptr;
-  EXPECT_EQ(pd_pipeline_create(bundle, 0, t[0], &p), PD_OK);
+  pd_rank *p = nullptr;
+  EXPECT_EQ(pd_rank_create(bundle, 0, t[0], &p), PD_OK);
   std::thread thread(other, t[1]);
   ChainData data(8);
   auto start = std::chrono::steady_clock::now();
   double loss = 0;
-  pd_status status = pd_pipeline_step(p, data.arrays, 2, 0, &loss);
+  pd_status status = pd_rank_step(p, data.arrays, 2, 0, &loss);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                           start)
                 .count();

@@ -15,7 +15,6 @@
 
 #include "PipelineLaunch.h"
 
-#include "Hooks.h"
 #include "PeakMemory.h"
 #include "TraceWriter.h"
 #include "Training.h"
@@ -70,14 +69,6 @@ struct PipelineRun {
   uint64_t startResident = 0;
 };
 
-/// Strips the runtime's "training data: " and names the data file.
-std::string dataMessage(const Options &options, std::string text) {
-  const std::string prefix = "training data: ";
-  if (text.rfind(prefix, 0) == 0)
-    text = text.substr(prefix.size());
-  return options.data + ": " + text;
-}
-
 /// Runs rank `rank` of the pipeline for --steps steps. Returns "" or the
 /// error; `quiet` is set for an error every rank reports the same way
 /// (data, model), which only rank 0 prints.
@@ -95,13 +86,13 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   } closer{bundle};
   if (options.timeoutSeconds > 0)
     pd_transport_set_timeout(transport, options.timeoutSeconds);
-  pd_pipeline *pipeline = nullptr;
-  if (pd_pipeline_create(bundle, rank, transport, &pipeline) != PD_OK)
+  pd_rank *pipeline = nullptr;
+  if (pd_rank_create(bundle, rank, transport, &pipeline) != PD_OK)
     return pd_last_error();
 
   size_t samples = 0;
-  if (pd_pipeline_check_data(pipeline, run.views.data(), run.views.size(),
-                             &samples) != PD_OK) {
+  if (pd_rank_check_data(pipeline, run.views.data(), run.views.size(),
+                         &samples) != PD_OK) {
     quiet = true;
     return dataMessage(options, pd_last_error());
   }
@@ -114,8 +105,8 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   if (!resumeFrom(
           options, rank == 0,
           [&](uint64_t *step) {
-            return pd_pipeline_load_checkpoint(
-                pipeline, options.checkpointDir.c_str(), step);
+            return pd_rank_load_checkpoint(pipeline,
+                                           options.checkpointDir.c_str(), step);
           },
           start, message)) {
     // Every rank reads the same files and fails alike.
@@ -123,74 +114,42 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     return message;
   }
   if (!options.trace.empty())
-    pd_pipeline_set_tracing(pipeline, 1);
+    pd_rank_set_tracing(pipeline, 1);
   if (options.checkFinite)
-    pd_pipeline_set_check_finite(pipeline, 1);
+    pd_rank_set_check_finite(pipeline, 1);
 
-  size_t batch = pd_pipeline_batch_size(pipeline);
+  size_t batch = pd_rank_batch_size(pipeline);
   Progress progress(options.numSteps, batch);
-  std::string log = "step,loss\n";
-  for (uint64_t s = start; s < options.numSteps; ++s) {
-    if (hooks().beforeStep) {
-      std::string stop = hooks().beforeStep(rank, s + 1, run.failed);
-      if (!stop.empty())
-        return stop;
-    }
-    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
-                                           batch % samples);
-    double loss = 0;
-    auto begin = std::chrono::steady_clock::now();
-    if (pd_status status = pd_pipeline_step(pipeline, run.views.data(),
-                                            run.views.size(), first, &loss);
-        status != PD_OK) {
-      // Every rank has the same agreed message (it names the rank that
-      // failed): printed once.
-      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
-        if (rank == 0)
-          warnSkipped(s + 1, pd_last_error());
-        if (checkpointDue(options, s + 1) &&
-            pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
-                                        s + 1) != PD_OK)
-          return pd_last_error();
-        continue;
-      }
-      if (status == PD_ERROR_CHECK_FAILED) {
-        quiet = agreed = true;
-        return "step " + std::to_string(s + 1) + ", " + pd_last_error();
-      }
-      return pd_last_error();
-    }
-    std::chrono::duration<double> seconds =
-        std::chrono::steady_clock::now() - begin;
-    if (checkpointDue(options, s + 1) &&
-        pd_pipeline_save_checkpoint(pipeline, options.checkpointDir.c_str(),
-                                    s + 1) != PD_OK)
-      return pd_last_error();
-    if (hooks().afterStep)
-      hooks().afterStep(rank, s + 1);
-    if (rank != 0)
-      continue;
-    progress.step(s + 1, loss, seconds.count());
-    char line[64];
-    std::snprintf(line, sizeof(line), "%llu,%.9g\n",
-                  static_cast<unsigned long long>(s + 1), loss);
-    log += line;
-    // Rank 0 only: its checkpoint save returns once the manifest is
-    // written; under mpirun the other ranks then die with it.
+  StepFunctions functions;
+  functions.step = [&](uint64_t first, double *loss) {
+    return pd_rank_step(pipeline, run.views.data(), run.views.size(), first,
+                        loss);
+  };
+  functions.saveCheckpoint = [&](uint64_t done) {
+    return pd_rank_save_checkpoint(pipeline, options.checkpointDir.c_str(),
+                                   done);
+  };
+  StepLoopResult steps = runSteps(options, rank, batch, samples, start,
+                                  functions, progress, &run.failed);
+  if (!steps.error.empty()) {
+    // Every rank has the same agreed message of a failed check (it names
+    // the rank that failed): printed once.
+    quiet = agreed = steps.checkFailed;
+    return steps.error;
   }
-  if (!options.saveOnnx.empty() &&
-      pd_pipeline_gather_weights(pipeline) != PD_OK)
+  const std::string &log = steps.log;
+  if (!options.saveOnnx.empty() && pd_rank_gather_weights(pipeline) != PD_OK)
     return pd_last_error();
   // --trace: every rank's slices to rank 0 (size, then the JSON text).
   nlohmann::json slices;
   if (!options.trace.empty()) {
-    slices = traceSlices(
-        rank,
-        traceEvents([&] { return pd_pipeline_trace_count(pipeline); },
-                    [&](size_t i, pd_trace_event *e) {
-                      pd_pipeline_trace_event(pipeline, i, e);
-                    }),
-        start);
+    slices =
+        traceSlices(rank,
+                    traceEvents([&] { return pd_rank_trace_count(pipeline); },
+                                [&](size_t i, pd_trace_event *e) {
+                                  pd_rank_trace_event(pipeline, i, e);
+                                }),
+                    start);
     size_t ranks = pd_bundle_pipeline_ranks(bundle);
     if (rank != 0) {
       std::string text = slices.dump();
@@ -271,25 +230,9 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
 /// others when `warn`).
 bool loadData(PipelineRun &run, pd_bundle *bundle, bool warn,
               std::string &message) {
-  const Options &options = *run.options;
-  if (!pipedream::npy::readNpz(options.data, run.arrays, message))
+  if (!pipedream::npy::readNpz(run.options->data, run.arrays, message))
     return false;
-  std::set<std::string> used = {pd_bundle_pipeline_labels(bundle)};
-  for (size_t i = 0; i < pd_bundle_pipeline_input_count(bundle); ++i)
-    used.insert(pd_bundle_pipeline_input_at(bundle, i));
-  for (const auto &[name, array] : run.arrays) {
-    if (!used.count(name)) {
-      if (warn)
-        std::fprintf(stderr,
-                     "warning: %s: array '%s' is neither a training input "
-                     "nor the labels; ignored\n",
-                     options.data.c_str(), name.c_str());
-      continue;
-    }
-    run.views.push_back({name.c_str(), array.dtype, array.shape.size(),
-                         array.shape.data(), array.data.data(),
-                         array.data.size()});
-  }
+  run.views = trainingViews(*run.options, bundle, run.arrays, warn);
   return true;
 }
 

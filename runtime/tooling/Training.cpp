@@ -19,6 +19,7 @@
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -82,13 +83,107 @@ void Progress::finish() {
   std::fflush(stdout);
 }
 
-
-/// --skip-failed-steps: the one line for a skipped step (the runtime did
-/// not apply it on any rank).
 void warnSkipped(uint64_t step, const char *message) {
   std::fprintf(stderr, "warning: step %llu skipped (not applied): %s\n",
                static_cast<unsigned long long>(step), message);
   std::fflush(stderr);
+}
+
+std::vector<pd_named_array> trainingViews(const Options &options,
+                                          pd_bundle *bundle,
+                                          const NamedArrays &arrays,
+                                          bool warn) {
+  bool pipeline = pd_bundle_is_pipeline(bundle);
+  std::set<std::string> used = {pipeline ? pd_bundle_pipeline_labels(bundle)
+                                         : pd_bundle_training_labels(bundle)};
+  size_t inputs = pipeline ? pd_bundle_pipeline_input_count(bundle)
+                           : pd_bundle_training_input_count(bundle);
+  for (size_t i = 0; i < inputs; ++i)
+    used.insert(pipeline ? pd_bundle_pipeline_input_at(bundle, i)
+                         : pd_bundle_training_input_at(bundle, i));
+  std::vector<pd_named_array> views;
+  for (const auto &[name, array] : arrays) {
+    if (!used.count(name)) {
+      if (warn)
+        std::fprintf(stderr,
+                     "warning: %s: array '%s' is neither a training input "
+                     "nor the labels; ignored\n",
+                     options.data.c_str(), name.c_str());
+      continue;
+    }
+    views.push_back({name.c_str(), array.dtype, array.shape.size(),
+                     array.shape.data(), array.data.data(), array.data.size()});
+  }
+  return views;
+}
+
+std::string dataMessage(const Options &options, std::string text) {
+  const std::string prefix = "training data: ";
+  if (text.rfind(prefix, 0) == 0)
+    text = text.substr(prefix.size());
+  return options.data + ": " + text;
+}
+
+StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
+                        size_t samples, uint64_t start,
+                        const StepFunctions &functions, Progress &progress,
+                        const std::atomic<bool> *failed) {
+  StepLoopResult result;
+  auto saveIfDue = [&](uint64_t done) {
+    if (checkpointDue(options, done) &&
+        functions.saveCheckpoint(done) != PD_OK) {
+      result.error = pd_last_error();
+      return false;
+    }
+    return true;
+  };
+  for (uint64_t s = start; s < options.numSteps; ++s) {
+    if (failed && hooks().beforeStep) {
+      result.error = hooks().beforeStep(rank, s + 1, *failed);
+      if (!result.error.empty())
+        return result;
+    }
+    // Samples [s*B, (s+1)*B) modulo the data's length.
+    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
+                                           batch % samples);
+    double loss = 0;
+    auto begin = std::chrono::steady_clock::now();
+    if (pd_status status = functions.step(first, &loss); status != PD_OK) {
+      // A failed run-time check: the step was not applied (on any rank:
+      // the message is agreed and names the rank), the last checkpoint is
+      // intact.
+      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
+        if (rank == 0)
+          warnSkipped(s + 1, pd_last_error());
+        if (!saveIfDue(s + 1))
+          return result;
+        continue;
+      }
+      result.error =
+          status == PD_ERROR_CHECK_FAILED
+              ? "step " + std::to_string(s + 1) + ", " + pd_last_error()
+              : std::string(pd_last_error());
+      result.checkFailed = status == PD_ERROR_CHECK_FAILED;
+      result.stepFailed = !result.checkFailed;
+      return result;
+    }
+    std::chrono::duration<double> seconds =
+        std::chrono::steady_clock::now() - begin;
+    // NOTE: rank 0's save returns once the manifest is written; under
+    // mpirun the other ranks then die with it (the kill-after-step hook).
+    if (!saveIfDue(s + 1))
+      return result;
+    if (rank == 0) {
+      progress.step(s + 1, loss, seconds.count());
+      char line[64];
+      std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+                    static_cast<unsigned long long>(s + 1), loss);
+      result.log += line;
+    }
+    if (hooks().afterStep)
+      hooks().afterStep(rank, s + 1);
+  }
+  return result;
 }
 
 int train(const Options &options, pd_bundle *bundle) {
@@ -105,33 +200,12 @@ int train(const Options &options, pd_bundle *bundle) {
   NamedArrays arrays;
   if (!pipedream::npy::readNpz(options.data, arrays, message))
     return error(message);
-  std::set<std::string> used = {pd_bundle_training_labels(bundle)};
-  for (size_t i = 0; i < pd_bundle_training_input_count(bundle); ++i)
-    used.insert(pd_bundle_training_input_at(bundle, i));
-  std::vector<pd_named_array> views;
-  for (const auto &[name, array] : arrays) {
-    if (!used.count(name)) {
-      std::fprintf(stderr,
-                   "warning: %s: array '%s' is neither a training input nor "
-                   "the labels; ignored\n",
-                   options.data.c_str(), name.c_str());
-      continue;
-    }
-    views.push_back({name.c_str(), array.dtype, array.shape.size(),
-                     array.shape.data(), array.data.data(), array.data.size()});
-  }
-  // The runtime's messages start with "training data: "; name the file.
-  auto dataError = [&]() {
-    std::string text = pd_last_error();
-    const std::string prefix = "training data: ";
-    if (text.rfind(prefix, 0) == 0)
-      text = text.substr(prefix.size());
-    return error(options.data + ": " + text);
-  };
+  std::vector<pd_named_array> views =
+      trainingViews(options, bundle, arrays, /*warn=*/true);
   size_t samples = 0;
   if (pd_trainer_check_data(trainer, views.data(), views.size(), &samples) !=
       PD_OK)
-    return dataError();
+    return error(dataMessage(options, pd_last_error()));
 
   OnnxWriter onnx;
   if (!options.saveOnnx.empty() && !onnx.load(bundle, message))
@@ -153,45 +227,21 @@ int train(const Options &options, pd_bundle *bundle) {
 
   size_t batch = pd_trainer_batch_size(trainer);
   Progress progress(options.numSteps, batch);
-  std::string log = "step,loss\n";
-  for (uint64_t s = start; s < options.numSteps; ++s) {
-    // Samples [s*B, (s+1)*B) modulo the data's length.
-    uint64_t first = static_cast<uint64_t>(static_cast<unsigned __int128>(s) *
-                                           batch % samples);
-    double loss = 0;
-    auto begin = std::chrono::steady_clock::now();
-    if (pd_status status =
-            pd_trainer_step(trainer, views.data(), views.size(), first, &loss);
-        status != PD_OK) {
-      // A failed run-time check: the step was not applied, the last
-      // checkpoint is intact.
-      if (status == PD_ERROR_CHECK_FAILED && options.skipFailedSteps) {
-        warnSkipped(s + 1, pd_last_error());
-        if (checkpointDue(options, s + 1) &&
-            pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
-                                       s + 1) != PD_OK)
-          return error(pd_last_error());
-        continue;
-      }
-      if (status == PD_ERROR_CHECK_FAILED)
-        return error("step " + std::to_string(s + 1) + ", " +
-                     pd_last_error());
-      return dataError();
-    }
-    std::chrono::duration<double> seconds =
-        std::chrono::steady_clock::now() - begin;
-    if (checkpointDue(options, s + 1) &&
-        pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
-                                   s + 1) != PD_OK)
-      return error(pd_last_error());
-    progress.step(s + 1, loss, seconds.count());
-    char line[64];
-    std::snprintf(line, sizeof(line), "%llu,%.9g\n",
-                  static_cast<unsigned long long>(s + 1), loss);
-    log += line;
-    if (hooks().afterStep)
-      hooks().afterStep(0, s + 1);
-  }
+  StepFunctions functions;
+  functions.step = [&](uint64_t first, double *loss) {
+    return pd_trainer_step(trainer, views.data(), views.size(), first, loss);
+  };
+  functions.saveCheckpoint = [&](uint64_t done) {
+    return pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
+                                      done);
+  };
+  StepLoopResult steps = runSteps(options, /*rank=*/0, batch, samples, start,
+                                  functions, progress, /*failed=*/nullptr);
+  if (!steps.error.empty())
+    // A one-rank step fails on its data (or a failed run-time check).
+    return error(steps.stepFailed ? dataMessage(options, steps.error)
+                                  : steps.error);
+  const std::string &log = steps.log;
   progress.finish();
 
   if (!options.trace.empty()) {

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Training of a one-rank training bundle (pd_trainer), and what the
-// pipeline ranks share with it: progress, checkpoints, --resume.
+// pipeline ranks share with it: the data, the step loop (runSteps: progress,
+// checkpoints, --skip-failed-steps, the test hooks), --resume.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,12 +15,16 @@
 
 #include "Options.h"
 
+#include "pipedream/npy.h"
 #include "pipedream/runtime.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace pipedream {
 namespace tooling {
@@ -84,6 +89,51 @@ bool resumeFrom(const Options &options, bool print, Load load,
   }
   return true;
 }
+
+/// --data: the arrays of DATA.npz that `bundle` reads as training inputs
+/// or labels, as views into `arrays` (the others are ignored, with a
+/// warning when `warn`). One-rank and pipeline bundles alike.
+std::vector<pd_named_array> trainingViews(const Options &options,
+                                          pd_bundle *bundle,
+                                          const npy::NamedArrays &arrays,
+                                          bool warn);
+
+/// A runtime message about the training data, naming the --data file
+/// instead of "training data: ".
+std::string dataMessage(const Options &options, std::string text);
+
+/// What the training loop runs for one rank: a pd_trainer (one rank) or a
+/// pd_rank rank.
+struct StepFunctions {
+  /// Runs one step on the samples from `first` (modulo the data's length)
+  /// and sets `*loss` (on rank 0 of a pipeline).
+  std::function<pd_status(uint64_t first, double *loss)> step;
+  /// Writes the checkpoint of `done` steps.
+  std::function<pd_status(uint64_t done)> saveCheckpoint;
+};
+
+/// How runSteps ended.
+struct StepLoopResult {
+  /// Empty when every step ran; else the one-line error.
+  std::string error;
+  /// The error is the step's own status (not a failed run-time check nor
+  /// a checkpoint): `stepStatus`, with pd_last_error() in `error`.
+  bool stepFailed = false;
+  /// The error is a failed run-time check that every rank agreed on.
+  bool checkFailed = false;
+  /// The loss log (--loss-log) of the steps rank 0 ran: "step,loss" lines.
+  std::string log = "step,loss\n";
+};
+
+/// The one training loop: steps [start, --steps) of rank `rank` (batch
+/// `batch` samples of `samples`), with checkpoints, --skip-failed-steps and
+/// the test hooks (Hooks.h; `failed`, set once another rank failed, only
+/// for pipeline ranks: the beforeStep hook runs for those). Rank 0 shows
+/// the progress.
+StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
+                        size_t samples, uint64_t start,
+                        const StepFunctions &functions, Progress &progress,
+                        const std::atomic<bool> *failed);
 
 /// `--data`: trains a training bundle for --steps steps. Returns the exit
 /// status.

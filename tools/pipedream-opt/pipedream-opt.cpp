@@ -58,15 +58,15 @@ importONNX(StringRef filename, const llvm::MemoryBuffer &file,
            DialectRegistry &registry) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  pipedream::FirstErrorHandler firstError(&context);
   pipedream::ImportOptions options;
-  std::string error;
   StringRef baseDir =
       filename == "-" ? StringRef() : llvm::sys::path::parent_path(filename);
-  auto module = pipedream::importONNXBuffer(
-      file.getBuffer(), filename,
-      baseDir.empty() ? "." : baseDir, context, options, error);
+  auto module = pipedream::importONNXBuffer(file.getBuffer(), filename,
+                                            baseDir.empty() ? "." : baseDir,
+                                            context, options);
   if (failed(module)) {
-    pipedream::printError(error);
+    pipedream::printError(firstError.orElse(filename + ": import failed"));
     return nullptr;
   }
   std::string text;

@@ -414,11 +414,12 @@ static OneOpFunction buildOneOpFunction(ModuleOp module, StringRef name,
   return out;
 }
 
-/// Records `func` (public, with a body) as a kernel of `group`.
+/// Records `func` (public, with a body) as a kernel of `group`; fails with
+/// an error naming the function (at no location: the caller prefixes the
+/// model's name).
 static LogicalResult addKernel(func::FuncOp func, ArrayRef<Fill> fills,
                                size_t group, int which,
-                               std::vector<Kernel> &kernels,
-                               std::string &error) {
+                               std::vector<Kernel> &kernels) {
   Kernel kernel;
   kernel.symbol = ("pipedream_" + func.getSymName()).str();
   kernel.group = group;
@@ -427,13 +428,11 @@ static LogicalResult addKernel(func::FuncOp func, ArrayRef<Fill> fills,
   for (Type t : llvm::concat<const Type>(func.getArgumentTypes(),
                                          func.getResultTypes())) {
     auto ranked = dyn_cast<RankedTensorType>(t);
-    if (!ranked || !ranked.hasStaticShape()) {
-      error = ("@" + func.getSymName() +
-               ": only statically shaped tensors can be profiled (fix "
-               "dynamic dimensions with --input-shape or --batch-size)")
-                  .str();
-      return failure();
-    }
+    if (!ranked || !ranked.hasStaticShape())
+      return pipedream::emitError(func.getContext())
+             << "@" << func.getSymName()
+             << ": only statically shaped tensors can be profiled (fix "
+                "dynamic dimensions with --input-shape or --batch-size)";
     kernel.buffers.push_back(ranked);
   }
   kernels.push_back(std::move(kernel));
@@ -501,12 +500,16 @@ static double timeKernel(EntryPoint fn, void **buffers, unsigned warmup,
 // Driver
 //===----------------------------------------------------------------------===//
 
-static func::FuncOp findModelFunction(ModuleOp module, std::string &error) {
+/// The function to profile (--function, else @main, else the first public
+/// one with a body); fails with an error at no location (the caller
+/// prefixes the model's name).
+static FailureOr<func::FuncOp> findModelFunction(ModuleOp module) {
   if (!functionName.empty()) {
     auto func = module.lookupSymbol<func::FuncOp>(functionName);
     if (!func || func.isExternal())
-      error = "no function @" + functionName + " with a body";
-    return func && !func.isExternal() ? func : func::FuncOp();
+      return pipedream::emitError(module.getContext())
+             << "no function @" << functionName << " with a body";
+    return func;
   }
   if (auto main = module.lookupSymbol<func::FuncOp>("main"))
     if (!main.isExternal())
@@ -514,8 +517,8 @@ static func::FuncOp findModelFunction(ModuleOp module, std::string &error) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func.isPublic() && !func.isExternal())
       return func;
-  error = "no public function with a body to profile";
-  return {};
+  return pipedream::emitError(module.getContext())
+         << "no public function with a body to profile";
 }
 
 int main(int argc, char **argv) {
@@ -557,26 +560,6 @@ int main(int argc, char **argv) {
                 ": must be a positive multiple of --microbatches (" +
                 llvm::Twine(microbatches.getValue()) + ")");
 
-  // -O, --gemm, --target-cpu: checked as pipedream-compile checks them.
-  pipedream::cpu::CPUCodegenOptions codegen;
-  {
-    std::string error;
-    auto resolved = pipedream::resolveCodegenOptions(codegenOptions, error);
-    if (failed(resolved))
-      return fail(error);
-    codegen = resolved->cpu;
-  }
-
-  pipedream::ImportOptions importOptions;
-  importOptions.runChecker = !noChecker;
-  if (batchSize.getNumOccurrences())
-    importOptions.batchSize = batchSize / microbatches;
-  for (const std::string &shape : inputShapes) {
-    std::string error;
-    if (!pipedream::parseInputShapeOption(shape, importOptions, error))
-      return fail(error);
-  }
-
   DialectRegistry registry;
   pipedream::registerAllDialects(registry);
   pipedream::registerONNXImportDialects(registry);
@@ -585,6 +568,23 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   pipedream::FirstErrorHandler firstError(&context);
+
+  // -O, --gemm, --target-cpu: checked as pipedream-compile checks them.
+  pipedream::cpu::CPUCodegenOptions codegen;
+  {
+    auto resolved = pipedream::resolveCodegenOptions(&context, codegenOptions);
+    if (failed(resolved))
+      return fail(firstError.orElse("invalid code generation options"));
+    codegen = resolved->cpu;
+  }
+
+  pipedream::ImportOptions importOptions;
+  importOptions.runChecker = !noChecker;
+  if (batchSize.getNumOccurrences())
+    importOptions.batchSize = batchSize / microbatches;
+  for (const std::string &shape : inputShapes)
+    if (failed(pipedream::parseInputShapeOption(context, shape, importOptions)))
+      return fail(firstError.orElse("invalid --input-shape"));
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -609,21 +609,24 @@ int main(int argc, char **argv) {
     if (!model)
       return fail(firstError.orElse(inputFilename + ": cannot parse"));
   } else {
-    std::string error;
-    auto imported = pipedream::importONNXFile(inputFilename, context,
-                                              importOptions, error);
+    auto imported =
+        pipedream::importONNXFile(inputFilename, context, importOptions);
     if (failed(imported))
-      return fail(error);
+      return fail(firstError.orElse(inputFilename + ": import failed"));
     if (auto note = (**imported)->getAttrOfType<StringAttr>(
             pipedream::import_attrs::kBatchRespecialized))
       llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
                    << "\n";
     model = std::move(*imported);
   }
-  std::string error;
-  func::FuncOp modelFunc = findModelFunction(*model, error);
-  if (!modelFunc)
-    return fail(modelName + ": " + error);
+  // Errors from here on are the model's: its name starts the line.
+  auto failInModel = [&] {
+    return fail(modelName + ": " + firstError.orElse("profiling failed"));
+  };
+  FailureOr<func::FuncOp> found = findModelFunction(*model);
+  if (failed(found))
+    return failInModel();
+  func::FuncOp modelFunc = *found;
 
   // Values a gradient reaches in training: those depending on a trainable
   // weight (as in the cost model).
@@ -712,15 +715,15 @@ int main(int argc, char **argv) {
             return success();
           }
           return addKernel(f, backwardFills(f, argFills, residualFills), group,
-                           which, kernels, error);
+                           which, kernels);
         };
         if (failed(timeOrErase(grads->backwardInput, one.inputGrads, 1)) ||
             failed(timeOrErase(grads->backwardWeight, one.weightGrads, 2)))
-          return fail(modelName + ": " + error);
+          return failInModel();
       }
     }
-    if (failed(addKernel(one.func, one.fills, group, 0, kernels, error)))
-      return fail(modelName + ": " + error);
+    if (failed(addKernel(one.func, one.fills, group, 0, kernels)))
+      return failInModel();
   }
   if (kernels.empty())
     return fail(modelName + ": @" + modelFunc.getSymName() +
@@ -745,9 +748,9 @@ int main(int argc, char **argv) {
   }
   pipedream::stripModelAttributes(*library);
   if (failed(pipedream::cpu::compileToSharedLibrary(*library, codegen,
-                                                    libraryPath, error))) {
+                                                    libraryPath))) {
     cleanup();
-    return fail(modelName + ": " + error);
+    return failInModel();
   }
   double compileTime = now() - compileStart;
 

@@ -11,18 +11,25 @@
 //       done, as `kill -9` would;
 //   $PIPEDREAM_TEST_CRASH_RANK = r, $PIPEDREAM_TEST_HANG_RANK = r (with
 //       $PIPEDREAM_TEST_CRASH_STEP / _HANG_STEP = s, default 2)  makes
-//       pipeline rank r abort or hang at the start of step s.
-// (The checkpoint writer's own hook, $PIPEDREAM_TEST_CHECKPOINT_KILL, is
-// in the runtime library: runtime/lib/Checkpoint.cpp.)
+//       pipeline rank r abort or hang at the start of step s;
+//   $PIPEDREAM_TEST_CHECKPOINT_KILL = file|manifest with
+//       $PIPEDREAM_TEST_CHECKPOINT_KILL_STEP = S (and, for `file`,
+//       $PIPEDREAM_TEST_CHECKPOINT_KILL_RANK = r, default 0)  SIGKILLs the
+//       process once that temporary checkpoint file is durable but not yet
+//       renamed (the runtime's checkpoint write hook, runtime/lib/
+//       Checkpoint.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Tool.h"
 
+#include "Checkpoint.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -76,11 +83,32 @@ void afterStep(size_t rank, uint64_t step) {
   std::raise(SIGKILL);
 }
 
+/// The checkpoint writer's hook: see the file comment.
+void checkpointWrite(const char *what, uint64_t step, size_t rank) {
+  const char *kind = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL");
+  if (!kind || std::strcmp(kind, what) != 0)
+    return;
+  const char *at = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_STEP");
+  if (!at || std::strtoull(at, nullptr, 10) != step)
+    return;
+  const char *r = std::getenv("PIPEDREAM_TEST_CHECKPOINT_KILL_RANK");
+  if (std::strcmp(what, "file") == 0 &&
+      (r && *r ? std::strtoull(r, nullptr, 10) : 0) != rank)
+    return;
+  std::fprintf(stderr,
+               "PIPEDREAM_TEST_CHECKPOINT_KILL: killed while writing the "
+               "%s of step %llu (test hook)\n",
+               what, static_cast<unsigned long long>(step));
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   pipedream::tooling::Hooks hooks;
   hooks.beforeStep = beforeStep;
   hooks.afterStep = afterStep;
+  pipedream::runtime::setCheckpointWriteHook(checkpointWrite);
   return pipedream::tooling::runMain(argc, argv, std::move(hooks));
 }

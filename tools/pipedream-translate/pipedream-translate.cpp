@@ -157,22 +157,22 @@ int main(int argc, char **argv) {
     return fail("no input model (pipedream-translate --import-onnx "
                 "MODEL.onnx)");
 
-  pipedream::ImportOptions options;
-  options.runChecker = !noChecker;
-  for (const std::string &shape : inputShapes) {
-    std::string error;
-    if (!pipedream::parseInputShapeOption(shape, options, error))
-      return fail(error);
-  }
-
   DialectRegistry registry;
   pipedream::registerONNXImportDialects(registry);
   MLIRContext context(registry);
-  std::string error;
-  auto module =
-      pipedream::importONNXFile(inputFilename, context, options, error);
-  if (failed(module))
-    return fail(error);
+  FailureOr<OwningOpRef<ModuleOp>> module = failure();
+  {
+    // The import's one-line error (later diagnostics print as usual).
+    pipedream::FirstErrorHandler firstError(&context);
+    pipedream::ImportOptions options;
+    options.runChecker = !noChecker;
+    for (const std::string &shape : inputShapes)
+      if (failed(pipedream::parseInputShapeOption(context, shape, options)))
+        return fail(firstError.orElse("invalid --input-shape"));
+    module = pipedream::importONNXFile(inputFilename, context, options);
+    if (failed(module))
+      return fail(firstError.orElse(inputFilename + ": import failed"));
+  }
   if (auto note = (**module)->getAttrOfType<StringAttr>(
           pipedream::import_attrs::kBatchRespecialized))
     llvm::errs() << "note: " << inputFilename << ": " << note.getValue()

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Pipelines/Options.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include <gtest/gtest.h>
 
@@ -34,16 +35,18 @@ CompileOptions training(int64_t stages = 1) {
 }
 
 PhaseOptions resolve(const CompileOptions &o) {
-  std::string error;
-  FailureOr<PhaseOptions> p = resolvePhaseOptions(o, error);
-  EXPECT_TRUE(succeeded(p)) << error;
+  MLIRContext context;
+  FirstErrorHandler errors(&context);
+  FailureOr<PhaseOptions> p = resolvePhaseOptions(&context, o);
+  EXPECT_TRUE(succeeded(p)) << errors.orElse("");
   return succeeded(p) ? *p : PhaseOptions();
 }
 
 std::string errorOf(const CompileOptions &o) {
-  std::string error;
-  EXPECT_TRUE(failed(resolvePhaseOptions(o, error)));
-  return error;
+  MLIRContext context;
+  FirstErrorHandler errors(&context);
+  EXPECT_TRUE(failed(resolvePhaseOptions(&context, o)));
+  return errors.orElse("");
 }
 
 TEST(Options, SGDWithMomentumIsMomentumInBothFlows) {
@@ -226,13 +229,17 @@ TEST(Options, RanksLeaveKAndRToThePlanner) {
   EXPECT_TRUE(p.pipelined);
   EXPECT_EQ(p.partition.ranks, 4);
   EXPECT_EQ(p.partition.microbatches, 8);
-  std::string error;
-  ASSERT_TRUE(succeeded(applyReplicationPlan(p, 2, 2, error))) << error;
+  MLIRContext context;
+  FirstErrorHandler errors(&context);
+  ASSERT_TRUE(succeeded(applyReplicationPlan(&context, p, 2, 2)))
+      << errors.orElse("");
   EXPECT_EQ(p.partition.stages, 2);
   EXPECT_EQ(p.schedule.config.numRanks, 2);
   EXPECT_EQ(p.schedule.config.numMicrobatches, 4);
   EXPECT_EQ(p.schedule.replicas, 2);
-  EXPECT_TRUE(failed(applyReplicationPlan(p, 1, 3, error)));
+  EXPECT_TRUE(failed(applyReplicationPlan(&context, p, 1, 3)));
+  EXPECT_NE(errors.orElse("").find("plan does not divide the 8 micro-batches"),
+            std::string::npos);
   o.stages = 2;
   EXPECT_NE(errorOf(o).find("drop --stages/--replicas"), std::string::npos);
 }

@@ -58,11 +58,12 @@ private:
 /// flags (CompileFlags, so the same names, types, defaults and "not given"
 /// rules): `--stages=2`, `-o=DIR`, `-O1`, the model as a positional
 /// argument. For in-process front ends without a command line (the Python
-/// module). Fails with cl's one-line message (without the program name).
+/// module). Fails with cl's one-line message (without the program name),
+/// an error diagnostic on `context` at an unknown location.
 /// Thread-safe; it resets the process's LLVM command-line options.
 mlir::FailureOr<CompileOptions>
-parseCompileArguments(llvm::ArrayRef<std::string> arguments,
-                      std::string &error);
+parseCompileArguments(mlir::MLIRContext *context,
+                      llvm::ArrayRef<std::string> arguments);
 
 /// True when `name` (without dashes) is one of CompileFlags' flags.
 bool isCompileFlag(llvm::StringRef name);

@@ -27,6 +27,7 @@
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
 
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -304,9 +305,12 @@ struct PhaseOptions {
 
 /// --ranks N: after the partition phase, the planner's K x R plan
 /// (pipe.partition `stages`, `replicas`) for the schedule phase: K stages,
-/// R replicas, M/R micro-batches each. Fails with a one-line `error`.
-mlir::LogicalResult applyReplicationPlan(PhaseOptions &options, int64_t stages,
-                                         int64_t replicas, std::string &error);
+/// R replicas, M/R micro-batches each. Fails with a one-line error
+/// diagnostic on `context` (at an unknown location: the message names the
+/// flag).
+mlir::LogicalResult applyReplicationPlan(mlir::MLIRContext *context,
+                                         PhaseOptions &options, int64_t stages,
+                                         int64_t replicas);
 
 /// --ranks N, a non-uniform plan (pipe-partition's `pipe.stage_replicas`):
 /// K = stageReplicas.size() stages over all M micro-batches, stage s on
@@ -320,14 +324,16 @@ applyRoutedReplicationPlan(PhaseOptions &options,
 
 /// Resolves the defaults of `options` and checks every value, for the
 /// single-rank and the pipelined flow alike, before anything is imported.
-/// Fails with a one-line `error` (without "error: ").
-mlir::FailureOr<PhaseOptions> resolvePhaseOptions(const CompileOptions &options,
-                                                  std::string &error);
+/// Fails with a one-line error diagnostic on `context` (at an unknown
+/// location: every message names its flag; FirstErrorHandler prints it).
+mlir::FailureOr<PhaseOptions>
+resolvePhaseOptions(mlir::MLIRContext *context, const CompileOptions &options);
 
 /// The code generation part of resolvePhaseOptions alone (-O, --gemm,
 /// --target-cpu, --no-run-time-checks), for pipedream-profile.
 mlir::FailureOr<CodegenPhaseOptions>
-resolveCodegenOptions(const CompileOptions &options, std::string &error);
+resolveCodegenOptions(mlir::MLIRContext *context,
+                      const CompileOptions &options);
 
 /// The default learning rate of an optimizer (torch.optim's usual values:
 /// 0.01 for SGD, 0.001 for Adam).

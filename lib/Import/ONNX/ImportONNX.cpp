@@ -17,6 +17,7 @@
 #include "Proto/ONNXChecker.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -1725,11 +1726,12 @@ void pipedream::registerONNXImportDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect, func::FuncDialect>();
 }
 
-FailureOr<OwningOpRef<ModuleOp>>
-pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
-                            StringRef baseDir, MLIRContext &context,
-                            const ImportOptions &options, std::string &error) {
-  error.clear();
+/// importONNXBuffer with its one-line message in `error`: the importer
+/// keeps its first error as text (GraphImporter::fail) until it returns.
+static FailureOr<OwningOpRef<ModuleOp>>
+importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
+             MLIRContext &context, const ImportOptions &options,
+             std::string &error) {
   context.loadDialect<nn::NNDialect, func::FuncDialect>();
   if (bytes.size() > size_t(std::numeric_limits<int>::max())) {
     error = sanitize(modelName) +
@@ -1796,31 +1798,43 @@ pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
+pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
+                            StringRef baseDir, MLIRContext &context,
+                            const ImportOptions &options) {
+  std::string error;
+  auto module =
+      importBuffer(bytes, modelName, baseDir, context, options, error);
+  // NOTE: after the import's own diagnostic handler is gone, so the
+  // caller's handler sees this one line (it names the model).
+  if (::mlir::failed(module))
+    return pipedream::emitError(&context) << error;
+  return module;
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
 pipedream::importONNXFile(StringRef path, MLIRContext &context,
-                          const ImportOptions &options, std::string &error) {
+                          const ImportOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = sanitize(path) + ": cannot open the file: " +
-            buffer.getError().message();
-    return failure();
-  }
+  if (!buffer)
+    return pipedream::emitError(&context)
+           << sanitize(path)
+           << ": cannot open the file: " << buffer.getError().message();
   SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
-  return importONNXBuffer((*buffer)->getBuffer(), path, dir, context, options,
-                          error);
+  return importONNXBuffer((*buffer)->getBuffer(), path, dir, context, options);
 }
 
-bool pipedream::parseInputShapeOption(StringRef text, ImportOptions &options,
-                                      std::string &error) {
+LogicalResult pipedream::parseInputShapeOption(MLIRContext &context,
+                                               StringRef text,
+                                               ImportOptions &options) {
   size_t eq = text.rfind('=');
-  if (eq == StringRef::npos || eq == 0) {
-    error = "invalid --input-shape '" + sanitize(text) +
-            "': expected NAME=DxD... (e.g. input_ids=2x16)";
-    return false;
-  }
+  if (eq == StringRef::npos || eq == 0)
+    return pipedream::emitError(&context)
+           << "invalid --input-shape '" << sanitize(text)
+           << "': expected NAME=DxD... (e.g. input_ids=2x16)";
   StringRef name = text.take_front(eq), dimsText = text.drop_front(eq + 1);
   SmallVector<int64_t> dims;
   if (!dimsText.empty()) {
@@ -1828,14 +1842,13 @@ bool pipedream::parseInputShapeOption(StringRef text, ImportOptions &options,
     dimsText.split(parts, 'x');
     for (StringRef part : parts) {
       int64_t d;
-      if (part.trim().getAsInteger(10, d) || d < 0 || d > kMaxDim) {
-        error = "invalid --input-shape '" + sanitize(text) + "': '" +
-                sanitize(part) + "' is not a dimension size";
-        return false;
-      }
+      if (part.trim().getAsInteger(10, d) || d < 0 || d > kMaxDim)
+        return pipedream::emitError(&context)
+               << "invalid --input-shape '" << sanitize(text) << "': '"
+               << sanitize(part) << "' is not a dimension size";
       dims.push_back(d);
     }
   }
   options.inputShapes[name] = dims;
-  return true;
+  return success();
 }

@@ -12,6 +12,7 @@
 
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Support/CompileTiming.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/ParallelCodegen.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
@@ -117,25 +118,35 @@ createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
   return machine;
 }
 
+/// `message` as the one error of `module`'s compile, at no location (a
+/// message names its file, or carries the location of the diagnostic it
+/// repeats).
+static LogicalResult fail(ModuleOp module, const llvm::Twine &message) {
+  return pipedream::emitError(module.getContext()) << firstLine(message);
+}
+
 FailureOr<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
-                  llvm::TargetMachine &machine, std::string &error) {
+                  llvm::TargetMachine &machine) {
   std::string firstError;
-  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-    }
-    return success();
-  });
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "program");
-  if (!llvmModule) {
-    error = "translation to LLVM IR failed" +
-            (firstError.empty() ? std::string() : ": " + firstError);
-    error = StringRef(error).split('\n').first.str();
-    return failure();
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    // The translation's first error, repeated below with its location in
+    // the text (as runLoweringPipeline does).
+    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error &&
+          firstError.empty()) {
+        llvm::raw_string_ostream os(firstError);
+        os << diag.getLocation() << ": " << diag.str();
+      }
+      return success();
+    });
+    llvmModule = translateModuleToLLVMIR(module, llvmContext, "program");
   }
+  if (!llvmModule)
+    return fail(module,
+                "translation to LLVM IR failed" +
+                    (firstError.empty() ? std::string() : ": " + firstError));
   llvmModule->setDataLayout(machine.createDataLayout());
   llvmModule->setTargetTriple(machine.getTargetTriple());
   // The vectorizers and instruction selection read the CPU per function.
@@ -225,34 +236,34 @@ LogicalResult emitObjectFile(llvm::Module &module,
 
 LogicalResult compileToSharedLibrary(ModuleOp module,
                                      const CPUCodegenOptions &options,
-                                     StringRef outputPath,
-                                     std::string &error) {
-  if (options.gemm == GemmLowering::BLAS && !isBLASAvailable()) {
-    error = "this pipedream was built without OpenBLAS: choose another GEMM "
-            "lowering (--gemm=vectorize) or install libopenblas-dev and "
-            "rebuild";
-    return failure();
-  }
-  if (failed(lowerToLLVMDialect(module, options, error)))
+                                     StringRef outputPath) {
+  if (options.gemm == GemmLowering::BLAS && !isBLASAvailable())
+    return fail(module, "this pipedream was built without OpenBLAS: choose "
+                        "another GEMM lowering (--gemm=vectorize) or install "
+                        "libopenblas-dev and rebuild");
+  if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   return emitSharedLibrary(module, options, outputPath, usesBLAS(options),
-                           /*runtimeSymbols=*/{}, error);
+                           /*runtimeSymbols=*/{});
 }
 
 LogicalResult emitSharedLibrary(ModuleOp module,
                                 const CPUCodegenOptions &options,
                                 StringRef outputPath, bool withBLAS,
-                                ArrayRef<std::string> runtimeSymbols,
-                                std::string &error) {
+                                ArrayRef<std::string> runtimeSymbols) {
+  // NOTE: the LLVM-only steps (target machine, the parallel code
+  // generation, lld) have no MLIR context and run on worker threads: they
+  // report through `error`, which becomes the module's diagnostic here.
+  std::string error;
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(options, error);
   if (failed(machine))
-    return failure();
+    return fail(module, error);
   llvm::LLVMContext llvmContext;
   std::optional<TimedPhase> translatePhase;
   translatePhase.emplace("LLVM IR translation");
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
-      translateToLLVMIR(module, llvmContext, **machine, error);
+      translateToLLVMIR(module, llvmContext, **machine);
   if (failed(llvmModule))
     return failure();
   translatePhase.reset();
@@ -261,7 +272,7 @@ LogicalResult emitSharedLibrary(ModuleOp module,
   std::vector<llvm::SmallVector<char, 0>> objects;
   if (failed(compileToObjects(std::move(*llvmModule), options, objects,
                               error)))
-    return failure();
+    return fail(module, error);
 
   // lld reads its inputs from files: the objects go next to the output,
   // under names no other compile uses.
@@ -274,13 +285,10 @@ LogicalResult emitSharedLibrary(ModuleOp module,
     llvm::SmallString<256> objectPath;
     llvm::SmallString<256> model(outputPath);
     model += ".%%%%%%.o";
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueFile(model, objectPath)) {
-      error = (outputPath + ": cannot create a temporary object file: " +
-               ec.message())
-                  .str();
-      return failure();
-    }
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, objectPath))
+      return fail(module, outputPath +
+                              ": cannot create a temporary object file: " +
+                              ec.message());
     objectPaths.push_back(std::string(objectPath));
     std::error_code ec;
     llvm::raw_fd_ostream os(objectPath, ec);
@@ -289,14 +297,14 @@ LogicalResult emitSharedLibrary(ModuleOp module,
       os.close();
       ec = os.error();
     }
-    if (ec) {
-      error = (objectPath + ": " + ec.message()).str();
-      return failure();
-    }
+    if (ec)
+      return fail(module, objectPath + ": " + ec.message());
   }
   TimedPhase linkPhase("link");
-  return linkSharedLibrary(objectPaths, outputPath, withBLAS, error,
-                           runtimeSymbols, options.linkKernels);
+  if (failed(linkSharedLibrary(objectPaths, outputPath, withBLAS, error,
+                               runtimeSymbols, options.linkKernels)))
+    return fail(module, error);
+  return success();
 }
 
 } // namespace pipedream::cpu

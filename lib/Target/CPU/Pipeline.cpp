@@ -13,6 +13,7 @@
 #include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/CPU/Passes.h"
 #include "pipedream/Support/CompileTiming.h"
+#include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -306,41 +307,45 @@ void registerCPUCodegenPasses() {
 
 LogicalResult runLoweringPipeline(
     ModuleOp module, llvm::function_ref<void(OpPassManager &)> buildPipeline,
-    StringRef what, std::string &error) {
+    StringRef what) {
   MLIRContext *ctx = module.getContext();
   // Keep the first error (the root cause); later ones are usually fallout.
+  // NOTE: it is reported again, after this handler, as one line with its
+  // location in the text: the same line whatever the caller's handler
+  // prints for locations.
   std::string firstError;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-    if (diag.getSeverity() != DiagnosticSeverity::Error ||
-        !firstError.empty())
+  {
+    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() != DiagnosticSeverity::Error ||
+          !firstError.empty())
+        return success();
+      llvm::raw_string_ostream os(firstError);
+      os << diag.getLocation() << ": " << diag.str();
       return success();
-    llvm::raw_string_ostream os(firstError);
-    os << diag.getLocation() << ": " << diag.str();
-    return success();
-  });
-  TimedPhase phase(what);
-  PassManager pm(ctx, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm))) {
-    error = "invalid pass manager options";
-    return failure();
+    });
+    TimedPhase phase(what);
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      firstError = "invalid pass manager options";
+    else {
+      attachPassTiming(pm);
+      buildPipeline(pm);
+      if (succeeded(pm.run(module)))
+        return success();
+    }
   }
-  attachPassTiming(pm);
-  buildPipeline(pm);
-  if (succeeded(pm.run(module)))
-    return success();
-  error = firstError.empty() ? (what + " failed").str() : firstError;
   // Diagnostics can span lines (notes, op dumps): keep the first.
-  error = StringRef(error).split('\n').first.str();
-  return failure();
+  if (firstError.empty())
+    firstError = (what + " failed").str();
+  return pipedream::emitError(ctx) << firstLine(firstError);
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp module,
-                                 const CPUCodegenOptions &options,
-                                 std::string &error) {
+                                 const CPUCodegenOptions &options) {
   return runLoweringPipeline(
       module,
       [&](OpPassManager &pm) { buildCPULoweringPipeline(pm, options); },
-      "CPU lowering", error);
+      "CPU lowering");
 }
 
 } // namespace pipedream::cpu

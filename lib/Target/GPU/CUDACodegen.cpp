@@ -11,8 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipedream/Target/CPU/CPUCodegen.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
+#include "pipedream/Support/Diagnostics.h"
+#include "pipedream/Target/CPU/CPUCodegen.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -58,12 +59,12 @@ LogicalResult verifyToolkit(const CUDACodegenOptions &options,
 
 LogicalResult compileToSharedLibrary(ModuleOp module,
                                      const CUDACodegenOptions &options,
-                                     StringRef outputPath,
-                                     std::string &error) {
+                                     StringRef outputPath) {
+  std::string error;
   if (failed(verifyGPUArch(options.gpuArch, error)) ||
       failed(verifyToolkit(options, error)))
-    return failure();
-  if (failed(lowerToLLVMDialect(module, options, error)))
+    return pipedream::emitError(module.getContext()) << error;
+  if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   // The host code only sets up launches: a generic x86-64 CPU keeps
   // program.so portable across hosts.
@@ -73,7 +74,7 @@ LogicalResult compileToSharedLibrary(ModuleOp module,
   host.symbolPrefix = options.symbolPrefix;
   host.linkKernels = false;
   return cpu::emitSharedLibrary(module, host, outputPath, /*withBLAS=*/false,
-                                runtimeSymbols(), error);
+                                runtimeSymbols());
 }
 
 } // namespace pipedream::cuda

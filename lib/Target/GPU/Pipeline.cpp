@@ -295,12 +295,11 @@ void registerCUDACodegenPasses() {
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp module,
-                                 const CUDACodegenOptions &options,
-                                 std::string &error) {
+                                 const CUDACodegenOptions &options) {
   return cpu::runLoweringPipeline(
       module,
       [&](OpPassManager &pm) { buildCUDALoweringPipeline(pm, options); },
-      "CUDA lowering", error);
+      "CUDA lowering");
 }
 
 } // namespace pipedream::cuda

@@ -52,8 +52,13 @@ extern "C" {
  *     pd_*_trace_*), tags PD_TAG_CHECKPOINT and PD_TAG_TRACE.
  *  5: run-time checks: PD_ERROR_CHECK_FAILED, pd_trainer_set_check_finite,
  *     pd_pipeline_set_check_finite, tag PD_TAG_STEP_STATUS (bundle
- *     version 2). */
-#define PD_RUNTIME_API_VERSION 5
+ *     version 2).
+ *  6: pd_pipeline is pd_rank (one rank of a pipeline bundle running its
+ *     program; "pipeline" names the parallelism, not this object):
+ *     pd_rank_create ... pd_rank_trace_clear, pd_rank_index for
+ *     pd_pipeline_rank. The pd_pipeline names stay, deprecated aliases of
+ *     the same functions (end of this header). */
+#define PD_RUNTIME_API_VERSION 6
 
 /** Result of every fallible call. Values are stable; more may be added. */
 typedef enum pd_status {
@@ -134,8 +139,9 @@ typedef struct pd_buffer pd_buffer;
 typedef struct pd_trainer pd_trainer;
 /** Moves bytes between the ranks of a pipeline (see pd_transport_*). */
 typedef struct pd_transport pd_transport;
-/** Runs one rank's program of a pipeline bundle (see pd_pipeline_create). */
-typedef struct pd_pipeline pd_pipeline;
+/** One rank of a pipeline bundle: runs that rank's program (see
+ *  pd_rank_create). */
+typedef struct pd_rank pd_rank;
 
 /** A caller-owned array handed to the trainer: dense, row-major, the first
  *  axis is the sample axis. Nothing is kept after the call returns. */
@@ -184,7 +190,7 @@ PD_API pd_status pd_bundle_open(const char *dir, pd_bundle **out);
  *  the weights they use. Every weight is still listed
  *  (pd_bundle_weight_count/_at) with its name, dtype and shape; those of
  *  other ranks have no memory (pd_buffer_const_data returns NULL) until
- *  pd_pipeline_gather_weights brings them to rank 0. Value (input and
+ *  pd_rank_gather_weights brings them to rank 0. Value (input and
  *  output) buffers get memory on first use only (the pipeline runs
  *  functions on its registers). PD_ERROR_UNSUPPORTED for a bundle without
  *  a pipeline, PD_ERROR_INVALID_ARGUMENT for a rank it does not have. */
@@ -472,10 +478,10 @@ PD_API pd_status pd_transport_all_reduce(pd_transport *transport,
                                          pd_dtype dtype);
 /** Tells the other ranks that this one failed (`reason`), so that their
  *  receives from it fail at once instead of waiting for the timeout.
- *  Best effort; pd_pipeline_step calls it on any failure. */
+ *  Best effort; pd_rank_step calls it on any failure. */
 PD_API void pd_transport_abort(pd_transport *transport, const char *reason);
 
-/*===-- Pipelines ----------------------------------------------------------===*/
+/*===-- Ranks of a pipeline bundle (pd_rank) ------------------------------===*/
 
 /** Creates the executor of rank `rank` of a pipeline bundle (opened with
  *  pd_bundle_open_rank for that rank, or whole with pd_bundle_open) over
@@ -483,20 +489,18 @@ PD_API void pd_transport_abort(pd_transport *transport, const char *reason);
  *  number of ranks). It allocates the rank's registers. The pipeline
  *  belongs to the bundle (destroy it before pd_bundle_close, or let the
  *  close free it); the transport stays the caller's and must outlive it. */
-PD_API pd_status pd_pipeline_create(pd_bundle *bundle, size_t rank,
-                                    pd_transport *transport,
-                                    pd_pipeline **out);
+PD_API pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
+                                pd_transport *transport, pd_rank **out);
 /** Frees the pipeline. NULL is a no-op. */
-PD_API void pd_pipeline_destroy(pd_pipeline *pipeline);
-PD_API size_t pd_pipeline_rank(const pd_pipeline *pipeline);
+PD_API void pd_rank_destroy(pd_rank *r);
+PD_API size_t pd_rank_index(const pd_rank *r);
 /** Samples per step (`batch_size`). */
-PD_API size_t pd_pipeline_batch_size(const pd_pipeline *pipeline);
+PD_API size_t pd_rank_batch_size(const pd_rank *r);
 /** Checks a whole data set as pd_trainer_check_data does, for every data
  *  array of the pipeline (inputs and labels, whichever rank reads them), so
  *  that every rank refuses the same data with the same message. */
-PD_API pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
-                                        const pd_named_array *arrays,
-                                        size_t count, size_t *num_samples);
+PD_API pd_status pd_rank_check_data(pd_rank *r, const pd_named_array *arrays,
+                                    size_t count, size_t *num_samples);
 /** One optimizer step of this rank on the batch of rows first_sample ...
  *  first_sample + batch_size - 1 (modulo the number of samples, as for
  *  pd_trainer_step): checks the arrays this rank reads (others may be
@@ -516,19 +520,18 @@ PD_API pd_status pd_pipeline_check_data(pd_pipeline *pipeline,
  *  rank r: ...") and none applies the step (synchronous schedules; with
  *  the asynchronous `pipedream` and `2bw` schedules the agreement comes at
  *  the end of the step, after their updates, docs/Runtime.md). */
-PD_API pd_status pd_pipeline_step(pd_pipeline *pipeline,
-                                  const pd_named_array *arrays, size_t count,
-                                  uint64_t first_sample, double *loss);
+PD_API pd_status pd_rank_step(pd_rank *r, const pd_named_array *arrays,
+                              size_t count, uint64_t first_sample,
+                              double *loss);
 /** pd_trainer_set_check_finite for one rank of a pipeline: the loss rank
  *  checks the micro-batch losses, every rank its gradients before its
  *  update. Every rank must set the same. */
-PD_API pd_status pd_pipeline_set_check_finite(pd_pipeline *pipeline,
-                                              int enabled);
+PD_API pd_status pd_rank_set_check_finite(pd_rank *r, int enabled);
 /** Collective: every rank sends the current value of each weight it owns
  *  (the lowest rank whose program uses it) to rank 0 (tag PD_TAG_WEIGHTS),
  *  in manifest order. Afterwards every weight buffer of rank 0's bundle
  *  holds the trained value (weights no rank uses hold weights.bin's). */
-PD_API pd_status pd_pipeline_gather_weights(pd_pipeline *pipeline);
+PD_API pd_status pd_rank_gather_weights(pd_rank *r);
 
 /*===-- Checkpoints (docs/Runtime.md "Checkpoints") -------------------------===*/
 
@@ -554,14 +557,14 @@ PD_API pd_status pd_trainer_load_checkpoint(pd_trainer *trainer,
                                             const char *dir, uint64_t *step);
 /** Collective: every rank writes its file, then sends rank 0 its size and
  *  CRC (tag PD_TAG_CHECKPOINT); rank 0 then writes the manifest. On failure
- *  the transport is aborted, as for pd_pipeline_step. */
-PD_API pd_status pd_pipeline_save_checkpoint(pd_pipeline *pipeline,
-                                             const char *dir, uint64_t step);
+ *  the transport is aborted, as for pd_rank_step. */
+PD_API pd_status pd_rank_save_checkpoint(pd_rank *r, const char *dir,
+                                         uint64_t step);
 /** Every rank (not collective: each reads the files itself, and verifies
  *  every rank's file so that all refuse a damaged checkpoint alike): as
  *  pd_trainer_load_checkpoint, for this rank's buffers. */
-PD_API pd_status pd_pipeline_load_checkpoint(pd_pipeline *pipeline,
-                                             const char *dir, uint64_t *step);
+PD_API pd_status pd_rank_load_checkpoint(pd_rank *r, const char *dir,
+                                         uint64_t *step);
 /** The step of `dir`'s latest complete checkpoint (from its manifest);
  *  PD_ERROR_NOT_FOUND when there is none. */
 PD_API pd_status pd_checkpoint_step(const char *dir, uint64_t *step);
@@ -598,11 +601,53 @@ PD_API size_t pd_trainer_trace_count(pd_trainer *trainer);
 PD_API pd_status pd_trainer_trace_event(pd_trainer *trainer, size_t index,
                                         pd_trace_event *out);
 PD_API void pd_trainer_trace_clear(pd_trainer *trainer);
-PD_API pd_status pd_pipeline_set_tracing(pd_pipeline *pipeline, int enabled);
-PD_API size_t pd_pipeline_trace_count(pd_pipeline *pipeline);
-PD_API pd_status pd_pipeline_trace_event(pd_pipeline *pipeline, size_t index,
-                                         pd_trace_event *out);
-PD_API void pd_pipeline_trace_clear(pd_pipeline *pipeline);
+PD_API pd_status pd_rank_set_tracing(pd_rank *r, int enabled);
+PD_API size_t pd_rank_trace_count(pd_rank *r);
+PD_API pd_status pd_rank_trace_event(pd_rank *r, size_t index,
+                                     pd_trace_event *out);
+PD_API void pd_rank_trace_clear(pd_rank *r);
+
+/*===-- Deprecated names (API version 5 and before)
+ * ------------------------===*/
+
+/* pd_pipeline was the name of pd_rank; these aliases call the pd_rank
+ * functions of the same suffix (pd_pipeline_rank: pd_rank_index). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PD_DEPRECATED(replacement)                                             \
+  __attribute__((deprecated("use " replacement)))
+#else
+#define PD_DEPRECATED(replacement)
+#endif
+typedef pd_rank pd_pipeline;
+PD_API PD_DEPRECATED("pd_rank_create") pd_status
+    pd_pipeline_create(pd_bundle *bundle, size_t rank, pd_transport *transport,
+                       pd_rank **out);
+PD_API PD_DEPRECATED("pd_rank_destroy") void pd_pipeline_destroy(pd_rank *r);
+PD_API PD_DEPRECATED("pd_rank_index") size_t pd_pipeline_rank(const pd_rank *r);
+PD_API PD_DEPRECATED("pd_rank_batch_size") size_t
+    pd_pipeline_batch_size(const pd_rank *r);
+PD_API PD_DEPRECATED("pd_rank_check_data") pd_status
+    pd_pipeline_check_data(pd_rank *r, const pd_named_array *arrays,
+                           size_t count, size_t *num_samples);
+PD_API PD_DEPRECATED("pd_rank_step") pd_status
+    pd_pipeline_step(pd_rank *r, const pd_named_array *arrays, size_t count,
+                     uint64_t first_sample, double *loss);
+PD_API PD_DEPRECATED("pd_rank_set_check_finite") pd_status
+    pd_pipeline_set_check_finite(pd_rank *r, int enabled);
+PD_API PD_DEPRECATED("pd_rank_gather_weights") pd_status
+    pd_pipeline_gather_weights(pd_rank *r);
+PD_API PD_DEPRECATED("pd_rank_save_checkpoint") pd_status
+    pd_pipeline_save_checkpoint(pd_rank *r, const char *dir, uint64_t step);
+PD_API PD_DEPRECATED("pd_rank_load_checkpoint") pd_status
+    pd_pipeline_load_checkpoint(pd_rank *r, const char *dir, uint64_t *step);
+PD_API PD_DEPRECATED("pd_rank_set_tracing") pd_status
+    pd_pipeline_set_tracing(pd_rank *r, int enabled);
+PD_API PD_DEPRECATED("pd_rank_trace_count") size_t
+    pd_pipeline_trace_count(pd_rank *r);
+PD_API PD_DEPRECATED("pd_rank_trace_event") pd_status
+    pd_pipeline_trace_event(pd_rank *r, size_t index, pd_trace_event *out);
+PD_API PD_DEPRECATED("pd_rank_trace_clear") void pd_pipeline_trace_clear(
+    pd_rank *r);
 
 #ifdef __cplusplus
 } /* extern "C" */

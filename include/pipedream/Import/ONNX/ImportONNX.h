@@ -80,25 +80,29 @@ inline constexpr llvm::StringLiteral kConstantInitializers =
 void registerONNXImportDialects(mlir::DialectRegistry &registry);
 
 /// Imports the ONNX model at `path`. External data files are resolved
-/// relative to the model's directory. On failure returns failure() and sets
-/// `error` to a one-line message starting with `path`.
+/// relative to the model's directory. On failure emits one error on
+/// `context` at an unknown location, a one-line message starting with
+/// `path` (FirstErrorHandler prints it), and returns failure().
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importONNXFile(llvm::StringRef path, mlir::MLIRContext &context,
-               const ImportOptions &options, std::string &error);
+               const ImportOptions &options);
 
 /// Imports a serialized ONNX ModelProto held in `bytes`. `modelName` names the
 /// model in messages and locations; `baseDir` is where external data files
 /// are looked up (empty: external data is an error). Safe on arbitrary bytes:
 /// never crashes, asserts or hangs, and bounds the memory folding may use.
+/// Errors as importONNXFile's, starting with `modelName`.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importONNXBuffer(llvm::StringRef bytes, llvm::StringRef modelName,
                  llvm::StringRef baseDir, mlir::MLIRContext &context,
-                 const ImportOptions &options, std::string &error);
+                 const ImportOptions &options);
 
 /// Parses a `--input-shape` value `NAME=DxDx...` (a scalar is `NAME=`) into
-/// `options`. Returns false and sets `error` when malformed.
-bool parseInputShapeOption(llvm::StringRef text, ImportOptions &options,
-                           std::string &error);
+/// `options`. Fails with one error on `context` (unknown location) when
+/// malformed.
+mlir::LogicalResult parseInputShapeOption(mlir::MLIRContext &context,
+                                          llvm::StringRef text,
+                                          ImportOptions &options);
 
 } // namespace pipedream
 

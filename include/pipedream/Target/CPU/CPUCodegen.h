@@ -159,30 +159,30 @@ void buildCPULoweringPipeline(mlir::OpPassManager &pm,
 void buildBundleBufferizationPipeline(mlir::OpPassManager &pm,
                                       bool inPlaceUpdates = false);
 
-/// Runs the pipeline `buildPipeline` adds on `module`. On failure sets
-/// `error` to the first diagnostic (one line, with its location), or to
-/// "<what> failed".
+/// Runs the pipeline `buildPipeline` adds on `module`. On failure emits one
+/// error on the module's context at no location whose text is the first
+/// diagnostic (one line, starting with its location), or "<what> failed".
 mlir::LogicalResult runLoweringPipeline(
     mlir::ModuleOp module,
     llvm::function_ref<void(mlir::OpPassManager &)> buildPipeline,
-    llvm::StringRef what, std::string &error);
+    llvm::StringRef what);
 
-/// Runs buildCPULoweringPipeline on `module`. On failure sets `error` to the
-/// first diagnostic (one line, with its location).
+/// Runs buildCPULoweringPipeline on `module` (errors as
+/// runLoweringPipeline's).
 mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
-                                       const CPUCodegenOptions &options,
-                                       std::string &error);
+                                       const CPUCodegenOptions &options);
 
 /// Creates the LLVM TargetMachine for `options` (PIC, the requested CPU and
-/// features, optimization level).
+/// features, optimization level). LLVM only (no MLIR context; code
+/// generation threads call it): fails with a one-line `error`.
 mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const CPUCodegenOptions &options, std::string &error);
 
 /// Translates an LLVM-dialect module to LLVM IR with `machine`'s data layout
-/// and triple.
+/// and triple. Fails with one error on the module's context.
 mlir::FailureOr<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
-                  llvm::TargetMachine &machine, std::string &error);
+                  llvm::TargetMachine &machine);
 
 /// Runs LLVM's default optimization pipeline at `optLevel` (0 to 3).
 void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
@@ -217,19 +217,20 @@ mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
 /// Code generation for a module already in the LLVM dialect: translation
 /// with `options`' target machine, the LLVM -O pipeline, an object file
 /// next to `outputPath` (removed afterwards) and the link (see
-/// linkSharedLibrary for `withBLAS` and `runtimeSymbols`).
-mlir::LogicalResult emitSharedLibrary(
-    mlir::ModuleOp module, const CPUCodegenOptions &options,
-    llvm::StringRef outputPath, bool withBLAS,
-    llvm::ArrayRef<std::string> runtimeSymbols, std::string &error);
+/// linkSharedLibrary for `withBLAS` and `runtimeSymbols`). Fails with one
+/// error on the module's context.
+mlir::LogicalResult
+emitSharedLibrary(mlir::ModuleOp module, const CPUCodegenOptions &options,
+                  llvm::StringRef outputPath, bool withBLAS,
+                  llvm::ArrayRef<std::string> runtimeSymbols);
 
 /// The whole code generator: lowers `module` (linalg on tensors; modified in
 /// place to the LLVM dialect) and writes the shared library `outputPath`.
 /// A temporary object file is written next to `outputPath` and removed.
+/// Fails with one error on the module's context.
 mlir::LogicalResult compileToSharedLibrary(mlir::ModuleOp module,
                                            const CPUCodegenOptions &options,
-                                           llvm::StringRef outputPath,
-                                           std::string &error);
+                                           llvm::StringRef outputPath);
 
 } // namespace pipedream::cpu
 

@@ -126,10 +126,10 @@ void buildCUDALoweringPipelineToNVVM(mlir::OpPassManager &pm,
 void buildCUDAEmulationPipeline(mlir::OpPassManager &pm,
                                 const CUDACodegenOptions &options);
 
-/// Runs buildCUDALoweringPipeline on `module`.
+/// Runs buildCUDALoweringPipeline on `module` (errors as
+/// cpu::runLoweringPipeline's).
 mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
-                                       const CUDACodegenOptions &options,
-                                       std::string &error);
+                                       const CUDACodegenOptions &options);
 
 /// The undefined functions a CUDA program.so may reference (mgpu*,
 /// pd_gpu_*), which the runtime provides.
@@ -137,10 +137,10 @@ const std::vector<std::string> &runtimeSymbols();
 
 /// The whole code generator: lowers `module` (modified in place) and writes
 /// the shared library `outputPath` (host code for a generic x86-64 CPU).
+/// Fails with one error on the module's context.
 mlir::LogicalResult compileToSharedLibrary(mlir::ModuleOp module,
                                            const CUDACodegenOptions &options,
-                                           llvm::StringRef outputPath,
-                                           std::string &error);
+                                           llvm::StringRef outputPath);
 
 } // namespace pipedream::cuda
 

@@ -39,12 +39,11 @@ void AnnotateCostsPass::runOnOperation() {
   }
   std::optional<Profile> loaded;
   if (!profile.empty()) {
-    std::string error;
-    loaded = Profile::read(profile, error);
-    if (!loaded) {
-      module.emitError() << "pipe-annotate-costs: " << error;
+    FailureOr<Profile> read = Profile::read(
+        profile, [&] { return module.emitError() << "pipe-annotate-costs: "; });
+    if (failed(read))
       return signalPassFailure();
-    }
+    loaded = std::move(*read);
   }
   module->setAttr(kDeviceAttrName, model->toAttr(&getContext()));
   for (auto func : module.getOps<func::FuncOp>()) {

@@ -223,38 +223,34 @@ const ProfileEntry *Profile::lookup(Operation *op) const {
   return it == byOpKey_.end() ? nullptr : &entries[it->second];
 }
 
-std::optional<Profile> Profile::read(StringRef path, std::string &error) {
+FailureOr<Profile> Profile::read(StringRef path,
+                                 function_ref<InFlightDiagnostic()> emitError) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = (path + ": " + buffer.getError().message()).str();
-    return std::nullopt;
-  }
-  return parse((*buffer)->getBuffer(), path, error);
+  if (!buffer)
+    return emitError() << path << ": " << buffer.getError().message();
+  return parse((*buffer)->getBuffer(), path, emitError);
 }
 
-std::optional<Profile> Profile::parse(StringRef text, StringRef path,
-                                      std::string &error) {
+FailureOr<Profile>
+Profile::parse(StringRef text, StringRef path,
+               function_ref<InFlightDiagnostic()> emitError) {
   auto json = llvm::json::parse(text);
-  if (!json) {
-    error = (path + ": invalid JSON: " + llvm::toString(json.takeError())).str();
-    return std::nullopt;
-  }
+  if (!json)
+    return emitError() << path << ": invalid JSON: "
+                       << llvm::toString(json.takeError());
   auto *root = json->getAsObject();
-  if (!root || !root->getArray("ops")) {
-    error = (path + ": not a pipedream profile (expected an object with an "
-                    "\"ops\" array)")
-                .str();
-    return std::nullopt;
-  }
+  if (!root || !root->getArray("ops"))
+    return emitError() << path
+                       << ": not a pipedream profile (expected an object "
+                          "with an \"ops\" array)";
   Profile profile;
   if (auto device = root->getString("device"))
     profile.device = device->str();
   size_t index = 0;
   for (const llvm::json::Value &value : *root->getArray("ops")) {
     auto *obj = value.getAsObject();
-    auto fail = [&](const Twine &why) {
-      error = (path + ": ops[" + Twine(index) + "]: " + why).str();
-      return std::nullopt;
+    auto fail = [&](const Twine &why) -> FailureOr<Profile> {
+      return emitError() << path << ": ops[" << index << "]: " << why;
     };
     if (!obj)
       return fail("expected an object");

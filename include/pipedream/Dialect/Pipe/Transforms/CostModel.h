@@ -17,6 +17,7 @@
 #include "pipedream/Dialect/Pipe/Transforms/PartitionSolver.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -88,12 +89,15 @@ struct Profile {
   /// Looks up by (name, op, signature), then by (op, signature).
   const ProfileEntry *lookup(mlir::Operation *op) const;
 
-  /// Reads `path`; on failure returns nullopt and sets `error`.
-  static std::optional<Profile> read(llvm::StringRef path, std::string &error);
+  /// Reads `path`; on failure reports one line through `emitError` (the
+  /// message starts with `path`) and fails.
+  static mlir::FailureOr<Profile>
+  read(llvm::StringRef path,
+       llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   /// Parses profile JSON text; `source` (the file name) starts every error.
-  static std::optional<Profile> parse(llvm::StringRef text,
-                                      llvm::StringRef source,
-                                      std::string &error);
+  static mlir::FailureOr<Profile>
+  parse(llvm::StringRef text, llvm::StringRef source,
+        llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   /// Writes JSON (same format `read` accepts).
   std::string toJSON() const;
 
