@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 corpus=$root/fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{import-onnx,npy,npz,bundle-json,checkpoint,schedule-csv,profile-json}
+mkdir -p "$corpus"/{import-onnx,npy,npz,bundle-json,checkpoint,schedule-csv,profile-json,save-onnx}
 
 # A tiny MLP (x f32[4x6] -> Gemm 6x5 -> Relu -> Gemm 5x3 -> Tanh -> Gemm
 # 3x3), and numpy files of every dtype the runtime reads.
@@ -139,5 +139,10 @@ printf '0F0,0F1,0B0,0B1\n,1F0,1B0,1F1,1B1\n' > "$s/gpipe-k2m2.csv"
 printf '0F0,0F1,,,0I0,0W0,0I1,0W1\n,1F0,1I0,1F1,1I1,1W0,1W1\r\n\r\n' > "$s/zbh1-k2m2.csv"
 printf '0F0,0SEND_F0,,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n' > "$s/comms-k2m1.csv"
 printf '0F0,2F0,0F1,2F1,2B0,0B0,2B1,0B1\n1F0,3F0,1F1,3F1,3B0,1B0,3B1,1B1\n' > "$s/interleaved-k2v2.csv"
+# --save-onnx's reading of model.onnx: small models whose external data
+# points at the files fuzz/save-onnx-fuzzer.cpp puts next to the model
+# (inside, through a link, outside, missing, damaged fields).
+"$py" "$root/fuzz/save-onnx-seeds.py" "$corpus/save-onnx"
+
 echo "make-corpus: $(find "$corpus" -type f | wc -l) files," \
   "$(du -sk "$corpus" | cut -f1) KiB in $corpus"

@@ -18,7 +18,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${PIPEDREAM_SANITIZE_BUILD_DIR:-$root/build-sanitize}
-all=(import-onnx npy npz bundle-json checkpoint schedule-csv profile-json)
+all=(import-onnx npy npz bundle-json checkpoint schedule-csv profile-json
+  save-onnx)
 runs=1000000 max_time=600 jobs=${JOBS:-$(nproc)} targets=() extra=() build=1
 while [ $# -gt 0 ]; do
   case "$1" in

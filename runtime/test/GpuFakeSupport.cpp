@@ -234,6 +234,12 @@ FAKE_EXPORT void mgpuStreamSynchronize(void *) {}
 FAKE_EXPORT void mgpuMemcpy(void *dst, void *src, size_t bytes, void *) {
   std::memcpy(dst, src, bytes);
 }
+/// Device memory for program code (GpuTestProgram.c's status record), as
+/// libpipedream_gpu.so's mgpuMemAlloc gives compiled code for gpu.alloc.
+FAKE_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *, bool) {
+  return alloc(bytes);
+}
+FAKE_EXPORT void mgpuMemFree(void *pointer, void *) { release(pointer); }
 FAKE_EXPORT int pd_gpu_pointer_is_device(const void *pointer) {
   return isDevice(pointer) ? 1 : 0;
 }

@@ -293,6 +293,55 @@ TEST(GpuRuntime, DataIndexChecksRunOnTheHostBeforeTheCall) {
   pd_bundle_close(bundle);
 }
 
+// The device-side status record of a compiled cuda bundle, faked by
+// GpuTestProgram.c's `lookup` (device record in device memory, copied to
+// program.so's host record after the call): without `data_index_checks`
+// the host does not check first, so each error is the record's, decoded
+// by the runtime into the CPU bundle's message; the first failing check
+// wins, and the record is empty again for the next call.
+TEST(GpuRuntime, DeviceStatusRecordReachesTheMessage) {
+  std::string bin;
+  json manifest = pipedream::test::chainTrainingManifest(2, bin);
+  manifest["functions"].push_back(
+      {{"name", "lookup"},
+       {"symbol", "lookup"},
+       {"kind", "inference"},
+       {"buffers",
+        {{{"name", "idx"}, {"role", "input"}, {"dtype", "i64"},
+          {"shape", {4}}}}}});
+  TempDir dir;
+  makeCudaBundle(dir.path(), manifest, bin);
+  pd_bundle *bundle = nullptr;
+  ASSERT_EQ(pd_bundle_open(dir.path().c_str(), &bundle), PD_OK)
+      << pd_last_error();
+  pd_function *lookup = nullptr;
+  ASSERT_EQ(pd_function_lookup(bundle, "lookup", &lookup), PD_OK);
+  pd_buffer *idx = nullptr;
+  ASSERT_EQ(pd_function_find_buffer(lookup, "idx", &idx), PD_OK);
+  int64_t shape[1] = {4};
+  auto run = [&](std::vector<int64_t> values) {
+    EXPECT_EQ(pd_buffer_write(idx, PD_DTYPE_I64, 1, shape, values.data(),
+                              values.size() * sizeof(int64_t)),
+              PD_OK);
+    return pd_function_run(lookup);
+  };
+  // Both checks fail; the first (check id 0) is reported.
+  EXPECT_EQ(run({0, 500, 2, -1}), PD_ERROR_CHECK_FAILED);
+  EXPECT_STREQ(pd_last_error(), "node '/tok/Gather' (op Gather): index 500 "
+                                "out of range [-61, 61) in input 'idx'");
+  // Only the second check (id 1) fails: its names, its bound.
+  EXPECT_EQ(run({0, -4, 2, -1}), PD_ERROR_CHECK_FAILED);
+  EXPECT_STREQ(pd_last_error(),
+               "node '/g' (op GatherElements): index -4 out of range [-3, "
+               "3) in input 'indices'");
+  // In range (negative ids wrap): the call succeeds, the record was taken.
+  EXPECT_EQ(run({-3, 2, 0, -1}), PD_OK) << pd_last_error();
+  EXPECT_EQ(run({-62, 0, 0, 0}), PD_ERROR_CHECK_FAILED);
+  EXPECT_STREQ(pd_last_error(), "node '/tok/Gather' (op Gather): index -62 "
+                                "out of range [-61, 61) in input 'idx'");
+  pd_bundle_close(bundle);
+}
+
 TEST(GpuRuntime, TwoStagePipelineOnOneGpuEqualsCpuTraining) {
   ChainData data(12);
   std::string bin;

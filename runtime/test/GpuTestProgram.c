@@ -16,13 +16,16 @@
  *
  * Covered: the linear chain of K = 2 stages (PipelineUtil.h) as stage
  * functions and as the fused training step, and `fail`, which reports an
- * error through pd_gpu_record_error. Also the native rank entries
+ * error through pd_gpu_record_error, and `lookup`, which fails run-time
+ * checks through a device status record the way a compiled cuda bundle
+ * does. Also the native rank entries
  * `gpu_chain_gpipe_rank0/1` (RankEntry.h) of chainRanks(2, "gpipe"),
  * written by hand, so the runtime's native path for cuda bundles (device
  * register table, call_begin/call_end translating bound buffers) runs
  * without the compiler.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +37,8 @@ void mgpuStreamSynchronize(void *stream);
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 int pd_gpu_pointer_is_device(const void *pointer);
 void pd_gpu_record_error(const char *message);
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *pointer, void *stream);
 
 enum { kMaxArguments = 16 };
 
@@ -86,6 +91,83 @@ SHIM(pipedream_chain_update2, 16, 8, 16, 8, 16, 8, 16, 8, 16, 8)
 EXPORT void cuda_fail(void **device) {
   (void)device;
   pd_gpu_record_error("cuda test program: failing on purpose");
+}
+
+/* The run-time status channel of a compiled cuda bundle (docs/Bundle.md
+   "Run-time checks"; cuda-lower-run-time-checks, cuda-define-run-time-
+   status), written out in C for a function `lookup` with one input, idx
+   i64[4], and two checks on it: Gather [-61, 61) and GatherElements
+   [-3, 3). The device record is five i64 in device memory (failed, value,
+   lower, upper, check id); the checks' single-thread kernels are emulated
+   by host code that stores into it with mgpuMemcpy; the host half copies
+   it back and fills program.so's thread-local record (runtime/lib/
+   Bundle.h CheckRecord), which the runtime decodes. */
+typedef struct {
+  int64_t failed, value, lower, upper;
+  const char *info;
+} check_record;
+static _Thread_local check_record run_time_status;
+static const char *const kCheckInfo[2] = {"Gather\0/tok/Gather\0idx",
+                                          "GatherElements\0/g\0indices"};
+static const int64_t kCheckBounds[2][2] = {{-61, 61}, {-3, 3}};
+
+/* Like compiled code (LLVM emits no -fsanitize=function signature), so the
+   runtime's call through CheckRecordAccessor is not checked against this
+   C declaration's type. */
+__attribute__((no_sanitize("function"))) EXPORT check_record *
+pipedream_run_time_status(void) {
+  return &run_time_status;
+}
+
+/* pipedream.cuda_take_run_time_status: the device record to the host; the
+   thread's record filled from it when still empty, with the names of the
+   check whose id it holds. */
+static void take_run_time_status(int64_t *device_record, void *stream) {
+  int64_t host[5];
+  mgpuMemcpy(host, device_record, sizeof(host), stream);
+  mgpuStreamSynchronize(stream);
+  if (host[0] != 0 && run_time_status.failed == 0) {
+    run_time_status.failed = host[0];
+    run_time_status.value = host[1];
+    run_time_status.lower = host[2];
+    run_time_status.upper = host[3];
+    run_time_status.info = kCheckInfo[host[4] == 1 ? 1 : 0];
+  }
+}
+
+EXPORT void cuda_lookup(void **device) {
+  void *stream = mgpuStreamCreate();
+  if (!pd_gpu_pointer_is_device(device[0])) {
+    pd_gpu_record_error("cuda test program: an argument is not device "
+                        "memory");
+    return;
+  }
+  int64_t *record = (int64_t *)mgpuMemAlloc(5 * sizeof(int64_t), stream, 0);
+  int64_t zero[5] = {0, 0, 0, 0, 0};
+  mgpuMemcpy(record, zero, sizeof(zero), stream);
+  /* The reduction's min and max of the indices. */
+  int64_t idx[4];
+  mgpuMemcpy(idx, device[0], sizeof(idx), stream);
+  mgpuStreamSynchronize(stream);
+  int64_t lo = idx[0], hi = idx[0];
+  for (int i = 1; i < 4; ++i) {
+    lo = idx[i] < lo ? idx[i] : lo;
+    hi = idx[i] > hi ? idx[i] : hi;
+  }
+  /* Each check's kernel: the first failing check writes the record. */
+  for (int64_t c = 0; c < 2; ++c) {
+    int64_t current[5];
+    mgpuMemcpy(current, record, sizeof(current), stream);
+    mgpuStreamSynchronize(stream);
+    int low = lo < kCheckBounds[c][0], high = hi >= kCheckBounds[c][1];
+    if ((low || high) && current[0] == 0) {
+      int64_t fields[5] = {1, high ? hi : lo, kCheckBounds[c][0],
+                           kCheckBounds[c][1], c};
+      mgpuMemcpy(record, fields, sizeof(fields), stream);
+    }
+  }
+  take_run_time_status(record, stream);
+  mgpuMemFree(record, stream);
 }
 
 /* Native rank entries (runtime/lib/RankEntry.h, version 1) of the chain's

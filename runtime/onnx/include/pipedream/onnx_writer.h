@@ -17,8 +17,10 @@
 
 #include "pipedream/runtime.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace pipedream {
 
@@ -46,6 +48,31 @@ public:
   /// Writes the model to `path` (atomically) with every matched initializer
   /// replaced by the weight's current value (pd_buffer_const_data).
   bool save(const std::string &path, std::string &message);
+
+  /// What load matches an initializer against: a bundle weight's name,
+  /// dtype and shape, and where its value is read when saving (`buffer`'s
+  /// current data, or `data` and `bytes` when `buffer` is null).
+  struct Weight {
+    std::string name;
+    pd_dtype dtype = PD_DTYPE_F32;
+    std::vector<int64_t> shape;
+    const pd_buffer *buffer = nullptr;
+    const void *data = nullptr;
+    size_t bytes = 0;
+  };
+
+  /// load without a bundle or a model file, for the fuzz target
+  /// (fuzz/save-onnx-fuzzer.cpp): `bytes` is the model read from
+  /// `modelPath` (messages name it; external data is read from its
+  /// directory). The names of weights without an initializer are appended
+  /// to `unmatched` ("'a', 'b'"); load prints them as a warning.
+  bool loadModel(const std::string &modelPath, const std::string &bytes,
+                 const std::vector<Weight> &weights, std::string &unmatched,
+                 std::string &message);
+
+  /// The model with the weights' current values, serialized (what save
+  /// writes).
+  bool serialize(std::string &bytes, std::string &message);
 
 private:
   struct Impl;

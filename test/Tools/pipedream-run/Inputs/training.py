@@ -10,7 +10,8 @@ The bundles use runtime/test/TestProgram.c as program.so:
       DIR/model.onnx: y = MatMul(x, w) with initializers w (from
       DIR/weights.bin, or zeros of --w-shape) and keep (not a weight);
       with --keep-external, keep's 8 bytes are in DIR/keep.bin (ONNX
-      external data) and the model says they are LENGTH bytes long.
+      external data) and the model says they are LENGTH bytes long, at
+      --keep-location (default keep.bin).
   training.py linear-data OUT.npz --samples N [--seed S]
       x f32[Nx3], y f32[N].
   training.py probe-data OUT.npz --samples N [--bad-label ROW=VALUE]
@@ -65,7 +66,7 @@ def cmd_model(args):
         tensor = model.graph.initializer[1]
         tensor.ClearField("raw_data")
         tensor.data_location = TensorProto.EXTERNAL
-        for key, value in (("location", "keep.bin"), ("offset", "0"),
+        for key, value in (("location", args.keep_location), ("offset", "0"),
                            ("length", str(args.keep_external))):
             entry = tensor.external_data.add()
             entry.key, entry.value = key, value
@@ -159,6 +160,7 @@ def main():
     p.add_argument("bundle")
     p.add_argument("--w-shape")
     p.add_argument("--keep-external", type=int)
+    p.add_argument("--keep-location", default="keep.bin")
     p.set_defaults(run=cmd_model)
     p = sub.add_parser("linear-data")
     p.add_argument("out")
