@@ -890,6 +890,12 @@ CompileResult pipedream::compile(const CompileOptions &options) {
 
   // The manifest.
   Bundle bundle;
+  // Known before the pipeline's report (rank_memory counts the CPU GEMM's
+  // packed weights on CPU bundles only).
+  if (p.target.target == CompileTarget::CUDA) {
+    bundle.target = "cuda";
+    bundle.gpuArch = p.target.cuda.gpuArch;
+  }
   if (p.pipelined && p.emit == CompilePhase::Bundle) {
     if (failed(buildPipelineBundle(p, *module, modelName, *pipeline, bundle)))
       return failWithError(modelName + ": ");
@@ -902,10 +908,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   if (trainingSection) {
     llvm::raw_string_ostream os(bundle.trainingJSON);
     os << llvm::json::Value(std::move(*trainingSection));
-  }
-  if (p.target.target == CompileTarget::CUDA) {
-    bundle.target = "cuda";
-    bundle.gpuArch = p.target.cuda.gpuArch;
   }
   if (p.training.enabled && !p.import.isMLIR)
     bundle.copiedFiles.push_back({"model.onnx", p.import.input});

@@ -13,6 +13,8 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <optional>
 
 using namespace mlir;
@@ -21,22 +23,68 @@ namespace pipedream::cpu {
 
 namespace {
 
-/// The constant value of `v`, if it is one this evaluator knows.
+/// A slot of a split function's frame (cpu-split-large-functions): the
+/// function split (the name before ".part<n>") and the byte offset.
+using FrameSlot = std::pair<std::string, int64_t>;
+
+/// The frame slot `address` names inside a part function (its frame is
+/// argument 0: the argument itself, or an i8 getelementptr of it by a
+/// constant), with the function it is in.
+std::optional<FrameSlot> frameSlotOf(Value address) {
+  int64_t offset = 0;
+  if (auto gep = address.getDefiningOp<LLVM::GEPOp>()) {
+    if (gep.getIndices().size() != 1 || !gep.getElemType().isInteger(8))
+      return std::nullopt;
+    auto attr = llvm::dyn_cast_if_present<IntegerAttr>(gep.getIndices()[0]);
+    if (!attr)
+      return std::nullopt;
+    offset = attr.getInt();
+    address = gep.getBase();
+  }
+  auto arg = dyn_cast<BlockArgument>(address);
+  if (!arg || arg.getArgNumber() != 0)
+    return std::nullopt;
+  auto func = dyn_cast<LLVM::LLVMFuncOp>(arg.getOwner()->getParentOp());
+  if (!func)
+    return std::nullopt;
+  StringRef name = func.getSymName();
+  size_t part = name.rfind(".part");
+  if (part == StringRef::npos)
+    return std::nullopt;
+  return FrameSlot(name.substr(0, part).str(), offset);
+}
+
+/// The value each frame slot of the module's part functions receives
+/// (each slot has one store: the part that defines the value).
+using FrameStores = std::map<FrameSlot, Value>;
+
+/// The constant value of `v`, if it is one this evaluator knows. A value
+/// the split of a large function passed through its frame (a load of a
+/// slot) is the value its defining part stored there.
 std::optional<int64_t> evaluate(Value v, const DataLayout &layout,
-                                int depth = 0) {
+                                const FrameStores &frames, int depth = 0) {
   if (depth > 16)
     return std::nullopt;
   Operation *op = v.getDefiningOp();
   if (!op)
     return std::nullopt;
+  if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
+    std::optional<FrameSlot> slot = frameSlotOf(load.getAddr());
+    if (!slot)
+      return std::nullopt;
+    auto it = frames.find(*slot);
+    if (it == frames.end())
+      return std::nullopt;
+    return evaluate(it->second, layout, frames, depth + 1);
+  }
   if (auto c = dyn_cast<LLVM::ConstantOp>(op)) {
     if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
       return i.getValue().getSExtValue();
     return std::nullopt;
   }
   auto binary = [&](Value a, Value b, auto fn) -> std::optional<int64_t> {
-    auto x = evaluate(a, layout, depth + 1);
-    auto y = evaluate(b, layout, depth + 1);
+    auto x = evaluate(a, layout, frames, depth + 1);
+    auto y = evaluate(b, layout, frames, depth + 1);
     if (!x || !y)
       return std::nullopt;
     return fn(*x, *y);
@@ -56,7 +104,7 @@ std::optional<int64_t> evaluate(Value v, const DataLayout &layout,
     std::optional<int64_t> n;
     auto index = gep.getIndices()[0];
     if (auto value = llvm::dyn_cast_if_present<Value>(index))
-      n = evaluate(value, layout, depth + 1);
+      n = evaluate(value, layout, frames, depth + 1);
     else if (auto attr = llvm::dyn_cast_if_present<IntegerAttr>(index))
       n = attr.getInt();
     if (!n)
@@ -72,6 +120,11 @@ WorkspaceEstimate estimateWorkspace(ModuleOp module,
                                     llvm::ArrayRef<std::string> roots,
                                     int64_t cachedCap) {
   DataLayout layout(module);
+  FrameStores frames;
+  module.walk([&](LLVM::StoreOp store) {
+    if (std::optional<FrameSlot> slot = frameSlotOf(store.getAddr()))
+      frames.emplace(*slot, store.getValue());
+  });
   // Per function: its allocation sites' constant bytes, dynamic sites and
   // direct callees.
   struct Info {
@@ -92,7 +145,7 @@ WorkspaceEstimate estimateWorkspace(ModuleOp module,
       if (*name == "malloc" || *name == "__pipedream_alloc") {
         if (call.getNumOperands() == 0)
           return;
-        if (auto bytes = evaluate(call.getOperand(0), layout))
+        if (auto bytes = evaluate(call.getOperand(0), layout, frames))
           info.bytes += std::max<int64_t>(0, *bytes);
         else
           ++info.dynamicSites;
