@@ -23,6 +23,12 @@ Models:
                  Debian's /usr/bin/python3 and torch)
   mobilenetv2    models/corpus/mobilenetv2-ts.onnx
   resnet         models/corpus/resnet-ts.onnx
+  CORPUS-NAME    a model of models/corpus/corpus.json (gpt2-ts, bert-dynamo,
+                 ...), compiled like test/Models does: training on one rank
+                 (`--microbatches 1 --batch-size B`) and a 2-stage 1F1B
+                 pipeline (`--stages 2 --schedule 1f1b --microbatches M
+                 --batch-size M*B`), cross-entropy and SGD, at the default -O
+  corpus         every model of models/corpus/corpus.json
   NAME=PATH.onnx any other ONNX file (training: one rank, cross-entropy)
 
 IREE is looked up in --iree-bin, then on PATH, then in /opt/iree-venv/bin and
@@ -47,6 +53,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GPT_BLOCKS = {"gpt12": 12, "gpt48": 48}
 CORPUS = {"mobilenetv2": "mobilenetv2-ts.onnx", "resnet": "resnet-ts.onnx"}
+CORPUS_DIR = os.path.join(ROOT, "models", "corpus")
+
+
+def corpus_entries():
+    """models/corpus/corpus.json's entries by name."""
+    with open(os.path.join(CORPUS_DIR, "corpus.json")) as f:
+        return {e["name"]: e for e in json.load(f)["models"]}
+
+
+def expand_models(text):
+    names = []
+    for name in text.split(","):
+        names += sorted(corpus_entries()) if name == "corpus" else [name]
+    return names
 
 
 def timed(cmd, **kwargs):
@@ -113,7 +133,10 @@ def model_file(name, work):
                 check=True, stdout=subprocess.DEVNULL)
         return path
     if name in CORPUS:
-        return os.path.join(ROOT, "models", "corpus", CORPUS[name])
+        return os.path.join(CORPUS_DIR, CORPUS[name])
+    entry = corpus_entries().get(name)
+    if entry:
+        return os.path.join(CORPUS_DIR, entry["file"])
     if "=" in name:
         return name.split("=", 1)[1]
     raise SystemExit("unknown model %s" % name)
@@ -152,7 +175,8 @@ def main():
           "threads; ratios use cpu" % args.repeat)
     env = dict(os.environ, PIPEDREAM_NO_CACHE="1")
     results = []
-    for name in args.models.split(","):
+    corpus = corpus_entries()
+    for name in expand_models(args.models):
         onnx = model_file(name, work)
         label = name.split("=", 1)[0]
         configs = []
@@ -163,10 +187,22 @@ def main():
                 configs.append(("train K=8 1f1b", [
                     "--loss", "cross-entropy", "--stages", "8",
                     "--schedule", "1f1b"]))
+            elif label in corpus:
+                # As test/Models/models.py compiles it (at the default -O).
+                e = corpus[label]
+                b, m = e["microbatch_size"], e["pipeline_microbatches"]
+                common = ["--loss", "cross-entropy", "--optimizer", "sgd",
+                          "--lr", repr(e["lr"])]
+                configs.append(("train", common + [
+                    "--microbatches", "1", "--batch-size", str(b)]))
+                configs.append(("train K=2 1f1b", common + [
+                    "--microbatches", str(m), "--batch-size", str(m * b),
+                    "--stages", "2", "--schedule", "1f1b"]))
             else:
                 configs.append(("train", ["--loss", "cross-entropy"]))
         for config, flags in configs:
-            out = os.path.join(work, "%s-%s" % (label, config.split()[0]))
+            out = os.path.join(work, "%s-%s" % (
+                label, "-".join(config.split()).replace("=", "")))
             walls, cpus, phase_runs = [], [], []
             for _ in range(args.repeat):
                 wall, cpu, err = timed(
