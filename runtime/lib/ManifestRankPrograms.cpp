@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 namespace pipedream {
@@ -123,6 +124,21 @@ void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
                           rank.weightsFile + "' does not list");
 }
 
+/// One `pipeline.rank_layout` entry: its rank, pipeline rank (the stage
+/// whose program it runs) and replica, each a required unsigned field.
+static std::tuple<uint64_t, uint64_t, uint64_t>
+readLayoutEntry(Validator &v, const json &value, const std::string &epath) {
+  const json &entry = v.object(value, epath);
+  auto field = [&](const char *name) {
+    return v.unsignedInt(v.member(entry, epath, name),
+                         Validator::join(epath, name));
+  };
+  uint64_t rank = field("rank");
+  uint64_t stage = field("pipeline_rank");
+  uint64_t replica = field("replica");
+  return {rank, stage, replica};
+}
+
 /// `rank_layout` (required with replicas > 1): one entry per world rank,
 /// {"rank": w, "pipeline_rank": s, "replica": j}, listed in order, with
 /// w = j * K + s (the layout the runtime implements; docs/Bundle.md
@@ -131,6 +147,7 @@ void parseRankWeights(Validator &v, const json &entry, const std::string &rpath,
 /// stage, summing to the number of ranks) and `rank_layout` (required):
 /// each world rank's stage and replica, every (stage, replica < R_s) pair
 /// once.
+
 void parseRoutedLayout(Validator &v, const json &object, PipelineSpec &p) {
   const std::string spath = "pipeline.stage_replicas";
   const json &counts = v.array(object["stage_replicas"], spath);
@@ -165,14 +182,7 @@ void parseRoutedLayout(Validator &v, const json &object, PipelineSpec &p) {
   std::set<std::pair<size_t, size_t>> seen;
   for (size_t w = 0; w < layout.size(); ++w) {
     std::string epath = Validator::index(lpath, w);
-    const json &entry = v.object(layout[w], epath);
-    uint64_t rank = v.unsignedInt(v.member(entry, epath, "rank"),
-                                  Validator::join(epath, "rank"));
-    uint64_t stage =
-        v.unsignedInt(v.member(entry, epath, "pipeline_rank"),
-                      Validator::join(epath, "pipeline_rank"));
-    uint64_t replica = v.unsignedInt(v.member(entry, epath, "replica"),
-                                     Validator::join(epath, "replica"));
+    auto [rank, stage, replica] = readLayoutEntry(v, layout[w], epath);
     if (rank != w)
       v.fail(Validator::join(epath, "rank"),
              "entry " + std::to_string(w) + " says rank " +
@@ -210,14 +220,7 @@ void parseRankLayout(Validator &v, const json &object, PipelineSpec &p) {
                       std::to_string(p.worldRanks()) + " ranks");
   for (size_t w = 0; w < layout.size(); ++w) {
     std::string epath = Validator::index(lpath, w);
-    const json &entry = v.object(layout[w], epath);
-    uint64_t rank = v.unsignedInt(v.member(entry, epath, "rank"),
-                                  Validator::join(epath, "rank"));
-    uint64_t program =
-        v.unsignedInt(v.member(entry, epath, "pipeline_rank"),
-                      Validator::join(epath, "pipeline_rank"));
-    uint64_t replica = v.unsignedInt(v.member(entry, epath, "replica"),
-                                     Validator::join(epath, "replica"));
+    auto [rank, program, replica] = readLayoutEntry(v, layout[w], epath);
     if (rank != w || program != p.programOf(w) || replica != p.replicaOf(w))
       v.fail(epath, "rank " + std::to_string(rank) + " is pipeline rank " +
                         std::to_string(program) + ", replica " +
