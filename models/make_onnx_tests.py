@@ -909,16 +909,14 @@ def upsample9():
 
 
 @register
-def preview_only():
-    """Only a node of a non-default domain, and no default-domain opset."""
-    m = model([helper.make_node("Adagrad", ["r", "t", "x", "g", "h"],
-                                ["x2", "h2"], name="adagrad",
-                                domain="ai.onnx.preview.training")],
-              [tensor("r", []), tensor("t", [], I64), tensor("x", [2]),
-               tensor("g", [2]), tensor("h", [2])],
-              [tensor("x2", None), tensor("h2", None)])
+def ml_only():
+    """Only a node of a non-default domain pipedream does not compile
+    (ai.onnx.ml), and no default-domain opset."""
+    m = model([helper.make_node("Normalizer", ["x"], ["y"], name="normalizer",
+                                norm="MAX", domain="ai.onnx.ml")],
+              [tensor("x", [2, 3])], [tensor("y", None)])
     del m.opset_import[:]
-    m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 1))
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 1))
     return m
 
 

@@ -423,6 +423,8 @@ public:
   /// The reference import of a re-specialization: shapes only, no weight
   /// values.
   bool referenceOnly = false;
+  /// The opset of `node`'s domain the model imports (0 when none).
+  int64_t nodeOpset(const onnx::NodeProto &node) const;
 
 private:
   bool collectOpset(const onnx::ModelProto &model);
@@ -439,7 +441,6 @@ private:
                  std::vector<int> &order);
   bool checkOps(const onnx::GraphProto &graph, const std::vector<int> &order);
   bool runChecker(onnx::ModelProto &model);
-  int64_t nodeOpset(const onnx::NodeProto &node) const;
   std::string nodeName(const onnx::NodeProto &node, int index) const;
   std::string nodeHeader(const onnx::NodeProto &node, int index) const;
   std::string describeDiagnostic(const std::string &message,
@@ -797,19 +798,23 @@ bool GraphImporter::checkOps(const onnx::GraphProto &graph,
   for (int i : order) {
     const auto &node = graph.node(i);
     StringRef domain = node.domain();
-    bool defaultDomain = domain.empty() || domain == "ai.onnx";
-    if (defaultDomain && !hasDefaultOpset) {
+    if (isDefaultDomain(domain) && !hasDefaultOpset) {
       fail(nodeHeader(node, i) +
            ": the model imports no opset of the default ONNX domain");
       return false;
     }
-    auto it = table.find(node.op_type());
-    if (!defaultDomain || it == table.end()) {
+    auto it = table.find(opTableKey(node));
+    if (it == table.end()) {
       fail(nodeHeader(node, i) + ": not supported");
       return false;
     }
+    if (!isDefaultDomain(domain) && nodeOpset(node) == 0) {
+      fail(nodeHeader(node, i) + ": the model imports no opset of domain '" +
+           sanitize(domain.str()) + "'");
+      return false;
+    }
     const OpInfo &info = it->second;
-    int64_t since = getSinceVersion(info, opset);
+    int64_t since = getSinceVersion(info, nodeOpset(node));
     if (since == 0) {
       fail(nodeHeader(node, i) + ": not supported: '" +
            sanitize(node.op_type()) + "' is defined from opset " +
@@ -1061,7 +1066,7 @@ GraphImporter::run(onnx::ModelProto &model) {
     }
     if (!checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/false))
       return failure();
-    table.lookup(node.op_type()).convert(ctx);
+    table.lookup(opTableKey(node)).convert(ctx);
     inputOverrides.clear();
     if (failed() ||
         !checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/true))
@@ -1210,8 +1215,10 @@ NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
 
 int64_t NodeContext::opset() const { return importer.opset; }
 int64_t NodeContext::sinceVersion() const {
-  auto it = getOpTable().find(node.op_type());
-  return it == getOpTable().end() ? 0 : getSinceVersion(it->second, opset());
+  auto it = getOpTable().find(opTableKey(node));
+  return it == getOpTable().end()
+             ? 0
+             : getSinceVersion(it->second, importer.nodeOpset(node));
 }
 OpBuilder &NodeContext::builder() { return importer.builder; }
 MLIRContext *NodeContext::getContext() { return &importer.context; }
@@ -1582,6 +1589,12 @@ int64_t onnx_import::getSinceVersion(const OpInfo &info, int64_t opset) {
   return since;
 }
 
+std::string onnx_import::opTableKey(const onnx::NodeProto &node) {
+  if (isDefaultDomain(node.domain()))
+    return node.op_type();
+  return node.domain() + "." + node.op_type();
+}
+
 const OpTable &onnx_import::getOpTable() {
   static const OpTable table = [] {
     OpTable t;
@@ -1595,6 +1608,7 @@ const OpTable &onnx_import::getOpTable() {
     registerRecurrentOps(t);
     registerSamplingOps(t);
     registerUnsignedOps(t);
+    registerTrainingOps(t);
     return t;
   }();
   return table;

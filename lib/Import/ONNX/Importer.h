@@ -242,6 +242,19 @@ void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
 /// ConvertUnsigned.cpp: BitShift.
 void registerUnsignedOps(OpTable &table);
+/// ai.onnx.preview.training's optimizers (keyed "<domain>.<op>").
+void registerTrainingOps(OpTable &table);
+
+/// The domain of ONNX's training preview ops (Adagrad, Momentum, Adam).
+inline constexpr llvm::StringLiteral kPreviewTrainingDomain =
+    "ai.onnx.preview.training";
+/// The default ONNX domain ("" or "ai.onnx").
+inline bool isDefaultDomain(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+/// A node's key in the op table: its op type in the default domain,
+/// "<domain>.<op type>" in any other.
+std::string opTableKey(const onnx::NodeProto &node);
 /// Whether ONNX op `opType` may read or produce the unsigned integer
 /// `value` (its lowering implements unsigned semantics); `why` says why
 /// not when there is a reason beyond the op.
