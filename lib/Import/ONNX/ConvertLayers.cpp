@@ -195,7 +195,8 @@ void onnx_import::convertBatchNormalizationTraining(NodeContext &ctx) {
 /// Gathers every window's taps from `x` flattened to `[N * C, P + 1]` (the
 /// last column -inf, read by taps in the padding), takes the first maximum
 /// with `nn.arg_max` over the taps, and maps that tap to its flat input
-/// index through tables computed at import. Not differentiable (an index);
+/// index through tables computed at import (integers, int8 and uint8
+/// in ONNX's MaxPool, are compared as float32). Not differentiable (an index);
 /// the pooled values stay `nn.max_pool`.
 Value onnx_import::maxPoolIndices(NodeContext &ctx, Value x,
                                   ArrayRef<int64_t> outShape,
@@ -257,6 +258,14 @@ Value onnx_import::maxPoolIndices(NodeContext &ctx, Value x,
   for (int64_t p = 0; p < planes; ++p)
     base[p] = p * points;
   Type element = typeOf(x).getElementType();
+  // Integer inputs (MaxPool's int8 / uint8) compare as floats, exactly:
+  // padding taps are -inf and never tie with a value.
+  if (!isa<FloatType>(element)) {
+    element = Float32Type::get(ctx.getContext());
+    x = ctx.createValue<nn::CastOp>(x, TypeAttr::get(element));
+    if (!x)
+      return nullptr;
+  }
   Value rows = reshape(ctx, x, {planes, points});
   Value padding = constant(ctx, element, {planes, 1},
                            std::vector<double>(planes, -INFINITY));

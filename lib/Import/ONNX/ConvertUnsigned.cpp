@@ -32,7 +32,7 @@ bool onnx_import::isUnsignedAwareOp(StringRef opType,
       "Transpose", "Concat", "Shape", "Size", "Slice", "Expand", "Gather",
       "Equal", "Where", "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min",
       "Sum", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Pow",
-      "BitShift", "Cast", "CastLike"};
+      "BitShift", "Cast", "CastLike", "MaxPool"};
   if (!kOps.contains(opType))
     return false;
   // NOTE: import-time folding keeps integers as int64: a uint64 above

@@ -71,3 +71,29 @@ func.func @constant() -> tensor<2xui8> {
   %0 = nn.constant dense<[255, 1]> : tensor<2xui8>
   return %0 : tensor<2xui8>
 }
+
+// -----
+
+// MaxPool on ui8: padded with 0 (the lowest unsigned value) and reduced
+// with maxui in a generic (linalg's named max pools compare signed); on i8:
+// padded with -128 and the named pooling op.
+// CHECK-LABEL: func.func @max_pool_ints(
+// CHECK-SAME: %[[U:.*]]: tensor<1x1x4x4xi8>, %[[S:.*]]: tensor<1x1x4x4xi8>)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i8
+// CHECK: tensor.pad %[[U]]
+// CHECK: tensor.yield %[[ZERO]] : i8
+// CHECK: linalg.generic
+// CHECK: arith.maxui
+// CHECK: %[[MIN:.*]] = arith.constant -128 : i8
+// CHECK: tensor.pad %[[S]]
+// CHECK: tensor.yield %[[MIN]] : i8
+// CHECK: linalg.pooling_nchw_max
+func.func @max_pool_ints(%u: tensor<1x1x4x4xui8>, %s: tensor<1x1x4x4xi8>) -> (tensor<1x1x2x2xui8>, tensor<1x1x2x2xi8>) {
+  %0 = nn.max_pool %u {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+      : (tensor<1x1x4x4xui8>) -> tensor<1x1x2x2xui8>
+  %1 = nn.max_pool %s {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>,
+                       pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}
+      : (tensor<1x1x4x4xi8>) -> tensor<1x1x2x2xi8>
+  return %0, %1 : tensor<1x1x2x2xui8>, tensor<1x1x2x2xi8>
+}

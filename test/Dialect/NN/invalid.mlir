@@ -575,6 +575,16 @@ func.func @max_pool_rank(%x: tensor<4x8xf32>) {
 
 // -----
 
+func.func @max_pool_bool(%x: tensor<1x1x4x4xi1>) {
+  // expected-error @+1 {{'nn.max_pool' op operand #0 must be statically shaped tensor of floating-point or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or unsigned integer values}}
+  %0 = nn.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>,
+                       pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+      : (tensor<1x1x4x4xi1>) -> tensor<1x1x2x2xi1>
+  return
+}
+
+// -----
+
 func.func @max_pool_attributes(%x: tensor<1x4x8x8xf32>) {
   // expected-error @+2 {{expected 2 kernel/stride/dilation entries and 4 pads for 2 spatial dimensions, got kernel [2, 2], strides [2, 2], dilations [1], pads [0, 0, 0, 0]}}
   // expected-error @+1 {{'nn.max_pool' op failed to infer returned types}}

@@ -32,6 +32,36 @@ def reference(out, name, feeds, expected):
     np.savez(os.path.join(out, f"{name}.npz"), **arrays)
 
 
+def max_pool_reference(x, attrs):
+    """MaxPool by its definition, one window at a time: the values and the
+    row-major flat index (over N, C and the spatial axes) of each window's
+    first maximum; padding never wins."""
+    kernel = attrs["kernel_shape"]
+    n = len(kernel)
+    strides = attrs.get("strides", [1] * n)
+    dilations = attrs.get("dilations", [1] * n)
+    pads = attrs.get("pads", [0] * (2 * n))
+    spatial = x.shape[2:]
+    out_shape = [(spatial[d] + pads[d] + pads[n + d] - dilations[d] * (kernel[d] - 1) - 1)
+                 // strides[d] + 1 for d in range(n)]
+    y = np.zeros(list(x.shape[:2]) + out_shape, x.dtype)
+    idx = np.zeros(y.shape, np.int64)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for o in np.ndindex(*out_shape):
+                best, at = None, None
+                for k in np.ndindex(*kernel):
+                    p = [o[d] * strides[d] - pads[d] + k[d] * dilations[d] for d in range(n)]
+                    if any(p[d] < 0 or p[d] >= spatial[d] for d in range(n)):
+                        continue
+                    v = x[(b, c) + tuple(p)]
+                    if best is None or v > best:
+                        best = v
+                        at = np.ravel_multi_index((b, c) + tuple(p), x.shape)
+                y[(b, c) + o], idx[(b, c) + o] = best, at
+    return y, idx
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -93,6 +123,39 @@ def main():
         b = np.array([3, top - 1, 7], dt)
         reference(out, f"{name}_ops", dict(a=a, b=b),
                   dict(min=np.minimum(a, b), div=a // b))
+
+    # MaxPool on uint8 and int8 (opset 12): unsigned values above 127 (a
+    # signed compare would lose them), negative int8 values next to
+    # padding, 1-D / 2-D / 3-D, the Indices output.
+    I8 = TensorProto.INT8
+    cases = [
+        ("u2", U8, np.uint8, [1, 2, 5, 5],
+         dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+        ("s1", I8, np.int8, [2, 2, 7],
+         dict(kernel_shape=[2], strides=[1], pads=[1, 0])),
+        ("u3", U8, np.uint8, [1, 1, 3, 4, 4],
+         dict(kernel_shape=[2, 2, 2], strides=[1, 2, 2], pads=[0, 1, 0, 1, 0, 1])),
+        ("s2", I8, np.int8, [1, 1, 4, 4],
+         dict(kernel_shape=[2, 2], strides=[1, 1], dilations=[2, 1])),
+    ]
+    nodes, ins, outs, feeds, ref = [], [], [], {}, {}
+    rng = np.random.default_rng(12)
+    for name, t, dt, shape, attrs in cases:
+        info = np.iinfo(dt)
+        x = rng.integers(info.min, int(info.max) + 1, size=shape).astype(dt)
+        ins.append(helper.make_tensor_value_info(f"{name}_x", t, shape))
+        nodes.append(helper.make_node("MaxPool", [f"{name}_x"],
+                                      [f"{name}_y", f"{name}_i"], name=name, **attrs))
+        y, i = max_pool_reference(x, attrs)
+        outs += [helper.make_tensor_value_info(f"{name}_y", t, list(y.shape)),
+                 helper.make_tensor_value_info(f"{name}_i", TensorProto.INT64,
+                                               list(i.shape))]
+        feeds[f"{name}_x"] = x
+        ref[f"{name}_y"], ref[f"{name}_i"] = y, i
+    graph = helper.make_graph(nodes, "int_maxpool", ins, outs)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]),
+         out, "int_maxpool.onnx")
+    reference(out, "int_maxpool", feeds, ref)
 
     # ArgMax has no unsigned lowering: not supported, naming the node.
     graph = helper.make_graph(

@@ -106,6 +106,9 @@ def NN_Tensor
 def NN_IntegerTensor
     : StaticShapeTensorOf<[AnySignlessInteger, AnyUnsignedInteger]>;
 def NN_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+/// Floats and integers other than bool: values with an order (pooling).
+def NN_OrderedTensor
+    : StaticShapeTensorOf<[AnyFloat, I8, I16, I32, I64, AnyUnsignedInteger]>;
 def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def NN_BoolTensor : StaticShapeTensorOf<[I1]>;
 

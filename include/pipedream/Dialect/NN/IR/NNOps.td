@@ -614,7 +614,8 @@ def NN_MaxPoolOp : NN_GenericFormatOp<"max_pool", [], NN_OverrideCost> {
   let description = [{
     ONNX `MaxPool` with explicit padding (padding never wins the max).
     `kernel_shape`, `strides` and `dilations` have one entry per spatial
-    dimension, `pads` two.
+    dimension, `pads` two. Floats, and integers (ONNX opset 12: int8,
+    uint8; compared signed or unsigned by type, not differentiated).
 
     ```mlir
     %0 = nn.max_pool %x {ceil_mode = false, dilations = array<i64: 1, 1>,
@@ -623,11 +624,11 @@ def NN_MaxPoolOp : NN_GenericFormatOp<"max_pool", [], NN_OverrideCost> {
         : (tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+  let arguments = (ins NN_OrderedTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
-  let results = (outs NN_FloatTensor:$output);
+  let results = (outs NN_OrderedTensor:$output);
 }
 
 def NN_AveragePoolOp : NN_GenericFormatOp<"average_pool", [], NN_OverrideCost> {
