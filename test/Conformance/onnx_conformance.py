@@ -26,8 +26,11 @@ Many node tests pass those as graph inputs with their value in the test
 data. For exactly the inputs SHAPE_ARGUMENTS names, the runner binds the
 test data's value into a copy of the model as a Constant node before it
 compiles (the tensor data still flows at run time), and says so per test
-with -v. A test whose data sets give such an input different values is
-UNSUPPORTED.
+with -v. An `*_expanded` test (the op replaced by its function body) binds
+the same inputs as the op's own test: the graph inputs that are shape
+arguments of the op it expands (a window function's size) even though the
+body's nodes now read them. A test whose data sets give such an input
+different values is UNSUPPORTED.
 
 Uses Debian's /usr/bin/python3 (python3-onnx, python3-numpy).
 
@@ -187,6 +190,25 @@ def adam_update(feeds, alpha, beta, epsilon, norm_coefficient,
     return out[0] + out[1] + out[2]
 
 
+def cosine_window(size, a0, a1, a2, periodic):
+    """HannWindow / HammingWindow / BlackmanWindow as Operators.md defines
+    them, in float64 numpy: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),
+    N = size (periodic) or size - 1 (symmetric)."""
+    size = int(size)
+    n = np.arange(size, dtype=np.float64)
+    length = size if periodic else size - 1
+    w = a0 - a1 * np.cos(2 * np.pi * n / length) + a2 * np.cos(4 * np.pi * n / length)
+    return w.astype(np.float32)
+
+
+_WINDOW_PI = ("ONNX 1.12's reference output is computed with pi = 3.1415 "
+              "(backend/test/case/node/*window.py: 2 * 3.1415), while the "
+              "function body it expands to uses 2 pi = 6.2831855; the "
+              "reference is the operator's definition in float64 numpy")
+_WINDOWS = {"hann": (0.5, 0.5, 0.0), "hamming": (25 / 46, 21 / 46, 0.0),
+            "blackman": (0.42, 0.5, 0.08)}
+
+
 _ROUNDED = ("ONNX 1.12's reference output is rounded to 4 decimals "
             "(onnxruntime agrees with pipedream to 1e-7); the reference is "
             "the operator's definition evaluated in float64 numpy")
@@ -212,6 +234,11 @@ KNOWN_DIVERGENCES = {
         lambda feeds: adam_update(feeds, alpha=np.float32(0.95),
                                   beta=np.float32(0.85), epsilon=1e-6,
                                   norm_coefficient=np.float32(0.001))),
+    **{f"test_{kind}window{sym}_expanded": (
+        _WINDOW_PI,
+        lambda feeds, a=coeffs, periodic=not sym:
+            [cosine_window(feeds[0], *a, periodic)])
+       for kind, coeffs in _WINDOWS.items() for sym in ("", "_symmetric")},
     "test_cast_FLOAT_to_BFLOAT16": (
         _BF16_TRUNCATION, lambda feeds: [f32_to_bf16_rne(feeds[0])]),
     "test_castlike_FLOAT_to_BFLOAT16": (
@@ -233,6 +260,8 @@ SHAPE_ARGUMENTS = {
     # Axes and counts that decide the result's shape or the loop nest
     # (torch exports them as constants).
     "TopK": [1], "CumSum": [1],
+    # A window's size is the length of the result.
+    "HannWindow": [0], "HammingWindow": [0], "BlackmanWindow": [0],
     # Sequence lengths decide which steps are masked (docs/Importer.md).
     "ReverseSequence": [1], "RNN": [4], "GRU": [4], "LSTM": [4],
     **{op: [1] for op in ["ReduceSum", "ReduceMean", "ReduceMax",
@@ -242,14 +271,18 @@ SHAPE_ARGUMENTS = {
 }
 
 
-def bind_shape_arguments(model, inputs, ds_dirs):
+def bind_shape_arguments(model, inputs, ds_dirs, op_model=None):
     """Moves the graph inputs SHAPE_ARGUMENTS names into the initializers
-    with their test-data values. Returns (bound input names, error)."""
+    with their test-data values. `op_model` is the model of the op an
+    `*_expanded` test expands into its function body: the graph inputs that
+    are shape arguments of that op are bound too (the same inputs, now read
+    by the body's nodes). Returns (bound input names, error)."""
     positions = {}
-    for node in model.graph.node:
-        for i in SHAPE_ARGUMENTS.get(node.op_type, []):
-            if i < len(node.input) and node.input[i] in inputs:
-                positions[node.input[i]] = inputs.index(node.input[i])
+    for graph in [model.graph] + ([op_model.graph] if op_model else []):
+        for node in graph.node:
+            for i in SHAPE_ARGUMENTS.get(node.op_type, []):
+                if i < len(node.input) and node.input[i] in inputs:
+                    positions[node.input[i]] = inputs.index(node.input[i])
     if not positions:
         return [], None
     constants = []
@@ -386,8 +419,13 @@ def run_test(build, suite, name, keep):
     divergence = KNOWN_DIVERGENCES.get(name) if suite == "node" else None
     work = tempfile.mkdtemp(prefix=f"pd-{name}-")
     try:
+        op_model = None
+        op_path = os.path.join(DATA, suite, name[:-len("_expanded")], "model.onnx")
+        if name.endswith("_expanded") and os.path.exists(op_path):
+            op_model = onnx.load(op_path, load_external_data=False)
         bound, error = bind_shape_arguments(
-            model, inputs, [os.path.join(test_dir, ds) for ds in data_sets(test_dir)])
+            model, inputs, [os.path.join(test_dir, ds) for ds in data_sets(test_dir)],
+            op_model)
         if error:
             return Result(suite, name, "UNSUPPORTED", error)
         if bound:
@@ -431,7 +469,11 @@ def run_test(build, suite, name, keep):
                 msg = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
                 return Result(suite, name, "FAIL", f"run ({ds}): {msg}")
             got = np.load(out_npz)
-            replaced = divergence[1]([feeds[i] for i in inputs if i in feeds]) if divergence else None
+            # The reference sees every input with data, bound ones included.
+            replaced = divergence[1]([
+                load_tensor(os.path.join(ds_dir, f"input_{i}.pb"))
+                for i in range(len(inputs))
+                if os.path.exists(os.path.join(ds_dir, f"input_{i}.pb"))]) if divergence else None
             for i, output_name in enumerate(outputs):
                 if replaced is not None:
                     expected = replaced[i]
