@@ -280,6 +280,20 @@ struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
   }
 };
 
+/// `nn.dropout_mask` at inference: nothing is dropped, all true.
+struct DropoutMaskLowering : OpConversionPattern<nn::DropoutMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::DropoutMaskOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, DenseElementsAttr::get(type, rewriter.getBoolAttr(true)));
+    return success();
+  }
+};
+
 /// `nn.constant` -> `arith.constant` with the same elements attribute.
 struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -309,7 +323,8 @@ void populateElementwisePatterns(RewritePatternSet &patterns) {
       ElementwiseLowering<nn::NegOp>, ElementwiseLowering<nn::SigmoidOp>,
       ElementwiseLowering<nn::ReluOp>, ElementwiseLowering<nn::LeakyReluOp>,
       ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ClipOp>,
-      ElementwiseLowering<nn::CastOp>, DropoutLowering, ConstantLowering>(ctx);
+      ElementwiseLowering<nn::CastOp>, DropoutLowering, DropoutMaskLowering,
+      ConstantLowering>(ctx);
 }
 
 } // namespace pipedream::nn_to_linalg

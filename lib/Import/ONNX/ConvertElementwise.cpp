@@ -451,15 +451,6 @@ static void convertDropout(NodeContext &ctx) {
     ctx.fail("ratio " + std::to_string(ratio) + " is not in [0, 1)");
     return;
   }
-  // The mask is known only when nothing is ever dropped (ratio 0): with a
-  // positive ratio pipedream's training would draw a mask the output could
-  // not follow.
-  if (ctx.outputUsed(1) && ratio != 0.0) {
-    ctx.unsupported("the mask output is used with ratio " +
-                    std::to_string(ratio) +
-                    " (supported only for ratio 0, where it is all true)");
-    return;
-  }
   int64_t seed = ctx.intAttr("seed", 0);
   if (ratio == 0.0) {
     ctx.setOutputAlias(0, *ctx.input(0));
@@ -471,9 +462,17 @@ static void convertDropout(NodeContext &ctx) {
     }
     return;
   }
-  if (Value x = ctx.operand(0))
-    ctx.setOutput(0, ctx.createValue<nn::DropoutOp>(x, ctx.f64(ratio),
-                                                    ctx.i64(seed)));
+  Value x = ctx.operand(0);
+  Value y = x ? ctx.createValue<nn::DropoutOp>(x, ctx.f64(ratio),
+                                               ctx.i64(seed))
+              : Value();
+  if (!y)
+    return;
+  ctx.setOutput(0, y);
+  // The mask: all true at inference (ONNX's eval mode), the drawn mask
+  // when pipedream trains the model (nn.dropout_mask).
+  if (ctx.outputUsed(1))
+    ctx.setOutput(1, ctx.createValue<nn::DropoutMaskOp>(y));
 }
 
 //===----------------------------------------------------------------------===//

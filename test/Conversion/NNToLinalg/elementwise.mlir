@@ -317,6 +317,20 @@ func.func @dropout(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Its mask is all true at inference (nothing is dropped).
+// CHECK-LABEL: func.func @dropout_mask(
+// CHECK-SAME: %[[X:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[T:.*]] = arith.constant dense<true> : tensor<4xi1>
+// CHECK-NEXT: return %[[X]], %[[T]]
+// LLVM-LABEL: llvm.func @dropout_mask(
+func.func @dropout_mask(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>) {
+  %0 = nn.dropout %x {ratio = 0.5 : f64} : tensor<4xf32>
+  %1 = nn.dropout_mask %0 : (tensor<4xf32>) -> tensor<4xi1>
+  return %0, %1 : tensor<4xf32>, tensor<4xi1>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @constant(
 // CHECK: %[[C:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
 // CHECK: return %[[C]]

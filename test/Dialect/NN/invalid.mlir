@@ -240,6 +240,14 @@ func.func @dropout_negative_ratio(%x: tensor<4xf32>) {
   return
 }
 
+// -----
+
+func.func @dropout_mask_of_non_dropout(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.dropout_mask' op operand must be the result of an nn.dropout (the mask is that dropout's)}}
+  %0 = nn.dropout_mask %x : (tensor<4xf32>) -> tensor<4xi1>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax family
 //===----------------------------------------------------------------------===//

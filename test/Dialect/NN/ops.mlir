@@ -203,6 +203,15 @@ func.func @dropout(%x: tensor<2x16xf32>) -> (tensor<2x16xf32>, tensor<2x16xf32>,
   return %0, %1, %2 : tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>
 }
 
+// CHECK-LABEL: func.func @dropout_mask
+func.func @dropout_mask(%x: tensor<2x16xf32>) -> tensor<2x16xi1> {
+  // CHECK: %[[Y:.*]] = nn.dropout
+  %0 = nn.dropout %x {ratio = 0.5 : f64} : tensor<2x16xf32>
+  // CHECK: nn.dropout_mask %[[Y]] : (tensor<2x16xf32>) -> tensor<2x16xi1>
+  %1 = nn.dropout_mask %0 : (tensor<2x16xf32>) -> tensor<2x16xi1>
+  return %1 : tensor<2x16xi1>
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax family
 //===----------------------------------------------------------------------===//

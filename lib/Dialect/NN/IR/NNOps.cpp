@@ -195,6 +195,13 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult DropoutMaskOp::verify() {
+  if (!getInput().getDefiningOp<DropoutOp>())
+    return emitOpError("operand must be the result of an nn.dropout (the "
+                       "mask is that dropout's)");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // OneHotOp
 //===----------------------------------------------------------------------===//

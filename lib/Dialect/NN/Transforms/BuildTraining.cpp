@@ -121,7 +121,18 @@ void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
                          SmallVectorImpl<std::pair<Value, Value>> &statUpdates,
                          int64_t firstDropout) {
   int64_t dropoutIndex = firstDropout;
+  // Per training-mode dropout (its result), the mask it drew.
+  DenseMap<Value, Value> drawnMasks;
   for (Operation &op : body.without_terminator()) {
+    if (auto maskOp = dyn_cast<DropoutMaskOp>(op)) {
+      if (Value drawn = drawnMasks.lookup(maskOp.getInput())) {
+        Location l = maskOp.getLoc();
+        mapping.map(maskOp.getResult(),
+                    CastOp::create(b, l, drawn,
+                                   TypeAttr::get(b.getI1Type())));
+        continue;
+      }
+    }
     if (auto bn = dyn_cast<BatchNormalizationOp>(op)) {
       auto train = BatchNormTrainOp::create(
           b, bn.getLoc(), mapping.lookup(bn.getInput()),
@@ -152,6 +163,7 @@ void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
           b, l, kept,
           scalarConstant(b, l, type.getElementType(), 1.0 / (1.0 - ratio)));
       mapping.map(dropout.getResult(), scaled);
+      drawnMasks[dropout.getResult()] = mask;
       continue;
     }
     b.clone(op, mapping);

@@ -376,6 +376,35 @@ def NN_DropoutOp : NN_UnaryFloatOp<"dropout"> {
   let hasVerifier = 1;
 }
 
+def NN_DropoutMaskOp : NN_GenericFormatOp<"dropout_mask"> {
+  let summary = "the keep mask of a dropout (ONNX Dropout's mask output)";
+  let description = [{
+    The mask of the `nn.dropout` that produced `input` (the operand must be
+    an `nn.dropout` result): `true` where the element was kept. At
+    inference every element is kept (all true, ONNX's eval-mode mask). When
+    training, `nn-build-training` replaces it with the mask the dropout
+    drew (`nn.bernoulli` != 0), so the mask and the dropped elements agree.
+
+    ```mlir
+    %y = nn.dropout %x {ratio = 0.5 : f64, seed = 0 : i64} : tensor<4xf32>
+    %m = nn.dropout_mask %y : (tensor<4xf32>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_BoolTensor:$output);
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      inferred.push_back(::llvm::cast<::mlir::RankedTensorType>(
+          adaptor.getInput().getType()).clone(
+              ::mlir::IntegerType::get(context, 1)));
+      return ::mlir::success();
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax family
 //===----------------------------------------------------------------------===//
