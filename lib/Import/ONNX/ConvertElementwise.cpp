@@ -463,8 +463,7 @@ static void convertDropout(NodeContext &ctx) {
     return;
   }
   Value x = ctx.operand(0);
-  Value y = x ? ctx.createValue<nn::DropoutOp>(x, ctx.f64(ratio),
-                                               ctx.i64(seed))
+  Value y = x ? ctx.createValue<nn::DropoutOp>(x, ctx.f64(ratio), ctx.i64(seed))
               : Value();
   if (!y)
     return;

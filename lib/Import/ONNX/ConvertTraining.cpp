@@ -25,7 +25,8 @@
 //             V' = alpha * V + (1 - alpha) * g
 //             H' = beta * H + (1 - beta) * g * g
 //             r = T > 0 ? R * sqrt(1 - beta^T) / (1 - alpha^T) : R
-//             X' = (1 - norm_coefficient_post) * (X - r * V' / (sqrt(H') + epsilon))
+//             X' = (1 - norm_coefficient_post) * (X - r * V' / (sqrt(H') +
+//             epsilon))
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,8 +56,7 @@ std::optional<OptimizerOperands> readOperands(NodeContext &ctx,
   if (inputs < 2 + numGroups || (inputs - 2) % numGroups != 0) {
     ctx.fail("expected R, T and " + Twine(numGroups) +
              " groups of n tensors (" + Twine(2 + numGroups) + ", " +
-             Twine(2 + 2 * numGroups) + ", ... inputs); got " +
-             Twine(inputs));
+             Twine(2 + 2 * numGroups) + ", ... inputs); got " + Twine(inputs));
     return std::nullopt;
   }
   size_t n = (inputs - 2) / numGroups;
@@ -97,8 +97,7 @@ std::optional<OptimizerOperands> readOperands(NodeContext &ctx,
       if (k == 0) {
         xType = type;
         if (type.getElementType() != ops.element) {
-          ctx.fail("input '" + what +
-                   "' must have the element type of 'R'");
+          ctx.fail("input '" + what + "' must have the element type of 'R'");
           return std::nullopt;
         }
       } else if (type != xType) {
@@ -164,12 +163,31 @@ struct Expr {
   }
 };
 
-/// Sets outputs: group k's tensor i is output (k - 1) * n + i (X' first).
-void setOutputs(NodeContext &ctx, ArrayRef<SmallVector<Value>> results) {
+/// Computes every tensor's update with `update` (given X_i, G_i and the
+/// accumulators of tensor i; returning X_i' and the new accumulators, in
+/// input order) and sets the outputs: the n new X, then each accumulator
+/// group's n new tensors.
+void applyPerTensor(
+    NodeContext &ctx, const OptimizerOperands &ops,
+    llvm::function_ref<SmallVector<Value>(ArrayRef<Value>)> update) {
+  size_t numGroups = ops.groups.size();
+  size_t n = ops.groups[0].size();
+  SmallVector<SmallVector<Value>> out(numGroups - 1);
+  for (size_t i = 0; i < n; ++i) {
+    SmallVector<Value> tensors;
+    for (const SmallVector<Value> &group : ops.groups)
+      tensors.push_back(group[i]);
+    SmallVector<Value> results = update(tensors);
+    if (results.size() != numGroups - 1 ||
+        llvm::any_of(results, [](Value v) { return !v; }))
+      return;
+    for (size_t k = 0; k < results.size(); ++k)
+      out[k].push_back(results[k]);
+  }
   size_t index = 0;
-  for (const SmallVector<Value> &group : results)
+  for (const SmallVector<Value> &group : out)
     for (Value v : group) {
-      if (index < ctx.numOutputs() && v)
+      if (index < ctx.numOutputs())
         ctx.setOutput(index, v);
       ++index;
     }
@@ -187,22 +205,14 @@ void convertAdagrad(NodeContext &ctx) {
   Expr e{ctx, ops->element};
   Value rate = ops->rate;
   if (decay != 0.0)
-    rate = e.div(rate, e.add(e.scalar(1.0),
-                             e.mul(e.countAsFloat(ops->count),
-                                   e.scalar(decay))));
-  SmallVector<SmallVector<Value>> out(2);
-  for (size_t i = 0, n = ops->groups[0].size(); i < n; ++i) {
-    Value x = ops->groups[0][i], g = ops->groups[1][i], h = ops->groups[2][i];
-    Value reg = e.regularized(norm, x, g);
-    Value hNew = e.add(h, e.mul(reg, reg));
+    rate = e.div(rate, e.add(e.scalar(1.0), e.mul(e.countAsFloat(ops->count),
+                                                  e.scalar(decay))));
+  applyPerTensor(ctx, *ops, [&](ArrayRef<Value> t) -> SmallVector<Value> {
+    Value x = t[0], reg = e.regularized(norm, x, t[1]);
+    Value hNew = e.add(t[2], e.mul(reg, reg));
     Value denom = e.add(e.sqrt(hNew), e.scalar(epsilon));
-    Value xNew = e.sub(x, e.div(e.mul(rate, reg), denom));
-    if (!xNew)
-      return;
-    out[0].push_back(xNew);
-    out[1].push_back(hNew);
-  }
-  setOutputs(ctx, out);
+    return {e.sub(x, e.div(e.mul(rate, reg), denom)), hNew};
+  });
 }
 
 void convertMomentum(NodeContext &ctx) {
@@ -217,7 +227,8 @@ void convertMomentum(NodeContext &ctx) {
     return;
   if (!ctx.attr("alpha") || !ctx.attr("beta") || !ctx.attr("mode") ||
       !ctx.attr("norm_coefficient")) {
-    ctx.fail("attributes 'alpha', 'beta', 'mode' and 'norm_coefficient' are required");
+    ctx.fail("attributes 'alpha', 'beta', 'mode' and 'norm_coefficient' are "
+             "required");
     return;
   }
   if (mode != "standard" && mode != "nesterov") {
@@ -228,21 +239,13 @@ void convertMomentum(NodeContext &ctx) {
   Expr e{ctx, ops->element};
   // beta on every update but the first (T == 0), where it is 1.
   Value b = e.where(e.countPositive(ops->count), e.scalar(beta), e.scalar(1.0));
-  SmallVector<SmallVector<Value>> out(2);
-  for (size_t i = 0, n = ops->groups[0].size(); i < n; ++i) {
-    Value x = ops->groups[0][i], g = ops->groups[1][i], v = ops->groups[2][i];
-    Value reg = e.regularized(norm, x, g);
-    Value vNew = e.add(e.mul(e.scalar(alpha), v), e.mul(b, reg));
-    Value step = mode == "standard"
-                     ? vNew
-                     : e.add(reg, e.mul(e.scalar(alpha), vNew));
-    Value xNew = e.sub(x, e.mul(ops->rate, step));
-    if (!xNew)
-      return;
-    out[0].push_back(xNew);
-    out[1].push_back(vNew);
-  }
-  setOutputs(ctx, out);
+  applyPerTensor(ctx, *ops, [&](ArrayRef<Value> t) -> SmallVector<Value> {
+    Value x = t[0], reg = e.regularized(norm, x, t[1]);
+    Value vNew = e.add(e.mul(e.scalar(alpha), t[2]), e.mul(b, reg));
+    Value step =
+        mode == "standard" ? vNew : e.add(reg, e.mul(e.scalar(alpha), vNew));
+    return {e.sub(x, e.mul(ops->rate, step)), vNew};
+  });
 }
 
 void convertAdam(NodeContext &ctx) {
@@ -260,30 +263,21 @@ void convertAdam(NodeContext &ctx) {
   // Bias correction from the second update on (T > 0).
   Value t = e.countAsFloat(ops->count);
   Value corrected = e.div(
-      e.mul(ops->rate,
-            e.sqrt(e.sub(e.scalar(1.0), e.pow(e.scalar(beta), t)))),
+      e.mul(ops->rate, e.sqrt(e.sub(e.scalar(1.0), e.pow(e.scalar(beta), t)))),
       e.sub(e.scalar(1.0), e.pow(e.scalar(alpha), t)));
   Value rate = e.where(e.countPositive(ops->count), corrected, ops->rate);
-  SmallVector<SmallVector<Value>> out(3);
-  for (size_t i = 0, n = ops->groups[0].size(); i < n; ++i) {
-    Value x = ops->groups[0][i], g = ops->groups[1][i];
-    Value v = ops->groups[2][i], h = ops->groups[3][i];
-    Value reg = e.regularized(norm, x, g);
+  applyPerTensor(ctx, *ops, [&](ArrayRef<Value> t) -> SmallVector<Value> {
+    Value x = t[0], reg = e.regularized(norm, x, t[1]);
     Value vNew =
-        e.add(e.mul(e.scalar(alpha), v), e.mul(e.scalar(1.0 - alpha), reg));
-    Value hNew = e.add(e.mul(e.scalar(beta), h),
+        e.add(e.mul(e.scalar(alpha), t[2]), e.mul(e.scalar(1.0 - alpha), reg));
+    Value hNew = e.add(e.mul(e.scalar(beta), t[3]),
                        e.mul(e.scalar(1.0 - beta), e.mul(reg, reg)));
     Value denom = e.add(e.sqrt(hNew), e.scalar(epsilon));
     Value xNew = e.sub(x, e.mul(rate, e.div(vNew, denom)));
     if (normPost != 0.0)
       xNew = e.mul(e.scalar(1.0 - normPost), xNew);
-    if (!xNew)
-      return;
-    out[0].push_back(xNew);
-    out[1].push_back(vNew);
-    out[2].push_back(hNew);
-  }
-  setOutputs(ctx, out);
+    return {xNew, vNew, hNew};
+  });
 }
 
 } // namespace

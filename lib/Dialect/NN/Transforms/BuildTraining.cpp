@@ -128,8 +128,7 @@ void cloneInTrainingMode(OpBuilder &b, Block &body, IRMapping &mapping,
       if (Value drawn = drawnMasks.lookup(maskOp.getInput())) {
         Location l = maskOp.getLoc();
         mapping.map(maskOp.getResult(),
-                    CastOp::create(b, l, drawn,
-                                   TypeAttr::get(b.getI1Type())));
+                    CastOp::create(b, l, drawn, TypeAttr::get(b.getI1Type())));
         continue;
       }
     }
