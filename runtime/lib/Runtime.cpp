@@ -72,10 +72,21 @@ std::string takeCheckFailure(const pd_function &function) {
   }
   std::string text =
       (node.empty() ? std::string("a node") : "node '" + node + "'") +
-      (op.empty() ? std::string() : " (op " + op + ")") + ": index " +
-      std::to_string(record->value) + " out of range [" +
-      std::to_string(record->lower) + ", " + std::to_string(record->upper) +
-      ")" + (input.empty() ? std::string() : " in input '" + input + "'");
+      (op.empty() ? std::string() : " (op " + op + ")") + ": ";
+  if (!input.empty() && input[0] == '\x01') {
+    // A data-dependent size (nn.check_size): [lower, lower + 1) is the size
+    // the model declares and the bundle computes.
+    text += "the input values give " + std::to_string(record->value) +
+            " entries for output '" + input.substr(1) +
+            "', but the model declares " + std::to_string(record->lower) +
+            " (pipedream compiles the declared size of a data-dependent "
+            "output)";
+  } else {
+    text += "index " + std::to_string(record->value) + " out of range [" +
+            std::to_string(record->lower) + ", " +
+            std::to_string(record->upper) + ")" +
+            (input.empty() ? std::string() : " in input '" + input + "'");
+  }
   *record = CheckRecord{};
   return text;
 }

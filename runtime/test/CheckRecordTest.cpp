@@ -52,6 +52,19 @@ TEST(CheckRecord, AFailedCheckReadsAsTheCpuMessageAndIsCleared) {
   EXPECT_EQ(takeCheckFailure(function), "");
 }
 
+// A size check (nn.check_size): U+0001 before the output's name.
+const char kSizeInfo[] = "NonZero\0nz\0\x01result";
+
+TEST(CheckRecord, ASizeCheckNamesTheOutputAndTheDeclaredSize) {
+  pd_function function = functionWith(fakeAccessor);
+  fakeRecord = CheckRecord{1, 4, 3, 4, kSizeInfo};
+  EXPECT_EQ(takeCheckFailure(function),
+            "node 'nz' (op NonZero): the input values give 4 entries for "
+            "output 'result', but the model declares 3 (pipedream compiles "
+            "the declared size of a data-dependent output)");
+  EXPECT_EQ(fakeRecord.failed, 0);
+}
+
 TEST(CheckRecord, EmptyOrMissingRecordsAreNoFailure) {
   pd_function none = functionWith(nullptr);
   EXPECT_EQ(takeCheckFailure(none), "");

@@ -303,11 +303,36 @@ struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
   }
 };
 
+/// `nn.check_size`: its input, and a run-time check of kind `size` that
+/// the size the values give is the one compiled.
+struct CheckSizeLowering : OpConversionPattern<nn::CheckSizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(nn::CheckSizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value size =
+        tensor::ExtractOp::create(rewriter, loc, adaptor.getSize(),
+                                  ValueRange{});
+    // NOTE: I64Attr getters return uint64_t.
+    int64_t expected = op.getExpectedAttr().getInt();
+    nn::CheckIndexRangeOp::create(
+        rewriter, loc, size, size, rewriter.getI64IntegerAttr(expected),
+        rewriter.getI64IntegerAttr(expected + 1),
+        rewriter.getStringAttr(getONNXNodeName(loc)), op.getOpTypeAttr(),
+        op.getOutputAttr(), rewriter.getStringAttr("size"));
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
 } // namespace
 
 void populateIndexingPatterns(RewritePatternSet &patterns) {
   patterns.add<GatherElementsLowering, ScatterElementsLowering,
-               GatherNDLowering, ScatterNDLowering>(patterns.getContext());
+               GatherNDLowering, ScatterNDLowering, CheckSizeLowering>(
+      patterns.getContext());
 }
 
 } // namespace pipedream::nn_to_linalg

@@ -545,8 +545,6 @@ static void convertValueShaped(NodeContext &ctx) {
 
 void onnx_import::registerSamplingOps(OpTable &table) {
   table["NonMaxSuppression"] = {convertValueShaped, {10, 11}};
-  table["Unique"] = {convertValueShaped, {11}};
-  table["NonZero"] = {convertValueShaped, {9, 13}};
   table["RoiAlign"] = {convertRoiAlign, {10, 16, 22}};
   table["Det"] = {convertDet, {11, 22}};
   // Opset 20 renamed the modes (linear, cubic) and allowed N-d; 22 added

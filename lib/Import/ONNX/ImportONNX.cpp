@@ -399,6 +399,9 @@ public:
   llvm::StringMap<ImportedValue> values;
   /// Names read by some node or listed as graph outputs.
   llvm::StringSet<> used;
+  /// The fully static shapes the model declares for its values (graph
+  /// outputs and value_info): the size of a data-dependent output.
+  llvm::StringMap<SmallVector<int64_t>> declaredShapes;
   /// Arguments (by number) converters declared constants of the model
   /// (NodeContext::markFrozenWeight): they get `nn.frozen`.
   llvm::DenseSet<unsigned> frozenArgs;
@@ -1048,6 +1051,22 @@ GraphImporter::run(onnx::ModelProto &model) {
         used.insert(in);
   for (const auto &out : graph.output())
     used.insert(out.name());
+  auto declare = [&](const onnx::ValueInfoProto &info) {
+    if (!info.has_type() || !info.type().has_tensor_type() ||
+        !info.type().tensor_type().has_shape())
+      return;
+    SmallVector<int64_t> dims;
+    for (const auto &d : info.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0)
+        return;
+      dims.push_back(d.dim_value());
+    }
+    declaredShapes[info.name()] = std::move(dims);
+  };
+  for (const auto &info : graph.value_info())
+    declare(info);
+  for (const auto &out : graph.output())
+    declare(out);
 
   // Convert in topological order.
   const OpTable &table = getOpTable();
@@ -1376,6 +1395,16 @@ bool NodeContext::outputUsed(size_t i) const {
          importer.used.contains(node.output(int(i)));
 }
 
+std::optional<SmallVector<int64_t>>
+NodeContext::declaredOutputShape(size_t i) const {
+  if (i >= numOutputs() || node.output(int(i)).empty())
+    return std::nullopt;
+  auto it = importer.declaredShapes.find(node.output(int(i)));
+  if (it == importer.declaredShapes.end())
+    return std::nullopt;
+  return it->second;
+}
+
 void NodeContext::setOutput(size_t i, Value value) {
   if (!value || i >= numOutputs() || node.output(int(i)).empty())
     return;
@@ -1609,6 +1638,7 @@ const OpTable &onnx_import::getOpTable() {
     registerSamplingOps(t);
     registerUnsignedOps(t);
     registerTrainingOps(t);
+    registerDataDependentOps(t);
     return t;
   }();
   return table;

@@ -108,6 +108,14 @@ public:
   size_t numOutputs() const { return size_t(node.output_size()); }
   /// Output `i` is consumed by a node or is a graph output.
   bool outputUsed(size_t i) const;
+  /// The fully static shape the model declares for output `i` (a graph
+  /// output's type or value_info), if any: the size of a data-dependent
+  /// output (NonZero, Unique, NonMaxSuppression).
+  std::optional<llvm::SmallVector<int64_t>> declaredOutputShape(size_t i) const;
+  /// ONNX name of output `i` ("" when absent).
+  std::string outputName(size_t i) const {
+    return i < numOutputs() ? node.output(int(i)) : std::string();
+  }
   void setOutput(size_t i, mlir::Value value);
   void setOutput(size_t i, HostTensor constant);
   void setOutputAlias(size_t i, const ImportedValue &value);
@@ -242,6 +250,9 @@ void registerLayerOps(OpTable &table);
 void registerLossOps(OpTable &table);
 /// ConvertUnsigned.cpp: BitShift.
 void registerUnsignedOps(OpTable &table);
+/// ConvertDataDependent.cpp: NonZero, Unique, NonMaxSuppression (the
+/// declared size of their data-dependent output, checked at run time).
+void registerDataDependentOps(OpTable &table);
 /// ai.onnx.preview.training's optimizers (keyed "<domain>.<op>").
 void registerTrainingOps(OpTable &table);
 

@@ -78,7 +78,8 @@ struct LowerRunTimeChecksPass
       auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
       b.setInsertionPointToStart(ifBad.thenBlock());
       std::string info = (op.getOpType() + llvm::Twine('\0') + op.getNode() +
-                          llvm::Twine('\0') + op.getInput())
+                          llvm::Twine('\0') +
+                          pipedream::cpu::getRunTimeCheckInputName(op))
                              .str();
       info.push_back('\0');
       std::string name;
@@ -148,6 +149,12 @@ LogicalResult defineRunTimeStatusRecord(ModuleOp module) {
   b.setInsertionPointToStart(accessor.addEntryBlock());
   func::ReturnOp::create(b, loc, recordAddress(b, loc));
   return success();
+}
+
+std::string getRunTimeCheckInputName(pipedream::nn::CheckIndexRangeOp op) {
+  if (op.getKind() == "size")
+    return "\x01" + op.getInput().str();
+  return op.getInput().str();
 }
 
 IndexRangeTest emitIndexRangeTest(OpBuilder &b,

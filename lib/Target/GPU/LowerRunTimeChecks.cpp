@@ -142,7 +142,8 @@ struct LowerRunTimeChecksPass
         store(t.upper, Upper);
         store(c(b, l, static_cast<int64_t>(infos.size())), Id);
         infos.push_back(b.getStrArrayAttr(
-            {op.getOpType(), op.getNode(), op.getInput()}));
+            {op.getOpType(), op.getNode(),
+             pipedream::cpu::getRunTimeCheckInputName(op)}));
         op.erase();
       }
 

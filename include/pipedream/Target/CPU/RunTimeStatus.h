@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <string>
 #include <utility>
 
 namespace pipedream::nn {
@@ -38,6 +39,11 @@ struct IndexRangeTest {
 };
 IndexRangeTest emitIndexRangeTest(mlir::OpBuilder &b,
                                   pipedream::nn::CheckIndexRangeOp op);
+
+/// The input name a check's status record carries: `input`, or for a
+/// check of kind `size` (nn.check_size) U+0001 then the output's name, so
+/// the runtime words the message as a size (docs/Bundle.md).
+std::string getRunTimeCheckInputName(pipedream::nn::CheckIndexRangeOp op);
 
 /// `struct { int64_t failed, value, lower, upper; const char *info; }`
 /// (runtime/lib/Bundle.h, CheckRecord).

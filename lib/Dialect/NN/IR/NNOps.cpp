@@ -233,6 +233,17 @@ LogicalResult CheckIndexRangeOp::verify() {
   if (lower > upper)
     return emitOpError("needs lower <= upper, got [")
            << lower << ", " << upper << ")";
+  if (getKind() != "index" && getKind() != "size")
+    return emitOpError("kind must be 'index' or 'size', got '")
+           << getKind() << "'";
+  return success();
+}
+
+LogicalResult CheckSizeOp::verify() {
+  // NOTE: I64Attr getters return uint64_t.
+  if (getExpectedAttr().getInt() < 0)
+    return emitOpError("expected size must be non-negative, got ")
+           << getExpectedAttr().getInt();
   return success();
 }
 

@@ -1090,6 +1090,40 @@ def NN_BernoulliOp : NN_Op<"bernoulli", [], NN_CostOpInterface, []> {
   let hasVerifier = 1;
 }
 
+def NN_CheckSizeOp : NN_Op<"check_size"> {
+  let summary = "a data-dependent size, checked against the compiled one";
+  let description = [{
+    The result is `input`. ONNX ops whose output size depends on the input
+    values (NonZero, Unique, NonMaxSuppression) are compiled with the size
+    the model declares for that output (`expected`, the extent of its
+    data-dependent axis); `size` is the size the input values give at run
+    time. When they differ, the run fails with a message naming the node
+    (the op's location), `op_type` and `output`, and the runtime discards
+    the call's results; the compiled op computes only `expected` entries
+    (extra ones are dropped, missing ones are zero). `convert-nn-to-linalg`
+    lowers it to `nn.check_index_range` of kind `size`.
+
+    ```mlir
+    %r = nn.check_size %y, %n {expected = 3 : i64, op_type = "NonZero",
+                               output = "result"} : tensor<2x3xi64>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, 0DTensorOf<[I64]>:$size,
+                       I64Attr:$expected, StrAttr:$op_type, StrAttr:$output);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $size attr-dict `:` type($input) `,` type($size)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      inferred.push_back(adaptor.getInput().getType());
+      return ::mlir::success();
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Math, comparison, logic, arg and scan ops (NNMathOps.td)
 //===----------------------------------------------------------------------===//
@@ -1116,7 +1150,11 @@ def NN_CheckIndexRangeOp
     indexing op clamps its indices, so what it reads or writes stays in
     bounds, and the runtime discards the call's results. Created on
     tensors by `convert-nn-to-linalg`, lowered by the code generators
-    (`cpu-lower-run-time-checks`).
+    (`cpu-lower-run-time-checks`). `kind` is `index` (an index into input
+    `input`) or `size` (from `nn.check_size`: `min` = `max` is the size of
+    output `input` the values give, `[lower, upper)` = `[expected,
+    expected + 1)`); the status record marks a `size` check by a leading
+    U+0001 in its input name (docs/Bundle.md "Run-time checks").
 
     ```mlir
     nn.check_index_range %min, %max {lower = -61 : i64, upper = 61 : i64,
@@ -1125,7 +1163,8 @@ def NN_CheckIndexRangeOp
   }];
   let arguments = (ins AnySignlessInteger:$min, AnySignlessInteger:$max,
                        I64Attr:$lower, I64Attr:$upper, StrAttr:$node,
-                       StrAttr:$op_type, StrAttr:$input);
+                       StrAttr:$op_type, StrAttr:$input,
+                       DefaultValuedStrAttr<StrAttr, "index">:$kind);
   let assemblyFormat = "$min `,` $max attr-dict `:` type($min)";
   let hasVerifier = 1;
 }
