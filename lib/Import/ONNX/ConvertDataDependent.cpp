@@ -374,9 +374,223 @@ void convertUnique(NodeContext &ctx) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// NonMaxSuppression
+//===----------------------------------------------------------------------===//
+
+/// Optional input `i`, a scalar or one-element tensor of `what`, as rank 0;
+/// null (not an error) when absent.
+Value scalarInput(NodeContext &ctx, size_t i, StringRef what, bool &ok) {
+  if (!ctx.hasInput(i))
+    return nullptr;
+  RankedTensorType type = ctx.inputType(i, what);
+  if (!type || type.getRank() > 1 || type.getNumElements() != 1) {
+    if (type)
+      ctx.fail("input '" + what + "' must hold one value, got shape " +
+               shapeToString(type.getShape()));
+    ok = false;
+    return nullptr;
+  }
+  Value v = reshape(ctx, ctx.operand(i, what), {});
+  ok = static_cast<bool>(v);
+  return v;
+}
+
+void convertNonMaxSuppression(NodeContext &ctx) {
+  if (!ctx.requireInputs(2))
+    return;
+  RankedTensorType boxesType = ctx.inputType(0, "boxes");
+  RankedTensorType scoresType = ctx.inputType(1, "scores");
+  if (!boxesType || !scoresType)
+    return;
+  ArrayRef<int64_t> bs = boxesType.getShape(), ss = scoresType.getShape();
+  if (bs.size() != 3 || bs[2] != 4 || ss.size() != 3 || ss[0] != bs[0] ||
+      ss[2] != bs[1]) {
+    ctx.fail("boxes " + shapeToString(bs) + " and scores " +
+             shapeToString(ss) +
+             " must be [batches, boxes, 4] and [batches, classes, boxes]");
+    return;
+  }
+  Type element = boxesType.getElementType();
+  if (!isa<FloatType>(element) || scoresType.getElementType() != element) {
+    ctx.fail("boxes and scores must be float tensors of one element type");
+    return;
+  }
+  int64_t batches = bs[0], boxes = bs[1], classes = ss[1];
+  int64_t planes = batches * classes;
+  if (boxes > kMaxBoxes || planes * boxes * boxes > kMaxPairwiseElements) {
+    ctx.unsupported(Twine(boxes) + " boxes per batch and class (the "
+                    "selection is unrolled over at most " + Twine(kMaxBoxes) +
+                    ")");
+    return;
+  }
+  int64_t centerBox = ctx.intAttr("center_point_box", 0);
+  if (centerBox != 0 && centerBox != 1) {
+    ctx.fail("center_point_box must be 0 or 1, got " + Twine(centerBox));
+    return;
+  }
+  int64_t n = declaredSize(ctx, 0, {-1, 3}, 0);
+  if (n < 0)
+    return;
+  bool ok = true;
+  Value maxOut = scalarInput(ctx, 2, "max_output_boxes_per_class", ok);
+  Value iouThreshold = ok ? scalarInput(ctx, 3, "iou_threshold", ok) : Value();
+  Value scoreThreshold =
+      ok ? scalarInput(ctx, 4, "score_threshold", ok) : Value();
+  Value boxesValue = ctx.operand(0, "boxes");
+  Value scoresValue = ctx.operand(1, "scores");
+  if (!ok || !boxesValue || !scoresValue)
+    return;
+  Type i64 = i64Type(ctx);
+  if (maxOut && !typeOf(maxOut).getElementType().isInteger(64)) {
+    ctx.fail("input 'max_output_boxes_per_class' must be int64");
+    return;
+  }
+  for (Value v : {iouThreshold, scoreThreshold})
+    if (v && typeOf(v).getElementType() != element) {
+      ctx.fail("the thresholds must have the boxes' element type");
+      return;
+    }
+  // Absent: no box is kept (max 0), any overlap suppresses (IoU > 0), every
+  // score is a candidate.
+  if (!maxOut)
+    maxOut = scalar(ctx, i64, 0.0);
+  if (!iouThreshold)
+    iouThreshold = scalar(ctx, element, 0.0);
+
+  // Per (batch, class) plane, the boxes by descending score (ties: box
+  // order) and their corners [P, B, 1] each.
+  auto topk = ctx.create<nn::TopKOp>(scoresValue, ctx.i64(2), ctx.i64(boxes),
+                                     ctx.boolean(true));
+  if (!topk)
+    return;
+  Value sortedScores = reshape(ctx, topk.getValues(), {planes, boxes});
+  Value order = topk.getIndices();
+  Value boxesByClass = ctx.createValue<nn::ExpandOp>(
+      reshape(ctx, boxesValue, {batches, 1, boxes, 4}),
+      ctx.i64s({batches, classes, boxes, 4}));
+  Value orderBy4 =
+      ctx.createValue<nn::ExpandOp>(reshape(ctx, order, {batches, classes,
+                                                         boxes, 1}),
+                                    ctx.i64s({batches, classes, boxes, 4}));
+  Value sortedBoxes =
+      boxesByClass && orderBy4
+          ? reshape(ctx,
+                    ctx.createValue<nn::GatherElementsOp>(boxesByClass,
+                                                          orderBy4, ctx.i64(2)),
+                    {planes, boxes, 4})
+          : Value();
+  auto coord = [&](int64_t k) { return sliceAxis(ctx, sortedBoxes, 2, k, 1); };
+  Value yMin, xMin, yMax, xMax;
+  if (centerBox == 0) {
+    // [y1, x1, y2, x2], any pair of diagonal corners.
+    Value y1 = coord(0), x1 = coord(1), y2 = coord(2), x2 = coord(3);
+    yMin = binary<nn::MinOp>(ctx, y1, y2);
+    yMax = binary<nn::MaxOp>(ctx, y1, y2);
+    xMin = binary<nn::MinOp>(ctx, x1, x2);
+    xMax = binary<nn::MaxOp>(ctx, x1, x2);
+  } else {
+    // [x_center, y_center, width, height].
+    Value half = scalar(ctx, element, 0.5);
+    Value xc = coord(0), yc = coord(1);
+    Value hw = binary<nn::MulOp>(ctx, coord(2), half);
+    Value hh = binary<nn::MulOp>(ctx, coord(3), half);
+    xMin = binary<nn::SubOp>(ctx, xc, hw);
+    xMax = binary<nn::AddOp>(ctx, xc, hw);
+    yMin = binary<nn::SubOp>(ctx, yc, hh);
+    yMax = binary<nn::AddOp>(ctx, yc, hh);
+  }
+  // Pairwise: box i (rows, [P, B, 1]) against box j (columns, [P, 1, B]).
+  auto cols = [&](Value v) { return reshape(ctx, v, {planes, 1, boxes}); };
+  Value zero = scalar(ctx, element, 0.0);
+  auto extent = [&](Value lo, Value hi) {
+    return binary<nn::MaxOp>(
+        ctx,
+        binary<nn::SubOp>(ctx, binary<nn::MinOp>(ctx, hi, cols(hi)),
+                          binary<nn::MaxOp>(ctx, lo, cols(lo))),
+        zero);
+  };
+  Value inter = binary<nn::MulOp>(ctx, extent(yMin, yMax), extent(xMin, xMax));
+  Value area = binary<nn::MulOp>(ctx, binary<nn::SubOp>(ctx, yMax, yMin),
+                                 binary<nn::SubOp>(ctx, xMax, xMin));
+  Value areaJ = cols(area);
+  Value unionArea = binary<nn::SubOp>(
+      ctx, binary<nn::AddOp>(ctx, area, areaJ), inter);
+  // As onnxruntime: no overlap, an empty box or an empty union never
+  // suppresses; else IoU > iou_threshold does.
+  Value positive = binary<nn::AndOp>(
+      ctx,
+      binary<nn::AndOp>(ctx, binary<nn::GreaterOp>(ctx, inter, zero),
+                        binary<nn::GreaterOp>(ctx, unionArea, zero)),
+      binary<nn::AndOp>(ctx, binary<nn::GreaterOp>(ctx, area, zero),
+                        binary<nn::GreaterOp>(ctx, areaJ, zero)));
+  Value safeUnion = ctx.failed() ? Value()
+                                 : ctx.createValue<nn::WhereOp>(
+                                       positive, unionArea,
+                                       scalar(ctx, element, 1.0));
+  Value iou = binary<nn::DivOp>(ctx, inter, safeUnion);
+  Value overlaps = toInt(ctx, binary<nn::AndOp>(
+                                  ctx, positive,
+                                  binary<nn::GreaterOp>(ctx, iou,
+                                                        iouThreshold)));
+  // Candidates: score above score_threshold.
+  Value candidate = scoreThreshold
+                        ? binary<nn::GreaterOp>(ctx, sortedScores,
+                                                scoreThreshold)
+                        : constant(ctx, IntegerType::get(ctx.getContext(), 1),
+                                   {planes, boxes},
+                                   std::vector<double>(
+                                       size_t(planes * boxes), 1.0));
+  // The greedy selection in score order, one box at a time: kept[P, B]
+  // holds 1 for the boxes kept so far.
+  Value kept = constant(ctx, i64, {planes, boxes},
+                        std::vector<double>(size_t(planes * boxes), 0.0));
+  Value zeroInt = scalar(ctx, i64, 0.0);
+  for (int64_t i = 0; i < boxes && !ctx.failed(); ++i) {
+    Value overlapsI = reshape(ctx, sliceAxis(ctx, overlaps, 1, i, 1),
+                              {planes, boxes});
+    Value suppressed = binary<nn::GreaterOp>(
+        ctx, sum(ctx, binary<nn::MulOp>(ctx, overlapsI, kept), {1}), zeroInt);
+    Value room = binary<nn::LessOp>(ctx, sum(ctx, kept, {1}), maxOut);
+    Value candidateI = reshape(ctx, sliceAxis(ctx, candidate, 1, i, 1),
+                               {planes});
+    Value notSuppressed =
+        suppressed ? ctx.createValue<nn::NotOp>(suppressed) : Value();
+    Value keepI = binary<nn::AndOp>(
+        ctx, binary<nn::AndOp>(ctx, candidateI, notSuppressed), room);
+    std::vector<int64_t> hot(size_t(boxes), 0);
+    hot[size_t(i)] = 1;
+    kept = binary<nn::AddOp>(
+        ctx, kept,
+        binary<nn::MulOp>(ctx, reshape(ctx, toInt(ctx, keepI), {planes, 1}),
+                          indexTable(ctx, {1, boxes}, std::move(hot))));
+  }
+  // (batch, class, box) of every plane's sorted boxes, [P * B, 3].
+  std::vector<int64_t> planeRows(size_t(planes * boxes * 2));
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < boxes; ++i) {
+      planeRows[size_t((p * boxes + i) * 2)] = p / classes;
+      planeRows[size_t((p * boxes + i) * 2 + 1)] = p % classes;
+    }
+  Value rows = ctx.failed()
+                   ? Value()
+                   : ctx.createValue<nn::ConcatOp>(
+                         ValueRange{indexTable(ctx, {planes * boxes, 2},
+                                               std::move(planeRows)),
+                                    reshape(ctx, order, {planes * boxes, 1})},
+                         ctx.i64(1));
+  Value keep = binary<nn::GreaterOp>(
+      ctx, reshape(ctx, kept, {planes * boxes}), zeroInt);
+  Value count;
+  Value selected = compact(ctx, keep, rows, n, count);
+  if (Value y = checked(ctx, selected, count, n, 0))
+    ctx.setOutput(0, y);
+}
+
 } // namespace
 
 void onnx_import::registerDataDependentOps(OpTable &table) {
+  table["NonMaxSuppression"] = {convertNonMaxSuppression, {10, 11}};
   table["NonZero"] = {convertNonZero, {9, 13}};
   table["Unique"] = {convertUnique, {11}};
 }

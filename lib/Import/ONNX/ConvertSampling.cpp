@@ -535,16 +535,7 @@ static void convertRoiAlign(NodeContext &ctx) {
     ctx.setOutput(0, y);
 }
 
-/// Ops whose result shape depends on the input values: pipedream compiles
-/// static shapes, so they are reported by name with the reason instead of
-/// as unknown ops.
-static void convertValueShaped(NodeContext &ctx) {
-  ctx.unsupported("its output shape depends on the input values (pipedream "
-                  "compiles static shapes)");
-}
-
 void onnx_import::registerSamplingOps(OpTable &table) {
-  table["NonMaxSuppression"] = {convertValueShaped, {10, 11}};
   table["RoiAlign"] = {convertRoiAlign, {10, 16, 22}};
   table["Det"] = {convertDet, {11, 22}};
   // Opset 20 renamed the modes (linear, cubic) and allowed N-d; 22 added

@@ -96,3 +96,18 @@ func.func @scatter_nd(%x: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf
   %0 = nn.scatter_nd %x, %i, %u {reduction = "mul"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// check_size: its input, and a run-time check of kind size on the scalar
+// size against [expected, expected + 1).
+// CHECK-LABEL: func.func @check_size(
+// CHECK-SAME: %[[Y:.*]]: tensor<2x3xi64>, %[[N:.*]]: tensor<i64>)
+// CHECK: %[[S:.*]] = tensor.extract %[[N]][] : tensor<i64>
+// CHECK: nn.check_index_range %[[S]], %[[S]] {input = "result", kind = "size", lower = 3 : i64, node = "", op_type = "NonZero", upper = 4 : i64} : i64
+// CHECK: return %[[Y]]
+// LLVM-LABEL: llvm.func @check_size(
+func.func @check_size(%y: tensor<2x3xi64>, %n: tensor<i64>) -> tensor<2x3xi64> {
+  %0 = nn.check_size %y, %n {expected = 3 : i64, op_type = "NonZero", output = "result"} : tensor<2x3xi64>, tensor<i64>
+  return %0 : tensor<2x3xi64>
+}

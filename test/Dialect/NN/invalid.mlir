@@ -1344,6 +1344,22 @@ func.func @check_index_range_empty(%min: i64, %max: i64) {
 
 // -----
 
+func.func @check_index_range_kind(%min: i64, %max: i64) {
+  // expected-error @+1 {{'nn.check_index_range' op kind must be 'index' or 'size', got 'count'}}
+  nn.check_index_range %min, %max {input = "idx", kind = "count", lower = -5 : i64, node = "n", op_type = "Gather", upper = 5 : i64} : i64
+  return
+}
+
+// -----
+
+func.func @check_size_negative(%y: tensor<2x3xi64>, %n: tensor<i64>) {
+  // expected-error @+1 {{'nn.check_size' op expected size must be non-negative, got -1}}
+  %0 = nn.check_size %y, %n {expected = -1 : i64, op_type = "NonZero", output = "result"} : tensor<2x3xi64>, tensor<i64>
+  return
+}
+
+// -----
+
 func.func @check_index_range_types(%min: i64, %max: i32) {
   // expected-error @+1 {{'nn.check_index_range' op failed to verify that all of {min, max} have same type}}
   "nn.check_index_range"(%min, %max) {input = "idx", lower = -5 : i64, node = "n", op_type = "Gather", upper = 5 : i64} : (i64, i32) -> ()

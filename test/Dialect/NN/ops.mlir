@@ -716,6 +716,13 @@ func.func @batch_norm_train(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %b: tens
   return %0#0, %0#1, %0#2 : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
+// CHECK-LABEL: func.func @check_size(
+// CHECK: nn.check_size %{{.*}}, %{{.*}} {expected = 3 : i64, op_type = "NonZero", output = "result"} : tensor<2x3xi64>, tensor<i64>
+func.func @check_size(%y: tensor<2x3xi64>, %n: tensor<i64>) -> tensor<2x3xi64> {
+  %0 = nn.check_size %y, %n {expected = 3 : i64, op_type = "NonZero", output = "result"} : tensor<2x3xi64>, tensor<i64>
+  return %0 : tensor<2x3xi64>
+}
+
 // CHECK-LABEL: func.func @check_index_range(
 // CHECK: nn.check_index_range %{{.*}}, %{{.*}} {input = "idx", lower = -61 : i64, node = "/tok/Gather", op_type = "Gather", upper = 61 : i64} : i32
 func.func @check_index_range(%min: i32, %max: i32) {

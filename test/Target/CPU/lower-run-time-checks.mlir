@@ -47,6 +47,19 @@ func.func @check(%min: i32, %max: i32) {
 
 // -----
 
+// A check of kind size (nn.check_size): its input name is the output's,
+// after U+0001, so the runtime words the message as a size.
+// CHECK-DAG: llvm.mlir.global internal constant @{{.*}}("NonZero\00nz\00\01result\00")
+// CHECK-LABEL: func.func @size(
+// CHECK: arith.constant 8 : i64
+// CHECK: arith.constant 9 : i64
+func.func @size(%n: i64) {
+  nn.check_index_range %n, %n {input = "result", kind = "size", lower = 8 : i64, node = "nz", op_type = "NonZero", upper = 9 : i64} : i64
+  return
+}
+
+// -----
+
 // A module without checks still exports the record.
 // CHECK-LABEL: func.func @pipedream_run_time_status()
 func.func @no_checks() {

@@ -99,3 +99,15 @@ func.func @check(%min: memref<i32>, %max: memref<i32>) {
 func.func @none(%x: memref<4xf32>) {
   return
 }
+
+// -----
+
+// A check of kind size keeps U+0001 before the output's name (as on CPUs).
+// CHECK-LABEL: func.func @size(
+// CHECK: func.func private @pipedream.cuda_take_run_time_status(memref<5xi64>) attributes {pipedream.cuda.checks = {{\[\[}}"NonZero", "nz", "\01result"]]}
+func.func @size(%n: memref<i64>) {
+  %a = memref.load %n[] : memref<i64>
+  nn.check_index_range %a, %a {lower = 8 : i64, upper = 9 : i64, kind = "size",
+      node = "nz", op_type = "NonZero", input = "result"} : i64
+  return
+}
