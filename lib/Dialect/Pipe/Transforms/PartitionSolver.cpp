@@ -206,6 +206,18 @@ Piece Evaluator::evaluate(int64_t piece, int64_t begin, int64_t end) const {
       }
     }
   }
+  // A program input lives on the piece of its first reader, which sends it
+  // to the later pieces that read it (once per micro-batch, like a value:
+  // pipe-unroll-schedule's input transfers).
+  for (const Value &input : graph.inputs) {
+    if (input.users.empty())
+      continue;
+    if (input.users.front() >= begin && input.users.front() < end &&
+        input.users.back() >= end) {
+      out.sendBytes += input.bytes;
+      ++out.numMessages;
+    }
+  }
   sharedWeights(begin, end, out.sharedCopyBytes, out.allReduceBytes);
   out.comm = commTime(out.sendBytes + out.gradientBytes, out.numMessages) +
              allReduceTime(out.allReduceBytes);
@@ -357,6 +369,16 @@ Result partition::solve(const Graph &graph, const Options &options) {
         msgs[q + 1] += 1;
         msgs[value.users.back() + 1] -= 1;
       }
+    // Program inputs whose first reader is inside [i, j) and a reader is at
+    // or after j: sent like a value.
+    for (const Value &input : graph.inputs) {
+      if (input.users.empty() || input.users.front() < i)
+        continue;
+      send[input.users.front() + 1] += input.bytes;
+      send[input.users.back() + 1] -= input.bytes;
+      msgs[input.users.front() + 1] += 1;
+      msgs[input.users.back() + 1] -= 1;
+    }
     // Produced before i and read inside [i, j): the gradient goes back, for
     // every j past the first user at or after i.
     for (int64_t v : live) {
