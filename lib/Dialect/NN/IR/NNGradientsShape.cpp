@@ -138,6 +138,14 @@ LogicalResult dropoutGrad(DropoutOp, OpBuilder &, ValueRange grads,
   return success();
 }
 
+// nn.check_size is its input (the size operand is an integer count).
+LogicalResult checkSizeGrad(CheckSizeOp, OpBuilder &, ValueRange grads,
+                            SmallVectorImpl<Value> &out) {
+  out.push_back(grads[0]);
+  out.push_back(Value());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -408,6 +416,7 @@ void attachShapeGradientModels(MLIRContext *context) {
   CastOp::attachInterface<
       RuleWithOperands<CastOp, castGrad, castIsDifferentiable>>(*context);
   attach<DropoutOp, dropoutGrad>(context);
+  attach<CheckSizeOp, checkSizeGrad>(context);
   attach<ReduceSumOp, reduceSumGrad>(context);
   attach<ReduceMeanOp, reduceMeanGrad>(context);
   attach<ReduceMaxOp, reduceMaxGrad>(context);

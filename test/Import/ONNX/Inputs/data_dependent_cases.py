@@ -195,6 +195,40 @@ def training(out):
     bad = mask.copy()
     bad[5, 4] = 1.0
     np.savez(os.path.join(out, "bad.npz"), x=x, mask=bad, labels=labels)
+    # Gradients through Unique's Y: h = x * W (W per column), Y = the
+    # distinct rows of h (axis 1 of [1, 8, 3], sorted), out = Y V. x's rows 4..7 repeat
+    # rows 0..3 and rows 0..3 are distinct, so Y holds 4 rows; the same
+    # model with Y = Gather(h, the rows numpy's unique picks) must train the
+    # same (unique_train.onnx vs gather_train.onnx, one micro-batch of 8).
+    xs = rng.integers(-3, 4, (4, 3)).astype(np.float32)
+    xs[:, 0] = [0, 1, 2, 3]  # distinct rows
+    xu = np.concatenate([xs, xs[[2, 0, 3, 1]]])
+    _, first = np.unique(xu, axis=0, return_index=True)
+    wcol = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    v = rng.standard_normal((3, 2)).astype(np.float32)
+    for name, picked in (("unique_train", None), ("gather_train", first)):
+        if picked is None:
+            select = [helper.make_node("Unique", ["h"], ["y"], name="u", axis=1)]
+            info = [helper.make_tensor_value_info("y", F, [1, 4, 3])]
+        else:
+            select = [helper.make_node("Constant", [], ["idx"],
+                                       value=numpy_helper.from_array(picked.astype(np.int64))),
+                      helper.make_node("Gather", ["h", "idx"], ["y"], axis=1)]
+            info = []
+        g = helper.make_graph(
+            [helper.make_node("Mul", ["x", "w"], ["h"])] + select +
+            [helper.make_node("MatMul", ["y", "v"], ["out"])], name,
+            [helper.make_tensor_value_info("x", F, [1, 8, 3])],
+            [helper.make_tensor_value_info("out", F, [1, 4, 2])],
+            [numpy_helper.from_array(wcol, "w"), numpy_helper.from_array(v, "v")],
+            value_info=info)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+    # One sample (batch axis 0) of 8 rows.
+    np.savez(os.path.join(out, "unique_data.npz"), x=xu[None],
+             labels=rng.standard_normal((1, 4, 2)).astype(np.float32))
     # Inference feeds with more and fewer nonzeros than nonzero_f32's 8.
     np.savez(os.path.join(out, "more.npz"), X=np.ones((3, 4), np.float32))
     np.savez(os.path.join(out, "fewer.npz"), X=np.zeros((3, 4), np.float32))
