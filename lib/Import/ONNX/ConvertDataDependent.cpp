@@ -80,6 +80,12 @@ int64_t declaredSize(NodeContext &ctx, size_t i, ArrayRef<int64_t> shape,
              shapeToString(expected) + " (-1: the data-dependent size)");
     return -1;
   }
+  if ((*declared)[axis] == 0) {
+    ctx.unsupported("output '" + name +
+                    "' declared with 0 entries (pipedream has no zero-size "
+                    "tensors)");
+    return -1;
+  }
   return (*declared)[axis];
 }
 
