@@ -181,9 +181,9 @@ void convertNonZero(NodeContext &ctx) {
   ArrayRef<int64_t> shape = type.getShape();
   int64_t e = type.getNumElements();
   if (rank * e > kMaxCoordinates) {
-    ctx.unsupported("an input of " + Twine(e) +
-                    " elements (its coordinate table would hold more than " +
-                    Twine(kMaxCoordinates) + ")");
+    ctx.unsupported("an input of " + Twine(e) + " elements (its coordinate "
+                    "table of rank x elements = " + Twine(rank * e) +
+                    " entries is limited to " + Twine(kMaxCoordinates) + ")");
     return;
   }
   int64_t n = declaredSize(ctx, 0, {rank, -1}, 1);
