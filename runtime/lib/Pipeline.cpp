@@ -876,18 +876,20 @@ void runAllReduce(pd_rank &p, const RankInstruction &ins) {
                                           count, ins.type.dtype));
     return;
   }
+  // NOTE: world ranks on every transport: with replicas the group's
+  // pipeline ranks are those of this rank's replica.
   void *device = pipedream::runtime::deviceArgument(*grad);
   if (p.transport->kind == "nccl") {
-    transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
-                                          ins.group.size(), device, count,
+    transportCall(pd_transport_all_reduce(p.transport, group.data(),
+                                          group.size(), device, count,
                                           ins.type.dtype));
     return;
   }
   AlignedMemory host = allocateAligned(bytes, "all-reduce staging memory");
   pipedream::runtime::copyToHost(host.get(), device, bytes,
                                  "downloading the gradient: ");
-  transportCall(pd_transport_all_reduce(p.transport, ins.group.data(),
-                                        ins.group.size(), host.get(), count,
+  transportCall(pd_transport_all_reduce(p.transport, group.data(),
+                                        group.size(), host.get(), count,
                                         ins.type.dtype));
   pipedream::runtime::copyToDevice(device, host.get(), bytes,
                                    "uploading the summed gradient: ");
