@@ -16,8 +16,15 @@
 // 2. The split: every op before the first rule-built op is forward, the
 //    rest backward (including recomputations a rule does from forward
 //    values). The forward values the backward reads are the residuals,
-//    except operand-free ops (constants), which the backward rematerializes,
-//    and weights, which the backward takes as arguments. Splitting the
+//    except weights, which the backward takes as arguments, and values it
+//    rematerializes: operand-free ops (constants) and *weight-derived*
+//    values, computed from weights and constants alone by memory-bound ops
+//    (a transposed, reshaped or cast weight: no more arithmetic than bytes
+//    moved). Saving those would make a pipeline stage stash a copy of them
+//    per micro-batch in flight (the transposed copy of every weight a GEMM
+//    reads) and keep the forward's GEMM from reading the weight in place.
+//    Weights the function itself updates (running statistics, `nn.updates`)
+//    are not a base for that: their value changes after the forward. Splitting the
 //    backward into B (input gradients) and W (weight gradients) is a
 //    backward slice from each group of returned gradients; values of B that
 //    W reads become carries.
@@ -40,6 +47,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -256,20 +264,10 @@ buildJointFunction(func::FuncOp func, StringRef name, ArrayRef<unsigned> wrt,
 
 namespace {
 
-/// Where the backward part of a joint function reads a value from.
-struct BackwardInputs {
-  /// Weight arguments the ops read (joint argument numbers, ascending).
-  SmallVector<unsigned> params;
-  /// Forward values (non-weight arguments first, then op results in order).
-  SmallVector<Value> residuals;
-  /// Forward operand-free ops to clone instead of saving their results.
-  SetVector<Operation *> remat;
-};
-
 /// Clones `ops` (in order) into a new function `name` after `after`. `args`
 /// lists the joint values that become the function's arguments, `results`
-/// the joint values it returns; operand-free forward ops in `remat` are
-/// cloned at the top.
+/// the joint values it returns; the weight-derived forward ops in `remat`
+/// (in forward order) are cloned at the top.
 func::FuncOp cloneIntoFunction(OpBuilder &builder, Operation *after,
                                StringRef name, Location loc,
                                ArrayRef<Value> args,
@@ -366,13 +364,49 @@ differentiateFunction(func::FuncOp func, const AutodiffOptions &options) {
     return !backwardSet.contains(v.getDefiningOp());
   };
 
+  // Weight-derived forward ops (the file comment): operand-free ops, and
+  // memory-bound ops (flops <= bytes, CostOpInterface) without regions or
+  // memory effects whose operands are weights the function does not update
+  // or weight-derived values. One pass in forward order.
+  llvm::StringSet<> updatedWeights;
+  for (unsigned j = 0; j < numResults; ++j)
+    if (auto name = func.getResultAttrOfType<StringAttr>(
+            j, Names::kUpdatesAttrName))
+      updatedWeights.insert(name.getValue());
+  auto isStableParam = [&](Value v) {
+    if (!isParam(v))
+      return false;
+    auto name = func.getArgAttrOfType<StringAttr>(
+        cast<BlockArgument>(v).getArgNumber(), Names::kNameAttrName);
+    return !name || !updatedWeights.contains(name.getValue());
+  };
+  DenseSet<Operation *> weightDerived;
+  for (Operation *op : forwardOps) {
+    if (op->getNumOperands() == 0) {
+      weightDerived.insert(op);
+      continue;
+    }
+    auto cost = dyn_cast<CostOpInterface>(op);
+    if (!cost || op->getNumRegions() != 0 || op->getNumResults() == 0 ||
+        !isMemoryEffectFree(op) ||
+        cost.getForwardFlops() > cost.getForwardBytes())
+      continue;
+    bool derived = llvm::all_of(op->getOperands(), [&](Value v) {
+      if (Operation *def = v.getDefiningOp())
+        return weightDerived.contains(def);
+      return isStableParam(v);
+    });
+    if (derived)
+      weightDerived.insert(op);
+  }
+
   // Residuals: forward values read by backward ops or returned as grads.
   SetVector<Value> residualSet;
   SetVector<Operation *> remat;
   auto noteUse = [&](Value v) {
     if (!isForwardValue(v) || isParam(v))
       return;
-    if (Operation *def = v.getDefiningOp(); def && def->getNumOperands() == 0) {
+    if (Operation *def = v.getDefiningOp(); def && weightDerived.contains(def)) {
       remat.insert(def);
       return;
     }
@@ -453,15 +487,24 @@ differentiateFunction(func::FuncOp func, const AutodiffOptions &options) {
         use(v);
     for (Value v : results)
       use(v);
+    // A rematerialized op's operands: weights (arguments) and the
+    // weight-derived ops before it, cloned too.
+    for (unsigned i = 0; i < rematUsed.size(); ++i)
+      for (Value v : rematUsed[i]->getOperands()) {
+        if (isParam(v))
+          paramsUsed.insert(cast<BlockArgument>(v).getArgNumber());
+        else if (Operation *def = v.getDefiningOp())
+          rematUsed.insert(def);
+      }
     SmallVector<unsigned> params(paramsUsed.begin(), paramsUsed.end());
     llvm::sort(params);
     SmallVector<unsigned> residualIds(residualsUsed.begin(),
                                       residualsUsed.end());
     llvm::sort(residualIds);
-    SmallVector<Operation *> rematOps;
-    for (Operation *op : remat)
-      if (rematUsed.contains(op))
-        rematOps.push_back(op);
+    SmallVector<Operation *> rematOps(rematUsed.begin(), rematUsed.end());
+    llvm::sort(rematOps, [&](Operation *a, Operation *b) {
+      return forwardIndex.lookup(a) < forwardIndex.lookup(b);
+    });
 
     SmallVector<Value> args;
     for (unsigned p : params)

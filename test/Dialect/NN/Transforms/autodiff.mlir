@@ -82,3 +82,51 @@ func.func @constant_result(%x: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK-SAME: %{{.*}}: tensor<3xf32> {nn.grad_of_result = 0 : i64}) -> (tensor<3xf32> {nn.grad_of = 0 : i64})
 // CHECK: %[[Z:.*]] = nn.constant dense<0.000000e+00> : tensor<3xf32>
 // CHECK: return %[[Z]]
+
+// A Linear as torch exports it: x @ transpose(W). The transposed weight is
+// weight-derived (a memory-bound op of the weight alone): the forward does
+// not return it (a pipeline stage would stash a copy per micro-batch in
+// flight), the backward takes W and transposes it again.
+func.func @linear_wt(%x: tensor<2x3xf32>, %w: tensor<4x3xf32> {nn.name = "w", nn.param = dense<1.0> : tensor<4x3xf32>}) -> tensor<2x4xf32> {
+  %t = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %0 = nn.matmul %x, %t : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+// CHECK-LABEL: func.func @linear_wt_forward(
+// CHECK-SAME: -> (tensor<2x4xf32>, tensor<2x3xf32> {nn.residual = 0 : i64})
+// CHECK-NOT: nn.residual = 1
+// CHECK-LABEL: func.func @linear_wt_backward(
+// CHECK-SAME: %[[W:.*]]: tensor<4x3xf32> {nn.name = "w"
+// CHECK-SAME: %[[X:.*]]: tensor<2x3xf32> {nn.residual = 0 : i64}
+// CHECK-SAME: %[[DY:.*]]: tensor<2x4xf32> {nn.grad_of_result = 0 : i64}
+// CHECK: %[[T:.*]] = nn.transpose %[[W]]
+// CHECK: nn.transpose %[[T]]
+// CHECK: return
+// B recomputes the transpose too; W needs no weight at all.
+// SPLIT-LABEL: func.func @linear_wt_backward_input(
+// SPLIT-SAME: %[[W:.*]]: tensor<4x3xf32> {nn.name = "w"
+// SPLIT: nn.transpose %[[W]]
+// SPLIT-LABEL: func.func @linear_wt_backward_weight(
+// SPLIT-NOT: nn.name = "w"
+// SPLIT: return
+
+// Not rematerialized: a value of a weight the function updates (a running
+// statistic: its buffer changes after the forward), and a compute-bound op
+// of weights alone (a product of two weights: more flops than bytes).
+func.func @kept(%x: tensor<8x8xf32>, %m: tensor<8x8xf32> {nn.name = "m", nn.param = dense<1.0> : tensor<8x8xf32>}, %a: tensor<8x8xf32> {nn.name = "a", nn.param = dense<1.0> : tensor<8x8xf32>}, %b: tensor<8x8xf32> {nn.name = "b", nn.param = dense<1.0> : tensor<8x8xf32>}) -> (tensor<8x8xf32>, tensor<8x8xf32> {nn.updates = "m"}) {
+  %s = nn.tanh %m : tensor<8x8xf32>
+  %0 = nn.mul %x, %s : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = nn.matmul %a, %b : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = nn.mul %0, %p : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m2 = nn.add %m, %x : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %1, %m2 : tensor<8x8xf32>, tensor<8x8xf32>
+}
+// CHECK-LABEL: func.func @kept_forward(
+// CHECK: %[[S:.*]] = nn.tanh
+// CHECK: %[[P:.*]] = nn.matmul
+// CHECK: return {{.*}}%[[S]], {{.*}}%[[P]]
+// CHECK-LABEL: func.func @kept_backward(
+// CHECK-SAME: {nn.residual = 1 : i64}
+// CHECK-SAME: {nn.residual = 3 : i64}
+// CHECK-NOT: nn.tanh
+// CHECK: return

@@ -21,7 +21,13 @@ def AutodiffPass : Pass<"nn-autodiff", "::mlir::ModuleOp"> {
       the backward needs (marked `nn.residual = i`). Non-weight arguments
       the backward reads are residuals too (a pipeline stage stashes its
       input); weights are not, the backward takes them as arguments.
-      Operand-free ops (constants) are rematerialized, never saved.
+      Operand-free ops (constants) and weight-derived values are
+      rematerialized, never saved: values computed from weights (not ones
+      the function updates, `nn.updates`) and constants alone by
+      memory-bound ops (CostOpInterface flops <= bytes: a transposed,
+      reshaped or cast weight). Saving them would stash a copy per
+      micro-batch in flight and keep the forward's GEMM from reading the
+      weight in place.
     - `@f_backward(params..., residuals..., d_results...) -> (grads...)`:
       the weights (`nn.param` arguments) the backward reads, the residuals,
       one gradient per float result (`nn.grad_of_result = j`); one result
