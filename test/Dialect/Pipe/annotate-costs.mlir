@@ -70,3 +70,23 @@ func.func @shared(%x: tensor<4x4xf32>,
   %y = nn.matmul %s, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+// A torch Linear, x @ transpose(w): the transposed weight is weight-derived
+// (nn-autodiff recomputes it in the backward, docs/Training.md), so the
+// matmul keeps only %x (128 bytes, not the 512 of the transposed weight)
+// and computes w's gradient (backward_weight = one forward), as the
+// matmul of @mlp does; w's 512 bytes are counted once, at the transpose.
+// CHECK-LABEL: func.func @linear_wt
+// CHECK: nn.transpose
+// CHECK-SAME: parameter_bytes = 512 : i64
+// CHECK: nn.matmul
+// CHECK-SAME: pipe.cost = {activation_bytes = 128 : i64, backward_input = 0.000000e+00 : f64, backward_weight = 5.448000e-07 : f64, forward = 5.448000e-07 : f64, frozen_bytes = 0 : i64, output_bytes = 256 : i64, parameter_bytes = 0 : i64, source = "analytical"}
+func.func @linear_wt(%x: tensor<4x8xf32>,
+                     %w: tensor<16x8xf32> {nn.param = dense<1.0> : tensor<16x8xf32>})
+    -> tensor<4x16xf32> {
+  %t = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<16x8xf32>) -> tensor<8x16xf32>
+  %0 = nn.matmul %x, %t : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}

@@ -424,6 +424,18 @@ pipe::computeCosts(func::FuncOp func, const DeviceModel &device,
   // Values a gradient reaches: those that depend on a trainable weight.
   llvm::DenseSet<Value> needsGrad(trainable.begin(), trainable.end());
   llvm::DenseSet<Value> countedWeights, kept;
+  // Weight-derived values (a Linear's transpose(W), a cast weight):
+  // nn-autodiff recomputes them in the backward instead of saving them
+  // (docs/Training.md), so they are weights to this model: never stashed,
+  // and an op reading one derived from a trainable weight computes that
+  // weight's gradient. Results of a memory-bound op (flops <= bytes) whose
+  // operands are all weights, weight-derived values or constants.
+  llvm::DenseSet<Value> derivedTrainable, derivedFrozen;
+  auto isWeightLike = [&](Value v) {
+    return trainable.contains(v) || frozen.contains(v) ||
+           derivedTrainable.contains(v) || derivedFrozen.contains(v) ||
+           matchPattern(v, m_Constant());
+  };
 
   for (Operation &op : func.getBody().front()) {
     if (!isPlacedOp(&op))
@@ -443,12 +455,25 @@ pipe::computeCosts(func::FuncOp func, const DeviceModel &device,
         readsTrainable = true;
         if (countedWeights.insert(operand).second)
           cost.parameterBytes += byteSize(operand.getType());
+      } else if (derivedTrainable.contains(operand)) {
+        readsTrainable = true;
+      } else if (derivedFrozen.contains(operand)) {
       } else if (frozen.contains(operand)) {
         if (countedWeights.insert(operand).second)
           cost.frozenBytes += byteSize(operand.getType());
       } else if (grad) {
         gradientIn = true;
       }
+    }
+    if (auto interface = dyn_cast<nn::CostOpInterface>(&op);
+        interface && op.getNumOperands() > 0 && op.getNumRegions() == 0 &&
+        interface.getForwardFlops() <= interface.getForwardBytes() &&
+        llvm::all_of(op.getOperands(), isWeightLike)) {
+      bool ofTrainable = llvm::any_of(op.getOperands(), [&](Value v) {
+        return trainable.contains(v) || derivedTrainable.contains(v);
+      });
+      for (Value result : op.getResults())
+        (ofTrainable ? derivedTrainable : derivedFrozen).insert(result);
     }
     bool anyGrad = readsTrainable || gradientIn;
     if (anyGrad) {
@@ -470,8 +495,7 @@ pipe::computeCosts(func::FuncOp func, const DeviceModel &device,
     if (anyGrad) {
       Saves saves = classify(name);
       for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
-        if (trainable.contains(operand) || frozen.contains(operand) ||
-            matchPattern(operand, m_Constant()))
+        if (isWeightLike(operand))
           continue;
         bool keep = false;
         if (!isFloat(operand)) {
