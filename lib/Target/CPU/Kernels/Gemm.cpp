@@ -373,14 +373,29 @@ const KernelInfo &kernelInfo() {
 struct Buffers {
   float *a = nullptr, *b = nullptr;
   size_t aCap = 0, bCap = 0;
+  /// Every thread's buffers are on one list: a live thread's buffers stay
+  /// reachable from a global (LeakSanitizer does not see the pool workers'
+  /// thread-local pointers while they wait, so an ASan run reported them
+  /// leaked at exit).
+  Buffers *prev = nullptr, *next = nullptr;
 };
 
 __thread Buffers *tBuffers;
 pthread_key_t gBufferKey;
 pthread_once_t gBufferKeyOnce = PTHREAD_ONCE_INIT;
+pthread_mutex_t gBuffersLock = PTHREAD_MUTEX_INITIALIZER;
+Buffers *gBuffersHead = nullptr;
 
 void freeBuffers(void *p) {
   auto *buffers = static_cast<Buffers *>(p);
+  pthread_mutex_lock(&gBuffersLock);
+  if (buffers->prev)
+    buffers->prev->next = buffers->next;
+  else
+    gBuffersHead = buffers->next;
+  if (buffers->next)
+    buffers->next->prev = buffers->prev;
+  pthread_mutex_unlock(&gBuffersLock);
   free(buffers->a);
   free(buffers->b);
   free(buffers);
@@ -409,6 +424,12 @@ Buffers *threadBuffers() {
     auto *buffers = static_cast<Buffers *>(calloc(1, sizeof(Buffers)));
     if (!buffers)
       return nullptr;
+    pthread_mutex_lock(&gBuffersLock);
+    buffers->next = gBuffersHead;
+    if (gBuffersHead)
+      gBuffersHead->prev = buffers;
+    gBuffersHead = buffers;
+    pthread_mutex_unlock(&gBuffersLock);
     tBuffers = buffers;
     pthread_setspecific(gBufferKey, buffers);
   }
