@@ -29,8 +29,8 @@ using FrameSlot = std::pair<std::string, int64_t>;
 
 /// The frame slot `address` names inside a part function (its frame is
 /// argument 0: the argument itself, or an i8 getelementptr of it by a
-/// constant), with the function it is in.
-std::optional<FrameSlot> frameSlotOf(Value address) {
+/// constant), with the part function it is in.
+std::optional<std::pair<FrameSlot, Operation *>> frameSlotOf(Value address) {
   int64_t offset = 0;
   if (auto gep = address.getDefiningOp<LLVM::GEPOp>()) {
     if (gep.getIndices().size() != 1 || !gep.getElemType().isInteger(8))
@@ -51,12 +51,61 @@ std::optional<FrameSlot> frameSlotOf(Value address) {
   size_t part = name.rfind(".part");
   if (part == StringRef::npos)
     return std::nullopt;
-  return FrameSlot(name.substr(0, part).str(), offset);
+  return std::make_pair(FrameSlot(name.substr(0, part).str(), offset),
+                        func.getOperation());
 }
 
-/// The value each frame slot of the module's part functions receives
-/// (each slot has one store: the part that defines the value).
-using FrameStores = std::map<FrameSlot, Value>;
+/// What the parts of split functions store into their frames. The split
+/// reuses a slot once its value is dead, so a slot may have a store in
+/// several parts: a part's load reads the store of the latest part called
+/// before it (a part loads its live-ins first and stores its results last,
+/// and the split function calls its parts in order).
+struct FrameStores {
+  /// Per part function, its position among its split function's calls.
+  llvm::DenseMap<Operation *, int64_t> partOrder;
+  /// Per slot, (position of the storing part, the value stored).
+  std::map<FrameSlot, llvm::SmallVector<std::pair<int64_t, Value>>> stores;
+
+  explicit FrameStores(ModuleOp module) {
+    module.walk([&](LLVM::LLVMFuncOp func) {
+      int64_t position = 0;
+      func.walk([&](LLVM::CallOp call) {
+        std::optional<StringRef> name = call.getCallee();
+        if (!name || !name->starts_with((func.getSymName() + ".part").str()))
+          return;
+        if (auto part = module.lookupSymbol<LLVM::LLVMFuncOp>(*name))
+          partOrder.try_emplace(part.getOperation(), position++);
+      });
+    });
+    module.walk([&](LLVM::StoreOp store) {
+      auto slot = frameSlotOf(store.getAddr());
+      if (!slot)
+        return;
+      auto order = partOrder.find(slot->second);
+      if (order != partOrder.end())
+        stores[slot->first].emplace_back(order->second, store.getValue());
+    });
+  }
+
+  /// The value a load of `address` reads, if it is a frame slot of a part.
+  std::optional<Value> valueLoadedFrom(Value address) const {
+    auto slot = frameSlotOf(address);
+    if (!slot)
+      return std::nullopt;
+    auto order = partOrder.find(slot->second);
+    auto it = stores.find(slot->first);
+    if (order == partOrder.end() || it == stores.end())
+      return std::nullopt;
+    std::optional<std::pair<int64_t, Value>> latest;
+    for (const auto &store : it->second)
+      if (store.first < order->second &&
+          (!latest || store.first > latest->first))
+        latest = store;
+    if (!latest)
+      return std::nullopt;
+    return latest->second;
+  }
+};
 
 /// The constant value of `v`, if it is one this evaluator knows. A value
 /// the split of a large function passed through its frame (a load of a
@@ -69,13 +118,10 @@ std::optional<int64_t> evaluate(Value v, const DataLayout &layout,
   if (!op)
     return std::nullopt;
   if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
-    std::optional<FrameSlot> slot = frameSlotOf(load.getAddr());
-    if (!slot)
+    std::optional<Value> stored = frames.valueLoadedFrom(load.getAddr());
+    if (!stored)
       return std::nullopt;
-    auto it = frames.find(*slot);
-    if (it == frames.end())
-      return std::nullopt;
-    return evaluate(it->second, layout, frames, depth + 1);
+    return evaluate(*stored, layout, frames, depth + 1);
   }
   if (auto c = dyn_cast<LLVM::ConstantOp>(op)) {
     if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
@@ -92,6 +138,9 @@ std::optional<int64_t> evaluate(Value v, const DataLayout &layout,
   if (auto add = dyn_cast<LLVM::AddOp>(op))
     return binary(add.getLhs(), add.getRhs(),
                   [](int64_t x, int64_t y) { return x + y; });
+  if (auto sub = dyn_cast<LLVM::SubOp>(op))
+    return binary(sub.getLhs(), sub.getRhs(),
+                  [](int64_t x, int64_t y) { return x - y; });
   if (auto mul = dyn_cast<LLVM::MulOp>(op))
     return binary(mul.getLhs(), mul.getRhs(),
                   [](int64_t x, int64_t y) { return x * y; });
@@ -120,11 +169,7 @@ WorkspaceEstimate estimateWorkspace(ModuleOp module,
                                     llvm::ArrayRef<std::string> roots,
                                     int64_t cachedCap) {
   DataLayout layout(module);
-  FrameStores frames;
-  module.walk([&](LLVM::StoreOp store) {
-    if (std::optional<FrameSlot> slot = frameSlotOf(store.getAddr()))
-      frames.emplace(*slot, store.getValue());
-  });
+  FrameStores frames(module);
   // Per function: its allocation sites' constant bytes, dynamic sites and
   // direct callees.
   struct Info {

@@ -10,8 +10,10 @@
 // after one step a rank holds one block per allocation site its functions
 // reach, up to the module's `max-cached-bytes` of parked blocks plus what
 // one call has live. This reads the site sizes off the LLVM dialect module
-// (constant sizes: `llvm.mlir.constant`, `add`, `mul`, and the
-// `ptrtoint (getelementptr null[n])` of the memref lowering); sites of
+// (constant sizes: `llvm.mlir.constant`, `add`, `sub`, `mul`, the
+// `ptrtoint (getelementptr null[n])` of the memref lowering, and values
+// cpu-split-large-functions passes between its parts through a frame slot,
+// read from the store of the latest part before the load); sites of
 // dynamic size are counted apart.
 //
 //===----------------------------------------------------------------------===//
