@@ -169,10 +169,18 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
         return std::nullopt;
       }
       if (op == "call") {
-        if (ins[i]->get("replica") || ins[i]->get("weights")) {
+        if (ins[i]->get("weights")) {
           error = where + std::to_string(i) +
-                  ": sharded updates and weight versions are not split over "
-                  "non-uniform replicas";
+                  ": weight versions are not split over non-uniform "
+                  "replicas";
+          return std::nullopt;
+        }
+        std::optional<int64_t> shard = ins[i]->getInteger("replica");
+        if (shard && (*shard < 0 || *shard >= stageReplicas[s] ||
+                      ins[i]->getString("action").value_or("") != "U")) {
+          error = where + std::to_string(i) + ": a sharded call of replica " +
+                  std::to_string(*shard) + " on a stage of " +
+                  std::to_string(stageReplicas[s]) + " replicas";
           return std::nullopt;
         }
         if (ins[i]->getString("action").value_or("") == "U")
@@ -268,7 +276,12 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
             os << (*registers)[reg];
             event.type = type;
           }
-        } else if (op == "call" && mb[i] < 0 && r > 1) {
+        }
+        // Sharded optimizer state (pipe-shard-optimizer): a run of update
+        // calls, one per replica, each rank running its own; the gradients
+        // are summed before the first, the weights gathered after the last.
+        std::optional<int64_t> shard = ins[i]->getInteger("replica");
+        if (op == "call" && mb[i] < 0 && r > 1 && (!shard || *shard == 0)) {
           // The update waits for the sum of the stage's gradients over its
           // replicas (ReplicaGroup): a collective of the group.
           pipe::schedule::Event sum;
@@ -278,6 +291,13 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
           events[w].push_back(sum);
         }
         events[w].push_back(event);
+        if (op == "call" && r > 1 && shard && *shard == r - 1) {
+          pipe::schedule::Event gather;
+          gather.kind = pipe::schedule::Event::Collective;
+          gather.group = group;
+          gather.what = "updated weights of stage " + std::to_string(s);
+          events[w].push_back(gather);
+        }
         programs[w].push_back(std::move(copy));
       }
     }
@@ -307,8 +327,27 @@ pipedream::routedRankMemoryJSON(const Bundle &bundle,
                                 const llvm::json::Array &worldRanks,
                                 llvm::ArrayRef<int64_t> stageReplicas) {
   std::vector<std::pair<int64_t, int64_t>> layout = routedLayout(stageReplicas);
+  // Each world rank's program as it runs: a sharded update of another
+  // replica is not called, so its optimizer state is not allocated.
+  llvm::json::Array view;
+  for (auto [w, value] : llvm::enumerate(worldRanks)) {
+    llvm::json::Object rank = *value.getAsObject();
+    if (llvm::json::Array *program = rank.getArray("program");
+        program && w < layout.size()) {
+      llvm::json::Array kept;
+      for (const llvm::json::Value &inst : *program) {
+        const llvm::json::Object *o = inst.getAsObject();
+        std::optional<int64_t> replica =
+            o ? o->getInteger("replica") : std::nullopt;
+        if (!replica || *replica == layout[w].second)
+          kept.push_back(inst);
+      }
+      rank["program"] = std::move(kept);
+    }
+    view.push_back(std::move(rank));
+  }
   llvm::json::Array out;
-  for (llvm::json::Value &value : rankMemoryJSON(bundle, worldRanks)) {
+  for (llvm::json::Value &value : rankMemoryJSON(bundle, view)) {
     llvm::json::Object entry = *value.getAsObject();
     int64_t w = entry.getInteger("rank").value_or(0);
     if (w >= 0 && w < static_cast<int64_t>(layout.size())) {

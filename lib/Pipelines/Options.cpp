@@ -642,13 +642,6 @@ pipedream::applyRoutedReplicationPlan(PhaseOptions &p,
             sched::kindName(s.config.kind);
     return failure();
   }
-  if (s.shardOptimizer) {
-    error = "--shard-optimizer: the planner chose non-uniform replication " +
-            text +
-            " (PipeDream's 1F1B-RR), whose replicas keep whole optimizer "
-            "states; pass --stages K --replicas R for sharded state";
-    return failure();
-  }
   s.config = sched::Config{s.config.kind, k, m, 1};
   if (std::string err = sched::validate(s.config); !err.empty()) {
     error = "--ranks: " + err;
@@ -657,5 +650,10 @@ pipedream::applyRoutedReplicationPlan(PhaseOptions &p,
   s.replicas = 1;
   s.microbatchesPerUpdate = m;
   s.stageReplicas.assign(stageReplicas.begin(), stageReplicas.end());
+  // Sharded state: each stage over its own replicas (a stage of one keeps
+  // its whole state); nothing to shard when every stage has one.
+  s.shardOptimizer =
+      s.shardOptimizer && llvm::any_of(stageReplicas,
+                                       [](int64_t r) { return r > 1; });
   return success();
 }

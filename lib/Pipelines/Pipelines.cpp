@@ -95,6 +95,9 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   if (schedule.shardOptimizer) {
     pp::ShardOptimizerPassOptions shard;
     shard.shards = schedule.replicas;
+    // Non-uniform replication: each stage over its own replicas.
+    shard.stageShards.assign(schedule.stageReplicas.begin(),
+                             schedule.stageReplicas.end());
     pm.addPass(pp::createShardOptimizerPass(shard));
   }
 }

@@ -256,6 +256,13 @@ struct PipelineSpec {
   /// The pipeline rank (index into `ranks`) and replica of world rank w.
   size_t programOf(size_t world) const { return world % ranks.size(); }
   size_t replicaOf(size_t world) const { return world / ranks.size(); }
+  /// World rank w's index among the replicas of its stage: the shard of a
+  /// sharded update it runs (`replica` of its calls).
+  size_t shardOf(size_t world) const {
+    if (routed())
+      return world < layoutReplica.size() ? layoutReplica[world] : 0;
+    return replicaOf(world);
+  }
   /// The world rank of pipeline rank `program` on replica `replica`.
   size_t worldRank(size_t program, size_t replica) const {
     return replica * ranks.size() + program;
@@ -269,7 +276,7 @@ struct PipelineSpec {
       for (const RankInstruction &ins : rank.program)
         if (ins.op == RankInstruction::Op::Call && ins.function == f &&
             (ins.replica < 0 ||
-             static_cast<size_t>(ins.replica) == replicaOf(world))) {
+             static_cast<size_t>(ins.replica) == shardOf(world))) {
           out.push_back(f);
           break;
         }

@@ -475,7 +475,9 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
         if (ientry.contains("replica")) {
           uint64_t replica =
               v.unsignedInt(ientry["replica"], fieldPath("replica"));
-          if (replica >= p.replicas)
+          // NOTE: non-uniform replication: checked against the rank's
+          // stage once rank_layout is read (below).
+          if (replica >= p.replicas && !object.contains("stage_replicas"))
             v.fail(fieldPath("replica"),
                    where + "replica " + std::to_string(replica) +
                        " is out of range (the pipeline has " +
@@ -667,6 +669,20 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   }
 
   parseRankLayout(v, object, p);
+  // Non-uniform replication: a sharded update names a replica of the
+  // rank's own stage.
+  if (p.routed())
+    for (size_t r = 0; r < p.ranks.size() && r < p.layoutStage.size(); ++r)
+      for (size_t i = 0; i < p.ranks[r].program.size(); ++i) {
+        const RankInstruction &ins = p.ranks[r].program[i];
+        const size_t count = p.stageReplicas[p.layoutStage[r]];
+        if (ins.replica >= 0 && static_cast<size_t>(ins.replica) >= count)
+          v.fail(instructionPath(r, i) + ".replica",
+                 "replica " + std::to_string(ins.replica) +
+                     " is out of range (rank " + std::to_string(r) +
+                     "'s stage " + std::to_string(p.layoutStage[r]) +
+                     " has " + std::to_string(count) + " replicas)");
+      }
   // Every micro-batch's loss, all on one rank (non-uniform replication: on
   // the replicas of one stage).
   for (size_t m = 0; m < p.microbatches; ++m) {

@@ -82,6 +82,10 @@ struct pd_rank {
   /// replicas (null with one replica).
   size_t programRank = 0;
   size_t replica = 0;
+  /// The rank's index among its stage's replicas (the sharded update it
+  /// runs): `replica`, or with non-uniform replication its place in the
+  /// stage's group (the programs there name world peers, so `replica` is 0).
+  size_t shard = 0;
   std::unique_ptr<pipedream::runtime::ReplicaGroup> replicas;
   /// Sharded optimizer state: a run of update calls tagged with replicas
   /// (instructions first..last); before the first the union of their
@@ -945,7 +949,7 @@ void runShardCall(pd_rank &p, size_t index, const RankInstruction &ins) {
                     -1, start);
     }
   }
-  if (static_cast<size_t>(ins.replica) == p.replica)
+  if (static_cast<size_t>(ins.replica) == p.shard)
     interpretCall(p, ins);
   if (index == group.last && p.replicas) {
     std::vector<std::vector<pipedream::runtime::ReduceSpan>> parts;
@@ -955,7 +959,7 @@ void runShardCall(pd_rank &p, size_t index, const RankInstruction &ins) {
         parts.back().push_back(span(weight));
     }
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
-    p.replicas->allGather(p.replica, parts);
+    p.replicas->allGather(p.shard, parts);
     if (p.trace.enabled)
       p.trace.add("all_gather", "weights", "replicas", ins.stage, -1, -1, -1,
                   start);
@@ -988,7 +992,8 @@ void findShardGroups(pd_rank &p) {
     if (!extends) {
       p.shardGroups.emplace_back();
       p.shardGroups.back().first = i;
-      p.shardGroups.back().weights.resize(p.spec->replicas);
+      p.shardGroups.back().weights.resize(
+          p.replicas ? p.replicas->members().size() : p.spec->replicas);
     }
     pd_rank::ShardGroup &group = p.shardGroups.back();
     group.last = i;
@@ -1329,6 +1334,7 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
     p->spec = spec;
     p->programRank = spec->programOf(rank);
     p->replica = spec->replicaOf(rank);
+    p->shard = spec->shardOf(rank);
     p->program = &spec->ranks[p->programRank];
     const std::vector<size_t> functions = spec->functionsOf(rank);
     for (size_t f : functions)

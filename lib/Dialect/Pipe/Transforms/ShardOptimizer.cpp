@@ -96,13 +96,32 @@ void ShardOptimizerPass::runOnOperation() {
                        << shards.getValue();
     return signalPassFailure();
   }
-  if (shards == 1)
+  for (int64_t n : stageShards)
+    if (n < 1) {
+      module.emitError() << "pipe-shard-optimizer: stage-shards must be at "
+                            "least 1, got "
+                         << n;
+      return signalPassFailure();
+    }
+  if (stageShards.empty() && shards == 1)
     return;
+  // The shards of the update a call at `stage` makes (0: no such stage).
+  auto shardsOf = [&](int64_t stage) -> int64_t {
+    if (stageShards.empty())
+      return shards;
+    if (stage < 0 || stage >= static_cast<int64_t>(stageShards.size()))
+      return 0;
+    return stageShards[stage];
+  };
   SymbolTable symbols(module);
   // The update functions, in order of first call, and their calls.
   llvm::MapVector<func::FuncOp, SmallVector<CallStageOp>> updates;
   WalkResult walk = module.walk([&](CallStageOp call) {
     if (call.getAction() != ActionKind::Update)
+      return WalkResult::advance();
+    // A stage of one replica keeps its whole state.
+    const int64_t n = shardsOf(call.getStage().getRank());
+    if (n == 1)
       return WalkResult::advance();
     auto program = call->getParentOfType<ProgramOp>();
     if (program) {
@@ -127,14 +146,29 @@ void ShardOptimizerPass::runOnOperation() {
                           "binds only persistent buffers";
       return WalkResult::interrupt();
     }
-    updates[callee].push_back(call);
+    if (n == 0) {
+      call.emitError() << "pipe-shard-optimizer: stage "
+                       << call.getStage().getRank()
+                       << " has no entry in stage-shards ("
+                       << stageShards.size() << " stages)";
+      return WalkResult::interrupt();
+    }
+    auto [it, inserted] = updates.try_emplace(callee);
+    if (!inserted && shardsOf(it->second.front().getStage().getRank()) != n) {
+      call.emitError() << "pipe-shard-optimizer: the update '"
+                       << call.getCallee()
+                       << "' is called by stages with different replica "
+                          "counts";
+      return WalkResult::interrupt();
+    }
+    it->second.push_back(call);
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return signalPassFailure();
 
-  const int64_t numShards = shards;
   for (auto &[update, calls] : updates) {
+    const int64_t numShards = shardsOf(calls.front().getStage().getRank());
     // The weights of the update, dealt to the shards by size.
     SmallVector<StringRef> weights;
     SmallVector<int64_t> bytes;
@@ -199,7 +233,9 @@ void ShardOptimizerPass::runOnOperation() {
       }
       call.erase();
     }
-    update.erase();
+    // NOTE: kept while a call of a one-replica stage still names it.
+    if (SymbolTable::symbolKnownUseEmpty(update, module))
+      update.erase();
   }
 }
 

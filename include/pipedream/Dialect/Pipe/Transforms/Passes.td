@@ -393,12 +393,20 @@ def ShardOptimizerPass : Pass<"pipe-shard-optimizer", "::mlir::ModuleOp"> {
     pipe.call_stage U @stage0_U_shard1() stage 0 microbatch 3 {pipe.replica = 1 : i64} : () -> ()
     ```
 
+    Non-uniform replication (PipeDream's 1F1B-RR) gives each stage its own
+    count: with `stage-shards` (one entry per stage, `shards` then unused) a
+    stage-s update is split over `stage-shards[s]` replicas; a stage of one
+    replica is left alone.
+
     Asynchronous schedules (pipedream, 2bw) are refused. `shards=1` leaves
     the module alone.
   }];
   let options = [
     Option<"shards", "shards", "int64_t", "1",
-           "replicas of every stage that share its optimizer state">
+           "replicas of every stage that share its optimizer state">,
+    ListOption<"stageShards", "stage-shards", "int64_t",
+               "per stage: its replicas (non-uniform replication); "
+               "overrides shards">
   ];
 }
 
