@@ -162,11 +162,21 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
       std::optional<int64_t> m =
           ins[i] ? ins[i]->getInteger("microbatch") : std::nullopt;
       if (op == "all_reduce") {
-        error = where + std::to_string(i) +
-                ": a shared weight's all_reduce; non-uniform replication "
-                "does not support shared weights (pass --stages K "
-                "--replicas R)";
-        return std::nullopt;
+        // A shared weight's gradient: every replica of every holding stage
+        // takes part (below), before its update.
+        const llvm::json::Array *group = ins[i]->getArray("ranks");
+        bool valid = group && group->size() >= 2;
+        for (size_t g = 0; valid && g < group->size(); ++g) {
+          std::optional<int64_t> q = (*group)[g].getAsInteger();
+          valid = q && *q >= 0 && *q < k;
+        }
+        if (!valid) {
+          error = where + std::to_string(i) +
+                  ": an all_reduce whose ranks are not pipeline ranks";
+          return std::nullopt;
+        }
+        mb[i] = -1;
+        continue;
       }
       if (op == "call") {
         if (ins[i]->get("weights")) {
@@ -232,7 +242,9 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
         }
       }
     for (size_t i = 0; i < size; ++i)
-      if (mb[i] == kUnknown || (mb[i] < 0 && ins[i]->getString("op") != "call")) {
+      if (mb[i] == kUnknown ||
+          (mb[i] < 0 && ins[i]->getString("op") != "call" &&
+           ins[i]->getString("op") != "all_reduce")) {
         error = where + std::to_string(i) +
                 ": cannot tell which micro-batch this " +
                 ins[i]->getString("op").value_or("").str() + " belongs to";
@@ -255,7 +267,27 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
         pipe::schedule::Event event;
         event.what = op.str() + " " + std::to_string(i) + " of pipeline rank " +
                      std::to_string(s);
-        if (op == "send" || op == "recv") {
+        if (op == "all_reduce") {
+          // Over the world ranks of every replica of every holding stage:
+          // the sum of all their micro-batches' gradients, which the
+          // runtime then leaves out of the stage's own replica sum (its
+          // group holds all of that stage's replicas).
+          std::vector<int64_t> world;
+          for (const llvm::json::Value &v : *ins[i]->getArray("ranks")) {
+            int64_t q = *v.getAsInteger();
+            for (int64_t jj = 0; jj < stageReplicas[q]; ++jj)
+              world.push_back(worldOf.at({q, jj}));
+          }
+          std::sort(world.begin(), world.end());
+          llvm::json::Array ranksJson;
+          for (int64_t x : world)
+            ranksJson.push_back(x);
+          copy["ranks"] = std::move(ranksJson);
+          event.kind = pipe::schedule::Event::Collective;
+          event.group = world;
+          event.what = "shared gradient '" +
+                       ins[i]->getString("buffer").value_or("").str() + "'";
+        } else if (op == "send" || op == "recv") {
           int64_t q = ins[i]->getInteger("peer").value_or(-1);
           if (q < 0 || q >= k) {
             error = where + std::to_string(i) + ": peer " + std::to_string(q) +

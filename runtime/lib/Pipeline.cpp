@@ -98,6 +98,10 @@ struct pd_rank {
   };
   std::vector<ShardGroup> shardGroups;
   std::map<size_t, size_t> shardGroupOf;
+  /// Gradients a shared weight's all_reduce sums over a group that holds
+  /// every replica of this rank's stage (non-uniform replication): already
+  /// the whole batch's, so the update's replica sum leaves them out.
+  std::set<std::string> summedOverReplicas;
   /// The replicas' gradient all-reduce overlapped with the drain
   /// (planGradientOverlap): after instruction i, the last that adds into
   /// the gradients of the updates gradientsReadyAfter[i], their all-reduces
@@ -661,12 +665,14 @@ updateGradientSpans(pd_rank &p, const RankInstruction &ins) {
   size_t index = static_cast<size_t>(&ins - p.program->program.data());
   if (ins.replica >= 0) {
     for (pd_buffer *grad : p.shardGroups[p.shardGroupOf.at(index)].grads)
-      add(grad);
+      if (!p.summedOverReplicas.count(grad->name))
+        add(grad);
     return spans;
   }
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   for (size_t k = 0; k < function.buffers.size(); ++k)
-    if (function.spec.buffers[k].role == PD_ROLE_GRAD)
+    if (function.spec.buffers[k].role == PD_ROLE_GRAD &&
+        !p.summedOverReplicas.count(function.buffers[k]->name))
       add(function.buffers[k]);
   return spans;
 }
@@ -852,6 +858,33 @@ void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
 
 /// all_reduce: the rank's accumulator `ins.name` summed in place over the
 /// group by the transport's collective (docs/Pipe.md, "Shared weights").
+/// The world ranks of a shared weight's all_reduce: its group's pipeline
+/// ranks on this rank's replica (with non-uniform replication the program
+/// names world ranks and `replica` is 0).
+std::vector<size_t> allReduceGroup(const pd_rank &p,
+                                   const RankInstruction &ins) {
+  std::vector<size_t> group;
+  for (size_t q : ins.group)
+    group.push_back(p.spec->worldRank(q, p.replica));
+  return group;
+}
+
+/// pd_rank::summedOverReplicas (pd_rank_create, after the replica group).
+void findGradientsSummedOverReplicas(pd_rank &p) {
+  if (!p.replicas || p.replicas->members().size() < 2)
+    return;
+  for (const RankInstruction &ins : p.program->program) {
+    if (ins.op != RankInstruction::Op::AllReduce)
+      continue;
+    std::vector<size_t> group = allReduceGroup(p, ins);
+    bool all = true;
+    for (size_t member : p.replicas->members())
+      all &= std::find(group.begin(), group.end(), member) != group.end();
+    if (all)
+      p.summedOverReplicas.insert(ins.name);
+  }
+}
+
 void runAllReduce(pd_rank &p, const RankInstruction &ins) {
   // NOTE: the agreement comes before the step's first all-reduce too: the
   // all-reduce is a rendezvous of its group, and a holder may update other
@@ -870,10 +903,7 @@ void runAllReduce(pd_rank &p, const RankInstruction &ins) {
                                        " holds no gradient '" + ins.name + "'");
   size_t bytes = ins.type.numBytes;
   size_t count = ins.type.numElements;
-  // The group's ranks on this rank's replica.
-  std::vector<size_t> group;
-  for (size_t q : ins.group)
-    group.push_back(p.spec->worldRank(q, p.replica));
+  std::vector<size_t> group = allReduceGroup(p, ins);
   if (!p.cuda) {
     transportCall(pd_transport_all_reduce(p.transport, group.data(),
                                           group.size(), ensureMemory(*grad),
@@ -940,7 +970,8 @@ void runShardCall(pd_rank &p, size_t index, const RankInstruction &ins) {
     if (p.replicas && !finishOverlappedAllReduce(p, ins)) {
       std::vector<pipedream::runtime::ReduceSpan> spans;
       for (pd_buffer *grad : group.grads)
-        spans.push_back(span(grad));
+        if (!p.summedOverReplicas.count(grad->name))
+          spans.push_back(span(grad));
       const double start =
           p.trace.enabled ? pipedream::runtime::traceNow() : 0;
       p.replicas->allReduce(spans);
@@ -1471,6 +1502,7 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
                              spec->data[d].ranks.end(), p->programRank))
         p->reads.push_back(d);
     findShardGroups(*p);
+    findGradientsSummedOverReplicas(*p);
     planGradientOverlap(*p);
     bundle->pipelines.push_back(p.get());
     *out = p.release();
