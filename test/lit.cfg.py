@@ -53,6 +53,10 @@ if os.path.exists(_cache):
             line.strip() in ("PIPEDREAM_SANITIZE:BOOL=ON",
                              "PIPEDREAM_ENABLE_FUZZER:BOOL=ON")
             for line in _f)
+# ASan's shadow memory and allocator inflate resident memory: tests that
+# compare it with report.json say `UNSUPPORTED: sanitized`.
+if _sanitized:
+    config.available_features.add("sanitized")
 config.substitutions.append(
     ("%embed_cmake_flags",
      "-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 "
