@@ -856,8 +856,6 @@ void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
   p.stepTotal += loss;
 }
 
-/// all_reduce: the rank's accumulator `ins.name` summed in place over the
-/// group by the transport's collective (docs/Pipe.md, "Shared weights").
 /// The world ranks of a shared weight's all_reduce: its group's pipeline
 /// ranks on this rank's replica (with non-uniform replication the program
 /// names world ranks and `replica` is 0).
@@ -885,6 +883,8 @@ void findGradientsSummedOverReplicas(pd_rank &p) {
   }
 }
 
+/// all_reduce: the rank's accumulator `ins.name` summed in place over the
+/// group by the transport's collective (docs/Pipe.md, "Shared weights").
 void runAllReduce(pd_rank &p, const RankInstruction &ins) {
   // NOTE: the agreement comes before the step's first all-reduce too: the
   // all-reduce is a rendezvous of its group, and a holder may update other
@@ -968,10 +968,8 @@ void runShardCall(pd_rank &p, size_t index, const RankInstruction &ins) {
     if (!p.stepAgreed && p.agreeBeforeUpdate)
       agreeOnStep(p);
     if (p.replicas && !finishOverlappedAllReduce(p, ins)) {
-      std::vector<pipedream::runtime::ReduceSpan> spans;
-      for (pd_buffer *grad : group.grads)
-        if (!p.summedOverReplicas.count(grad->name))
-          spans.push_back(span(grad));
+      std::vector<pipedream::runtime::ReduceSpan> spans =
+          updateGradientSpans(p, ins);
       const double start =
           p.trace.enabled ? pipedream::runtime::traceNow() : 0;
       p.replicas->allReduce(spans);
