@@ -61,6 +61,12 @@ struct CodegenFlags::Flags {
             cl::desc("Compile each loop nest as a function of its own, once "
                      "per distinct nest (default true)"),
             cl::init(true), cl::cat(category)),
+        mergeFunctions(
+            "merge-functions",
+            cl::desc("Compile bundle functions that are equal but for their "
+                     "weights (pipeline stages holding equal blocks) once "
+                     "(default true)"),
+            cl::init(true), cl::cat(category)),
         cacheDir("cache-dir",
                  cl::desc("Cache of compiled objects, keyed by a hash of "
                           "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
@@ -76,6 +82,7 @@ struct CodegenFlags::Flags {
   cl::opt<bool> noRunTimeChecks;
   cl::opt<unsigned> codegenThreads;
   cl::opt<bool> outlineKernels;
+  cl::opt<bool> mergeFunctions;
   cl::opt<std::string> cacheDir;
   cl::opt<bool> noCache;
 };
@@ -91,6 +98,7 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.runTimeChecks = !flags->noRunTimeChecks;
   o.codegenThreads = flags->codegenThreads;
   o.outlineKernels = flags->outlineKernels;
+  o.mergeFunctions = flags->mergeFunctions;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

@@ -139,6 +139,8 @@ struct CompileOptions {
   unsigned codegenThreads = 0;
   /// --outline-kernels=false keeps every loop nest inside its function.
   bool outlineKernels = true;
+  /// --merge-functions=false lowers every bundle function, even equal ones.
+  bool mergeFunctions = true;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;

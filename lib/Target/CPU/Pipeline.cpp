@@ -195,6 +195,13 @@ void buildBundleBufferizationPipeline(OpPassManager &pm, bool inPlaceUpdates) {
 
 void buildCPULoweringPipeline(OpPassManager &pm,
                               const CPUCodegenOptions &options) {
+  // Equal functions (the stages of a pipeline holding equal blocks) are
+  // lowered once (issue 16).
+  if (options.mergeFunctions) {
+    MergeEqualFunctionsPassOptions merge;
+    merge.symbolPrefix = options.symbolPrefix;
+    pm.addPass(createMergeEqualFunctionsPass(merge));
+  }
   // Tensor level: clean up, expose GEMMs, fuse elementwise chains so they
   // become one loop nest each, then the GEMM kernels.
   pm.addPass(createCanonicalizerPass());

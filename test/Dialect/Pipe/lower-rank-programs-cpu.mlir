@@ -6,7 +6,8 @@
 // external linkage, no wrapper, C signature (ptr, ptr) -> i32), and its
 // calls of the stage declarations `@pipedream_<fn>` now call the stage
 // functions' entry wrappers (one definition each; the declarations are
-// gone).
+// gone). The two stage functions differ (add, sub): equal ones would be
+// compiled once (cpu-merge-equal-functions, merge-equal-functions.mlir).
 
 // The stage functions, called by nothing but their wrappers, are the
 // wrappers' bodies.
@@ -32,7 +33,7 @@ func.func @s0_F(%w: tensor<4xf32> {nn.role = "state"}, %x: tensor<4xf32>) -> ten
 }
 func.func @s0_B(%y: tensor<4xf32>, %acc: tensor<4xf32> {nn.role = "grad"}) -> tensor<4xf32> attributes {pipe.stage = #pipe.stage<0>} {
   %e = tensor.empty() : tensor<4xf32>
-  %g = linalg.add ins(%y, %acc : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %g = linalg.sub ins(%y, %acc : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
 

@@ -104,6 +104,9 @@ struct CPUCodegenOptions {
   /// cpu-outline-kernels: every loop nest in a function of its own,
   /// structurally equal ones shared.
   bool outlineKernels = true;
+  /// cpu-merge-equal-functions: bundle functions equal but for their names
+  /// and annotations (pipeline stages holding equal blocks) lowered once.
+  bool mergeFunctions = true;
   /// Object cache directory ("" = the default, see resolveObjectCacheDir).
   std::string cacheDir;
   /// False: neither read nor write the object cache.
@@ -129,7 +132,7 @@ void registerCPUCodegenPasses();
 /// Adds the lowering from linalg on tensors to the LLVM dialect, with the
 /// entry wrappers, to `pm` (a module pass manager):
 ///
-///   canonicalize, [cpu-lower-conv-to-gemm], cpu-fuse-elementwise-ops,
+///   [cpu-merge-equal-functions], canonicalize, [cpu-lower-conv-to-gemm], cpu-fuse-elementwise-ops,
 ///   [cpu-vectorize-gemm], cpu-prepare-entry-points, eliminate-empty-tensors,
 ///   one-shot-bufferize{bufferize-function-boundaries
 ///                      function-boundary-type-conversion=identity-layout-map},

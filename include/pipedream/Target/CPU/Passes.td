@@ -16,6 +16,64 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// cpu-merge-equal-functions
+//===----------------------------------------------------------------------===//
+
+def MergeEqualFunctionsPass
+    : Pass<"cpu-merge-equal-functions", "mlir::ModuleOp"> {
+  let summary = "Compile public functions with equal bodies once";
+  let description = [{
+    Runs first in the CPU lowering, on tensor IR. Public functions (bundle
+    functions) that are equal apart from their names and locations are
+    lowered once: equal function types, equal argument and result
+    attributes, equal bodies (the same operations with the same attributes,
+    types and use-def structure, nested regions included). The first of
+    them in module order keeps its body; every other one is replaced by
+    its exported entry wrapper, which forwards its buffer array to the
+    first one's:
+
+    ```mlir
+    func.func @pipedream_stage3_F(%buffers: !llvm.ptr)
+        attributes {pipedream.cpu.export} {
+      func.call @pipedream_stage1_F(%buffers) : (!llvm.ptr) -> ()
+      return
+    }
+    ```
+
+    so program.so still exports one symbol per bundle function and the
+    bundle ABI (docs/Bundle.md) is unchanged. A private declaration of the
+    replaced wrapper (a native rank entry calls it) is taken over by the
+    forwarder; a `func.call` of a replaced function calls the kept one. A
+    function that anything but a `func.call` names (a `pipe.program` still
+    in the module names its stages) is not replaced.
+
+    The stages of a pipeline that hold the same number of identical blocks
+    (stages 1 to 6 of a 48-block GPT on 8 ranks) differ only in the weights
+    passed to them, so they are lowered and compiled once (issue 16).
+    Weights are arguments; anything that does differ in the body (a
+    constant, an attribute such as a check's ONNX node name, a callee)
+    keeps the functions apart. The model's and the schedule's annotations
+    on the function, its arguments and results are not compared: attributes
+    named `nn.*` and `onnx.*` (names and initial values of weights, which
+    the bundle has taken before and pipedream-compile removes before the
+    lowering) and `pipe.*` (stages, sends); no lowering reads them.
+
+    A function is not merged into another when its wrapper's name is taken
+    by anything but a declaration of the wrapper: that is an error.
+  }];
+  let options = [
+    Option<"symbolPrefix", "symbol-prefix", "std::string",
+           /*default=*/"\"pipedream_\"",
+           "Prefix of the exported wrapper symbols (as cpu-generate-entry-points)">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect",
+                           "mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numMerged", "merged", "Functions replaced by a forwarder to an equal one">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-lower-conv-to-gemm
 //===----------------------------------------------------------------------===//
 
