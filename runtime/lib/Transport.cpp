@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -92,7 +93,9 @@ struct ThreadWorld {
     size_t size() const { return device ? deviceBytes : bytes.size(); }
   };
   explicit ThreadWorld(size_t size)
-      : mailbox(size), failed(size), closed(size, false) {}
+      : mailbox(size), failed(size), closed(size, false),
+        waitingOn(size, kNotWaiting) {}
+  static constexpr size_t kNotWaiting = SIZE_MAX;
   std::mutex mutex;
   std::condition_variable changed;
   /// Messages not received yet, per receiver, in sending order.
@@ -101,6 +104,10 @@ struct ThreadWorld {
   std::vector<std::string> failed;
   /// Ranks whose transport was destroyed.
   std::vector<bool> closed;
+  /// The peer each rank is waiting for a message from (kNotWaiting when it
+  /// is not in a receive), so that a timeout names the stuck rank rather
+  /// than one waiting for it (takeMessage).
+  std::vector<size_t> waitingOn;
   /// Device buffers of received device messages, by size, for reuse.
   std::multimap<size_t, pipedream::runtime::DeviceMemory> spare;
   /// All-reduces in progress, by (group, sequence number in the group):
@@ -149,6 +156,13 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(timeout));
   std::unique_lock<std::mutex> lock(world.mutex);
+  // NOTE: declared after `lock`: reset while the mutex is still held.
+  struct Waiting {
+    ThreadWorld &world;
+    size_t rank;
+    ~Waiting() { world.waitingOn[rank] = ThreadWorld::kNotWaiting; }
+  } waiting{world, self.rank};
+  world.waitingOn[self.rank] = peer;
   std::deque<ThreadWorld::Message> &box = world.mailbox[self.rank];
   for (;;) {
     for (auto it = box.begin(); it != box.end(); ++it) {
@@ -179,8 +193,28 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
       bool arrived = false;
       for (const auto &message : box)
         arrived |= message.from == peer && message.tag == tag;
-      if (!arrived)
-        return fail(PD_ERROR_TIMEOUT,
+      if (arrived)
+        continue;
+      // The peer is itself waiting, for a rank that is not (a chain of
+      // ranks behind a stuck one): wait another timeout, so that the rank
+      // waiting for the stuck one reports it and the others fail with
+      // that report instead of naming a rank that is only waiting too.
+      // A cycle of waits (programs that do not match) is reported now.
+      size_t end = peer;
+      for (size_t hops = 0; end != self.rank &&
+                            world.waitingOn[end] != ThreadWorld::kNotWaiting &&
+                            hops < world.waitingOn.size();
+           ++hops)
+        end = world.waitingOn[end];
+      if (end != peer && end != self.rank &&
+          world.waitingOn[end] == ThreadWorld::kNotWaiting) {
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<
+                       std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(timeout));
+        continue;
+      }
+      return fail(PD_ERROR_TIMEOUT,
                     "timed out after " + seconds(timeout) +
                         " waiting for rank " + std::to_string(peer) + " (" +
                         describeTag(tag) + ", " + std::to_string(numBytes) +

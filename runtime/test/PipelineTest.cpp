@@ -527,6 +527,70 @@ TEST(ThreadsTransport, TimeoutNamesThePeer) {
   pd_transport_destroy(t[1]);
 }
 
+// Rank 2 waits for rank 1, which waits for rank 0, which is stuck: rank 2's
+// shorter timeout expires first, but it is rank 1's report, naming rank 0,
+// that reaches rank 2 (a timeout names the stuck rank, not one that is only
+// waiting for it).
+TEST(ThreadsTransport, TimeoutInAChainNamesTheStuckRank) {
+  pd_transport *t[3];
+  ASSERT_EQ(pd_transport_create_threads(3, t), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[1], 2.0), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[2], 0.3), PD_OK);
+  pd_status rank1 = PD_OK;
+  std::string rank1Error;
+  std::thread waiter([&] {
+    int got = 0;
+    rank1 = pd_transport_recv(t[1], 0, 5, &got, sizeof(got));
+    rank1Error = pd_last_error();
+    // What a rank does when its step fails (pipedream-run, pd_rank).
+    pd_transport_abort(t[1], rank1Error.c_str());
+  });
+  // Rank 1 is waiting long before rank 2's 0.3 s have passed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int got = 0;
+  auto start = std::chrono::steady_clock::now();
+  pd_status rank2 = pd_transport_recv(t[2], 1, 6, &got, sizeof(got));
+  std::string rank2Error = pd_last_error();
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  waiter.join();
+  EXPECT_EQ(rank1, PD_ERROR_TIMEOUT);
+  EXPECT_NE(rank1Error.find("timed out after 2 s waiting for rank 0"),
+            std::string::npos)
+      << rank1Error;
+  EXPECT_EQ(rank2, PD_ERROR_PEER);
+  EXPECT_NE(rank2Error.find("rank 1 failed: "), std::string::npos)
+      << rank2Error;
+  EXPECT_NE(rank2Error.find("waiting for rank 0"), std::string::npos)
+      << rank2Error;
+  EXPECT_LT(seconds, 30);
+  for (pd_transport *e : t)
+    pd_transport_destroy(e);
+}
+
+// Two ranks waiting for each other (programs that do not match) both time
+// out: a cycle of waits is reported, not waited on for ever.
+TEST(ThreadsTransport, CycleOfWaitsTimesOut) {
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[0], 0.3), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[1], 0.3), PD_OK);
+  pd_status status[2] = {PD_OK, PD_OK};
+  std::vector<std::thread> ranks;
+  for (size_t r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      int got = 0;
+      status[r] = pd_transport_recv(t[r], 1 - r, 7, &got, sizeof(got));
+    });
+  for (std::thread &rank : ranks)
+    rank.join();
+  EXPECT_EQ(status[0], PD_ERROR_TIMEOUT);
+  EXPECT_EQ(status[1], PD_ERROR_TIMEOUT);
+  for (pd_transport *e : t)
+    pd_transport_destroy(e);
+}
+
 TEST(ThreadsTransport, EnvironmentSetsTheDefaultTimeout) {
   setenv("PIPEDREAM_TIMEOUT", "2.5", 1);
   pd_transport *t[2];
