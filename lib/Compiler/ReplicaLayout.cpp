@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <map>
 
+using namespace mlir;
 using namespace pipedream;
 
 llvm::json::Array pipedream::rankLayoutJSON(int64_t pipelineRanks,
@@ -120,15 +121,19 @@ void registersOf(const llvm::json::Object &ins, std::vector<int64_t> &reads,
 }
 } // namespace
 
-std::optional<llvm::json::Array>
-pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
-                                   llvm::ArrayRef<int64_t> stageReplicas,
-                                   std::string &error) {
+FailureOr<llvm::json::Array>
+pipedream::splitRoutedRankPrograms(MLIRContext *context,
+                                   const llvm::json::Array &ranks,
+                                   llvm::ArrayRef<int64_t> stageReplicas) {
+  auto fail = [&](const std::string &message) -> FailureOr<llvm::json::Array> {
+    emitError(UnknownLoc::get(context)) << message;
+    return failure();
+  };
   const int64_t k = static_cast<int64_t>(ranks.size());
   if (static_cast<int64_t>(stageReplicas.size()) != k) {
-    error = "non-uniform replication: " + std::to_string(stageReplicas.size()) +
-            " stage replications for " + std::to_string(k) + " pipeline ranks";
-    return std::nullopt;
+    return fail(
+        "non-uniform replication: " + std::to_string(stageReplicas.size()) +
+        " stage replications for " + std::to_string(k) + " pipeline ranks");
   }
   std::vector<std::pair<int64_t, int64_t>> layout = routedLayout(stageReplicas);
   std::map<std::pair<int64_t, int64_t>, int64_t> worldOf;
@@ -145,9 +150,8 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
     const llvm::json::Array *registers =
         rank ? rank->getArray("registers") : nullptr;
     if (!program || !registers) {
-      error = "non-uniform replication: pipeline rank " + std::to_string(s) +
-              " has no program";
-      return std::nullopt;
+      return fail("non-uniform replication: pipeline rank " +
+                  std::to_string(s) + " has no program");
     }
     std::string where = "non-uniform replication: pipeline rank " +
                         std::to_string(s) + ", instruction ";
@@ -171,27 +175,25 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
           valid = q && *q >= 0 && *q < k;
         }
         if (!valid) {
-          error = where + std::to_string(i) +
-                  ": an all_reduce whose ranks are not pipeline ranks";
-          return std::nullopt;
+          return fail(where + std::to_string(i) +
+                      ": an all_reduce whose ranks are not pipeline ranks");
         }
         mb[i] = -1;
         continue;
       }
       if (op == "call") {
         if (ins[i]->get("weights")) {
-          error = where + std::to_string(i) +
-                  ": weight versions are not split over non-uniform "
-                  "replicas";
-          return std::nullopt;
+          return fail(where + std::to_string(i) +
+                      ": weight versions are not split over non-uniform "
+                      "replicas");
         }
         std::optional<int64_t> shard = ins[i]->getInteger("replica");
         if (shard && (*shard < 0 || *shard >= stageReplicas[s] ||
                       ins[i]->getString("action").value_or("") != "U")) {
-          error = where + std::to_string(i) + ": a sharded call of replica " +
-                  std::to_string(*shard) + " on a stage of " +
-                  std::to_string(stageReplicas[s]) + " replicas";
-          return std::nullopt;
+          return fail(where + std::to_string(i) +
+                      ": a sharded call of replica " + std::to_string(*shard) +
+                      " on a stage of " + std::to_string(stageReplicas[s]) +
+                      " replicas");
         }
         if (ins[i]->getString("action").value_or("") == "U")
           mb[i] = -1;
@@ -201,14 +203,12 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
         if (m)
           mb[i] = *m;
       } else if (op != "send" && op != "recv") {
-        error = where + std::to_string(i) + ": unknown instruction '" +
-                op.str() + "'";
-        return std::nullopt;
+        return fail(where + std::to_string(i) + ": unknown instruction '" +
+                    op.str() + "'");
       }
       if ((op == "call" || op == "input" || op == "loss") && mb[i] == kUnknown) {
-        error = where + std::to_string(i) + ": " + op.str() +
-                " names no micro-batch";
-        return std::nullopt;
+        return fail(where + std::to_string(i) + ": " + op.str() +
+                    " names no micro-batch");
       }
     }
     // Messages: a receive belongs to the micro-batch of its value's first
@@ -245,10 +245,9 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
       if (mb[i] == kUnknown ||
           (mb[i] < 0 && ins[i]->getString("op") != "call" &&
            ins[i]->getString("op") != "all_reduce")) {
-        error = where + std::to_string(i) +
-                ": cannot tell which micro-batch this " +
-                ins[i]->getString("op").value_or("").str() + " belongs to";
-        return std::nullopt;
+        return fail(where + std::to_string(i) +
+                    ": cannot tell which micro-batch this " +
+                    ins[i]->getString("op").value_or("").str() + " belongs to");
       }
 
     const int64_t r = stageReplicas[s];
@@ -290,9 +289,8 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
         } else if (op == "send" || op == "recv") {
           int64_t q = ins[i]->getInteger("peer").value_or(-1);
           if (q < 0 || q >= k) {
-            error = where + std::to_string(i) + ": peer " + std::to_string(q) +
-                    " is not a pipeline rank";
-            return std::nullopt;
+            return fail(where + std::to_string(i) + ": peer " +
+                        std::to_string(q) + " is not a pipeline rank");
           }
           int64_t peer = worldOf.at({q, mb[i] % stageReplicas[q]});
           copy["peer"] = peer;
@@ -336,9 +334,9 @@ pipedream::splitRoutedRankPrograms(const llvm::json::Array &ranks,
   }
   pipe::schedule::Diagnostic d = pipe::schedule::verifyMessages(events);
   if (!d.message.empty()) {
-    error = "non-uniform replication: the split rank programs are invalid: " +
-            d.message;
-    return std::nullopt;
+    return fail(
+        "non-uniform replication: the split rank programs are invalid: " +
+        d.message);
   }
   llvm::json::Array out;
   for (int64_t w = 0; w < n; ++w) {

@@ -541,10 +541,9 @@ static LogicalResult partitionAndSchedule(
       if (failed(applyReplicationPlan(module.getContext(), p,
                                       state.partition.stages, replicas)))
         return failure();
-    } else {
-      std::string error;
-      if (failed(applyRoutedReplicationPlan(p, stageReplicas, error)))
-        return emitError(module.getContext()) << error;
+    } else if (failed(applyRoutedReplicationPlan(module.getContext(), p,
+                                                 stageReplicas))) {
+      return failure();
     }
     llvm::raw_string_ostream os(state.planText);
     printReplicationPlans(module, os);
@@ -595,11 +594,10 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
   // program split over its replicas, round-robin by micro-batch).
   const std::vector<int64_t> &stageReplicas = p.schedule.stageReplicas;
   if (!stageReplicas.empty()) {
-    std::string error;
-    std::optional<llvm::json::Array> world =
-        splitRoutedRankPrograms(*ranks, stageReplicas, error);
-    if (!world)
-      return emitError(module.getContext()) << error;
+    FailureOr<llvm::json::Array> world =
+        splitRoutedRankPrograms(module.getContext(), *ranks, stageReplicas);
+    if (failed(world))
+      return failure();
     *ranks = std::move(*world);
   }
   rankPhase.reset();

@@ -615,39 +615,31 @@ LogicalResult pipedream::applyReplicationPlan(MLIRContext *context,
 }
 
 LogicalResult
-pipedream::applyRoutedReplicationPlan(PhaseOptions &p,
-                                      llvm::ArrayRef<int64_t> stageReplicas,
-                                      std::string &error) {
+pipedream::applyRoutedReplicationPlan(MLIRContext *context, PhaseOptions &p,
+                                      llvm::ArrayRef<int64_t> stageReplicas) {
   const int64_t m = p.partition.microbatches;
   const int64_t k = static_cast<int64_t>(stageReplicas.size());
   std::string text;
   for (int64_t r : stageReplicas)
     text += (text.empty() ? "" : "-") + std::to_string(r);
   for (int64_t r : stageReplicas)
-    if (r < 1 || m % r != 0) {
-      error = "--ranks: the planner's replication " + text +
-              " does not divide the " + std::to_string(m) + " micro-batches";
-      return failure();
-    }
-  if (k < 1) {
-    error = "--ranks: the planner chose no stages";
-    return failure();
-  }
+    if (r < 1 || m % r != 0)
+      return fail(context, "--ranks: the planner's replication " + text +
+                               " does not divide the " + std::to_string(m) +
+                               " micro-batches");
+  if (k < 1)
+    return fail(context, "--ranks: the planner chose no stages");
   p.partition.stages = k;
   if (!p.scheduled())
     return success();
   SchedulePhaseOptions &s = p.schedule;
-  if (!s.config.isSynchronous()) {
-    error = "--ranks: non-uniform replication " + text +
-            " needs a synchronous schedule, not --schedule " +
-            sched::kindName(s.config.kind);
-    return failure();
-  }
+  if (!s.config.isSynchronous())
+    return fail(context, "--ranks: non-uniform replication " + text +
+                             " needs a synchronous schedule, not --schedule " +
+                             sched::kindName(s.config.kind));
   s.config = sched::Config{s.config.kind, k, m, 1};
-  if (std::string err = sched::validate(s.config); !err.empty()) {
-    error = "--ranks: " + err;
-    return failure();
-  }
+  if (std::string err = sched::validate(s.config); !err.empty())
+    return fail(context, "--ranks: " + err);
   s.replicas = 1;
   s.microbatchesPerUpdate = m;
   s.stageReplicas.assign(stageReplicas.begin(), stageReplicas.end());

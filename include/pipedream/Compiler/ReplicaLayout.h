@@ -61,12 +61,13 @@ llvm::json::Array routedRankLayoutJSON(llvm::ArrayRef<int64_t> stageReplicas);
 /// programs). Then checks the world programs with verifyMessages (every
 /// message matched, no deadlock under rendezvous sends, the replicas'
 /// gradient all-reduce before each update as a collective). Fails with a
-/// one-line `error` for what it cannot split (shared weights' all_reduce,
-/// weight versions, sharded updates, an instruction without micro-batch).
-std::optional<llvm::json::Array>
-splitRoutedRankPrograms(const llvm::json::Array &ranks,
-                        llvm::ArrayRef<int64_t> stageReplicas,
-                        std::string &error);
+/// one-line error diagnostic on `context` for what it cannot split (weight
+/// versions, a sharded call of another stage's replica, an instruction
+/// without micro-batch).
+mlir::FailureOr<llvm::json::Array>
+splitRoutedRankPrograms(mlir::MLIRContext *context,
+                        const llvm::json::Array &ranks,
+                        llvm::ArrayRef<int64_t> stageReplicas);
 
 /// `rank_memory` of the world ranks of split programs: rankMemoryJSON with
 /// `pipeline_rank` and `replica` added.

@@ -317,12 +317,12 @@ mlir::LogicalResult applyReplicationPlan(mlir::MLIRContext *context,
 /// --ranks N, a non-uniform plan (pipe-partition's `pipe.stage_replicas`):
 /// K = stageReplicas.size() stages over all M micro-batches, stage s on
 /// stageReplicas[s] replicas (SchedulePhaseOptions::stageReplicas). Fails
-/// with a one-line `error` (a replication that does not divide M, a
-/// schedule that is not synchronous, sharded optimizer state).
+/// with a one-line error diagnostic on `context`, like
+/// applyReplicationPlan (a replication that does not divide M, a schedule
+/// that is not synchronous).
 mlir::LogicalResult
-applyRoutedReplicationPlan(PhaseOptions &options,
-                           llvm::ArrayRef<int64_t> stageReplicas,
-                           std::string &error);
+applyRoutedReplicationPlan(mlir::MLIRContext *context, PhaseOptions &options,
+                           llvm::ArrayRef<int64_t> stageReplicas);
 
 /// Resolves the defaults of `options` and checks every value, for the
 /// single-rank and the pipelined flow alike, before anything is imported.
