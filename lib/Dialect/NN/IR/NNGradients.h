@@ -98,6 +98,32 @@ inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
   return DivOp::create(b, loc, x, y);
 }
 
+/// The rule of reduce_max and reduce_min: the gradient goes to the positions
+/// equal to the extremum, split evenly among ties (torch.amax's backward).
+/// `kept(v)` gives a reduction-shaped value with the reduced axes as size 1,
+/// so it broadcasts against the input.
+template <typename OpTy, typename KeptFn>
+mlir::LogicalResult reduceExtremumGrad(OpTy op, mlir::OpBuilder &b,
+                                       mlir::ValueRange grads,
+                                       llvm::SmallVectorImpl<mlir::Value> &out,
+                                       KeptFn kept) {
+  mlir::Location loc = op.getLoc();
+  mlir::Value x = op.getInput();
+  if (!isFloatTensor(x)) {
+    out.push_back(mlir::Value());
+    return mlir::success();
+  }
+  mlir::Type element = typeOf(x).getElementType();
+  mlir::Value extremum = kept(op.getOutput());
+  mlir::Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, extremum),
+                                    element);
+  mlir::Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
+                                         /*keepdims=*/true);
+  mlir::Value share = div(b, loc, kept(grads[0]), ties);
+  out.push_back(mul(b, loc, mask, share));
+  return mlir::success();
+}
+
 /// A rule written as a function of the concrete op; it appends one value
 /// per operand.
 template <typename OpTy>

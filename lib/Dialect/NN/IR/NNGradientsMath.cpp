@@ -283,20 +283,8 @@ Value kept(OpTy op, OpBuilder &b, Value v) {
 // Like reduce_max: the gradient is shared by the elements equal to the min.
 LogicalResult reduceMinGrad(ReduceMinOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(Value());
-    return success();
-  }
-  Type element = typeOf(x).getElementType();
-  Value min = kept(op, b, op.getOutput());
-  Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, min), element);
-  Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
-                                   /*keepdims=*/true);
-  Value share = div(b, loc, kept(op, b, grads[0]), ties);
-  out.push_back(mul(b, loc, mask, share));
-  return success();
+  return reduceExtremumGrad(op, b, grads, out,
+                            [&](Value v) { return kept(op, b, v); });
 }
 
 // d prod / dx_i = product of the other elements: prod / x_i without zeros;

@@ -192,20 +192,8 @@ LogicalResult reduceMeanGrad(ReduceMeanOp op, OpBuilder &b, ValueRange grads,
 // among ties (torch.amax's backward).
 LogicalResult reduceMaxGrad(ReduceMaxOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(Value());
-    return success();
-  }
-  Type element = typeOf(x).getElementType();
-  Value max = keptGrad(op, b, op.getOutput());
-  Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, max), element);
-  Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
-                                   /*keepdims=*/true);
-  Value share = DivOp::create(b, loc, keptGrad(op, b, grads[0]), ties);
-  out.push_back(MulOp::create(b, loc, mask, share));
-  return success();
+  return reduceExtremumGrad(op, b, grads, out,
+                            [&](Value v) { return keptGrad(op, b, v); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -326,25 +314,37 @@ LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
 // positions zeroed). ONNX leaves duplicate indices undefined for `none`.
 //===----------------------------------------------------------------------===//
 
-LogicalResult gatherElementsGrad(GatherElementsOp op, OpBuilder &b,
-                                 ValueRange grads,
+/// Where the indices of an elements / nd pair point: the axis of
+/// gather_elements and scatter_elements, the batch_dims of gather_nd and
+/// scatter_nd.
+int64_t indexedPlace(GatherElementsOp op) { return op.getAxis(); }
+int64_t indexedPlace(ScatterElementsOp op) { return op.getAxis(); }
+int64_t indexedPlace(GatherNDOp op) { return op.getBatchDims(); }
+int64_t indexedPlace(ScatterNDOp op) { return op.getBatchDims(); }
+
+/// gather_elements / gather_nd: the data gradient scatter-adds the result
+/// gradient into zeros with `ScatterTy`.
+template <typename GatherTy, typename ScatterTy>
+LogicalResult indexedGatherGrad(GatherTy op, OpBuilder &b, ValueRange grads,
+                                SmallVectorImpl<Value> &out) {
+  if (!isFloatTensor(op.getData())) {
+    out.append({Value(), Value()});
+    return success();
+  }
+  Location loc = op.getLoc();
+  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
+  out.push_back(ScatterTy::create(b, loc, zeros, op.getIndices(), grads[0],
+                                  indexedPlace(op), "add"));
+  out.push_back(Value());
+  return success();
+}
+
+/// scatter_elements / scatter_nd: the updates gradient gathers the result
+/// gradient with `GatherTy`.
+template <typename ScatterTy, typename GatherTy>
+LogicalResult indexedScatterGrad(ScatterTy op, OpBuilder &b, ValueRange grads,
                                  SmallVectorImpl<Value> &out) {
   if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
-    return success();
-  }
-  Location loc = op.getLoc();
-  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
-  out.push_back(ScatterElementsOp::create(b, loc, zeros, op.getIndices(),
-                                          grads[0], op.getAxis(), "add"));
-  out.push_back(Value());
-  return success();
-}
-
-LogicalResult scatterElementsGrad(ScatterElementsOp op, OpBuilder &b,
-                                  ValueRange grads,
-                                  SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
     out.append({Value(), Value(), Value()});
     return success();
   }
@@ -356,53 +356,13 @@ LogicalResult scatterElementsGrad(ScatterElementsOp op, OpBuilder &b,
   Value g = grads[0];
   Value dataGrad = g;
   if (reduction == "none")
-    dataGrad = ScatterElementsOp::create(
+    dataGrad = ScatterTy::create(
         b, loc, g, op.getIndices(),
-        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getAxis(),
+        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), indexedPlace(op),
         "none");
   out.push_back(dataGrad);
   out.push_back(Value());
-  out.push_back(
-      GatherElementsOp::create(b, loc, g, op.getIndices(), op.getAxis()));
-  return success();
-}
-
-LogicalResult gatherNDGrad(GatherNDOp op, OpBuilder &b, ValueRange grads,
-                           SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
-    return success();
-  }
-  Location loc = op.getLoc();
-  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
-  out.push_back(ScatterNDOp::create(b, loc, zeros, op.getIndices(), grads[0],
-                                    op.getBatchDims(), "add"));
-  out.push_back(Value());
-  return success();
-}
-
-LogicalResult scatterNDGrad(ScatterNDOp op, OpBuilder &b, ValueRange grads,
-                            SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value(), Value()});
-    return success();
-  }
-  StringRef reduction = op.getReduction();
-  if (reduction != "none" && reduction != "add")
-    return op.emitOpError("has no derivative rule for reduction '")
-           << reduction << "'";
-  Location loc = op.getLoc();
-  Value g = grads[0];
-  Value dataGrad = g;
-  if (reduction == "none")
-    dataGrad = ScatterNDOp::create(
-        b, loc, g, op.getIndices(),
-        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getBatchDims(),
-        "none");
-  out.push_back(dataGrad);
-  out.push_back(Value());
-  out.push_back(GatherNDOp::create(b, loc, g, op.getIndices(),
-                                   op.getBatchDims()));
+  out.push_back(GatherTy::create(b, loc, g, op.getIndices(), indexedPlace(op)));
   return success();
 }
 
@@ -430,10 +390,12 @@ void attachShapeGradientModels(MLIRContext *context) {
   attach<SplitOp, splitGrad>(context);
   attach<SliceOp, sliceGrad>(context);
   attach<GatherOp, gatherGrad>(context);
-  attach<GatherElementsOp, gatherElementsGrad>(context);
-  attach<ScatterElementsOp, scatterElementsGrad>(context);
-  attach<GatherNDOp, gatherNDGrad>(context);
-  attach<ScatterNDOp, scatterNDGrad>(context);
+  attach<GatherElementsOp,
+         indexedGatherGrad<GatherElementsOp, ScatterElementsOp>>(context);
+  attach<ScatterElementsOp,
+         indexedScatterGrad<ScatterElementsOp, GatherElementsOp>>(context);
+  attach<GatherNDOp, indexedGatherGrad<GatherNDOp, ScatterNDOp>>(context);
+  attach<ScatterNDOp, indexedScatterGrad<ScatterNDOp, GatherNDOp>>(context);
 }
 
 } // namespace pipedream::nn::detail
