@@ -71,6 +71,27 @@ inline bool isFloatTensor(mlir::Value v) {
   return llvm::isa<mlir::FloatType>(typeOf(v).getElementType());
 }
 
+/// `grad` summed to `operand`'s shape (the gradient of a broadcast
+/// operand), or null when `operand` is not float.
+inline mlir::Value unbroadcast(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value grad, mlir::Value operand) {
+  if (!isFloatTensor(operand))
+    return mlir::Value();
+  return sumToShape(b, loc, grad, typeOf(operand));
+}
+
+/// The guard of a rule whose operands have gradients only when `x` is a
+/// tensor of floats: when it is not, appends `numOperands` null gradients
+/// and returns true (the rule is done).
+inline bool
+appendNullGradsUnlessFloat(mlir::Value x, size_t numOperands,
+                           llvm::SmallVectorImpl<mlir::Value> &out) {
+  if (isFloatTensor(x))
+    return false;
+  out.append(numOperands, mlir::Value());
+  return true;
+}
+
 /// Builders the derivative rules compose: a rank-0 constant of `like`'s
 /// element type (broadcasts against anything), and the nn arithmetic ops.
 inline mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc,
@@ -109,10 +130,8 @@ mlir::LogicalResult reduceExtremumGrad(OpTy op, mlir::OpBuilder &b,
                                        KeptFn kept) {
   mlir::Location loc = op.getLoc();
   mlir::Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(mlir::Value());
+  if (appendNullGradsUnlessFloat(x, 1, out))
     return mlir::success();
-  }
   mlir::Type element = typeOf(x).getElementType();
   mlir::Value extremum = kept(op.getOutput());
   mlir::Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, extremum),

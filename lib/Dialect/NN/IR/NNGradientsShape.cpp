@@ -98,10 +98,8 @@ LogicalResult whereGrad(WhereOp op, OpBuilder &b, ValueRange grads,
   Location loc = op.getLoc();
   Value g = grads[0], cond = op.getCondition();
   out.push_back(Value());
-  if (!isFloatTensor(op.getLhs())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getLhs(), 2, out))
     return success();
-  }
   Value zero = createScalar(b, loc, typeOf(g).getElementType(), 0.0);
   Value toLhs = WhereOp::create(b, loc, cond, g, zero);
   Value toRhs = WhereOp::create(b, loc, cond, zero, g);
@@ -160,10 +158,8 @@ Value keptGrad(OpTy op, OpBuilder &b, Value g) {
 
 LogicalResult reduceSumGrad(ReduceSumOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   out.push_back(ExpandOp::create(b, op.getLoc(), keptGrad(op, b, grads[0]),
                                  typeOf(op.getInput()).getShape()));
   return success();
@@ -173,10 +169,8 @@ LogicalResult reduceMeanGrad(ReduceMeanOp op, OpBuilder &b, ValueRange grads,
                              SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   RankedTensorType inputType = typeOf(op.getInput());
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   int64_t count = 1;
   for (int64_t axis : op.getAxes())
     count *= inputType.getDimSize(axis);
@@ -209,10 +203,8 @@ LogicalResult reshapeGrad(OpTy op, OpBuilder &b, ValueRange grads,
 
 LogicalResult transposeGrad(TransposeOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   ArrayRef<int64_t> perm = op.getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
@@ -234,10 +226,8 @@ LogicalResult expandGrad(ExpandOp op, OpBuilder &b, ValueRange grads,
 LogicalResult concatGrad(ConcatOp op, OpBuilder &b, ValueRange grads,
                          SmallVectorImpl<Value> &out) {
   ValueRange inputs = op.getInputs();
-  if (!isFloatTensor(op.getOutput())) {
-    out.append(inputs.size(), Value());
+  if (appendNullGradsUnlessFloat(op.getOutput(), inputs.size(), out))
     return success();
-  }
   int64_t axis = op.getAxis();
   if (inputs.size() == 1) {
     out.push_back(grads[0]);
@@ -255,10 +245,8 @@ LogicalResult concatGrad(ConcatOp op, OpBuilder &b, ValueRange grads,
 LogicalResult splitGrad(SplitOp op, OpBuilder &b, ValueRange grads,
                         SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   SmallVector<Value> pieces;
   for (auto [grad, result] : llvm::zip(grads, op.getOutputs()))
     pieces.push_back(gradOrZeros(b, loc, grad, typeOf(result)));
@@ -273,10 +261,8 @@ LogicalResult splitGrad(SplitOp op, OpBuilder &b, ValueRange grads,
 LogicalResult sliceGrad(SliceOp op, OpBuilder &b, ValueRange grads,
                         SmallVectorImpl<Value> &out) {
   RankedTensorType inputType = typeOf(op.getInput());
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   // A slice reading everything in order is the identity.
   bool identity = inputType.getShape() == op.getSizes() &&
                   llvm::all_of(op.getStarts(), [](int64_t s) { return s == 0; }) &&
@@ -296,10 +282,8 @@ LogicalResult sliceGrad(SliceOp op, OpBuilder &b, ValueRange grads,
 LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
                          SmallVectorImpl<Value> &out) {
   RankedTensorType dataType = typeOf(op.getData());
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getData(), 2, out))
     return success();
-  }
   int64_t axis = op.getAxis();
   out.push_back(GatherGradOp::create(b, op.getLoc(), grads[0],
                                      op.getIndices(), axis,
@@ -327,10 +311,8 @@ int64_t indexedPlace(ScatterNDOp op) { return op.getBatchDims(); }
 template <typename GatherTy, typename ScatterTy>
 LogicalResult indexedGatherGrad(GatherTy op, OpBuilder &b, ValueRange grads,
                                 SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getData(), 2, out))
     return success();
-  }
   Location loc = op.getLoc();
   Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
   out.push_back(ScatterTy::create(b, loc, zeros, op.getIndices(), grads[0],
@@ -344,10 +326,8 @@ LogicalResult indexedGatherGrad(GatherTy op, OpBuilder &b, ValueRange grads,
 template <typename ScatterTy, typename GatherTy>
 LogicalResult indexedScatterGrad(ScatterTy op, OpBuilder &b, ValueRange grads,
                                  SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getData(), 3, out))
     return success();
-  }
   StringRef reduction = op.getReduction();
   if (reduction != "none" && reduction != "add")
     return op.emitOpError("has no derivative rule for reduction '")
