@@ -148,9 +148,9 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
       SmallVector<int64_t> lFull(*batch), rFull(*batch);
       lFull.append(lMatrix);
       rFull.append({k, n});
-      Value lb = reshapeTo(
-          rewriter, loc, broadcastTo(rewriter, loc, lhsT ? lhsT : lhs, lFull),
-          {batchSize, lMatrix[0], lMatrix[1]});
+      Value lb = reshapeTo(rewriter, loc,
+                           broadcastTo(rewriter, loc, lhsT ? lhsT : lhs, lFull),
+                           {batchSize, lMatrix[0], lMatrix[1]});
       Value rb =
           reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, rhs, rFull),
                     {batchSize, k, n});

@@ -124,18 +124,17 @@ inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 /// `kept(v)` gives a reduction-shaped value with the reduced axes as size 1,
 /// so it broadcasts against the input.
 template <typename OpTy, typename KeptFn>
-mlir::LogicalResult reduceExtremumGrad(OpTy op, mlir::OpBuilder &b,
-                                       mlir::ValueRange grads,
-                                       llvm::SmallVectorImpl<mlir::Value> &out,
-                                       KeptFn kept) {
+mlir::LogicalResult
+reduceExtremumGrad(OpTy op, mlir::OpBuilder &b, mlir::ValueRange grads,
+                   llvm::SmallVectorImpl<mlir::Value> &out, KeptFn kept) {
   mlir::Location loc = op.getLoc();
   mlir::Value x = op.getInput();
   if (appendNullGradsUnlessFloat(x, 1, out))
     return mlir::success();
   mlir::Type element = typeOf(x).getElementType();
   mlir::Value extremum = kept(op.getOutput());
-  mlir::Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, extremum),
-                                    element);
+  mlir::Value mask =
+      CastOp::create(b, loc, EqualOp::create(b, loc, x, extremum), element);
   mlir::Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
                                          /*keepdims=*/true);
   mlir::Value share = div(b, loc, kept(grads[0]), ties);

@@ -336,10 +336,10 @@ LogicalResult indexedScatterGrad(ScatterTy op, OpBuilder &b, ValueRange grads,
   Value g = grads[0];
   Value dataGrad = g;
   if (reduction == "none")
-    dataGrad = ScatterTy::create(
-        b, loc, g, op.getIndices(),
-        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), indexedPlace(op),
-        "none");
+    dataGrad =
+        ScatterTy::create(b, loc, g, op.getIndices(),
+                          createSplat(b, loc, typeOf(op.getUpdates()), 0.0),
+                          indexedPlace(op), "none");
   out.push_back(dataGrad);
   out.push_back(Value());
   out.push_back(GatherTy::create(b, loc, g, op.getIndices(), indexedPlace(op)));

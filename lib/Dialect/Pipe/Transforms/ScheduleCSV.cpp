@@ -334,8 +334,7 @@ std::string parseScheduleCSV(const std::string &text,
   s.ranks.assign(k, {});
   for (const Cell &cell : cells) {
     std::string at = describeCell(cell);
-    if (std::string err =
-            cellError(at, cell.stage, cell.microbatch, cell.row);
+    if (std::string err = cellError(at, cell.stage, cell.microbatch, cell.row);
         !err.empty())
       return err;
     auto &list = s.ranks[cell.row];
@@ -370,8 +369,7 @@ std::string parseScheduleCSV(const std::string &text,
   int64_t numComm = 0, numFSDP = 0;
   for (const IgnoredCell &cell : ignored) {
     std::string at = where(cell.row, cell.column, cell.text);
-    if (std::string err =
-            cellError(at, cell.stage, cell.microbatch, cell.row);
+    if (std::string err = cellError(at, cell.stage, cell.microbatch, cell.row);
         !err.empty())
       return err;
     ++(cell.microbatch >= 0 || cell.text.find("SEND") != std::string::npos
