@@ -176,6 +176,43 @@ Value buildGeneric(OpBuilder &b, Location loc, Value init, ValueRange inputs,
   return generic.getResult(0);
 }
 
+StridedWindow getStridedWindow(Builder &b, ArrayRef<int64_t> starts,
+                               ArrayRef<int64_t> steps,
+                               ArrayRef<int64_t> sizes) {
+  StridedWindow window;
+  for (int64_t d = 0, rank = sizes.size(); d < rank; ++d) {
+    int64_t start = starts[d], step = steps[d];
+    AffineExpr dim = getAffineDimExpr(d, b.getContext());
+    if (step < 0 && sizes[d] > 1) {
+      start += (sizes[d] - 1) * step;
+      window.readExprs.push_back(sizes[d] - 1 - dim);
+      window.reversed = true;
+    } else {
+      window.readExprs.push_back(dim);
+    }
+    window.offsets.push_back(b.getIndexAttr(start));
+    window.sizes.push_back(b.getIndexAttr(sizes[d]));
+    window.strides.push_back(b.getIndexAttr(std::abs(step)));
+  }
+  return window;
+}
+
+Value reverseWindow(OpBuilder &b, Location loc, Value value,
+                    const StridedWindow &window) {
+  if (!window.reversed)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rank = type.getRank();
+  SmallVector<AffineMap> maps{
+      AffineMap::get(rank, 0, window.readExprs, b.getContext()),
+      b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return buildGeneric(
+      b, loc, createEmpty(b, loc, type), ValueRange{value}, maps, iterators,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
 AffineMap getDropDimsMap(MLIRContext *ctx, int64_t rank,
                          ArrayRef<int64_t> dropped) {
   SmallVector<AffineExpr> exprs;
