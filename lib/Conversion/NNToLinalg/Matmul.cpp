@@ -133,58 +133,42 @@ struct MatMulLowering : OpConversionPattern<nn::MatMulOp> {
              AffineMap::get(3, 0, {dm, dn}, ctx)}));
         product = matmul.getResult(0);
       }
-    } else if (lhsT) {
+    } else {
+      // Both batched: one batch_matmul over the broadcast batch, folded into
+      // a single dimension. A transposed lhs stays in its layout [..., K, M]
+      // and the indexing maps read it transposed.
       auto batch = nn::detail::broadcastShapes(lBatch, rBatch);
       if (!batch)
         return rewriter.notifyMatchFailure(op, "batch shapes do not broadcast");
       int64_t batchSize = 1;
       for (int64_t d : *batch)
         batchSize *= d;
+      SmallVector<int64_t> lMatrix =
+          lhsT ? SmallVector<int64_t>{k, m} : SmallVector<int64_t>{m, k};
       SmallVector<int64_t> lFull(*batch), rFull(*batch);
-      lFull.append({k, m});
+      lFull.append(lMatrix);
       rFull.append({k, n});
-      Value lb =
-          reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, lhsT, lFull),
-                    {batchSize, k, m});
+      Value lb = reshapeTo(rewriter, loc,
+                           broadcastTo(rewriter, loc, lhsT ? lhsT : lhs, lFull),
+                           {batchSize, lMatrix[0], lMatrix[1]});
       Value rb =
           reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, rhs, rFull),
                     {batchSize, k, n});
       auto resultType = RankedTensorType::get({batchSize, m, n}, element);
       Value init = createFilled(rewriter, loc, resultType,
                                 createScalar(rewriter, loc, element, 0.0));
-      AffineExpr db, dm, dn, dk;
-      bindDims(ctx, db, dm, dn, dk);
       auto matmul =
           linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{resultType},
                                         ValueRange{lb, rb}, ValueRange{init});
-      matmul.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(
-          {AffineMap::get(4, 0, {db, dk, dm}, ctx),
-           AffineMap::get(4, 0, {db, dk, dn}, ctx),
-           AffineMap::get(4, 0, {db, dm, dn}, ctx)}));
+      if (lhsT) {
+        AffineExpr db, dm, dn, dk;
+        bindDims(ctx, db, dm, dn, dk);
+        matmul.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(
+            {AffineMap::get(4, 0, {db, dk, dm}, ctx),
+             AffineMap::get(4, 0, {db, dk, dn}, ctx),
+             AffineMap::get(4, 0, {db, dm, dn}, ctx)}));
+      }
       product = matmul.getResult(0);
-    } else {
-      auto batch = nn::detail::broadcastShapes(lBatch, rBatch);
-      if (!batch)
-        return rewriter.notifyMatchFailure(op, "batch shapes do not broadcast");
-      int64_t batchSize = 1;
-      for (int64_t d : *batch)
-        batchSize *= d;
-      SmallVector<int64_t> lFull(*batch), rFull(*batch);
-      lFull.append({m, k});
-      rFull.append({k, n});
-      Value lb =
-          reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, lhs, lFull),
-                    {batchSize, m, k});
-      Value rb =
-          reshapeTo(rewriter, loc, broadcastTo(rewriter, loc, rhs, rFull),
-                    {batchSize, k, n});
-      auto resultType = RankedTensorType::get({batchSize, m, n}, element);
-      Value init = createFilled(rewriter, loc, resultType,
-                                createScalar(rewriter, loc, element, 0.0));
-      product =
-          linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{resultType},
-                                        ValueRange{lb, rb}, ValueRange{init})
-              .getResult(0);
     }
     // The product ([rows, N] or [batch, M, N]) has the result's elements in
     // order; the batch dimensions reappear and the promoted unit dimensions

@@ -116,6 +116,51 @@ Value cropPadding(OpBuilder &b, Location loc, Value padded,
                                         sizes, unit);
 }
 
+/// A pooling gradient: the sum, over the window offsets, of `contribution`
+/// (of the output gradient's shape `outType`) added into zeros of the padded
+/// input, cropped back to `inputType`.
+Value accumulatePoolGrad(OpBuilder &b, Location loc, RankedTensorType inputType,
+                         RankedTensorType outType, ArrayRef<int64_t> kernel,
+                         ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                         ArrayRef<int64_t> pads,
+                         WindowContributionFn contribution) {
+  Value acc = createPaddedZeros(b, loc, inputType.getShape(), outType, kernel,
+                                strides, dilations, pads);
+  acc = accumulateWindows(b, loc, acc, outType.getShape().drop_front(2), kernel,
+                          strides, dilations, contribution);
+  return cropPadding(b, loc, acc, inputType, pads);
+}
+
+/// The loop nest of a window reduction: loops batch, channel, O_1..O_n
+/// (parallel) | K_1..K_n (reduction); the maps read the input at
+/// O * stride + K * dilation, the (unread) window tensor at K and the output
+/// at O.
+struct WindowLoops {
+  SmallVector<AffineMap> maps; // input, window, output
+  SmallVector<utils::IteratorType> iterators;
+};
+WindowLoops getWindowLoops(MLIRContext *ctx, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations) {
+  int64_t n = strides.size();
+  int64_t numLoops = 2 + 2 * n;
+  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> inputExprs{dim(0), dim(1)};
+  SmallVector<AffineExpr> windowExprs, outputExprs{dim(0), dim(1)};
+  for (int64_t i = 0; i < n; ++i) {
+    inputExprs.push_back(dim(2 + i) * strides[i] +
+                         dim(2 + n + i) * dilations[i]);
+    windowExprs.push_back(dim(2 + n + i));
+    outputExprs.push_back(dim(2 + i));
+  }
+  WindowLoops loops;
+  loops.maps = {AffineMap::get(numLoops, 0, inputExprs, ctx),
+                AffineMap::get(numLoops, 0, windowExprs, ctx),
+                AffineMap::get(numLoops, 0, outputExprs, ctx)};
+  loops.iterators.assign(2 + n, utils::IteratorType::parallel);
+  loops.iterators.append(n, utils::IteratorType::reduction);
+  return loops;
+}
+
 /// Pools `input` (already padded) into `init` with the named linalg op for
 /// 1-D and 2-D, a linalg.generic otherwise.
 Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
@@ -133,48 +178,45 @@ Value buildPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
   // NOTE: linalg's NCHW/NCW max pools compare signed: unsigned integers
   // take the generic below.
   bool unsignedMax = kind == PoolKind::Max && element.isUnsignedInteger();
-  if (n == 2 && kind == PoolKind::Max && !unsignedMax)
-    return linalg::PoolingNchwMaxOp::create(b, loc, resultTypes, ins, init,
-                                            stridesAttr, dilationsAttr)
+  // `named` is a null op of the named pooling op to build.
+  auto createNamed = [&](auto named) -> Value {
+    return decltype(named)::create(b, loc, resultTypes, ins, init, stridesAttr,
+                                   dilationsAttr)
         .getResult(0);
-  if (n == 2 && kind == PoolKind::Sum)
-    return linalg::PoolingNchwSumOp::create(b, loc, resultTypes, ins, init,
-                                            stridesAttr, dilationsAttr)
-        .getResult(0);
-  if (n == 1 && kind == PoolKind::Max && !unsignedMax)
-    return linalg::PoolingNcwMaxOp::create(b, loc, resultTypes, ins, init,
-                                           stridesAttr, dilationsAttr)
-        .getResult(0);
-  if (n == 1 && kind == PoolKind::Sum)
-    return linalg::PoolingNcwSumOp::create(b, loc, resultTypes, ins, init,
-                                           stridesAttr, dilationsAttr)
-        .getResult(0);
-
-  // Loops: batch, channel, O_1..O_n | K_1..K_n.
-  MLIRContext *ctx = b.getContext();
-  int64_t numLoops = 2 + 2 * n;
-  auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineExpr> inputExprs{dim(0), dim(1)};
-  SmallVector<AffineExpr> windowExprs, outputExprs{dim(0), dim(1)};
-  for (int64_t i = 0; i < n; ++i) {
-    inputExprs.push_back(dim(2 + i) * strides[i] +
-                         dim(2 + n + i) * dilations[i]);
-    windowExprs.push_back(dim(2 + n + i));
-    outputExprs.push_back(dim(2 + i));
+  };
+  if (kind == PoolKind::Max && !unsignedMax) {
+    if (n == 2)
+      return createNamed(linalg::PoolingNchwMaxOp());
+    if (n == 1)
+      return createNamed(linalg::PoolingNcwMaxOp());
   }
-  SmallVector<AffineMap> maps{AffineMap::get(numLoops, 0, inputExprs, ctx),
-                              AffineMap::get(numLoops, 0, windowExprs, ctx),
-                              AffineMap::get(numLoops, 0, outputExprs, ctx)};
-  SmallVector<utils::IteratorType> iterators(2 + n,
-                                             utils::IteratorType::parallel);
-  iterators.append(n, utils::IteratorType::reduction);
+  if (kind == PoolKind::Sum) {
+    if (n == 2)
+      return createNamed(linalg::PoolingNchwSumOp());
+    if (n == 1)
+      return createNamed(linalg::PoolingNcwSumOp());
+  }
+
+  WindowLoops loops = getWindowLoops(b.getContext(), strides, dilations);
   return buildGeneric(
-      b, loc, init, ins, maps, iterators,
+      b, loc, init, ins, loops.maps, loops.iterators,
       [kind](OpBuilder &nb, Location l, ValueRange args) -> Value {
         if (kind == PoolKind::Max)
           return createMax(nb, l, args[2], args[0]);
         return arith::AddFOp::create(nb, l, args[2], args[0]);
       });
+}
+
+/// Pools `input` into a `resultType` value with windows padded (and the
+/// accumulator started) with `padValue`.
+Value padAndPool(OpBuilder &b, Location loc, PoolKind kind, Value input,
+                 RankedTensorType resultType, ArrayRef<int64_t> kernel,
+                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                 ArrayRef<int64_t> pads, Value padValue) {
+  Value padded = padForWindows(b, loc, input, resultType, kernel, strides,
+                               dilations, pads, padValue);
+  Value init = createFilled(b, loc, resultType, padValue);
+  return buildPool(b, loc, kind, padded, init, kernel, strides, dilations);
 }
 
 /// `value` (of the pooling output's shape) divided elementwise by the number
@@ -252,13 +294,10 @@ struct MaxPoolLowering : OpConversionPattern<nn::MaxPoolOp> {
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     Value lowest = createLowest(rewriter, loc, resultType.getElementType());
-    Value input = padForWindows(rewriter, loc, adaptor.getInput(), resultType,
-                                op.getKernelShape(), op.getStrides(),
-                                op.getDilations(), op.getPads(), lowest);
-    Value init = createFilled(rewriter, loc, resultType, lowest);
-    rewriter.replaceOp(op, buildPool(rewriter, loc, PoolKind::Max, input, init,
-                                     op.getKernelShape(), op.getStrides(),
-                                     op.getDilations()));
+    rewriter.replaceOp(op, padAndPool(rewriter, loc, PoolKind::Max,
+                                      adaptor.getInput(), resultType,
+                                      op.getKernelShape(), op.getStrides(),
+                                      op.getDilations(), op.getPads(), lowest));
     return success();
   }
 };
@@ -279,11 +318,8 @@ struct AveragePoolLowering : OpConversionPattern<nn::AveragePoolOp> {
     SmallVector<int64_t> dilations(n, 1);
 
     Value zero = createScalar(rewriter, loc, element, 0.0);
-    Value input = padForWindows(rewriter, loc, adaptor.getInput(), resultType,
-                                kernel, strides, dilations, pads, zero);
-    Value init = createFilled(rewriter, loc, resultType, zero);
-    Value sum = buildPool(rewriter, loc, PoolKind::Sum, input, init, kernel,
-                          strides, dilations);
+    Value sum = padAndPool(rewriter, loc, PoolKind::Sum, adaptor.getInput(),
+                           resultType, kernel, strides, dilations, pads, zero);
 
     Value result =
         divideByWindowCounts(rewriter, loc, sum, inputType.getShape(), kernel,
@@ -313,24 +349,9 @@ struct MaxPoolGradLowering : OpConversionPattern<nn::MaxPoolGradOp> {
                                 kernel, strides, dilations, pads, lowest);
 
     // Per window, the maximum and the row-major index of its first
-    // occurrence. Loops: batch, channel, O_1..O_n | K_1..K_n.
-    int64_t numLoops = 2 + 2 * n;
-    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    SmallVector<AffineExpr> inputExprs{dim(0), dim(1)};
-    SmallVector<AffineExpr> windowExprs, outputExprs{dim(0), dim(1)};
-    for (int64_t i = 0; i < n; ++i) {
-      inputExprs.push_back(dim(2 + i) * strides[i] +
-                           dim(2 + n + i) * dilations[i]);
-      windowExprs.push_back(dim(2 + n + i));
-      outputExprs.push_back(dim(2 + i));
-    }
-    AffineMap outMap = AffineMap::get(numLoops, 0, outputExprs, ctx);
-    SmallVector<AffineMap> maps{AffineMap::get(numLoops, 0, inputExprs, ctx),
-                                AffineMap::get(numLoops, 0, windowExprs, ctx),
-                                outMap, outMap};
-    SmallVector<utils::IteratorType> iterators(2 + n,
-                                               utils::IteratorType::parallel);
-    iterators.append(n, utils::IteratorType::reduction);
+    // occurrence; the index output has the maximum's map.
+    WindowLoops loops = getWindowLoops(ctx, strides, dilations);
+    loops.maps.push_back(loops.maps.back());
     // The window shape is carried by an (unread) kernel tensor.
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, element);
     Type i64 = rewriter.getI64Type();
@@ -340,7 +361,7 @@ struct MaxPoolGradLowering : OpConversionPattern<nn::MaxPoolGradOp> {
         createFilled(rewriter, loc, indexType, createScalar(rewriter, loc, i64, 0));
     auto argmax = linalg::GenericOp::create(
         rewriter, loc, TypeRange{outType, indexType}, ValueRange{input, window},
-        ValueRange{maxInit, indexInit}, maps, iterators,
+        ValueRange{maxInit, indexInit}, loops.maps, loops.iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           // Row-major rank of the window offset.
           Value rank = arith::ConstantIndexOp::create(b, l, 0);
@@ -366,11 +387,8 @@ struct MaxPoolGradLowering : OpConversionPattern<nn::MaxPoolGradOp> {
 
     // Each offset receives the output gradient where it held the maximum.
     Value zero = createScalar(rewriter, loc, element, 0.0);
-    Value acc = createPaddedZeros(rewriter, loc, inputType.getShape(), outType,
-                                  kernel, strides, dilations, pads);
-    acc = accumulateWindows(
-        rewriter, loc, acc, outType.getShape().drop_front(2), kernel, strides,
-        dilations,
+    Value grad = accumulatePoolGrad(
+        rewriter, loc, inputType, outType, kernel, strides, dilations, pads,
         [&](OpBuilder &b, Location l, ArrayRef<int64_t>, int64_t rank) {
           Value rankValue = createScalar(b, l, i64, rank);
           return buildElementwise(
@@ -381,7 +399,7 @@ struct MaxPoolGradLowering : OpConversionPattern<nn::MaxPoolGradOp> {
                 return arith::SelectOp::create(nb, nl, hit, args[0], zero);
               });
         });
-    rewriter.replaceOp(op, cropPadding(rewriter, loc, acc, inputType, pads));
+    rewriter.replaceOp(op, grad);
     return success();
   }
 };
@@ -403,15 +421,11 @@ struct AveragePoolGradLowering
     Value scaled =
         divideByWindowCounts(rewriter, loc, outputGrad, inputType.getShape(),
                              kernel, strides, pads, op.getCountIncludePad());
-    Value acc = createPaddedZeros(rewriter, loc, inputType.getShape(), outType,
-                                  kernel, strides, dilations, pads);
-    acc = accumulateWindows(
-        rewriter, loc, acc, outType.getShape().drop_front(2), kernel, strides,
-        dilations,
-        [&](OpBuilder &, Location, ArrayRef<int64_t>, int64_t) {
-          return scaled;
-        });
-    rewriter.replaceOp(op, cropPadding(rewriter, loc, acc, inputType, pads));
+    rewriter.replaceOp(
+        op, accumulatePoolGrad(rewriter, loc, inputType, outType, kernel,
+                               strides, dilations, pads,
+                               [&](OpBuilder &, Location, ArrayRef<int64_t>,
+                                   int64_t) { return scaled; }));
     return success();
   }
 };

@@ -141,49 +141,20 @@ struct SliceLowering : OpConversionPattern<nn::SliceOp> {
   matchAndRewrite(nn::SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto resultType = cast<RankedTensorType>(op.getType());
     ArrayRef<int64_t> starts = op.getStarts(), sizes = op.getSizes(),
                       steps = op.getSteps();
-    int64_t rank = resultType.getRank();
     if (resultType.getNumElements() == 0) {
       rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
       return success();
     }
     // A negative step reads the same elements as the positive one from the
     // last element read, in reverse.
-    SmallVector<OpFoldResult> offsets, sizeAttrs, strides;
-    SmallVector<AffineExpr> readExprs;
-    bool reversed = false;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t start = starts[d], step = steps[d];
-      AffineExpr dim = getAffineDimExpr(d, ctx);
-      if (step < 0 && sizes[d] > 1) {
-        start += (sizes[d] - 1) * step;
-        step = -step;
-        readExprs.push_back(sizes[d] - 1 - dim);
-        reversed = true;
-      } else {
-        step = std::abs(step);
-        readExprs.push_back(dim);
-      }
-      offsets.push_back(rewriter.getIndexAttr(start));
-      sizeAttrs.push_back(rewriter.getIndexAttr(sizes[d]));
-      strides.push_back(rewriter.getIndexAttr(step));
-    }
-    Value slice = tensor::ExtractSliceOp::create(rewriter, loc, resultType,
-                                                 adaptor.getInput(), offsets,
-                                                 sizeAttrs, strides);
-    if (reversed) {
-      SmallVector<AffineMap> maps{AffineMap::get(rank, 0, readExprs, ctx),
-                                  rewriter.getMultiDimIdentityMap(rank)};
-      SmallVector<utils::IteratorType> iterators(rank,
-                                                 utils::IteratorType::parallel);
-      slice = buildGeneric(
-          rewriter, loc, createEmpty(rewriter, loc, resultType),
-          ValueRange{slice}, maps, iterators,
-          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
-    }
+    StridedWindow window = getStridedWindow(rewriter, starts, steps, sizes);
+    Value slice = tensor::ExtractSliceOp::create(
+        rewriter, loc, resultType, adaptor.getInput(), window.offsets,
+        window.sizes, window.strides);
+    slice = reverseWindow(rewriter, loc, slice, window);
     rewriter.replaceOp(op, slice);
     return success();
   }

@@ -48,13 +48,11 @@ struct SliceGradLowering : OpConversionPattern<nn::SliceGradOp> {
   matchAndRewrite(nn::SliceGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto resultType = cast<RankedTensorType>(op.getType());
     Value input = adaptor.getInput();
     auto inputType = cast<RankedTensorType>(input.getType());
     ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps(),
                       sizes = inputType.getShape();
-    int64_t rank = resultType.getRank();
     Value zeros = zerosOf(rewriter, loc, resultType);
     if (inputType.getNumElements() == 0) {
       rewriter.replaceOp(op, zeros);
@@ -62,36 +60,11 @@ struct SliceGradLowering : OpConversionPattern<nn::SliceGradOp> {
     }
     // A negative step writes the same positions as the positive one from
     // the last position written, with the input reversed.
-    SmallVector<OpFoldResult> offsets, sizeAttrs, strides;
-    SmallVector<AffineExpr> readExprs;
-    bool reversed = false;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t start = starts[d], step = steps[d];
-      AffineExpr dim = getAffineDimExpr(d, ctx);
-      if (step < 0 && sizes[d] > 1) {
-        start += (sizes[d] - 1) * step;
-        readExprs.push_back(sizes[d] - 1 - dim);
-        reversed = true;
-      } else {
-        readExprs.push_back(dim);
-      }
-      offsets.push_back(rewriter.getIndexAttr(start));
-      sizeAttrs.push_back(rewriter.getIndexAttr(sizes[d]));
-      strides.push_back(rewriter.getIndexAttr(std::abs(step)));
-    }
-    if (reversed) {
-      SmallVector<AffineMap> maps{AffineMap::get(rank, 0, readExprs, ctx),
-                                  rewriter.getMultiDimIdentityMap(rank)};
-      SmallVector<utils::IteratorType> iterators(rank,
-                                                 utils::IteratorType::parallel);
-      input = buildGeneric(
-          rewriter, loc, createEmpty(rewriter, loc, inputType),
-          ValueRange{input}, maps, iterators,
-          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
-    }
+    StridedWindow window = getStridedWindow(rewriter, starts, steps, sizes);
+    input = reverseWindow(rewriter, loc, input, window);
     rewriter.replaceOp(op, tensor::InsertSliceOp::create(
-                               rewriter, loc, input, zeros, offsets,
-                               sizeAttrs, strides));
+                               rewriter, loc, input, zeros, window.offsets,
+                               window.sizes, window.strides));
     return success();
   }
 };

@@ -39,36 +39,51 @@ Value createScalar(OpBuilder &b, Location loc, Type type, double value) {
       b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
-Value createLowest(OpBuilder &b, Location loc, Type type) {
+/// The lowest (`highest` false) or highest value of `type`: -inf or +inf for
+/// floats; for `i1` (ONNX bool) and unsigned integers 0 or all ones, for
+/// signed integers the signed minimum or maximum.
+static Value createExtreme(OpBuilder &b, Location loc, Type type,
+                           bool highest) {
   if (auto floatType = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(
         b, loc,
         b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
-                                                  /*Negative=*/true)));
+                                                  /*Negative=*/!highest)));
   unsigned width = type.getIntOrFloatBitWidth();
-  // `i1` is ONNX bool: false is its lowest value; unsigned integers: 0.
-  APInt lowest = width == 1 || type.isUnsignedInteger()
-                     ? APInt::getZero(width)
-                     : APInt::getSignedMinValue(width);
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, lowest));
+  APInt value;
+  if (width == 1 || type.isUnsignedInteger())
+    value = highest ? APInt::getAllOnes(width) : APInt::getZero(width);
+  else
+    value = highest ? APInt::getSignedMaxValue(width)
+                    : APInt::getSignedMinValue(width);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, value));
+}
+
+Value createLowest(OpBuilder &b, Location loc, Type type) {
+  return createExtreme(b, loc, type, /*highest=*/false);
+}
+
+/// The float, unsigned or signed form of a binary arith op, by the element
+/// type of `lhs`.
+template <typename FloatOp, typename UnsignedOp, typename SignedOp>
+static Value createBySignedness(OpBuilder &b, Location loc, Value lhs,
+                                Value rhs) {
+  Type type = lhs.getType();
+  if (isa<FloatType>(type))
+    return FloatOp::create(b, loc, lhs, rhs);
+  if (type.isUnsignedInteger())
+    return UnsignedOp::create(b, loc, lhs, rhs);
+  return SignedOp::create(b, loc, lhs, rhs);
 }
 
 Value createMax(OpBuilder &b, Location loc, Value lhs, Value rhs) {
-  Type type = lhs.getType();
-  if (isa<FloatType>(type))
-    return arith::MaximumFOp::create(b, loc, lhs, rhs);
-  if (type.isUnsignedInteger())
-    return arith::MaxUIOp::create(b, loc, lhs, rhs);
-  return arith::MaxSIOp::create(b, loc, lhs, rhs);
+  return createBySignedness<arith::MaximumFOp, arith::MaxUIOp, arith::MaxSIOp>(
+      b, loc, lhs, rhs);
 }
 
 Value createMin(OpBuilder &b, Location loc, Value lhs, Value rhs) {
-  Type type = lhs.getType();
-  if (isa<FloatType>(type))
-    return arith::MinimumFOp::create(b, loc, lhs, rhs);
-  if (type.isUnsignedInteger())
-    return arith::MinUIOp::create(b, loc, lhs, rhs);
-  return arith::MinSIOp::create(b, loc, lhs, rhs);
+  return createBySignedness<arith::MinimumFOp, arith::MinUIOp, arith::MinSIOp>(
+      b, loc, lhs, rhs);
 }
 
 void dropIntegerSignedness(Operation *op) {
@@ -112,16 +127,7 @@ void dropIntegerSignedness(Operation *op) {
 }
 
 Value createHighest(OpBuilder &b, Location loc, Type type) {
-  if (auto floatType = dyn_cast<FloatType>(type))
-    return arith::ConstantOp::create(
-        b, loc,
-        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
-                                                  /*Negative=*/false)));
-  unsigned width = type.getIntOrFloatBitWidth();
-  APInt highest = width == 1 || type.isUnsignedInteger()
-                      ? APInt::getAllOnes(width)
-                      : APInt::getSignedMaxValue(width);
-  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, highest));
+  return createExtreme(b, loc, type, /*highest=*/true);
 }
 
 AffineMap getBroadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
@@ -168,6 +174,43 @@ Value buildGeneric(OpBuilder &b, Location loc, Value init, ValueRange inputs,
         linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args));
       });
   return generic.getResult(0);
+}
+
+StridedWindow getStridedWindow(Builder &b, ArrayRef<int64_t> starts,
+                               ArrayRef<int64_t> steps,
+                               ArrayRef<int64_t> sizes) {
+  StridedWindow window;
+  for (int64_t d = 0, rank = sizes.size(); d < rank; ++d) {
+    int64_t start = starts[d], step = steps[d];
+    AffineExpr dim = getAffineDimExpr(d, b.getContext());
+    if (step < 0 && sizes[d] > 1) {
+      start += (sizes[d] - 1) * step;
+      window.readExprs.push_back(sizes[d] - 1 - dim);
+      window.reversed = true;
+    } else {
+      window.readExprs.push_back(dim);
+    }
+    window.offsets.push_back(b.getIndexAttr(start));
+    window.sizes.push_back(b.getIndexAttr(sizes[d]));
+    window.strides.push_back(b.getIndexAttr(std::abs(step)));
+  }
+  return window;
+}
+
+Value reverseWindow(OpBuilder &b, Location loc, Value value,
+                    const StridedWindow &window) {
+  if (!window.reversed)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rank = type.getRank();
+  SmallVector<AffineMap> maps{
+      AffineMap::get(rank, 0, window.readExprs, b.getContext()),
+      b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return buildGeneric(
+      b, loc, createEmpty(b, loc, type), ValueRange{value}, maps, iterators,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 AffineMap getDropDimsMap(MLIRContext *ctx, int64_t rank,

@@ -118,6 +118,25 @@ mlir::Value createMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
 mlir::Value createMin(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
                       mlir::Value rhs);
 
+/// The positions a slice of shape `sizes` with `starts` and `steps` reads,
+/// as a strided window whose steps are all positive: a dimension with a
+/// negative step starts at the last position the slice reads and comes
+/// reversed.
+struct StridedWindow {
+  llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
+  /// The read map's results: `d` in order, `size - 1 - d` reversed.
+  llvm::SmallVector<mlir::AffineExpr> readExprs;
+  bool reversed = false;
+};
+StridedWindow getStridedWindow(mlir::Builder &b, llvm::ArrayRef<int64_t> starts,
+                               llvm::ArrayRef<int64_t> steps,
+                               llvm::ArrayRef<int64_t> sizes);
+
+/// `value` (of the window's shape) with the dimensions `window` reverses
+/// reversed; `value` itself when there are none.
+mlir::Value reverseWindow(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, const StridedWindow &window);
+
 /// Replaces every unsigned integer type in `op` (results, block arguments,
 /// attributes such as constants and the function type) by the signless
 /// type of its width: the last step of convert-nn-to-linalg, after the

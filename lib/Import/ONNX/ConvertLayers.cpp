@@ -109,12 +109,9 @@ static Value perChannel(NodeContext &ctx, Value v, int64_t channels,
 static void convertInstanceNormalization(NodeContext &ctx) {
   if (!ctx.requireInputs(3))
     return;
-  RankedTensorType type = ctx.inputType(0);
-  if (type.getRank() < 3) {
-    ctx.fail("input must be N x C x D1 ... Dn, got rank " +
-             Twine(type.getRank()));
+  RankedTensorType type = ctx.spatialInputType(0);
+  if (!type)
     return;
-  }
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
   int64_t rank = type.getRank(), channels = type.getDimSize(1);
   Value x = ctx.operand(0);
@@ -320,14 +317,9 @@ static void convertMeanVarianceNormalization(NodeContext &ctx) {
 }
 
 static void convertLRN(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType type = ctx.spatialInputType(0);
   if (!type)
     return;
-  if (type.getRank() < 3) {
-    ctx.fail("input must be N x C x D1 ... Dn, got rank " +
-             Twine(type.getRank()));
-    return;
-  }
   if (!ctx.attr("size")) {
     ctx.fail("attribute 'size' is required");
     return;
@@ -369,14 +361,9 @@ static void convertLRN(NodeContext &ctx) {
 }
 
 static void convertGlobalMaxPool(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType type = ctx.spatialInputType(0);
   if (!type)
     return;
-  if (type.getRank() < 3) {
-    ctx.fail("input must be N x C x D1 ... Dn, got rank " +
-             Twine(type.getRank()));
-    return;
-  }
   if (Value x = ctx.operand(0))
     ctx.setOutput(0, ctx.createValue<nn::ReduceMaxOp>(
                          x, ctx.i64s(range(2, type.getRank())),

@@ -212,21 +212,10 @@ static std::optional<Window> resolveWindow(NodeContext &ctx,
   return w;
 }
 
-/// Input 0 must be N x C x D1 ... Dn with n >= 1.
-static RankedTensorType windowInput(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0, "X");
-  if (type && type.getRank() < 3) {
-    ctx.fail("input must be N x C x D1 ... Dn, got rank " +
-             Twine(type.getRank()));
-    return nullptr;
-  }
-  return type;
-}
-
 static void convertConv(NodeContext &ctx) {
   if (!ctx.requireInputs(2))
     return;
-  RankedTensorType type = windowInput(ctx);
+  RankedTensorType type = ctx.spatialInputType(0, "X");
   if (!type)
     return;
   RankedTensorType weightType = ctx.inputType(1, "W");
@@ -284,7 +273,7 @@ static std::optional<SmallVector<int64_t>> poolKernel(NodeContext &ctx,
 }
 
 static void convertMaxPool(NodeContext &ctx) {
-  RankedTensorType type = windowInput(ctx);
+  RankedTensorType type = ctx.spatialInputType(0, "X");
   if (!type)
     return;
   if (ctx.outputUsed(1) && ctx.sinceVersion() < 8) {
@@ -324,7 +313,7 @@ static void convertMaxPool(NodeContext &ctx) {
 }
 
 static void convertAveragePool(NodeContext &ctx) {
-  RankedTensorType type = windowInput(ctx);
+  RankedTensorType type = ctx.spatialInputType(0, "X");
   if (!type)
     return;
   auto kernel = poolKernel(ctx, type);
@@ -351,7 +340,7 @@ static void convertAveragePool(NodeContext &ctx) {
 }
 
 static void convertGlobalAveragePool(NodeContext &ctx) {
-  if (!windowInput(ctx))
+  if (!ctx.spatialInputType(0, "X"))
     return;
   if (Value x = ctx.operand(0))
     ctx.setOutput(0, ctx.createValue<nn::GlobalAveragePoolOp>(x));

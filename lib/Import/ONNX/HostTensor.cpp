@@ -181,10 +181,17 @@ int64_t HostTensor::getInt(int64_t i) const {
   return isFloat() ? doubleToInt(floats[i]) : ints[i];
 }
 
-HostTensor HostTensor::zeros(int32_t dtype, ArrayRef<int64_t> shape) {
+/// A tensor of `dtype` and `shape` with no elements yet: what the factories
+/// below fill.
+static HostTensor withShape(int32_t dtype, ArrayRef<int64_t> shape) {
   HostTensor t;
   t.dtype = dtype;
   t.shape.assign(shape.begin(), shape.end());
+  return t;
+}
+
+HostTensor HostTensor::zeros(int32_t dtype, ArrayRef<int64_t> shape) {
+  HostTensor t = withShape(dtype, shape);
   int64_t n = checkedNumElements(shape).value_or(0);
   if (isFloatDType(dtype))
     t.floats.assign(n, 0.0);
@@ -195,9 +202,7 @@ HostTensor HostTensor::zeros(int32_t dtype, ArrayRef<int64_t> shape) {
 
 HostTensor HostTensor::fromInts(int32_t dtype, ArrayRef<int64_t> shape,
                                 std::vector<int64_t> values) {
-  HostTensor t;
-  t.dtype = dtype;
-  t.shape.assign(shape.begin(), shape.end());
+  HostTensor t = withShape(dtype, shape);
   if (isFloatDType(dtype)) {
     for (int64_t v : values)
       t.floats.push_back(roundToDType(dtype, double(v)));
@@ -211,9 +216,7 @@ HostTensor HostTensor::fromInts(int32_t dtype, ArrayRef<int64_t> shape,
 
 HostTensor HostTensor::fromFloats(int32_t dtype, ArrayRef<int64_t> shape,
                                   std::vector<double> values) {
-  HostTensor t;
-  t.dtype = dtype;
-  t.shape.assign(shape.begin(), shape.end());
+  HostTensor t = withShape(dtype, shape);
   if (isFloatDType(dtype)) {
     for (double &v : values)
       v = roundToDType(dtype, v);
@@ -337,6 +340,22 @@ static int64_t wrapMul(int64_t a, int64_t b) {
   return int64_t(uint64_t(a) * uint64_t(b));
 }
 
+/// min, max and the comparisons (1 or 0), which read the same on doubles and
+/// on integers; 0 for the other kinds.
+template <typename T>
+static T foldOrdered(BinaryKind kind, T a, T b) {
+  switch (kind) {
+  case BinaryKind::Min: return std::min(a, b);
+  case BinaryKind::Max: return std::max(a, b);
+  case BinaryKind::Equal: return a == b;
+  case BinaryKind::Less: return a < b;
+  case BinaryKind::Greater: return a > b;
+  case BinaryKind::LessOrEqual: return a <= b;
+  case BinaryKind::GreaterOrEqual: return a >= b;
+  default: return 0;
+  }
+}
+
 HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
                                               const HostTensor &lhs,
                                               const HostTensor &rhs,
@@ -374,14 +393,7 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
       case BinaryKind::Pow: r = std::pow(a, b); break;
       case BinaryKind::Mod:
       case BinaryKind::FMod: r = std::fmod(a, b); break;
-      case BinaryKind::Min: r = std::min(a, b); break;
-      case BinaryKind::Max: r = std::max(a, b); break;
-      case BinaryKind::Equal: r = a == b; break;
-      case BinaryKind::Less: r = a < b; break;
-      case BinaryKind::Greater: r = a > b; break;
-      case BinaryKind::LessOrEqual: r = a <= b; break;
-      case BinaryKind::GreaterOrEqual: r = a >= b; break;
-      default: break;
+      default: r = foldOrdered(kind, a, b); break;
       }
       if (kind == BinaryKind::Pow && !lhs.isFloat())
         out.setInt(e, doubleToInt(r));
@@ -416,17 +428,10 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
           r += b;
       }
       break;
-    case BinaryKind::Min: r = std::min(a, b); break;
-    case BinaryKind::Max: r = std::max(a, b); break;
-    case BinaryKind::Equal: r = a == b; break;
-    case BinaryKind::Less: r = a < b; break;
-    case BinaryKind::Greater: r = a > b; break;
-    case BinaryKind::LessOrEqual: r = a <= b; break;
-    case BinaryKind::GreaterOrEqual: r = a >= b; break;
     case BinaryKind::And: r = a && b; break;
     case BinaryKind::Or: r = a || b; break;
     case BinaryKind::Xor: r = (a != 0) != (b != 0); break;
-    default: break;
+    default: r = foldOrdered(kind, a, b); break;
     }
     out.setInt(e, r);
   }

@@ -1390,6 +1390,15 @@ RankedTensorType NodeContext::inputType(size_t i, StringRef what) {
   return v->type;
 }
 
+RankedTensorType NodeContext::spatialInputType(size_t i, StringRef what) {
+  RankedTensorType type = inputType(i, what);
+  if (type && type.getRank() < 3) {
+    fail("input must be N x C x D1 ... Dn, got rank " + Twine(type.getRank()));
+    return nullptr;
+  }
+  return type;
+}
+
 bool NodeContext::outputUsed(size_t i) const {
   return i < numOutputs() && !node.output(int(i)).empty() &&
          importer.used.contains(node.output(int(i)));

@@ -101,6 +101,9 @@ public:
   mlir::Value operand(size_t i, llvm::StringRef what = "");
   /// Input `i` must be present (reports otherwise); returns its type.
   mlir::RankedTensorType inputType(size_t i, llvm::StringRef what = "");
+  /// Same, for an input that must be N x C x D1 ... Dn with n >= 1 (the
+  /// convolution, pooling and normalization layers); null once it failed.
+  mlir::RankedTensorType spatialInputType(size_t i, llvm::StringRef what = "");
   /// Requires at least `n` inputs.
   bool requireInputs(size_t n);
 

@@ -71,6 +71,27 @@ inline bool isFloatTensor(mlir::Value v) {
   return llvm::isa<mlir::FloatType>(typeOf(v).getElementType());
 }
 
+/// `grad` summed to `operand`'s shape (the gradient of a broadcast
+/// operand), or null when `operand` is not float.
+inline mlir::Value unbroadcast(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value grad, mlir::Value operand) {
+  if (!isFloatTensor(operand))
+    return mlir::Value();
+  return sumToShape(b, loc, grad, typeOf(operand));
+}
+
+/// The guard of a rule whose operands have gradients only when `x` is a
+/// tensor of floats: when it is not, appends `numOperands` null gradients
+/// and returns true (the rule is done).
+inline bool
+appendNullGradsUnlessFloat(mlir::Value x, size_t numOperands,
+                           llvm::SmallVectorImpl<mlir::Value> &out) {
+  if (isFloatTensor(x))
+    return false;
+  out.append(numOperands, mlir::Value());
+  return true;
+}
+
 /// Builders the derivative rules compose: a rank-0 constant of `like`'s
 /// element type (broadcasts against anything), and the nn arithmetic ops.
 inline mlir::Value scalar(mlir::OpBuilder &b, mlir::Location loc,
@@ -96,6 +117,29 @@ inline mlir::Value sub(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                        mlir::Value y) {
   return DivOp::create(b, loc, x, y);
+}
+
+/// The rule of reduce_max and reduce_min: the gradient goes to the positions
+/// equal to the extremum, split evenly among ties (torch.amax's backward).
+/// `kept(v)` gives a reduction-shaped value with the reduced axes as size 1,
+/// so it broadcasts against the input.
+template <typename OpTy, typename KeptFn>
+mlir::LogicalResult
+reduceExtremumGrad(OpTy op, mlir::OpBuilder &b, mlir::ValueRange grads,
+                   llvm::SmallVectorImpl<mlir::Value> &out, KeptFn kept) {
+  mlir::Location loc = op.getLoc();
+  mlir::Value x = op.getInput();
+  if (appendNullGradsUnlessFloat(x, 1, out))
+    return mlir::success();
+  mlir::Type element = typeOf(x).getElementType();
+  mlir::Value extremum = kept(op.getOutput());
+  mlir::Value mask =
+      CastOp::create(b, loc, EqualOp::create(b, loc, x, extremum), element);
+  mlir::Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
+                                         /*keepdims=*/true);
+  mlir::Value share = div(b, loc, kept(grads[0]), ties);
+  out.push_back(mul(b, loc, mask, share));
+  return mlir::success();
 }
 
 /// A rule written as a function of the concrete op; it appends one value

@@ -27,17 +27,6 @@ namespace pipedream::nn::detail {
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Helpers
-//===----------------------------------------------------------------------===//
-
-/// `grad` summed to `operand`'s shape, or null when `operand` is not float.
-Value unbroadcast(OpBuilder &b, Location loc, Value grad, Value operand) {
-  if (!isFloatTensor(operand))
-    return Value();
-  return sumToShape(b, loc, grad, typeOf(operand));
-}
-
-//===----------------------------------------------------------------------===//
 // Binary (broadcasting)
 //===----------------------------------------------------------------------===//
 
@@ -64,10 +53,8 @@ LogicalResult mulGrad(MulOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value g = grads[0], x = op.getLhs(), y = op.getRhs();
-  if (!isFloatTensor(x)) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(x, 2, out))
     return success();
-  }
   out.push_back(unbroadcast(b, loc, mul(b, loc, g, y), x));
   out.push_back(unbroadcast(b, loc, mul(b, loc, g, x), y));
   return success();
@@ -78,10 +65,8 @@ LogicalResult divGrad(DivOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value g = grads[0], x = op.getLhs(), y = op.getRhs();
-  if (!isFloatTensor(x)) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(x, 2, out))
     return success();
-  }
   Value gOverY = DivOp::create(b, loc, g, y);
   out.push_back(unbroadcast(b, loc, gOverY, x));
   Value dy = NegOp::create(b, loc, mul(b, loc, gOverY, op.getOutput()));
@@ -96,10 +81,8 @@ LogicalResult powGrad(PowOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value g = grads[0], x = op.getLhs(), e = op.getRhs();
-  if (!isFloatTensor(x)) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(x, 2, out))
     return success();
-  }
   Type element = typeOf(x).getElementType();
   Value exponent = e;
   if (typeOf(e).getElementType() != element)
@@ -108,10 +91,8 @@ LogicalResult powGrad(PowOp op, OpBuilder &b, ValueRange grads,
   Value dx = mul(b, loc, mul(b, loc, g, exponent),
                  PowOp::create(b, loc, x, lowered));
   out.push_back(unbroadcast(b, loc, dx, x));
-  if (!isFloatTensor(e)) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(e, 1, out))
     return success();
-  }
   Value de = mul(b, loc, mul(b, loc, g, op.getOutput()),
                  LogOp::create(b, loc, x));
   out.push_back(unbroadcast(b, loc, de, e));

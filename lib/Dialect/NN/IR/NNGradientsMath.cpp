@@ -24,11 +24,6 @@ namespace {
 Value maskOr0(OpBuilder &b, Location loc, Value cond, Value x) {
   return WhereOp::create(b, loc, cond, x, scalar(b, loc, x, 0.0));
 }
-Value unbroadcast(OpBuilder &b, Location loc, Value grad, Value operand) {
-  if (!isFloatTensor(operand))
-    return Value();
-  return sumToShape(b, loc, grad, typeOf(operand));
-}
 
 /// A rule `dx = g * slope(op)`, `slope` built from the op.
 template <typename OpTy, Value (*Slope)(OpTy, OpBuilder &, Location)>
@@ -103,10 +98,8 @@ Value reciprocalSlope(ReciprocalOp op, OpBuilder &b, Location loc) {
 // sign(x) (0 at 0, as torch.abs).
 LogicalResult absGrad(AbsOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   Location loc = op.getLoc();
   out.push_back(mul(b, loc, grads[0], SignOp::create(b, loc, op.getInput())));
   return success();
@@ -234,10 +227,8 @@ LogicalResult extremumGrad(OpTy op, OpBuilder &b, ValueRange grads,
                            SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value x = op.getLhs(), y = op.getRhs(), g = grads[0];
-  if (!isFloatTensor(x)) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(x, 2, out))
     return success();
-  }
   Value lhsWins = IsMax ? Value(GreaterOp::create(b, loc, x, y))
                         : Value(LessOp::create(b, loc, x, y));
   Value tie = EqualOp::create(b, loc, x, y);
@@ -257,10 +248,8 @@ LogicalResult modGrad(ModOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value x = op.getLhs(), y = op.getRhs(), g = grads[0];
-  if (!isFloatTensor(x)) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(x, 2, out))
     return success();
-  }
   out.push_back(unbroadcast(b, loc, g, x));
   Value quotient = div(b, loc, sub(b, loc, x, op.getOutput()), y);
   out.push_back(unbroadcast(b, loc, NegOp::create(b, loc, mul(b, loc, g, quotient)), y));
@@ -283,20 +272,8 @@ Value kept(OpTy op, OpBuilder &b, Value v) {
 // Like reduce_max: the gradient is shared by the elements equal to the min.
 LogicalResult reduceMinGrad(ReduceMinOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(Value());
-    return success();
-  }
-  Type element = typeOf(x).getElementType();
-  Value min = kept(op, b, op.getOutput());
-  Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, min), element);
-  Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
-                                   /*keepdims=*/true);
-  Value share = div(b, loc, kept(op, b, grads[0]), ties);
-  out.push_back(mul(b, loc, mask, share));
-  return success();
+  return reduceExtremumGrad(op, b, grads, out,
+                            [&](Value v) { return kept(op, b, v); });
 }
 
 // d prod / dx_i = product of the other elements: prod / x_i without zeros;
@@ -306,10 +283,8 @@ LogicalResult reduceProdGrad(ReduceProdOp op, OpBuilder &b, ValueRange grads,
                              SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(x, 1, out))
     return success();
-  }
   Type element = typeOf(x).getElementType();
   ArrayRef<int64_t> axes = op.getAxes();
   Value zero = scalar(b, loc, x, 0.0), one = scalar(b, loc, x, 1.0);
@@ -331,10 +306,8 @@ LogicalResult reduceProdGrad(ReduceProdOp op, OpBuilder &b, ValueRange grads,
 // The adjoint of a cumulative sum is the cumulative sum the other way.
 LogicalResult cumsumGrad(CumSumOp op, OpBuilder &b, ValueRange grads,
                          SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   out.push_back(CumSumOp::create(b, op.getLoc(), grads[0], op.getAxis(),
                                  op.getExclusive(), !op.getReverse()));
   return success();

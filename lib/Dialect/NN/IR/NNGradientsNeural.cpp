@@ -71,107 +71,82 @@ Value toChannelVector(OpBuilder &b, Location loc, Value v, int64_t channels) {
 // Convolution
 //===----------------------------------------------------------------------===//
 
-struct ConvGrad : GradientOpInterface::ExternalModel<ConvGrad, ConvOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto conv = cast<ConvOp>(op);
-    Location loc = conv.getLoc();
-    Value dy = resultGrads[0];
-    auto inputType = conv.getInput().getType();
-    auto weightType = conv.getWeight().getType();
-    operandGrads.push_back(ConvBackwardInputOp::create(
-        b, loc, dy, conv.getWeight(), inputType.getShape(), conv.getStrides(),
-        conv.getPads(), conv.getDilations(), conv.getGroup()));
-    operandGrads.push_back(ConvBackwardWeightOp::create(
-        b, loc, dy, conv.getInput(), weightType.getShape().drop_front(2),
-        conv.getStrides(), conv.getPads(), conv.getDilations(),
-        conv.getGroup()));
-    if (conv.getBias())
-      operandGrads.push_back(ReduceSumOp::create(
-          b, loc, dy, nonChannelAxes(inputType.getRank()),
-          /*keepdims=*/false));
-    return success();
-  }
-};
+LogicalResult convGrad(ConvOp conv, OpBuilder &b, ValueRange resultGrads,
+                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = conv.getLoc();
+  Value dy = resultGrads[0];
+  auto inputType = conv.getInput().getType();
+  auto weightType = conv.getWeight().getType();
+  operandGrads.push_back(ConvBackwardInputOp::create(
+      b, loc, dy, conv.getWeight(), inputType.getShape(), conv.getStrides(),
+      conv.getPads(), conv.getDilations(), conv.getGroup()));
+  operandGrads.push_back(ConvBackwardWeightOp::create(
+      b, loc, dy, conv.getInput(), weightType.getShape().drop_front(2),
+      conv.getStrides(), conv.getPads(), conv.getDilations(), conv.getGroup()));
+  if (conv.getBias())
+    operandGrads.push_back(
+        ReduceSumOp::create(b, loc, dy, nonChannelAxes(inputType.getRank()),
+                            /*keepdims=*/false));
+  return success();
+}
 
 /// `z = conv_backward_input(x, w)` (ONNX ConvTranspose) is linear in each
 /// operand with `<z, dz> = <x, conv(dz, w)>`: the gradient of `x` is the
 /// forward convolution of `dz`, and that of `w` the weight gradient of a
 /// convolution of `dz` whose output gradient is `x`.
-struct ConvBackwardInputGrad
-    : GradientOpInterface::ExternalModel<ConvBackwardInputGrad,
-                                         ConvBackwardInputOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto conv = cast<ConvBackwardInputOp>(op);
-    Location loc = conv.getLoc();
-    Value dz = resultGrads[0];
-    auto weightType = conv.getWeight().getType();
-    operandGrads.push_back(ConvOp::create(
-        b, loc, dz, conv.getWeight(), Value(), conv.getStrides(),
-        conv.getPads(), conv.getDilations(), conv.getGroup()));
-    operandGrads.push_back(ConvBackwardWeightOp::create(
-        b, loc, conv.getOutputGrad(), dz, weightType.getShape().drop_front(2),
-        conv.getStrides(), conv.getPads(), conv.getDilations(),
-        conv.getGroup()));
-    return success();
-  }
-};
+LogicalResult convBackwardInputGrad(ConvBackwardInputOp conv, OpBuilder &b,
+                                    ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = conv.getLoc();
+  Value dz = resultGrads[0];
+  auto weightType = conv.getWeight().getType();
+  operandGrads.push_back(ConvOp::create(b, loc, dz, conv.getWeight(), Value(),
+                                        conv.getStrides(), conv.getPads(),
+                                        conv.getDilations(), conv.getGroup()));
+  operandGrads.push_back(ConvBackwardWeightOp::create(
+      b, loc, conv.getOutputGrad(), dz, weightType.getShape().drop_front(2),
+      conv.getStrides(), conv.getPads(), conv.getDilations(), conv.getGroup()));
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//
 
-struct MaxPoolGrad : GradientOpInterface::ExternalModel<MaxPoolGrad, MaxPoolOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto pool = cast<MaxPoolOp>(op);
-    operandGrads.push_back(MaxPoolGradOp::create(
-        b, pool.getLoc(), resultGrads[0], pool.getInput(),
-        pool.getKernelShape(), pool.getStrides(), pool.getPads(),
-        pool.getDilations(), pool.getCeilMode()));
-    return success();
-  }
-};
+LogicalResult maxPoolGrad(MaxPoolOp pool, OpBuilder &b, ValueRange resultGrads,
+                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(MaxPoolGradOp::create(
+      b, pool.getLoc(), resultGrads[0], pool.getInput(), pool.getKernelShape(),
+      pool.getStrides(), pool.getPads(), pool.getDilations(),
+      pool.getCeilMode()));
+  return success();
+}
 
-struct AveragePoolGrad
-    : GradientOpInterface::ExternalModel<AveragePoolGrad, AveragePoolOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
+LogicalResult averagePoolGrad(AveragePoolOp pool, OpBuilder &b,
                               ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto pool = cast<AveragePoolOp>(op);
-    operandGrads.push_back(AveragePoolGradOp::create(
-        b, pool.getLoc(), resultGrads[0],
-        pool.getInput().getType().getShape(), pool.getKernelShape(),
-        pool.getStrides(), pool.getPads(), pool.getCeilMode(),
-        pool.getCountIncludePad()));
-    return success();
-  }
-};
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(AveragePoolGradOp::create(
+      b, pool.getLoc(), resultGrads[0], pool.getInput().getType().getShape(),
+      pool.getKernelShape(), pool.getStrides(), pool.getPads(),
+      pool.getCeilMode(), pool.getCountIncludePad()));
+  return success();
+}
 
-struct GlobalAveragePoolGrad
-    : GradientOpInterface::ExternalModel<GlobalAveragePoolGrad,
-                                         GlobalAveragePoolOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto pool = cast<GlobalAveragePoolOp>(op);
-    Location loc = pool.getLoc();
-    auto inputType = pool.getInput().getType();
-    int64_t count = 1;
-    for (int64_t d : inputType.getShape().drop_front(2))
-      count *= d;
-    Value expanded =
-        ExpandOp::create(b, loc, resultGrads[0], inputType.getShape());
-    Value scale = createScalar(b, loc, inputType.getElementType(),
-                               1.0 / double(count));
-    operandGrads.push_back(MulOp::create(b, loc, expanded, scale));
-    return success();
-  }
-};
+LogicalResult globalAveragePoolGrad(GlobalAveragePoolOp pool, OpBuilder &b,
+                                    ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = pool.getLoc();
+  auto inputType = pool.getInput().getType();
+  int64_t count = 1;
+  for (int64_t d : inputType.getShape().drop_front(2))
+    count *= d;
+  Value expanded =
+      ExpandOp::create(b, loc, resultGrads[0], inputType.getShape());
+  Value scale =
+      createScalar(b, loc, inputType.getElementType(), 1.0 / double(count));
+  operandGrads.push_back(MulOp::create(b, loc, expanded, scale));
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Batch normalization
@@ -179,56 +154,51 @@ struct GlobalAveragePoolGrad
 
 /// Inference form: y = (x - mean) * k + bias with k = scale / sqrt(var + eps)
 /// per channel, every operand differentiable.
-struct BatchNormalizationGrad
-    : GradientOpInterface::ExternalModel<BatchNormalizationGrad,
-                                         BatchNormalizationOp> {
-  LogicalResult buildGradient(Operation *op, OpBuilder &b,
-                              ValueRange resultGrads,
-                              SmallVectorImpl<Value> &operandGrads) const {
-    auto bn = cast<BatchNormalizationOp>(op);
-    Location loc = bn.getLoc();
-    Value dy = resultGrads[0];
-    auto type = bn.getInput().getType();
-    Type element = type.getElementType();
-    int64_t rank = type.getRank(), channels = type.getDimSize(1);
-    SmallVector<int64_t> axes = nonChannelAxes(rank);
+LogicalResult batchNormalizationGrad(BatchNormalizationOp bn, OpBuilder &b,
+                                     ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Location loc = bn.getLoc();
+  Value dy = resultGrads[0];
+  auto type = bn.getInput().getType();
+  Type element = type.getElementType();
+  int64_t rank = type.getRank(), channels = type.getDimSize(1);
+  SmallVector<int64_t> axes = nonChannelAxes(rank);
 
-    Value eps = createScalar(b, loc, element, bn.getEpsilon().convertToDouble());
-    Value one = createScalar(b, loc, element, 1.0);
-    // Per channel [C]: varEps = var + eps, invStd = 1 / sqrt(varEps),
-    // k = scale * invStd.
-    Value varEps = AddOp::create(b, loc, bn.getVar(), eps);
-    Value invStd = DivOp::create(b, loc, one, SqrtOp::create(b, loc, varEps));
-    Value k = MulOp::create(b, loc, bn.getScale(), invStd);
+  Value eps = createScalar(b, loc, element, bn.getEpsilon().convertToDouble());
+  Value one = createScalar(b, loc, element, 1.0);
+  // Per channel [C]: varEps = var + eps, invStd = 1 / sqrt(varEps),
+  // k = scale * invStd.
+  Value varEps = AddOp::create(b, loc, bn.getVar(), eps);
+  Value invStd = DivOp::create(b, loc, one, SqrtOp::create(b, loc, varEps));
+  Value k = MulOp::create(b, loc, bn.getScale(), invStd);
 
-    Value centered = SubOp::create(b, loc, bn.getInput(),
-                                   perChannel(b, loc, bn.getMean(), rank));
-    Value xhat =
-        MulOp::create(b, loc, centered, perChannel(b, loc, invStd, rank));
-    // dx = dy * k.
-    operandGrads.push_back(
-        MulOp::create(b, loc, dy, perChannel(b, loc, k, rank)));
-    // dscale = sum(dy * xhat).
-    Value dScale = ReduceSumOp::create(b, loc, MulOp::create(b, loc, dy, xhat),
-                                       axes, /*keepdims=*/false);
-    operandGrads.push_back(toChannelVector(b, loc, dScale, channels));
-    // dbias = sum(dy).
-    Value dBias = toChannelVector(
-        b, loc, ReduceSumOp::create(b, loc, dy, axes, /*keepdims=*/false),
-        channels);
-    operandGrads.push_back(dBias);
-    // dmean = -k * sum(dy).
-    operandGrads.push_back(
-        NegOp::create(b, loc, MulOp::create(b, loc, k, dBias)));
-    // dvar = sum(dy * (x - mean)) * scale * (-1/2) (var + eps)^(-3/2)
-    //      = dscale * scale * (-1/2) / (var + eps).
-    Value half = createScalar(b, loc, element, -0.5);
-    Value dVar = MulOp::create(b, loc, dScale, bn.getScale());
-    dVar = DivOp::create(b, loc, MulOp::create(b, loc, dVar, half), varEps);
-    operandGrads.push_back(dVar);
-    return success();
-  }
-};
+  Value centered = SubOp::create(b, loc, bn.getInput(),
+                                 perChannel(b, loc, bn.getMean(), rank));
+  Value xhat =
+      MulOp::create(b, loc, centered, perChannel(b, loc, invStd, rank));
+  // dx = dy * k.
+  operandGrads.push_back(
+      MulOp::create(b, loc, dy, perChannel(b, loc, k, rank)));
+  // dscale = sum(dy * xhat).
+  Value dScale = ReduceSumOp::create(b, loc, MulOp::create(b, loc, dy, xhat),
+                                     axes, /*keepdims=*/false);
+  operandGrads.push_back(toChannelVector(b, loc, dScale, channels));
+  // dbias = sum(dy).
+  Value dBias = toChannelVector(
+      b, loc, ReduceSumOp::create(b, loc, dy, axes, /*keepdims=*/false),
+      channels);
+  operandGrads.push_back(dBias);
+  // dmean = -k * sum(dy).
+  operandGrads.push_back(
+      NegOp::create(b, loc, MulOp::create(b, loc, k, dBias)));
+  // dvar = sum(dy * (x - mean)) * scale * (-1/2) (var + eps)^(-3/2)
+  //      = dscale * scale * (-1/2) / (var + eps).
+  Value half = createScalar(b, loc, element, -0.5);
+  Value dVar = MulOp::create(b, loc, dScale, bn.getScale());
+  dVar = DivOp::create(b, loc, MulOp::create(b, loc, dVar, half), varEps);
+  operandGrads.push_back(dVar);
+  return success();
+}
 
 struct BatchNormTrainGrad
     : GradientOpInterface::ExternalModel<BatchNormTrainGrad,
@@ -291,12 +261,12 @@ struct BatchNormTrainGrad
 } // namespace
 
 void attachNeuralGradientModels(MLIRContext *context) {
-  ConvOp::attachInterface<ConvGrad>(*context);
-  MaxPoolOp::attachInterface<MaxPoolGrad>(*context);
-  AveragePoolOp::attachInterface<AveragePoolGrad>(*context);
-  ConvBackwardInputOp::attachInterface<ConvBackwardInputGrad>(*context);
-  GlobalAveragePoolOp::attachInterface<GlobalAveragePoolGrad>(*context);
-  BatchNormalizationOp::attachInterface<BatchNormalizationGrad>(*context);
+  attach<ConvOp, convGrad>(context);
+  attach<MaxPoolOp, maxPoolGrad>(context);
+  attach<AveragePoolOp, averagePoolGrad>(context);
+  attach<ConvBackwardInputOp, convBackwardInputGrad>(context);
+  attach<GlobalAveragePoolOp, globalAveragePoolGrad>(context);
+  attach<BatchNormalizationOp, batchNormalizationGrad>(context);
   BatchNormTrainOp::attachInterface<BatchNormTrainGrad>(*context);
 }
 

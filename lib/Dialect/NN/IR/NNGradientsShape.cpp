@@ -98,10 +98,8 @@ LogicalResult whereGrad(WhereOp op, OpBuilder &b, ValueRange grads,
   Location loc = op.getLoc();
   Value g = grads[0], cond = op.getCondition();
   out.push_back(Value());
-  if (!isFloatTensor(op.getLhs())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getLhs(), 2, out))
     return success();
-  }
   Value zero = createScalar(b, loc, typeOf(g).getElementType(), 0.0);
   Value toLhs = WhereOp::create(b, loc, cond, g, zero);
   Value toRhs = WhereOp::create(b, loc, cond, zero, g);
@@ -160,10 +158,8 @@ Value keptGrad(OpTy op, OpBuilder &b, Value g) {
 
 LogicalResult reduceSumGrad(ReduceSumOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   out.push_back(ExpandOp::create(b, op.getLoc(), keptGrad(op, b, grads[0]),
                                  typeOf(op.getInput()).getShape()));
   return success();
@@ -173,10 +169,8 @@ LogicalResult reduceMeanGrad(ReduceMeanOp op, OpBuilder &b, ValueRange grads,
                              SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
   RankedTensorType inputType = typeOf(op.getInput());
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   int64_t count = 1;
   for (int64_t axis : op.getAxes())
     count *= inputType.getDimSize(axis);
@@ -192,20 +186,8 @@ LogicalResult reduceMeanGrad(ReduceMeanOp op, OpBuilder &b, ValueRange grads,
 // among ties (torch.amax's backward).
 LogicalResult reduceMaxGrad(ReduceMaxOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getInput();
-  if (!isFloatTensor(x)) {
-    out.push_back(Value());
-    return success();
-  }
-  Type element = typeOf(x).getElementType();
-  Value max = keptGrad(op, b, op.getOutput());
-  Value mask = CastOp::create(b, loc, EqualOp::create(b, loc, x, max), element);
-  Value ties = ReduceSumOp::create(b, loc, mask, op.getAxes(),
-                                   /*keepdims=*/true);
-  Value share = DivOp::create(b, loc, keptGrad(op, b, grads[0]), ties);
-  out.push_back(MulOp::create(b, loc, mask, share));
-  return success();
+  return reduceExtremumGrad(op, b, grads, out,
+                            [&](Value v) { return keptGrad(op, b, v); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,10 +203,8 @@ LogicalResult reshapeGrad(OpTy op, OpBuilder &b, ValueRange grads,
 
 LogicalResult transposeGrad(TransposeOp op, OpBuilder &b, ValueRange grads,
                             SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   ArrayRef<int64_t> perm = op.getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
@@ -246,10 +226,8 @@ LogicalResult expandGrad(ExpandOp op, OpBuilder &b, ValueRange grads,
 LogicalResult concatGrad(ConcatOp op, OpBuilder &b, ValueRange grads,
                          SmallVectorImpl<Value> &out) {
   ValueRange inputs = op.getInputs();
-  if (!isFloatTensor(op.getOutput())) {
-    out.append(inputs.size(), Value());
+  if (appendNullGradsUnlessFloat(op.getOutput(), inputs.size(), out))
     return success();
-  }
   int64_t axis = op.getAxis();
   if (inputs.size() == 1) {
     out.push_back(grads[0]);
@@ -267,10 +245,8 @@ LogicalResult concatGrad(ConcatOp op, OpBuilder &b, ValueRange grads,
 LogicalResult splitGrad(SplitOp op, OpBuilder &b, ValueRange grads,
                         SmallVectorImpl<Value> &out) {
   Location loc = op.getLoc();
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   SmallVector<Value> pieces;
   for (auto [grad, result] : llvm::zip(grads, op.getOutputs()))
     pieces.push_back(gradOrZeros(b, loc, grad, typeOf(result)));
@@ -285,10 +261,8 @@ LogicalResult splitGrad(SplitOp op, OpBuilder &b, ValueRange grads,
 LogicalResult sliceGrad(SliceOp op, OpBuilder &b, ValueRange grads,
                         SmallVectorImpl<Value> &out) {
   RankedTensorType inputType = typeOf(op.getInput());
-  if (!isFloatTensor(op.getInput())) {
-    out.push_back(Value());
+  if (appendNullGradsUnlessFloat(op.getInput(), 1, out))
     return success();
-  }
   // A slice reading everything in order is the identity.
   bool identity = inputType.getShape() == op.getSizes() &&
                   llvm::all_of(op.getStarts(), [](int64_t s) { return s == 0; }) &&
@@ -308,10 +282,8 @@ LogicalResult sliceGrad(SliceOp op, OpBuilder &b, ValueRange grads,
 LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
                          SmallVectorImpl<Value> &out) {
   RankedTensorType dataType = typeOf(op.getData());
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getData(), 2, out))
     return success();
-  }
   int64_t axis = op.getAxis();
   out.push_back(GatherGradOp::create(b, op.getLoc(), grads[0],
                                      op.getIndices(), axis,
@@ -326,28 +298,36 @@ LogicalResult gatherGrad(GatherOp op, OpBuilder &b, ValueRange grads,
 // positions zeroed). ONNX leaves duplicate indices undefined for `none`.
 //===----------------------------------------------------------------------===//
 
-LogicalResult gatherElementsGrad(GatherElementsOp op, OpBuilder &b,
-                                 ValueRange grads,
+/// Where the indices of an elements / nd pair point: the axis of
+/// gather_elements and scatter_elements, the batch_dims of gather_nd and
+/// scatter_nd.
+int64_t indexedPlace(GatherElementsOp op) { return op.getAxis(); }
+int64_t indexedPlace(ScatterElementsOp op) { return op.getAxis(); }
+int64_t indexedPlace(GatherNDOp op) { return op.getBatchDims(); }
+int64_t indexedPlace(ScatterNDOp op) { return op.getBatchDims(); }
+
+/// gather_elements / gather_nd: the data gradient scatter-adds the result
+/// gradient into zeros with `ScatterTy`.
+template <typename GatherTy, typename ScatterTy>
+LogicalResult indexedGatherGrad(GatherTy op, OpBuilder &b, ValueRange grads,
+                                SmallVectorImpl<Value> &out) {
+  if (appendNullGradsUnlessFloat(op.getData(), 2, out))
+    return success();
+  Location loc = op.getLoc();
+  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
+  out.push_back(ScatterTy::create(b, loc, zeros, op.getIndices(), grads[0],
+                                  indexedPlace(op), "add"));
+  out.push_back(Value());
+  return success();
+}
+
+/// scatter_elements / scatter_nd: the updates gradient gathers the result
+/// gradient with `GatherTy`.
+template <typename ScatterTy, typename GatherTy>
+LogicalResult indexedScatterGrad(ScatterTy op, OpBuilder &b, ValueRange grads,
                                  SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
+  if (appendNullGradsUnlessFloat(op.getData(), 3, out))
     return success();
-  }
-  Location loc = op.getLoc();
-  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
-  out.push_back(ScatterElementsOp::create(b, loc, zeros, op.getIndices(),
-                                          grads[0], op.getAxis(), "add"));
-  out.push_back(Value());
-  return success();
-}
-
-LogicalResult scatterElementsGrad(ScatterElementsOp op, OpBuilder &b,
-                                  ValueRange grads,
-                                  SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value(), Value()});
-    return success();
-  }
   StringRef reduction = op.getReduction();
   if (reduction != "none" && reduction != "add")
     return op.emitOpError("has no derivative rule for reduction '")
@@ -356,53 +336,13 @@ LogicalResult scatterElementsGrad(ScatterElementsOp op, OpBuilder &b,
   Value g = grads[0];
   Value dataGrad = g;
   if (reduction == "none")
-    dataGrad = ScatterElementsOp::create(
-        b, loc, g, op.getIndices(),
-        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getAxis(),
-        "none");
+    dataGrad =
+        ScatterTy::create(b, loc, g, op.getIndices(),
+                          createSplat(b, loc, typeOf(op.getUpdates()), 0.0),
+                          indexedPlace(op), "none");
   out.push_back(dataGrad);
   out.push_back(Value());
-  out.push_back(
-      GatherElementsOp::create(b, loc, g, op.getIndices(), op.getAxis()));
-  return success();
-}
-
-LogicalResult gatherNDGrad(GatherNDOp op, OpBuilder &b, ValueRange grads,
-                           SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value()});
-    return success();
-  }
-  Location loc = op.getLoc();
-  Value zeros = createSplat(b, loc, typeOf(op.getData()), 0.0);
-  out.push_back(ScatterNDOp::create(b, loc, zeros, op.getIndices(), grads[0],
-                                    op.getBatchDims(), "add"));
-  out.push_back(Value());
-  return success();
-}
-
-LogicalResult scatterNDGrad(ScatterNDOp op, OpBuilder &b, ValueRange grads,
-                            SmallVectorImpl<Value> &out) {
-  if (!isFloatTensor(op.getData())) {
-    out.append({Value(), Value(), Value()});
-    return success();
-  }
-  StringRef reduction = op.getReduction();
-  if (reduction != "none" && reduction != "add")
-    return op.emitOpError("has no derivative rule for reduction '")
-           << reduction << "'";
-  Location loc = op.getLoc();
-  Value g = grads[0];
-  Value dataGrad = g;
-  if (reduction == "none")
-    dataGrad = ScatterNDOp::create(
-        b, loc, g, op.getIndices(),
-        createSplat(b, loc, typeOf(op.getUpdates()), 0.0), op.getBatchDims(),
-        "none");
-  out.push_back(dataGrad);
-  out.push_back(Value());
-  out.push_back(GatherNDOp::create(b, loc, g, op.getIndices(),
-                                   op.getBatchDims()));
+  out.push_back(GatherTy::create(b, loc, g, op.getIndices(), indexedPlace(op)));
   return success();
 }
 
@@ -430,10 +370,12 @@ void attachShapeGradientModels(MLIRContext *context) {
   attach<SplitOp, splitGrad>(context);
   attach<SliceOp, sliceGrad>(context);
   attach<GatherOp, gatherGrad>(context);
-  attach<GatherElementsOp, gatherElementsGrad>(context);
-  attach<ScatterElementsOp, scatterElementsGrad>(context);
-  attach<GatherNDOp, gatherNDGrad>(context);
-  attach<ScatterNDOp, scatterNDGrad>(context);
+  attach<GatherElementsOp,
+         indexedGatherGrad<GatherElementsOp, ScatterElementsOp>>(context);
+  attach<ScatterElementsOp,
+         indexedScatterGrad<ScatterElementsOp, GatherElementsOp>>(context);
+  attach<GatherNDOp, indexedGatherGrad<GatherNDOp, ScatterNDOp>>(context);
+  attach<ScatterNDOp, indexedScatterGrad<ScatterNDOp, GatherNDOp>>(context);
 }
 
 } // namespace pipedream::nn::detail

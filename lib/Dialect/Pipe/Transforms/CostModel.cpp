@@ -33,53 +33,48 @@ using namespace pipedream::pipe;
 //===----------------------------------------------------------------------===//
 
 std::optional<DeviceModel> DeviceModel::lookup(StringRef name) {
-  DeviceModel d;
-  d.name = name.str();
-  if (name == "cpu") {
-    // One core of an AVX-512 x86 server (the build machine: AMD EPYC, two
-    // 512-bit FMA pipes at ~2.6 GHz = 166 GFLOP/s f32 nominal). Attainable
-    // figures for the generated code, not peaks: the profile calibrates.
-    d.matrixFlops16 = 100e9;
-    d.matrixFlops32 = 100e9;
-    d.matrixFlops64 = 50e9;
-    d.vectorFlops = 20e9;
-    d.memoryBandwidth = 20e9;
-    // Ranks are processes on one host (MPI over shared memory).
-    d.linkBandwidth = 5e9;
-    d.linkLatency = 5e-6;
-    d.opOverhead = 0.5e-6;
-    return d;
-  }
-  if (name == "h200") {
-    // NVIDIA H200 SXM, dense: BF16 989 TFLOP/s, TF32 494 (f32 contractions
-    // on tensor cores), FP64 67; FP32 CUDA cores 67 TFLOP/s; HBM3e
-    // 4.8 TB/s; NVLink 900 GB/s both ways (450 GB/s per direction).
-    d.matrixFlops16 = 989e12;
-    d.matrixFlops32 = 494e12;
-    d.matrixFlops64 = 67e12;
-    d.vectorFlops = 67e12;
-    d.memoryBandwidth = 4.8e12;
-    d.linkBandwidth = 450e9;
-    d.linkLatency = 10e-6; // NCCL send/recv
-    d.opOverhead = 3e-6;   // kernel launch
-    return d;
-  }
+  // Each row: name; matrix FLOP/s on 16-, 32- and 64-bit floats; vector
+  // FLOP/s; memory and link bandwidth (bytes/s); link latency and op
+  // overhead (s).
+  static const DeviceModel kDevices[] = {
+      // One core of an AVX-512 x86 server (the build machine: AMD EPYC, two
+      // 512-bit FMA pipes at ~2.6 GHz = 166 GFLOP/s f32 nominal). Attainable
+      // figures for the generated code, not peaks: the profile calibrates.
+      // Ranks are processes on one host (MPI over shared memory).
+      {"cpu", 100e9, 100e9, 50e9, 20e9, 20e9, 5e9, 5e-6, 0.5e-6},
+      // NVIDIA H200 SXM, dense: BF16 989 TFLOP/s, TF32 494 (f32 contractions
+      // on tensor cores), FP64 67; FP32 CUDA cores 67 TFLOP/s; HBM3e
+      // 4.8 TB/s; NVLink 900 GB/s both ways (450 GB/s per direction). The
+      // latency is NCCL send/recv's, the op overhead a kernel launch.
+      {"h200", 989e12, 494e12, 67e12, 67e12, 4.8e12, 450e9, 10e-6, 3e-6},
+  };
+  for (const DeviceModel &d : kDevices)
+    if (d.name == name)
+      return d;
   return std::nullopt;
 }
 
+/// The numeric fields of a device by their key in `pipe.device`: toAttr and
+/// fromAttr walk this one list.
+static constexpr std::pair<const char *, double DeviceModel::*>
+    kDeviceFields[] = {
+        {"matrix_flops_16", &DeviceModel::matrixFlops16},
+        {"matrix_flops_32", &DeviceModel::matrixFlops32},
+        {"matrix_flops_64", &DeviceModel::matrixFlops64},
+        {"vector_flops", &DeviceModel::vectorFlops},
+        {"memory_bandwidth", &DeviceModel::memoryBandwidth},
+        {"link_bandwidth", &DeviceModel::linkBandwidth},
+        {"link_latency", &DeviceModel::linkLatency},
+        {"op_overhead", &DeviceModel::opOverhead},
+};
+
 DictionaryAttr DeviceModel::toAttr(MLIRContext *context) const {
   Builder b(context);
-  return b.getDictionaryAttr({
-      b.getNamedAttr("name", b.getStringAttr(name)),
-      b.getNamedAttr("matrix_flops_16", b.getF64FloatAttr(matrixFlops16)),
-      b.getNamedAttr("matrix_flops_32", b.getF64FloatAttr(matrixFlops32)),
-      b.getNamedAttr("matrix_flops_64", b.getF64FloatAttr(matrixFlops64)),
-      b.getNamedAttr("vector_flops", b.getF64FloatAttr(vectorFlops)),
-      b.getNamedAttr("memory_bandwidth", b.getF64FloatAttr(memoryBandwidth)),
-      b.getNamedAttr("link_bandwidth", b.getF64FloatAttr(linkBandwidth)),
-      b.getNamedAttr("link_latency", b.getF64FloatAttr(linkLatency)),
-      b.getNamedAttr("op_overhead", b.getF64FloatAttr(opOverhead)),
-  });
+  SmallVector<NamedAttribute> fields{
+      b.getNamedAttr("name", b.getStringAttr(name))};
+  for (auto [key, field] : kDeviceFields)
+    fields.push_back(b.getNamedAttr(key, b.getF64FloatAttr(this->*field)));
+  return b.getDictionaryAttr(fields);
 }
 
 static std::optional<double> getF64(DictionaryAttr dict, StringRef key) {
@@ -95,14 +90,8 @@ std::optional<DeviceModel> DeviceModel::fromAttr(Attribute attr) {
   DeviceModel d;
   if (auto name = dict.getAs<StringAttr>("name"))
     d.name = name.str();
-  d.matrixFlops16 = getF64(dict, "matrix_flops_16").value_or(0);
-  d.matrixFlops32 = getF64(dict, "matrix_flops_32").value_or(0);
-  d.matrixFlops64 = getF64(dict, "matrix_flops_64").value_or(0);
-  d.vectorFlops = getF64(dict, "vector_flops").value_or(0);
-  d.memoryBandwidth = getF64(dict, "memory_bandwidth").value_or(0);
-  d.linkBandwidth = getF64(dict, "link_bandwidth").value_or(0);
-  d.linkLatency = getF64(dict, "link_latency").value_or(0);
-  d.opOverhead = getF64(dict, "op_overhead").value_or(0);
+  for (auto [key, field] : kDeviceFields)
+    d.*field = getF64(dict, key).value_or(0);
   return d;
 }
 
@@ -536,6 +525,13 @@ pipe::computeCosts(func::FuncOp func, const DeviceModel &device,
 // The partition problem of a function
 //===----------------------------------------------------------------------===//
 
+/// Sorts `indices` and drops repeats: the solver takes each reader once,
+/// in order.
+static void sortUnique(std::vector<int64_t> &indices) {
+  llvm::sort(indices);
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+}
+
 partition::Graph
 pipe::buildPartitionGraph(func::FuncOp func,
                           SmallVectorImpl<Operation *> &nodes,
@@ -586,9 +582,7 @@ pipe::buildPartitionGraph(func::FuncOp func,
         if (at > producer)
           value.users.push_back(at);
       }
-      llvm::sort(value.users);
-      value.users.erase(std::unique(value.users.begin(), value.users.end()),
-                        value.users.end());
+      sortUnique(value.users);
       if (!value.users.empty())
         graph.values.push_back(std::move(value));
     }
@@ -605,9 +599,7 @@ pipe::buildPartitionGraph(func::FuncOp func,
       if (top && index.count(top))
         input.users.push_back(index.lookup(top));
     }
-    llvm::sort(input.users);
-    input.users.erase(std::unique(input.users.begin(), input.users.end()),
-                      input.users.end());
+    sortUnique(input.users);
     if (!input.users.empty())
       graph.inputs.push_back(std::move(input));
   }
@@ -623,10 +615,7 @@ pipe::buildPartitionGraph(func::FuncOp func,
       if (top && index.count(top))
         weight.readers.push_back(index.lookup(top));
     }
-    llvm::sort(weight.readers);
-    weight.readers.erase(
-        std::unique(weight.readers.begin(), weight.readers.end()),
-        weight.readers.end());
+    sortUnique(weight.readers);
     if (weight.readers.size() >= 2)
       graph.sharedWeights.push_back(std::move(weight));
   }

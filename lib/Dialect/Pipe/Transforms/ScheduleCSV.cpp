@@ -295,6 +295,18 @@ std::string parseScheduleCSV(const std::string &text,
              std::to_string(config.numMicrobatches - 1) + ")";
     return "";
   };
+  // A cell's range error, else its stage not running on its row's rank.
+  auto cellError = [&](const std::string &at, int64_t stage, int64_t mb,
+                       int64_t row) -> std::string {
+    if (std::string err = rangeError(at, stage, mb); !err.empty())
+      return err;
+    if (config.rankOf(stage) != row)
+      return at + ": stage " + std::to_string(stage) + " runs on rank " +
+             std::to_string(config.rankOf(stage)) + " (" +
+             kindName(config.kind) + "'s " + placement() + "), not on rank " +
+             std::to_string(row) + " (row " + std::to_string(row + 1) + ")";
+    return "";
+  };
   // With M inferred, every micro-batch below the largest needs a forward:
   // a gap is a numbering error in the file (say so here, not later as a
   // backward the verifier finds missing).
@@ -322,15 +334,9 @@ std::string parseScheduleCSV(const std::string &text,
   s.ranks.assign(k, {});
   for (const Cell &cell : cells) {
     std::string at = describeCell(cell);
-    if (std::string err = rangeError(at, cell.stage, cell.microbatch);
+    if (std::string err = cellError(at, cell.stage, cell.microbatch, cell.row);
         !err.empty())
       return err;
-    if (config.rankOf(cell.stage) != cell.row)
-      return at + ": stage " + std::to_string(cell.stage) + " runs on rank " +
-             std::to_string(config.rankOf(cell.stage)) + " (" +
-             kindName(config.kind) + "'s " + placement() + "), not on rank " +
-             std::to_string(cell.row) + " (row " +
-             std::to_string(cell.row + 1) + ")";
     auto &list = s.ranks[cell.row];
     Join join = cell.overlapped ? Join::Overlap : Join::None;
     switch (cell.type) {
@@ -363,15 +369,9 @@ std::string parseScheduleCSV(const std::string &text,
   int64_t numComm = 0, numFSDP = 0;
   for (const IgnoredCell &cell : ignored) {
     std::string at = where(cell.row, cell.column, cell.text);
-    if (std::string err = rangeError(at, cell.stage, cell.microbatch);
+    if (std::string err = cellError(at, cell.stage, cell.microbatch, cell.row);
         !err.empty())
       return err;
-    if (config.rankOf(cell.stage) != cell.row)
-      return at + ": stage " + std::to_string(cell.stage) + " runs on rank " +
-             std::to_string(config.rankOf(cell.stage)) + " (" +
-             kindName(config.kind) + "'s " + placement() + "), not on rank " +
-             std::to_string(cell.row) + " (row " +
-             std::to_string(cell.row + 1) + ")";
     ++(cell.microbatch >= 0 || cell.text.find("SEND") != std::string::npos
            ? numComm
            : numFSDP);
@@ -510,25 +510,9 @@ std::string readScheduleCSVFile(const std::string &path,
 
 std::string loadScheduleCSVFile(const std::string &path, const Config &config,
                                 Schedule &out, std::string *note) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return path + ": cannot open the schedule CSV";
-  std::ostringstream text;
-  text << in.rdbuf();
-  CSVImportOptions options;
-  options.kind = config.kind;
-  options.numRanks = config.numRanks;
-  options.numMicrobatches = config.numMicrobatches;
-  options.numChunks = config.numChunks;
-  Schedule s;
-  if (std::string err = parseScheduleCSV(text.str(), options, s, note);
-      !err.empty())
-    return path + ": " + err;
-  SlotAssignment slots = assignSlots(s);
-  if (std::string err = verify(s, &slots); !err.empty())
-    return path + ": the custom schedule is invalid: " + err;
-  out = std::move(s);
-  return "";
+  return readScheduleCSVFile(path, config.kind, config.numRanks,
+                             config.numMicrobatches, config.numChunks, out,
+                             note);
 }
 
 } // namespace schedule
