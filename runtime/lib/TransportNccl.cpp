@@ -432,7 +432,11 @@ pd_status waitGroup(NcclState &s, ncclComm_t comm, double timeout,
       if (done == cudaSuccess)
         return PD_OK;
       if (done != cudaErrorNotReady) {
+        // As wait() and the branches here: the group and the transport
+        // are unusable, so later collectives fail instead of hanging.
         cudaFailed(done, "cudaStreamQuery");
+        ncclCommAbort(comm);
+        abortComm(s, "a CUDA error");
         return PD_ERROR_INTERNAL;
       }
     }
