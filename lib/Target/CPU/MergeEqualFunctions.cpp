@@ -102,12 +102,14 @@ struct MergeEqualFunctionsPass
     SymbolTable symbols(module);
 
     // Functions something other than a func.call refers to (a pipe.program
-    // still in the module names its stages): kept, never replaced.
-    llvm::DenseSet<StringAttr> pinned;
+    // still in the module names its stages): kept, never replaced. And the
+    // functions that are called: only their calls need redirecting (one
+    // walk of the module, not one per replaced function).
+    llvm::DenseSet<StringAttr> pinned, called;
     if (auto uses = SymbolTable::getSymbolUses(&module.getBodyRegion()))
       for (const SymbolTable::SymbolUse &use : *uses)
-        if (!isa<func::CallOp>(use.getUser()))
-          pinned.insert(use.getSymbolRef().getRootReference());
+        (isa<func::CallOp>(use.getUser()) ? called : pinned)
+            .insert(use.getSymbolRef().getRootReference());
 
     // Kept functions by hash; (replaced, kept) pairs in module order.
     llvm::DenseMap<llvm::hash_code, SmallVector<Candidate, 1>> kept;
@@ -151,7 +153,8 @@ struct MergeEqualFunctionsPass
         }
       }
       // Calls of the replaced function (its only uses) call the kept one.
-      if (failed(SymbolTable::replaceAllSymbolUses(
+      if (called.contains(replaced.getSymNameAttr()) &&
+          failed(SymbolTable::replaceAllSymbolUses(
               replaced, target.getSymNameAttr(), module))) {
         replaced.emitError("cannot redirect the uses of '")
             << replaced.getSymName() << "'";
