@@ -33,6 +33,8 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+from common import cpu_name
+
 DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
           "i64": np.int64, "i32": np.int32, "i8": np.int8, "u8": np.uint8,
           "i1": np.bool_}
@@ -167,17 +169,6 @@ def openblas_info():
     return (lib.openblas_get_corename().decode(),
             lib.openblas_get_config().decode().strip(),
             lib.openblas_get_num_threads())
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

@@ -53,11 +53,10 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_time_checks import Bundle  # noqa: E402
+from run_time_checks import Bundle, compile_bundle, save_model  # noqa: E402
 
 DENSE = 13
 
@@ -102,15 +101,7 @@ def dlrm_model(path, args):
         nodes, "dlrm", inputs,
         [helper.make_tensor_value_info("y", TensorProto.FLOAT,
                                        [args.batch, 1])], inits)
-    model = helper.make_model(graph,
-                              opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
-    onnx.save(model, path)
-
-
-def compile_bundle(args, model, out, extra):
-    subprocess.run([os.path.join(args.bin, "pipedream-compile"), model, "-o",
-                    out] + extra, check=True)
+    save_model(graph, path)
 
 
 def fill_inputs(bundle, args, seed):

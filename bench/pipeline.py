@@ -92,20 +92,30 @@ def step_bubbles(trace_path, ranks):
     return out
 
 
-def compare_schedules(args):
-    """--schedules: the same model, partition and M under each schedule."""
+def prepare(args):
+    """The work directory (--work, or a new temporary one), the GPT exported
+    there by models/export_torch.py (dynamic batch) and random training data
+    of 4 batches of M x B rows (idx and labels, seed 0): returns (work
+    directory, gpt.onnx path, data.npz path)."""
     work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "gpt.onnx")
     run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_torch.py"),
          "gpt", onnx_path, "--dynamic-batch", "--dim", str(args.dim),
          "--heads", "4", "--seq", str(args.seq), "--layers", str(args.layers)])
-    m, b = args.microbatches, args.microbatch_size
-    n = m * b
+    rows = args.microbatches * args.microbatch_size * 4
     rng = np.random.default_rng(0)
     data = os.path.join(work, "data.npz")
-    np.savez(data, idx=rng.integers(0, 64, size=(n * 4, args.seq)),
-             labels=rng.integers(0, 64, size=(n * 4, args.seq)))
+    np.savez(data, idx=rng.integers(0, 64, size=(rows, args.seq)),
+             labels=rng.integers(0, 64, size=(rows, args.seq)))
+    return work, onnx_path, data
+
+
+def compare_schedules(args):
+    """--schedules: the same model, partition and M under each schedule."""
+    work, onnx_path, data = prepare(args)
+    m, b = args.microbatches, args.microbatch_size
+    n = m * b
     compile_ = os.path.join(args.bin, "pipedream-compile")
     runner = os.path.join(args.bin, "pipedream-run")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -230,19 +240,9 @@ def main():
     args = p.parse_args()
     if args.schedules:
         return compare_schedules(args)
-    work = args.work or tempfile.mkdtemp(prefix="bench-pipeline-")
-    os.makedirs(work, exist_ok=True)
-    onnx_path = os.path.join(work, "gpt.onnx")
-    run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_torch.py"),
-         "gpt", onnx_path, "--dynamic-batch", "--dim", str(args.dim),
-         "--heads", "4", "--seq", str(args.seq), "--layers", str(args.layers)])
+    work, onnx_path, data = prepare(args)
     m, b = args.microbatches, args.microbatch_size
     n = m * b
-    rng = np.random.default_rng(0)
-    rows = n * 4
-    data = os.path.join(work, "data.npz")
-    np.savez(data, idx=rng.integers(0, 64, size=(rows, args.seq)),
-             labels=rng.integers(0, 64, size=(rows, args.seq)))
     compile_ = os.path.join(args.bin, "pipedream-compile")
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
               "--microbatches", str(m), "--batch-size", str(n)]

@@ -23,24 +23,36 @@ import statistics
 import sys
 
 
-def analyze(path):
+def load_events(path):
+    """The complete ("X") events of a pipedream-run --trace file, the steps
+    they belong to and the ranks (thread ids), both sorted."""
     with open(path) as f:
         trace = json.load(f)
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    steps = sorted({e["args"]["step"] for e in events})[1:] or \
-        sorted({e["args"]["step"] for e in events})
-    ranks = sorted({e["tid"] for e in events})
-    rows = {r: {"calls": [], "send": [], "recv": [], "other": []} for r in ranks}
-    bubbles, overlap, latency = [], [], []
-    sends = {(e["args"]["step"], e["tid"], e["args"]["peer"], e["args"]["tag"]): e
-             for e in events if e["cat"] == "send"}
+    return (events, sorted({e["args"]["step"] for e in events}),
+            sorted({e["tid"] for e in events}))
+
+
+def step_events(events, steps):
+    """For each of `steps` with step spans: (step, the step's events, the
+    earliest start and the latest end of its ranks' step spans)."""
     for step in steps:
         here = [e for e in events if e["args"]["step"] == step]
         spans = [e for e in here if e["name"].startswith("step")]
         if not spans:
             continue
-        begin = min(e["ts"] for e in spans)
-        end = max(e["ts"] + e["dur"] for e in spans)
+        yield (step, here, min(e["ts"] for e in spans),
+               max(e["ts"] + e["dur"] for e in spans))
+
+
+def analyze(path):
+    events, steps, ranks = load_events(path)
+    steps = steps[1:] or steps
+    rows = {r: {"calls": [], "send": [], "recv": [], "other": []} for r in ranks}
+    bubbles, overlap, latency = [], [], []
+    sends = {(e["args"]["step"], e["tid"], e["args"]["peer"], e["args"]["tag"]): e
+             for e in events if e["cat"] == "send"}
+    for step, here, begin, end in step_events(events, steps):
         span = end - begin
         busy = {r: [] for r in ranks}
         for r in ranks:
@@ -85,19 +97,10 @@ def replay(path):
     does not need and a rank off the CPU between calls cost; 1 - calls /
     (ranks x replayed) the bubble the schedule leaves with the measured
     (imbalanced, load-inflated) call times."""
-    with open(path) as f:
-        trace = json.load(f)
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    steps = sorted({e["args"]["step"] for e in events})[1:]
-    ranks = sorted({e["tid"] for e in events})
+    events, steps, ranks = load_events(path)
     result = []
-    for step in steps:
-        here = [e for e in events if e["args"]["step"] == step]
-        spans = [e for e in here if e["name"].startswith("step")]
-        if not spans:
-            continue
-        begin = min(e["ts"] for e in spans)
-        span = max(e["ts"] + e["dur"] for e in spans) - begin
+    for _, here, begin, end in step_events(events, steps[1:]):
+        span = end - begin
         seq = {r: sorted((e for e in here if e["tid"] == r and
                           not e["name"].startswith("step")),
                          key=lambda e: e["ts"]) for r in ranks}

@@ -117,6 +117,12 @@ def embed_model(path):
         [helper.make_tensor_value_info("idx", TensorProto.INT64, [64, 128])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 128, 64])],
         [numpy_helper.from_array(table, "table")])
+    save_model(graph, path)
+
+
+def save_model(graph, path):
+    """Writes an onnx.helper graph to `path` as a model of opset 13, IR
+    version 7."""
     model = helper.make_model(graph,
                               opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 7
@@ -124,6 +130,7 @@ def embed_model(path):
 
 
 def compile_bundle(args, model, out, extra):
+    """pipedream-compile (from --bin) MODEL -o OUT with the flags `extra`."""
     subprocess.run([os.path.join(args.bin, "pipedream-compile"), model, "-o",
                     out] + extra, check=True)
 

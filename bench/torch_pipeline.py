@@ -111,14 +111,8 @@ def worker(rank, args, port, result):
     schedule = Schedule1F1B(stage, args.microbatches, loss_fn=loss_fn)
     opt = torch.optim.Adam(module.parameters(), lr=1e-3)
 
-    n = args.microbatches * args.microbatch_size
-    idx_all, lab_all = load_data(args)
-    batches = len(idx_all) // n
     times, losses_out = [], []
-    for step in range(args.warmup + args.steps):
-        k = step % batches
-        idx = torch.from_numpy(idx_all[k * n:(k + 1) * n]).long()
-        lab = torch.from_numpy(lab_all[k * n:(k + 1) * n]).long()
+    for step, idx, lab in step_batches(args):
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         losses = []
@@ -152,20 +146,28 @@ def load_data(args):
             rng.integers(0, 64, size=(n * 4, args.seq)))
 
 
+def step_batches(args):
+    """For each warm-up and timed step: (step, idx, labels), the step's
+    batch of M x B rows as int64 tensors, taken in turn from load_data's
+    batches."""
+    n = args.microbatches * args.microbatch_size
+    idx_all, lab_all = load_data(args)
+    batches = len(idx_all) // n
+    for step in range(args.warmup + args.steps):
+        k = step % batches
+        yield (step, torch.from_numpy(idx_all[k * n:(k + 1) * n]).long(),
+               torch.from_numpy(lab_all[k * n:(k + 1) * n]).long())
+
+
 def single(args):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     gpt = GPT(dim=args.dim, heads=args.heads, max_len=max(16, args.seq),
               layers=args.layers)
     opt = torch.optim.Adam(gpt.parameters(), lr=1e-3)
-    idx_all, lab_all = load_data(args)
     n, m = args.microbatches * args.microbatch_size, args.microbatches
-    batches = len(idx_all) // n
     times = []
-    for step in range(args.warmup + args.steps):
-        k = step % batches
-        idx = torch.from_numpy(idx_all[k * n:(k + 1) * n]).long()
-        lab = torch.from_numpy(lab_all[k * n:(k + 1) * n]).long()
+    for step, idx, lab in step_batches(args):
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         for x, y in zip(idx.chunk(m), lab.chunk(m)):

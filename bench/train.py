@@ -53,6 +53,7 @@ import torch.nn.functional as F  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "models"))
 import export_torch  # noqa: E402
+from common import cpu_name  # noqa: E402
 
 MODELS = {
     # name: (export_torch model, micro-batch, build kwargs)
@@ -149,17 +150,6 @@ class CompiledTrainer:
             total += self._run(t["step_function"])
         self._run(t["update_function"])
         return total / m
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def torch_blas():

@@ -92,6 +92,17 @@ def _logits_only(cls, call):
     return type(cls.__name__, (cls,), {"forward": call})
 
 
+def ids_to_logits(cls):
+    """A subclass of the HF model class `cls` whose forward takes only
+    input_ids and returns only the logits. It passes an explicit all-ones
+    attention mask: without one, transformers 5 looks for packed sequences
+    with torch.diff, which the torchscript exporter cannot export."""
+    def forward(self, input_ids):
+        return cls.forward(self, input_ids=input_ids,
+                           attention_mask=torch.ones_like(input_ids)).logits
+    return _logits_only(cls, forward)
+
+
 def gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64,
@@ -99,15 +110,7 @@ def gpt2():
                      attn_pdrop=0.0, use_cache=False, bos_token_id=0,
                      eos_token_id=0, tie_word_embeddings=True)
     cfg._attn_implementation = "eager"
-
-    def forward(self, input_ids):
-        # An explicit all-ones mask: without one, transformers 5 looks for
-        # packed sequences with torch.diff, which the torchscript exporter
-        # cannot export.
-        return cls.forward(self, input_ids=input_ids,
-                           attention_mask=torch.ones_like(input_ids)).logits
-    cls = GPT2LMHeadModel
-    model = _logits_only(cls, forward)(cfg)
+    model = ids_to_logits(GPT2LMHeadModel)(cfg)
     assert model.lm_head.weight is model.transformer.wte.weight
     return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("tokens", (SEQ,), 64)
 
@@ -127,14 +130,9 @@ def bert():
                      classifier_dropout=0.0, num_labels=4,
                      pad_token_id=None)
     cfg._attn_implementation = "eager"
-    cls = BertForSequenceClassification
-
-    def forward(self, input_ids):
-        # token_type_ids left to the model: its buffer, gathered along the
-        # positions (torch.gather, i.e. GatherElements).
-        return cls.forward(self, input_ids=input_ids,
-                           attention_mask=torch.ones_like(input_ids)).logits
-    model = _logits_only(cls, forward)(cfg)
+    # token_type_ids left to the model: its buffer, gathered along the
+    # positions (torch.gather, i.e. GatherElements).
+    model = ids_to_logits(BertForSequenceClassification)(cfg)
     return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("class", (), 4)
 
 
@@ -146,12 +144,7 @@ def llama():
                       use_cache=False, tie_word_embeddings=False,
                       bos_token_id=0, eos_token_id=0, pad_token_id=None)
     cfg._attn_implementation = "eager"
-    cls = LlamaForCausalLM
-
-    def forward(self, input_ids):
-        return cls.forward(self, input_ids=input_ids,
-                           attention_mask=torch.ones_like(input_ids)).logits
-    model = _logits_only(cls, forward)(cfg)
+    model = ids_to_logits(LlamaForCausalLM)(cfg)
     return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("tokens", (SEQ,), 64)
 
 

@@ -52,6 +52,8 @@ import numpy as np
 import onnx
 import torch
 
+from make_corpus import ids_to_logits
+
 SIZES = {
     "tinyllama": dict(layers=22, hidden=2048, heads=32, kv_heads=4,
                       intermediate=5632, vocab=32000),
@@ -74,13 +76,8 @@ def build(args):
                       tie_word_embeddings=False, attention_bias=False,
                       bos_token_id=1, eos_token_id=2, pad_token_id=None)
     cfg._attn_implementation = "eager"
-    cls = LlamaForCausalLM
-
-    def forward(self, input_ids):
-        return cls.forward(self, input_ids=input_ids,
-                           attention_mask=torch.ones_like(input_ids)).logits
     torch.manual_seed(args.seed)
-    model = type(cls.__name__, (cls,), {"forward": forward})(cfg)
+    model = ids_to_logits(LlamaForCausalLM)(cfg)
     model.eval()
     return model, cfg
 
