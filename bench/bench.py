@@ -93,6 +93,25 @@ class Bundle:
             self.lib.pipedream_cpu_gemm_kernel.restype = ctypes.c_char_p
             self.lib.pipedream_cpu_set_num_threads.argtypes = [ctypes.c_int32]
             self.kernel = self.lib.pipedream_cpu_gemm_kernel().decode()
+        self.register_constant_weights(
+            [a for a, b in zip(arrays, fn["buffers"]) if b["role"] == "weight"])
+
+    def register_constant_weights(self, weights):
+        """Tells program.so's GEMM which buffers are constant weights, as
+        the runtime does when it loads an inference bundle
+        (runtime/lib/ConstantWeights.cpp): their packed copies are made once
+        and reused by every call, as onnxruntime prepacks its constant
+        initializers. PIPEDREAM_GEMM_PACK_WEIGHTS=0 turns it off there and
+        here."""
+        hook = getattr(self.lib, "pipedream_cpu_gemm_constants", None)
+        if (hook is None or not weights or
+                os.environ.get("PIPEDREAM_GEMM_PACK_WEIGHTS") == "0"):
+            return
+        pointers = (ctypes.c_void_p * len(weights))(
+            *[w.ctypes.data for w in weights])
+        sizes = (ctypes.c_int64 * len(weights))(*[w.nbytes for w in weights])
+        hook.restype = None
+        hook(pointers, sizes, ctypes.c_int32(len(weights)))
 
     def set_threads(self, n):
         if self.kernel is not None:
