@@ -117,17 +117,16 @@ static bool sameAlong(const HostTensor &t, int64_t dim) {
 }
 
 /// `t` cut to its first slice along `dim`, then (size > 1) tiled to `size`.
-static std::optional<HostTensor> reslice(const HostTensor &t, int64_t dim,
-                                         int64_t size, std::string &error) {
+static HostResult reslice(const HostTensor &t, int64_t dim, int64_t size) {
   SmallVector<int64_t> starts(t.rank(), 0), sizes(t.shape), steps(t.rank(), 1);
   sizes[dim] = 1;
-  auto first = foldSlice(t, starts, sizes, steps, error);
+  auto first = foldSlice(t, starts, sizes, steps);
   if (!first || size == 1)
     return first;
   SmallVector<int64_t> shape(t.shape);
   shape[dim] = size;
   FoldBudget budget(int64_t(1) << 25);
-  return foldExpand(*first, shape, budget, error);
+  return foldExpand(*first, shape, budget);
 }
 
 /// A replacement for `original` holding `t` (same element type).
@@ -258,10 +257,10 @@ bool BatchRespecializer::checkBroadcastOperand(
     return true; // already follows the batch (a folded shape computation)
   if (v.constant && v.constant->rank() == int64_t(r->shape.size()) &&
       sameAlong(*v.constant, dim)) {
-    std::string why;
-    auto t = reslice(*v.constant, dim, tile ? newSize : 1, why);
+    auto t = reslice(*v.constant, dim, tile ? newSize : 1);
     if (!t) {
-      error = "cannot resize constant input " + quote(name) + ": " + why;
+      error = "cannot resize constant input " + quote(name) + ": " +
+              llvm::toString(t.takeError());
       return false;
     }
     overrides[index] = replaced(v, std::move(*t));

@@ -77,11 +77,12 @@ legacyConstantRhs(NodeContext &ctx,
   const HostTensor &rhs = *ctx.constantInput(1);
   if (!legacyShape || llvm::equal(*legacyShape, rhs.shape))
     return rhs;
-  std::string error;
-  auto reshaped = foldReshape(rhs, *legacyShape, error);
-  if (!reshaped)
-    ctx.fail(error);
-  return reshaped;
+  auto reshaped = foldReshape(rhs, *legacyShape);
+  if (!reshaped) {
+    ctx.check(reshaped.takeError());
+    return std::nullopt;
+  }
+  return std::move(*reshaped);
 }
 
 /// Evaluates a binary node whose inputs are both constants (with the
@@ -93,10 +94,7 @@ foldBinaryNode(NodeContext &ctx,
   auto rhs = legacyConstantRhs(ctx, legacyShape);
   if (!rhs)
     return;
-  std::string error;
-  ctx.setFolded(
-      foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget(), error),
-      error);
+  ctx.setFolded(foldBinary(Kind, *ctx.constantInput(0), *rhs, ctx.budget()));
 }
 
 /// Add, Sub, Mul, Div, Pow, Equal: folded or an nn op.
@@ -133,11 +131,9 @@ static void convertMod(NodeContext &ctx) {
     return;
   }
   if (ctx.allInputsConstant()) {
-    std::string error;
     ctx.setFolded(foldBinary(fmod ? BinaryKind::FMod : BinaryKind::Mod,
                              *ctx.constantInput(0), *ctx.constantInput(1),
-                             ctx.budget(), error),
-                  error);
+                             ctx.budget()));
     return;
   }
   Value lhs = ctx.operand(0), rhs = ctx.operand(1);
@@ -166,20 +162,17 @@ static void convertVariadic(NodeContext &ctx) {
   }
   if (ctx.allInputsConstant()) {
     HostTensor acc = *ctx.constantInput(0);
-    std::string error;
     for (size_t i = 1; i < ctx.numInputs(); ++i) {
-      auto r = foldBinary(Kind, acc, *ctx.constantInput(i), ctx.budget(),
-                          error);
+      auto r = foldBinary(Kind, acc, *ctx.constantInput(i), ctx.budget());
       if (!r) {
-        ctx.fail(error);
+        ctx.check(r.takeError());
         return;
       }
       acc = std::move(*r);
     }
     if (Mean && count > 1) {
       HostTensor n = HostTensor::fromFloats(acc.dtype, {}, {double(count)});
-      ctx.setFolded(foldBinary(BinaryKind::Div, acc, n, ctx.budget(), error),
-                    error);
+      ctx.setFolded(foldBinary(BinaryKind::Div, acc, n, ctx.budget()));
       return;
     }
     ctx.setOutput(0, std::move(acc));
@@ -209,10 +202,8 @@ static void convertWhere(NodeContext &ctx) {
   if (!ctx.requireInputs(3))
     return;
   if (ctx.allInputsConstant()) {
-    std::string error;
     ctx.setFolded(foldWhere(*ctx.constantInput(0), *ctx.constantInput(1),
-                            *ctx.constantInput(2), ctx.budget(), error),
-                  error);
+                            *ctx.constantInput(2), ctx.budget()));
     return;
   }
   Value cond = ctx.operand(0), lhs = ctx.operand(1), rhs = ctx.operand(2);
@@ -229,8 +220,7 @@ static void convertUnary(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldUnary(Kind, *c, error), error);
+    ctx.setFolded(foldUnary(Kind, *c));
     return;
   }
   if (Value x = ctx.operand(0))
@@ -242,8 +232,7 @@ static void convertLeakyRelu(NodeContext &ctx) {
     return;
   double alpha = ctx.floatAttr("alpha", 0.01);
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldLeakyRelu(*c, alpha, error), error);
+    ctx.setFolded(foldLeakyRelu(*c, alpha));
     return;
   }
   if (Value x = ctx.operand(0))
@@ -344,8 +333,7 @@ static void convertClip(NodeContext &ctx) {
   if (min && max && *min > *max)
     min = max;
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldClip(*c, min, max, error), error);
+    ctx.setFolded(foldClip(*c, min, max));
     return;
   }
   Value x = ctx.operand(0);
@@ -392,8 +380,7 @@ static void convertCast(NodeContext &ctx) {
     return;
   }
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldCast(*c, int32_t(to), error), error);
+    ctx.setFolded(foldCast(*c, int32_t(to)));
     return;
   }
   ImportedValue *in = ctx.input(0);

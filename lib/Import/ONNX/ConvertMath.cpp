@@ -84,8 +84,7 @@ static void convertMathUnary(NodeContext &ctx) {
   }
   if (Fold != UnaryKind::Identity) {
     if (const HostTensor *c = ctx.constantInput(0)) {
-      std::string error;
-      ctx.setFolded(foldUnary(Fold, *c, error), error);
+      ctx.setFolded(foldUnary(Fold, *c));
       return;
     }
   }
@@ -113,8 +112,7 @@ static void convertCastLike(NodeContext &ctx) {
   }
   Type element = like->type.getElementType();
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldCast(*c, like->dtype, error), error);
+    ctx.setFolded(foldCast(*c, like->dtype));
     return;
   }
   if (in->type.getElementType() == element) {
@@ -487,10 +485,8 @@ static void convertTrilu(NodeContext &ctx) {
   }
   const HostTensor *input = ctx.constantInput(0);
   if (input && (kConstant || !ctx.hasInput(1))) {
-    std::string error;
-    ctx.setFolded(foldTrilu(*input, kConstant ? kConstant->getInt(0) : 0,
-                            upper, error),
-                  error);
+    ctx.setFolded(
+        foldTrilu(*input, kConstant ? kConstant->getInt(0) : 0, upper));
     return;
   }
   Value x = ctx.operand(0);
@@ -532,11 +528,8 @@ static void convertEyeLike(NodeContext &ctx) {
     return;
   }
   int64_t rows = in->type.getDimSize(0), cols = in->type.getDimSize(1);
-  std::string error;
-  if (!ctx.budget().fits(rows * cols, error)) {
-    ctx.fail(error);
+  if (!ctx.check(ctx.budget().fits(rows * cols)))
     return;
-  }
   HostTensor eye = HostTensor::zeros(int32_t(dtype), {rows, cols});
   for (int64_t i = 0; i < rows; ++i) {
     int64_t j = i + k;

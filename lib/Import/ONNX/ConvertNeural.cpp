@@ -434,8 +434,7 @@ static void convertReduce(NodeContext &ctx) {
     return;
   }
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldReduce(Kind, *c, axes, keepdims, error), error);
+    ctx.setFolded(foldReduce(Kind, *c, axes, keepdims));
     return;
   }
   if (Value x = ctx.operand(0))

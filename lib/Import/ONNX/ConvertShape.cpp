@@ -58,8 +58,7 @@ static void convertSize(NodeContext &ctx) {
 /// Reshapes input 0 to the resolved `shape`: folded or nn.reshape.
 static void emitReshape(NodeContext &ctx, ArrayRef<int64_t> shape) {
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldReshape(*c, shape, error), error);
+    ctx.setFolded(foldReshape(*c, shape));
     return;
   }
   ImportedValue *in = ctx.input(0);
@@ -142,8 +141,7 @@ static void convertFlatten(NodeContext &ctx) {
     ArrayRef<int64_t> dims = c->shape;
     int64_t outer = checkedNumElements(dims.take_front(axis)).value_or(0);
     int64_t inner = checkedNumElements(dims.drop_front(axis)).value_or(0);
-    std::string error;
-    ctx.setFolded(foldReshape(*c, {outer, inner}, error), error);
+    ctx.setFolded(foldReshape(*c, {outer, inner}));
     return;
   }
   if (Value x = ctx.operand(0))
@@ -163,8 +161,7 @@ static void convertTranspose(NodeContext &ctx) {
   if (ctx.failed())
     return;
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldTranspose(*c, perm, error), error);
+    ctx.setFolded(foldTranspose(*c, perm));
     return;
   }
   if (llvm::equal(perm, llvm::seq<int64_t>(0, type.getRank()))) {
@@ -209,8 +206,7 @@ static void convertSqueeze(NodeContext &ctx) {
         return;
       }
     }
-    std::string error;
-    ctx.setFolded(foldReshape(*c, shape, error), error);
+    ctx.setFolded(foldReshape(*c, shape));
     return;
   }
   if (Value x = ctx.operand(0))
@@ -244,8 +240,7 @@ static void convertUnsqueeze(NodeContext &ctx) {
         rest = rest.drop_front();
       }
     }
-    std::string error;
-    ctx.setFolded(foldReshape(*c, shape, error), error);
+    ctx.setFolded(foldReshape(*c, shape));
     return;
   }
   if (Value x = ctx.operand(0))
@@ -279,8 +274,7 @@ static void convertConcat(NodeContext &ctx) {
     SmallVector<const HostTensor *> inputs;
     for (size_t i = 0; i < ctx.numInputs(); ++i)
       inputs.push_back(ctx.constantInput(i));
-    std::string error;
-    ctx.setFolded(foldConcat(inputs, *axis, error), error);
+    ctx.setFolded(foldConcat(inputs, *axis));
     return;
   }
   SmallVector<Value> operands;
@@ -395,10 +389,9 @@ static void convertSplit(NodeContext &ctx) {
       SmallVector<int64_t> shape(c->shape);
       starts[*axis] = offset;
       shape[*axis] = size;
-      std::string error;
-      auto piece = foldSlice(*c, starts, shape, steps, error);
+      auto piece = foldSlice(*c, starts, shape, steps);
       if (!piece) {
-        ctx.fail(error);
+        ctx.check(piece.takeError());
         return;
       }
       ctx.setOutput(i, std::move(*piece));
@@ -505,8 +498,7 @@ static void convertSlice(NodeContext &ctx) {
     outSteps[*axis] = size > 1 ? step : 1;
   }
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldSlice(*c, outStarts, sizes, outSteps, error), error);
+    ctx.setFolded(foldSlice(*c, outStarts, sizes, outSteps));
     return;
   }
   if (ArrayRef<int64_t>(sizes) == shape &&
@@ -532,10 +524,8 @@ static void convertGather(NodeContext &ctx) {
   if (!axis)
     return;
   if (ctx.allInputsConstant()) {
-    std::string error;
     ctx.setFolded(foldGather(*ctx.constantInput(0), *ctx.constantInput(1),
-                             *axis, ctx.budget(), error),
-                  error);
+                             *axis, ctx.budget()));
     return;
   }
   // Constant indices into a run-time table (an embedding read at fixed
@@ -576,8 +566,7 @@ static void convertExpand(NodeContext &ctx) {
     return;
   }
   if (const HostTensor *c = ctx.constantInput(0)) {
-    std::string error;
-    ctx.setFolded(foldExpand(*c, *target, ctx.budget(), error), error);
+    ctx.setFolded(foldExpand(*c, *target, ctx.budget()));
     return;
   }
   if (ArrayRef<int64_t>(*shape) == in) {
@@ -632,11 +621,8 @@ static void convertRange(NodeContext &ctx) {
     }
     count = n < 0 ? 0 : int64_t(n);
   }
-  std::string error;
-  if (!ctx.budget().fits(count, error)) {
-    ctx.fail(error);
+  if (!ctx.check(ctx.budget().fits(count)))
     return;
-  }
   HostTensor out = HostTensor::zeros(start->dtype, {count});
   for (int64_t i = 0; i < count; ++i) {
     if (out.isFloat())
@@ -668,11 +654,8 @@ static void convertConstantOfShape(NodeContext &ctx) {
     }
     value = std::move(*t);
   }
-  std::string error;
-  if (!ctx.budget().fits(*n, error)) {
-    ctx.fail(error);
+  if (!ctx.check(ctx.budget().fits(*n)))
     return;
-  }
   HostTensor out = HostTensor::zeros(value.dtype, *shape);
   for (int64_t i = 0; i < *n; ++i) {
     if (out.isFloat())

@@ -20,6 +20,11 @@ using namespace pipedream::onnx_import;
 using llvm::ArrayRef;
 using llvm::SmallVector;
 
+/// A folding failure with its message.
+static llvm::Error foldError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 //===----------------------------------------------------------------------===//
 // Data types
 //===----------------------------------------------------------------------===//
@@ -242,21 +247,29 @@ void HostTensor::setInt(int64_t i, int64_t value) {
     ints[i] = wrapToDType(dtype, value);
 }
 
-bool FoldBudget::fits(int64_t elements, std::string &error) const {
-  if (elements < 0 || elements > left) {
-    error = "folding would create " + std::to_string(elements) +
-            " elements, more than the " + std::to_string(left) +
-            " left in the import's budget";
-    return false;
-  }
-  return true;
+llvm::Error FoldBudget::fits(int64_t elements) const {
+  if (elements < 0 || elements > left)
+    return foldError("folding would create " + std::to_string(elements) +
+                     " elements, more than the " + std::to_string(left) +
+                     " left in the import's budget");
+  return llvm::Error::success();
 }
 
-bool FoldBudget::charge(int64_t elements, std::string &error) {
-  if (!fits(elements, error))
-    return false;
+llvm::Error FoldBudget::charge(int64_t elements) {
+  if (llvm::Error e = fits(elements))
+    return e;
   left -= elements;
-  return true;
+  return llvm::Error::success();
+}
+
+/// Whether a result of `elements` (checkedNumElements of its shape) fits
+/// in `budget`.
+static llvm::Error fitsBudget(std::optional<int64_t> elements,
+                              const FoldBudget &budget) {
+  if (!elements)
+    return foldError("folding would create more than " +
+                     std::to_string(kMaxElements) + " elements");
+  return budget.fits(*elements);
 }
 
 //===----------------------------------------------------------------------===//
@@ -298,14 +311,13 @@ static std::vector<int64_t> broadcastIndices(ArrayRef<int64_t> out,
   return result;
 }
 
-static std::optional<SmallVector<int64_t>>
-broadcastOrError(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
-                 std::string &error) {
+static llvm::Expected<SmallVector<int64_t>>
+broadcastOrError(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   auto shape = pipedream::nn::detail::broadcastShapes(a, b);
   if (!shape)
-    error = "shapes " + shapeToString(a) + " and " + shapeToString(b) +
-            " are not broadcast-compatible";
-  return shape;
+    return foldError("shapes " + shapeToString(a) + " and " + shapeToString(b) +
+                     " are not broadcast-compatible");
+  return std::move(*shape);
 }
 
 //===----------------------------------------------------------------------===//
@@ -359,23 +371,20 @@ static T foldOrdered(BinaryKind kind, T a, T b) {
 HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
                                               const HostTensor &lhs,
                                               const HostTensor &rhs,
-                                              FoldBudget &budget,
-                                              std::string &error) {
+                                              FoldBudget &budget) {
   if (kind != BinaryKind::Pow && lhs.dtype != rhs.dtype) {
-    error = "operand element types differ: " + dtypeName(lhs.dtype) + " vs " +
-            dtypeName(rhs.dtype);
-    return std::nullopt;
+    return foldError("operand element types differ: " + dtypeName(lhs.dtype) +
+                     " vs " + dtypeName(rhs.dtype));
   }
   if (isLogical(kind) && (lhs.dtype != kBool || rhs.dtype != kBool)) {
-    error = "logical operators need bool operands";
-    return std::nullopt;
+    return foldError("logical operators need bool operands");
   }
-  auto shape = broadcastOrError(lhs.shape, rhs.shape, error);
+  auto shape = broadcastOrError(lhs.shape, rhs.shape);
   if (!shape)
-    return std::nullopt;
+    return shape.takeError();
   auto n = checkedNumElements(*shape);
-  if (!n || !budget.fits(*n, error))
-    return std::nullopt;
+  if (llvm::Error e = fitsBudget(n, budget))
+    return std::move(e);
   std::vector<int64_t> li = broadcastIndices(*shape, lhs.shape);
   std::vector<int64_t> ri = broadcastIndices(*shape, rhs.shape);
   int32_t dtype = isComparison(kind) ? int32_t(kBool) : lhs.dtype;
@@ -411,8 +420,7 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
     case BinaryKind::Mod:
     case BinaryKind::FMod:
       if (b == 0) {
-        error = "integer division by zero";
-        return std::nullopt;
+        return foldError("integer division by zero");
       }
       if (b == -1) {
         // Avoid INT64_MIN / -1 overflow.
@@ -439,20 +447,18 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
 }
 
 HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
-                                             const HostTensor &input,
-                                             std::string &error) {
+                                             const HostTensor &input) {
   bool floatOnly = kind == UnaryKind::Sqrt || kind == UnaryKind::Exp ||
                    kind == UnaryKind::Log || kind == UnaryKind::Tanh ||
                    kind == UnaryKind::Erf || kind == UnaryKind::Sigmoid ||
                    kind == UnaryKind::Floor || kind == UnaryKind::Ceil ||
                    kind == UnaryKind::Reciprocal;
   if (floatOnly && !input.isFloat()) {
-    error = "expects a floating-point input, got " + dtypeName(input.dtype);
-    return std::nullopt;
+    return foldError("expects a floating-point input, got " +
+                     dtypeName(input.dtype));
   }
   if (kind == UnaryKind::Not && input.dtype != kBool) {
-    error = "expects a bool input, got " + dtypeName(input.dtype);
-    return std::nullopt;
+    return foldError("expects a bool input, got " + dtypeName(input.dtype));
   }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
@@ -489,11 +495,9 @@ HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
 }
 
 HostResult pipedream::onnx_import::foldLeakyRelu(const HostTensor &input,
-                                                 double alpha,
-                                                 std::string &error) {
+                                                 double alpha) {
   if (!input.isFloat()) {
-    error = "expects a floating-point input";
-    return std::nullopt;
+    return foldError("expects a floating-point input");
   }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e)
@@ -504,8 +508,7 @@ HostResult pipedream::onnx_import::foldLeakyRelu(const HostTensor &input,
 
 HostResult pipedream::onnx_import::foldClip(const HostTensor &input,
                                             std::optional<double> min,
-                                            std::optional<double> max,
-                                            std::string &) {
+                                            std::optional<double> max) {
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
     double v = input.getDouble(e);
@@ -524,25 +527,23 @@ HostResult pipedream::onnx_import::foldClip(const HostTensor &input,
 HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
                                              const HostTensor &lhs,
                                              const HostTensor &rhs,
-                                             FoldBudget &budget,
-                                             std::string &error) {
+                                             FoldBudget &budget) {
   if (cond.dtype != kBool) {
-    error = "condition must be bool, got " + dtypeName(cond.dtype);
-    return std::nullopt;
+    return foldError("condition must be bool, got " + dtypeName(cond.dtype));
   }
   if (lhs.dtype != rhs.dtype) {
-    error = "operand element types differ: " + dtypeName(lhs.dtype) + " vs " +
-            dtypeName(rhs.dtype);
-    return std::nullopt;
+    return foldError("operand element types differ: " + dtypeName(lhs.dtype) +
+                     " vs " + dtypeName(rhs.dtype));
   }
-  auto shape = broadcastOrError(cond.shape, lhs.shape, error);
-  if (shape)
-    shape = broadcastOrError(*shape, rhs.shape, error);
+  auto condLhs = broadcastOrError(cond.shape, lhs.shape);
+  if (!condLhs)
+    return condLhs.takeError();
+  auto shape = broadcastOrError(*condLhs, rhs.shape);
   if (!shape)
-    return std::nullopt;
+    return shape.takeError();
   auto n = checkedNumElements(*shape);
-  if (!n || !budget.fits(*n, error))
-    return std::nullopt;
+  if (llvm::Error e = fitsBudget(n, budget))
+    return std::move(e);
   std::vector<int64_t> ci = broadcastIndices(*shape, cond.shape);
   std::vector<int64_t> li = broadcastIndices(*shape, lhs.shape);
   std::vector<int64_t> ri = broadcastIndices(*shape, rhs.shape);
@@ -558,11 +559,10 @@ HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
   return out;
 }
 
-HostResult pipedream::onnx_import::foldCast(const HostTensor &input, int32_t to,
-                                            std::string &error) {
+HostResult pipedream::onnx_import::foldCast(const HostTensor &input,
+                                            int32_t to) {
   if (!isSupportedDType(to)) {
-    error = "cannot cast to " + dtypeName(to);
-    return std::nullopt;
+    return foldError("cannot cast to " + dtypeName(to));
   }
   HostTensor out = HostTensor::zeros(to, input.shape);
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
@@ -585,13 +585,11 @@ HostResult pipedream::onnx_import::foldCast(const HostTensor &input, int32_t to,
 //===----------------------------------------------------------------------===//
 
 HostResult pipedream::onnx_import::foldReshape(const HostTensor &input,
-                                               ArrayRef<int64_t> shape,
-                                               std::string &error) {
+                                               ArrayRef<int64_t> shape) {
   auto n = checkedNumElements(shape);
   if (!n || *n != input.numElements()) {
-    error = "cannot reshape " + shapeToString(input.shape) + " to " +
-            shapeToString(shape);
-    return std::nullopt;
+    return foldError("cannot reshape " + shapeToString(input.shape) + " to " +
+                     shapeToString(shape));
   }
   HostTensor out = input;
   out.shape.assign(shape.begin(), shape.end());
@@ -633,20 +631,19 @@ static void forEachIndex(ArrayRef<int64_t> shape,
 }
 
 HostResult pipedream::onnx_import::foldTranspose(const HostTensor &input,
-                                                 ArrayRef<int64_t> perm,
-                                                 std::string &error) {
+                                                 ArrayRef<int64_t> perm) {
   int64_t rank = input.rank();
   SmallVector<bool> seen(rank, false);
   if (int64_t(perm.size()) != rank) {
-    error = "perm " + shapeToString(perm) + " is not a permutation of " +
-            std::to_string(rank) + " dimensions";
-    return std::nullopt;
+    return foldError("perm " + shapeToString(perm) +
+                     " is not a permutation of " + std::to_string(rank) +
+                     " dimensions");
   }
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p]) {
-      error = "perm " + shapeToString(perm) + " is not a permutation of " +
-              std::to_string(rank) + " dimensions";
-      return std::nullopt;
+      return foldError("perm " + shapeToString(perm) +
+                       " is not a permutation of " + std::to_string(rank) +
+                       " dimensions");
     }
     seen[p] = true;
   }
@@ -668,13 +665,11 @@ HostResult pipedream::onnx_import::foldTranspose(const HostTensor &input,
 HostResult pipedream::onnx_import::foldSlice(const HostTensor &input,
                                              ArrayRef<int64_t> starts,
                                              ArrayRef<int64_t> sizes,
-                                             ArrayRef<int64_t> steps,
-                                             std::string &error) {
+                                             ArrayRef<int64_t> steps) {
   int64_t rank = input.rank();
   if (int64_t(starts.size()) != rank || int64_t(sizes.size()) != rank ||
       int64_t(steps.size()) != rank) {
-    error = "slice needs one start, size and step per dimension";
-    return std::nullopt;
+    return foldError("slice needs one start, size and step per dimension");
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (sizes[d] == 0)
@@ -682,8 +677,7 @@ HostResult pipedream::onnx_import::foldSlice(const HostTensor &input,
     int64_t last = starts[d] + (sizes[d] - 1) * steps[d];
     if (steps[d] == 0 || sizes[d] < 0 || starts[d] < 0 ||
         starts[d] >= input.shape[d] || last < 0 || last >= input.shape[d]) {
-      error = "slice leaves the input";
-      return std::nullopt;
+      return foldError("slice leaves the input");
     }
   }
   SmallVector<int64_t> inStrides = stridesOf(input.shape);
@@ -699,23 +693,21 @@ HostResult pipedream::onnx_import::foldSlice(const HostTensor &input,
 
 HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
                                               const HostTensor &indices,
-                                              int64_t axis, FoldBudget &budget,
-                                              std::string &error) {
+                                              int64_t axis,
+                                              FoldBudget &budget) {
   if (indices.dtype != kInt64 && indices.dtype != kInt32) {
-    error = "indices must be int32 or int64";
-    return std::nullopt;
+    return foldError("indices must be int32 or int64");
   }
   if (axis < 0 || axis >= data.rank()) {
-    error = "axis out of range";
-    return std::nullopt;
+    return foldError("axis out of range");
   }
   int64_t dim = data.shape[axis];
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
   shape.append(indices.shape.begin(), indices.shape.end());
   shape.append(data.shape.begin() + axis + 1, data.shape.end());
   auto n = checkedNumElements(shape);
-  if (!n || !budget.fits(*n, error))
-    return std::nullopt;
+  if (llvm::Error e = fitsBudget(n, budget))
+    return std::move(e);
   int64_t outer = checkedNumElements(ArrayRef(data.shape).take_front(axis))
                       .value_or(0);
   int64_t inner = checkedNumElements(ArrayRef(data.shape).drop_front(axis + 1))
@@ -728,10 +720,9 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
       if (idx < 0)
         idx += dim;
       if (idx < 0 || idx >= dim) {
-        error = "index " + std::to_string(indices.ints[i]) +
-                " is out of range for a dimension of size " +
-                std::to_string(dim);
-        return std::nullopt;
+        return foldError("index " + std::to_string(indices.ints[i]) +
+                         " is out of range for a dimension of size " +
+                         std::to_string(dim));
       }
       for (int64_t k = 0; k < inner; ++k)
         flat.push_back((o * dim + idx) * inner + k);
@@ -740,29 +731,27 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
   return gatherFlat(data, shape, flat);
 }
 
-HostResult pipedream::onnx_import::foldConcat(
-    ArrayRef<const HostTensor *> inputs, int64_t axis, std::string &error) {
+HostResult
+pipedream::onnx_import::foldConcat(ArrayRef<const HostTensor *> inputs,
+                                   int64_t axis) {
   if (inputs.empty()) {
-    error = "concat needs at least one input";
-    return std::nullopt;
+    return foldError("concat needs at least one input");
   }
   const HostTensor &first = *inputs.front();
   if (axis < 0 || axis >= first.rank()) {
-    error = "axis out of range";
-    return std::nullopt;
+    return foldError("axis out of range");
   }
   SmallVector<int64_t> shape(first.shape);
   shape[axis] = 0;
   for (const HostTensor *t : inputs) {
     if (t->dtype != first.dtype || t->rank() != first.rank()) {
-      error = "inputs differ in element type or rank";
-      return std::nullopt;
+      return foldError("inputs differ in element type or rank");
     }
     for (int64_t d = 0; d < first.rank(); ++d) {
       if (d != axis && t->shape[d] != first.shape[d]) {
-        error = "input shapes " + shapeToString(first.shape) + " and " +
-                shapeToString(t->shape) + " differ outside the axis";
-        return std::nullopt;
+        return foldError("input shapes " + shapeToString(first.shape) +
+                         " and " + shapeToString(t->shape) +
+                         " differ outside the axis");
       }
     }
     shape[axis] += t->shape[axis];
@@ -789,28 +778,25 @@ HostResult pipedream::onnx_import::foldConcat(
 
 HostResult pipedream::onnx_import::foldExpand(const HostTensor &input,
                                               ArrayRef<int64_t> shape,
-                                              FoldBudget &budget,
-                                              std::string &error) {
-  auto out = broadcastOrError(input.shape, shape, error);
+                                              FoldBudget &budget) {
+  auto out = broadcastOrError(input.shape, shape);
   if (!out)
-    return std::nullopt;
+    return out.takeError();
   auto n = checkedNumElements(*out);
-  if (!n || !budget.fits(*n, error))
-    return std::nullopt;
+  if (llvm::Error e = fitsBudget(n, budget))
+    return std::move(e);
   return gatherFlat(input, *out, broadcastIndices(*out, input.shape));
 }
 
 HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
                                               const HostTensor &input,
                                               ArrayRef<int64_t> axes,
-                                              bool keepdims,
-                                              std::string &error) {
+                                              bool keepdims) {
   int64_t rank = input.rank();
   SmallVector<bool> reduced(rank, false);
   for (int64_t a : axes) {
     if (a < 0 || a >= rank) {
-      error = "axis out of range";
-      return std::nullopt;
+      return foldError("axis out of range");
     }
     reduced[a] = true;
   }
@@ -848,12 +834,10 @@ HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
   return HostTensor::fromFloats(input.dtype, outShape, std::move(acc));
 }
 
-HostResult pipedream::onnx_import::foldTrilu(const HostTensor &input,
-                                             int64_t k, bool upper,
-                                             std::string &error) {
+HostResult pipedream::onnx_import::foldTrilu(const HostTensor &input, int64_t k,
+                                             bool upper) {
   if (input.rank() < 2) {
-    error = "input must have rank >= 2";
-    return std::nullopt;
+    return foldError("input must have rank >= 2");
   }
   int64_t rows = input.shape[input.rank() - 2];
   int64_t cols = input.shape[input.rank() - 1];

@@ -12,7 +12,7 @@
 // Values are kept widened: integers and booleans as int64_t (wrapped to the
 // element type's width), floating-point values as double (rounded to the
 // element type after every operation). Every kernel checks its arguments and
-// reports problems through `error`; none asserts on bad input.
+// returns an llvm::Error on bad input; none asserts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <optional>
@@ -115,20 +116,20 @@ int64_t wrapToDType(int32_t dtype, int64_t value);
 class FoldBudget {
 public:
   explicit FoldBudget(int64_t limit) : left(limit) {}
-  /// False (with `error` set) when `elements` more would exceed the budget.
-  bool fits(int64_t elements, std::string &error) const;
-  /// Charges `elements`; false (with `error` set) when over the budget.
-  bool charge(int64_t elements, std::string &error);
+  /// An error when `elements` more would exceed the budget.
+  llvm::Error fits(int64_t elements) const;
+  /// Charges `elements`; an error (nothing charged) when over the budget.
+  llvm::Error charge(int64_t elements);
 
 private:
   int64_t left;
 };
 
 //===----------------------------------------------------------------------===//
-// Kernels. Each returns std::nullopt with `error` set on failure.
+// Kernels. Each returns its result or the error that prevents it.
 //===----------------------------------------------------------------------===//
 
-using HostResult = std::optional<HostTensor>;
+using HostResult = llvm::Expected<HostTensor>;
 
 enum class BinaryKind {
   Add, Sub, Mul, Div, Pow, Mod, FMod, Min, Max,
@@ -141,38 +142,29 @@ enum class UnaryKind {
 enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 HostResult foldBinary(BinaryKind kind, const HostTensor &lhs,
-                      const HostTensor &rhs, FoldBudget &budget,
-                      std::string &error);
-HostResult foldUnary(UnaryKind kind, const HostTensor &input,
-                     std::string &error);
-HostResult foldLeakyRelu(const HostTensor &input, double alpha,
-                         std::string &error);
+                      const HostTensor &rhs, FoldBudget &budget);
+HostResult foldUnary(UnaryKind kind, const HostTensor &input);
+HostResult foldLeakyRelu(const HostTensor &input, double alpha);
 HostResult foldClip(const HostTensor &input, std::optional<double> min,
-                    std::optional<double> max, std::string &error);
+                    std::optional<double> max);
 HostResult foldWhere(const HostTensor &cond, const HostTensor &lhs,
-                     const HostTensor &rhs, FoldBudget &budget,
-                     std::string &error);
-HostResult foldCast(const HostTensor &input, int32_t to, std::string &error);
+                     const HostTensor &rhs, FoldBudget &budget);
+HostResult foldCast(const HostTensor &input, int32_t to);
 /// `shape` must have the input's element count (checked).
-HostResult foldReshape(const HostTensor &input, llvm::ArrayRef<int64_t> shape,
-                       std::string &error);
-HostResult foldTranspose(const HostTensor &input, llvm::ArrayRef<int64_t> perm,
-                         std::string &error);
+HostResult foldReshape(const HostTensor &input, llvm::ArrayRef<int64_t> shape);
+HostResult foldTranspose(const HostTensor &input, llvm::ArrayRef<int64_t> perm);
 /// Resolved slice: one start/size/step per dimension, in range.
 HostResult foldSlice(const HostTensor &input, llvm::ArrayRef<int64_t> starts,
                      llvm::ArrayRef<int64_t> sizes,
-                     llvm::ArrayRef<int64_t> steps, std::string &error);
+                     llvm::ArrayRef<int64_t> steps);
 HostResult foldGather(const HostTensor &data, const HostTensor &indices,
-                      int64_t axis, FoldBudget &budget, std::string &error);
-HostResult foldConcat(llvm::ArrayRef<const HostTensor *> inputs, int64_t axis,
-                      std::string &error);
+                      int64_t axis, FoldBudget &budget);
+HostResult foldConcat(llvm::ArrayRef<const HostTensor *> inputs, int64_t axis);
 HostResult foldExpand(const HostTensor &input, llvm::ArrayRef<int64_t> shape,
-                      FoldBudget &budget, std::string &error);
+                      FoldBudget &budget);
 HostResult foldReduce(ReduceKind kind, const HostTensor &input,
-                      llvm::ArrayRef<int64_t> axes, bool keepdims,
-                      std::string &error);
-HostResult foldTrilu(const HostTensor &input, int64_t k, bool upper,
-                     std::string &error);
+                      llvm::ArrayRef<int64_t> axes, bool keepdims);
+HostResult foldTrilu(const HostTensor &input, int64_t k, bool upper);
 
 /// "[2, 3]" for messages.
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);

@@ -1436,10 +1436,8 @@ void NodeContext::setOutput(size_t i, HostTensor constant) {
   // Constant nodes only decode what the file holds; every computed result
   // counts against the folding budget.
   if (opType() != "Constant" &&
-      !importer.budget.charge(constant.numElements(), why)) {
-    fail(why);
+      !check(importer.budget.charge(constant.numElements())))
     return;
-  }
   ImportedValue &v = importer.values[node.output(int(i))];
   v.type = type;
   v.dtype = constant.dtype;
@@ -1456,10 +1454,8 @@ Value NodeContext::constantValue(const HostTensor &t) {
     fail(why);
     return nullptr;
   }
-  if (!importer.budget.charge(t.numElements(), why)) {
-    fail(why);
+  if (!check(importer.budget.charge(t.numElements())))
     return nullptr;
-  }
   ElementsAttr attr = importer.toElementsAttr(t, type, "");
   return nn::ConstantOp::create(builder(), loc, attr).getResult();
 }
@@ -1471,12 +1467,19 @@ void NodeContext::setOutputAlias(size_t i, const ImportedValue &value) {
   importer.values[node.output(int(i))] = std::move(copy);
 }
 
-void NodeContext::setFolded(HostResult result, const std::string &error) {
+void NodeContext::setFolded(HostResult result) {
   if (!result) {
-    fail(error.empty() ? std::string("cannot be evaluated") : error);
+    check(result.takeError());
     return;
   }
   setOutput(0, std::move(*result));
+}
+
+bool NodeContext::check(llvm::Error error) {
+  if (!error)
+    return true;
+  fail(llvm::toString(std::move(error)));
+  return false;
 }
 
 const onnx::AttributeProto *NodeContext::attr(StringRef attrName) const {

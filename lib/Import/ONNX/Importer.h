@@ -123,7 +123,9 @@ public:
   void setOutput(size_t i, HostTensor constant);
   void setOutputAlias(size_t i, const ImportedValue &value);
   /// Sets output 0 from a folding kernel's result or reports its error.
-  void setFolded(HostResult result, const std::string &error);
+  void setFolded(HostResult result);
+  /// False, and the node fails with its message, when `error` is an error.
+  bool check(llvm::Error error);
   /// `t` as an `nn.constant` at the node's location (for the constant
   /// operands of decompositions: interpolation weights, index tables); null
   /// (reported) when its type is unsupported.
