@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ExternalData.h"
+#include "HostTensor.h"
 
 #include "pipedream/Support/MappedFiles.h"
 
@@ -69,38 +70,30 @@ static bool isInside(StringRef path, StringRef dir) {
          (!dir.empty() && sys::path::is_separator(dir.back()));
 }
 
-std::optional<ExternalBytes>
-pipedream::onnx_import::readExternalData(const onnx::TensorProto &tensor,
-                                         StringRef baseDir,
-                                         int64_t expectedBytes,
-                                         std::string &error) {
+Expected<ExternalBytes> pipedream::onnx_import::readExternalData(
+    const onnx::TensorProto &tensor, StringRef baseDir, int64_t expectedBytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &entry : tensor.external_data()) {
-    auto parseInt = [&](int64_t &out) {
-      if (StringRef(entry.value()).getAsInteger(10, out) || out < 0) {
-        error = "external data field " + quoted(entry.key()) + " (" +
-                quoted(entry.value()) + ") is not a non-negative integer";
-        return false;
-      }
-      return true;
-    };
-    if (entry.key() == "location")
+    bool isOffset = entry.key() == "offset";
+    if (entry.key() == "location") {
       location = entry.value();
-    else if (entry.key() == "offset" && !parseInt(offset))
-      return std::nullopt;
-    else if (entry.key() == "length" && !parseInt(length))
-      return std::nullopt;
+    } else if (isOffset || entry.key() == "length") {
+      int64_t &out = isOffset ? offset : length;
+      if (StringRef(entry.value()).getAsInteger(10, out) || out < 0)
+        return makeError("external data field " + quoted(entry.key()) + " (" +
+                         quoted(entry.value()) +
+                         ") is not a non-negative integer");
+    }
   }
   if (location.empty()) {
-    error = "external data has no 'location' field";
-    return std::nullopt;
+    return makeError("external data has no 'location' field");
   }
   if (baseDir.empty()) {
-    error = "cannot read external data file " + quoted(location) +
-            ": this import has no model directory or disallows external "
-            "data";
-    return std::nullopt;
+    return makeError(
+        "cannot read external data file " + quoted(location) +
+        ": this import has no model directory or disallows external "
+        "data");
   }
   // NOTE: a NUL byte would end the path early in the system calls below,
   // naming another file than the one checked.
@@ -108,9 +101,8 @@ pipedream::onnx_import::readExternalData(const onnx::TensorProto &tensor,
       sys::path::is_absolute(location) ||
       any_of(make_range(sys::path::begin(location), sys::path::end(location)),
              [](StringRef part) { return part == ".."; })) {
-    error = "external data field 'location' (" + quoted(location) +
-            ") must be a relative path inside the model's directory";
-    return std::nullopt;
+    return makeError("external data field 'location' (" + quoted(location) +
+                     ") must be a relative path inside the model's directory");
   }
   SmallString<256> path(baseDir);
   sys::path::append(path, location);
@@ -118,62 +110,53 @@ pipedream::onnx_import::readExternalData(const onnx::TensorProto &tensor,
   // Symbolic links may point anywhere: compare the resolved paths.
   SmallString<256> realDir, realPath;
   if (sys::fs::real_path(baseDir, realDir)) {
-    error = "cannot resolve the model's directory " + quoted(baseDir);
-    return std::nullopt;
+    return makeError("cannot resolve the model's directory " + quoted(baseDir));
   }
   if (sys::fs::real_path(path, realPath)) {
-    error = "cannot open external data file " + quoted(path);
-    return std::nullopt;
+    return makeError("cannot open external data file " + quoted(path));
   }
   if (!isInside(realPath, realDir)) {
-    error = "external data field 'location' (" + quoted(location) +
-            ") resolves to " + quoted(realPath) +
-            ", outside the model's directory";
-    return std::nullopt;
+    return makeError("external data field 'location' (" + quoted(location) +
+                     ") resolves to " + quoted(realPath) +
+                     ", outside the model's directory");
   }
   sys::fs::file_status status;
   if (sys::fs::status(realPath, status) ||
       !sys::fs::is_regular_file(status)) {
-    error = "external data file " + quoted(location) +
-            " is not a regular file";
-    return std::nullopt;
+    return makeError("external data file " + quoted(location) +
+                     " is not a regular file");
   }
 
   // Open once; the size checked is the size of the file mapped.
   Expected<sys::fs::file_t> file = sys::fs::openNativeFileForRead(realPath);
   if (!file) {
     consumeError(file.takeError());
-    error = "cannot open external data file " + quoted(path);
-    return std::nullopt;
+    return makeError("cannot open external data file " + quoted(path));
   }
   scope_exit closeOnExit([&] { sys::fs::closeFile(*file); });
   if (sys::fs::status(*file, status)) {
-    error = "cannot open external data file " + quoted(path);
-    return std::nullopt;
+    return makeError("cannot open external data file " + quoted(path));
   }
   uint64_t fileSize = status.getSize();
   if (uint64_t(offset) > fileSize) {
-    error = "external data field 'offset' (" + std::to_string(offset) +
-            ") is past the end of " + quoted(location) + " (" +
-            std::to_string(fileSize) + " bytes)";
-    return std::nullopt;
+    return makeError("external data field 'offset' (" + std::to_string(offset) +
+                     ") is past the end of " + quoted(location) + " (" +
+                     std::to_string(fileSize) + " bytes)");
   }
   if (length < 0)
     length = int64_t(fileSize - uint64_t(offset));
   if (length != expectedBytes) {
-    error = "external data field 'length' (" + std::to_string(length) +
-            " bytes) does not match the tensor, which needs " +
-            std::to_string(expectedBytes) + " bytes";
-    return std::nullopt;
+    return makeError("external data field 'length' (" + std::to_string(length) +
+                     " bytes) does not match the tensor, which needs " +
+                     std::to_string(expectedBytes) + " bytes");
   }
   // Both are at most INT64_MAX: the sum fits in 64 unsigned bits.
   if (uint64_t(offset) + uint64_t(length) > fileSize) {
-    error = "external data fields 'offset' and 'length' ([" +
-            std::to_string(offset) + ", " +
-            std::to_string(uint64_t(offset) + uint64_t(length)) +
-            ")) exceed " + quoted(location) + " (" +
-            std::to_string(fileSize) + " bytes)";
-    return std::nullopt;
+    return makeError("external data fields 'offset' and 'length' ([" +
+                     std::to_string(offset) + ", " +
+                     std::to_string(uint64_t(offset) + uint64_t(length)) +
+                     ")) exceed " + quoted(location) + " (" +
+                     std::to_string(fileSize) + " bytes)");
   }
   ExternalBytes result;
   if (length == 0)
@@ -182,8 +165,7 @@ pipedream::onnx_import::readExternalData(const onnx::TensorProto &tensor,
   auto buffer = MemoryBuffer::getOpenFileSlice(*file, realPath, length, offset,
                                                /*IsVolatile=*/false);
   if (!buffer || int64_t((*buffer)->getBufferSize()) != length) {
-    error = "cannot read external data file " + quoted(location);
-    return std::nullopt;
+    return makeError("cannot read external data file " + quoted(location));
   }
   // The view is registered while its buffer lives, so the bundle writer
   // can link the file instead of writing its bytes again (MappedFiles.h).

@@ -24,6 +24,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdint>
@@ -46,13 +47,11 @@ struct ExternalBytes {
 
 /// Reads `tensor`'s external data, which must be `expectedBytes` long,
 /// relative to the model's directory `baseDir` (empty: external data is not
-/// allowed). On failure `error` is one line naming the field at fault
-/// (`location`, `offset`, `length`) without the tensor's name, which the
-/// caller adds.
-std::optional<ExternalBytes> readExternalData(const onnx::TensorProto &tensor,
-                                              llvm::StringRef baseDir,
-                                              int64_t expectedBytes,
-                                              std::string &error);
+/// allowed). An error is one line naming the field at fault (`location`,
+/// `offset`, `length`) without the tensor's name, which the caller adds.
+llvm::Expected<ExternalBytes> readExternalData(const onnx::TensorProto &tensor,
+                                               llvm::StringRef baseDir,
+                                               int64_t expectedBytes);
 
 } // namespace pipedream::onnx_import
 

@@ -20,8 +20,7 @@ using namespace pipedream::onnx_import;
 using llvm::ArrayRef;
 using llvm::SmallVector;
 
-/// A folding failure with its message.
-static llvm::Error foldError(const llvm::Twine &message) {
+llvm::Error pipedream::onnx_import::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
@@ -249,7 +248,7 @@ void HostTensor::setInt(int64_t i, int64_t value) {
 
 llvm::Error FoldBudget::fits(int64_t elements) const {
   if (elements < 0 || elements > left)
-    return foldError("folding would create " + std::to_string(elements) +
+    return makeError("folding would create " + std::to_string(elements) +
                      " elements, more than the " + std::to_string(left) +
                      " left in the import's budget");
   return llvm::Error::success();
@@ -267,7 +266,7 @@ llvm::Error FoldBudget::charge(int64_t elements) {
 static llvm::Error fitsBudget(std::optional<int64_t> elements,
                               const FoldBudget &budget) {
   if (!elements)
-    return foldError("folding would create more than " +
+    return makeError("folding would create more than " +
                      std::to_string(kMaxElements) + " elements");
   return budget.fits(*elements);
 }
@@ -315,7 +314,7 @@ static llvm::Expected<SmallVector<int64_t>>
 broadcastOrError(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   auto shape = pipedream::nn::detail::broadcastShapes(a, b);
   if (!shape)
-    return foldError("shapes " + shapeToString(a) + " and " + shapeToString(b) +
+    return makeError("shapes " + shapeToString(a) + " and " + shapeToString(b) +
                      " are not broadcast-compatible");
   return std::move(*shape);
 }
@@ -373,11 +372,11 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
                                               const HostTensor &rhs,
                                               FoldBudget &budget) {
   if (kind != BinaryKind::Pow && lhs.dtype != rhs.dtype) {
-    return foldError("operand element types differ: " + dtypeName(lhs.dtype) +
+    return makeError("operand element types differ: " + dtypeName(lhs.dtype) +
                      " vs " + dtypeName(rhs.dtype));
   }
   if (isLogical(kind) && (lhs.dtype != kBool || rhs.dtype != kBool)) {
-    return foldError("logical operators need bool operands");
+    return makeError("logical operators need bool operands");
   }
   auto shape = broadcastOrError(lhs.shape, rhs.shape);
   if (!shape)
@@ -420,7 +419,7 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
     case BinaryKind::Mod:
     case BinaryKind::FMod:
       if (b == 0) {
-        return foldError("integer division by zero");
+        return makeError("integer division by zero");
       }
       if (b == -1) {
         // Avoid INT64_MIN / -1 overflow.
@@ -454,11 +453,11 @@ HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
                    kind == UnaryKind::Floor || kind == UnaryKind::Ceil ||
                    kind == UnaryKind::Reciprocal;
   if (floatOnly && !input.isFloat()) {
-    return foldError("expects a floating-point input, got " +
+    return makeError("expects a floating-point input, got " +
                      dtypeName(input.dtype));
   }
   if (kind == UnaryKind::Not && input.dtype != kBool) {
-    return foldError("expects a bool input, got " + dtypeName(input.dtype));
+    return makeError("expects a bool input, got " + dtypeName(input.dtype));
   }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
@@ -497,7 +496,7 @@ HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
 HostResult pipedream::onnx_import::foldLeakyRelu(const HostTensor &input,
                                                  double alpha) {
   if (!input.isFloat()) {
-    return foldError("expects a floating-point input");
+    return makeError("expects a floating-point input");
   }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e)
@@ -529,10 +528,10 @@ HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
                                              const HostTensor &rhs,
                                              FoldBudget &budget) {
   if (cond.dtype != kBool) {
-    return foldError("condition must be bool, got " + dtypeName(cond.dtype));
+    return makeError("condition must be bool, got " + dtypeName(cond.dtype));
   }
   if (lhs.dtype != rhs.dtype) {
-    return foldError("operand element types differ: " + dtypeName(lhs.dtype) +
+    return makeError("operand element types differ: " + dtypeName(lhs.dtype) +
                      " vs " + dtypeName(rhs.dtype));
   }
   auto condLhs = broadcastOrError(cond.shape, lhs.shape);
@@ -562,7 +561,7 @@ HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
 HostResult pipedream::onnx_import::foldCast(const HostTensor &input,
                                             int32_t to) {
   if (!isSupportedDType(to)) {
-    return foldError("cannot cast to " + dtypeName(to));
+    return makeError("cannot cast to " + dtypeName(to));
   }
   HostTensor out = HostTensor::zeros(to, input.shape);
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
@@ -588,7 +587,7 @@ HostResult pipedream::onnx_import::foldReshape(const HostTensor &input,
                                                ArrayRef<int64_t> shape) {
   auto n = checkedNumElements(shape);
   if (!n || *n != input.numElements()) {
-    return foldError("cannot reshape " + shapeToString(input.shape) + " to " +
+    return makeError("cannot reshape " + shapeToString(input.shape) + " to " +
                      shapeToString(shape));
   }
   HostTensor out = input;
@@ -635,13 +634,13 @@ HostResult pipedream::onnx_import::foldTranspose(const HostTensor &input,
   int64_t rank = input.rank();
   SmallVector<bool> seen(rank, false);
   if (int64_t(perm.size()) != rank) {
-    return foldError("perm " + shapeToString(perm) +
+    return makeError("perm " + shapeToString(perm) +
                      " is not a permutation of " + std::to_string(rank) +
                      " dimensions");
   }
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p]) {
-      return foldError("perm " + shapeToString(perm) +
+      return makeError("perm " + shapeToString(perm) +
                        " is not a permutation of " + std::to_string(rank) +
                        " dimensions");
     }
@@ -669,7 +668,7 @@ HostResult pipedream::onnx_import::foldSlice(const HostTensor &input,
   int64_t rank = input.rank();
   if (int64_t(starts.size()) != rank || int64_t(sizes.size()) != rank ||
       int64_t(steps.size()) != rank) {
-    return foldError("slice needs one start, size and step per dimension");
+    return makeError("slice needs one start, size and step per dimension");
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (sizes[d] == 0)
@@ -677,7 +676,7 @@ HostResult pipedream::onnx_import::foldSlice(const HostTensor &input,
     int64_t last = starts[d] + (sizes[d] - 1) * steps[d];
     if (steps[d] == 0 || sizes[d] < 0 || starts[d] < 0 ||
         starts[d] >= input.shape[d] || last < 0 || last >= input.shape[d]) {
-      return foldError("slice leaves the input");
+      return makeError("slice leaves the input");
     }
   }
   SmallVector<int64_t> inStrides = stridesOf(input.shape);
@@ -696,10 +695,10 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
                                               int64_t axis,
                                               FoldBudget &budget) {
   if (indices.dtype != kInt64 && indices.dtype != kInt32) {
-    return foldError("indices must be int32 or int64");
+    return makeError("indices must be int32 or int64");
   }
   if (axis < 0 || axis >= data.rank()) {
-    return foldError("axis out of range");
+    return makeError("axis out of range");
   }
   int64_t dim = data.shape[axis];
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
@@ -720,7 +719,7 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
       if (idx < 0)
         idx += dim;
       if (idx < 0 || idx >= dim) {
-        return foldError("index " + std::to_string(indices.ints[i]) +
+        return makeError("index " + std::to_string(indices.ints[i]) +
                          " is out of range for a dimension of size " +
                          std::to_string(dim));
       }
@@ -735,21 +734,21 @@ HostResult
 pipedream::onnx_import::foldConcat(ArrayRef<const HostTensor *> inputs,
                                    int64_t axis) {
   if (inputs.empty()) {
-    return foldError("concat needs at least one input");
+    return makeError("concat needs at least one input");
   }
   const HostTensor &first = *inputs.front();
   if (axis < 0 || axis >= first.rank()) {
-    return foldError("axis out of range");
+    return makeError("axis out of range");
   }
   SmallVector<int64_t> shape(first.shape);
   shape[axis] = 0;
   for (const HostTensor *t : inputs) {
     if (t->dtype != first.dtype || t->rank() != first.rank()) {
-      return foldError("inputs differ in element type or rank");
+      return makeError("inputs differ in element type or rank");
     }
     for (int64_t d = 0; d < first.rank(); ++d) {
       if (d != axis && t->shape[d] != first.shape[d]) {
-        return foldError("input shapes " + shapeToString(first.shape) +
+        return makeError("input shapes " + shapeToString(first.shape) +
                          " and " + shapeToString(t->shape) +
                          " differ outside the axis");
       }
@@ -796,7 +795,7 @@ HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
   SmallVector<bool> reduced(rank, false);
   for (int64_t a : axes) {
     if (a < 0 || a >= rank) {
-      return foldError("axis out of range");
+      return makeError("axis out of range");
     }
     reduced[a] = true;
   }
@@ -837,7 +836,7 @@ HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
 HostResult pipedream::onnx_import::foldTrilu(const HostTensor &input, int64_t k,
                                              bool upper) {
   if (input.rank() < 2) {
-    return foldError("input must have rank >= 2");
+    return makeError("input must have rank >= 2");
   }
   int64_t rows = input.shape[input.rank() - 2];
   int64_t cols = input.shape[input.rank() - 1];

@@ -64,6 +64,10 @@ int64_t dtypeByteWidth(int32_t dtype);
 /// ONNX spelling of a data type ("float", "int64", ...).
 std::string dtypeName(int32_t dtype);
 
+/// An llvm::Error whose message is `message` (the importer's errors are one
+/// line of text each, without the node's or file's name the caller adds).
+llvm::Error makeError(const llvm::Twine &message);
+
 /// Largest dimension and element count the importer accepts anywhere. Keeps
 /// every size computation far from int64 overflow.
 inline constexpr int64_t kMaxDim = int64_t(1) << 40;

@@ -132,32 +132,28 @@ static void appendTyped(const Field &field, int64_t width,
 /// bool), viewing raw_data or the mapped external data when possible.
 /// `shape` gets the dimensions; `external`, when given, owns external data
 /// (else it is copied into `storage`).
-static std::optional<ArrayRef<char>>
+static llvm::Expected<ArrayRef<char>>
 getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
                SmallVectorImpl<int64_t> &shape, std::vector<char> &storage,
-               std::string &error,
                std::unique_ptr<llvm::MemoryBuffer> *external = nullptr) {
   int32_t dtype = tensor.data_type();
   if (!isSupportedDType(dtype)) {
-    error = "data type " + dtypeName(dtype) + " is not supported";
-    return std::nullopt;
+    return makeError("data type " + dtypeName(dtype) + " is not supported");
   }
   if (tensor.has_segment()) {
-    error = "segmented tensors are not supported";
-    return std::nullopt;
+    return makeError("segmented tensors are not supported");
   }
   shape.assign(tensor.dims().begin(), tensor.dims().end());
   auto n = checkedNumElements(shape);
   if (!n) {
-    error = "invalid or too large dimensions " + shapeToString(shape);
-    return std::nullopt;
+    return makeError("invalid or too large dimensions " + shapeToString(shape));
   }
   int64_t width = dtypeByteWidth(dtype);
   int64_t bytes = *n * width;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    auto data = readExternalData(tensor, baseDir, bytes, error);
+    auto data = readExternalData(tensor, baseDir, bytes);
     if (!data)
-      return std::nullopt;
+      return data.takeError();
     if (external) {
       *external = std::move(data->buffer);
       return data->bytes;
@@ -168,51 +164,49 @@ getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
     if (int64_t(raw.size()) != bytes) {
-      error = "raw data holds " + std::to_string(raw.size()) +
-              " bytes but dimensions " + shapeToString(shape) + " of " +
-              dtypeName(dtype) + " need " + std::to_string(bytes);
-      return std::nullopt;
+      return makeError("raw data holds " + std::to_string(raw.size()) +
+                       " bytes but dimensions " + shapeToString(shape) +
+                       " of " + dtypeName(dtype) + " need " +
+                       std::to_string(bytes));
     }
     return ArrayRef<char>(raw.data(), raw.size());
   }
   int64_t count = 0;
-  auto check = [&]() {
-    if (count == *n)
-      return true;
-    error = "holds " + std::to_string(count) + " values but dimensions " +
-            shapeToString(shape) + " need " + std::to_string(*n);
-    return false;
+  auto mismatch = [&] {
+    return makeError("holds " + std::to_string(count) +
+                     " values but dimensions " + shapeToString(shape) +
+                     " need " + std::to_string(*n));
   };
   switch (dtype) {
   case kFloat:
     count = tensor.float_data_size();
-    if (!check())
-      return std::nullopt;
+    if (count != *n)
+      return mismatch();
     appendTyped(tensor.float_data(), width, storage);
     break;
   case kDouble:
     count = tensor.double_data_size();
-    if (!check())
-      return std::nullopt;
+    if (count != *n)
+      return mismatch();
     appendTyped(tensor.double_data(), width, storage);
     break;
   case kInt64:
     count = tensor.int64_data_size();
-    if (!check())
-      return std::nullopt;
+    if (count != *n)
+      return mismatch();
     appendTyped(tensor.int64_data(), width, storage);
     break;
   case kUInt32:
   case kUInt64:
     count = tensor.uint64_data_size();
-    if (!check())
-      return std::nullopt;
+    if (count != *n)
+      return mismatch();
     appendTyped(tensor.uint64_data(), width, storage);
     break;
   default: // int32_data holds the narrower types (and 16-bit float bits).
     count = tensor.int32_data_size();
-    if (!check())
-      return std::nullopt;
+    if (count != *n)
+      return mismatch();
     appendTyped(tensor.int32_data(), width, storage);
     break;
   }
@@ -262,14 +256,13 @@ static HostTensor hostFromBytes(int32_t dtype, ArrayRef<int64_t> shape,
   return t;
 }
 
-std::optional<HostTensor>
-onnx_import::decodeTensor(const onnx::TensorProto &tensor, StringRef baseDir,
-                          std::string &error) {
+HostResult onnx_import::decodeTensor(const onnx::TensorProto &tensor,
+                                     StringRef baseDir) {
   SmallVector<int64_t> shape;
   std::vector<char> storage;
-  auto bytes = getTensorBytes(tensor, baseDir, shape, storage, error);
+  auto bytes = getTensorBytes(tensor, baseDir, shape, storage);
   if (!bytes)
-    return std::nullopt;
+    return bytes.takeError();
   return hostFromBytes(tensor.data_type(), shape, *bytes);
 }
 
@@ -875,15 +868,14 @@ bool GraphImporter::runChecker(onnx::ModelProto &model) {
       }
     }
   }
-  std::string message;
-  bool ok = onnx_proto::checkModel(model, message);
+  std::optional<std::string> rejected = onnx_proto::checkModel(model);
   for (auto *tensorType : lent)
     tensorType->clear_shape();
   for (auto &[value, original] : moved)
     *value = original;
-  if (!ok)
-    fail("invalid ONNX model: " + sanitize(message));
-  return ok;
+  if (rejected)
+    fail("invalid ONNX model: " + sanitize(*rejected));
+  return !rejected;
 }
 
 std::string GraphImporter::describeDiagnostic(const std::string &message,
@@ -999,10 +991,9 @@ GraphImporter::run(onnx::ModelProto &model) {
       continue;
     }
     // Integer and bool initializers are constants.
-    std::string why;
-    auto constant = decodeTensor(init, baseDir, why);
+    auto constant = decodeTensor(init, baseDir);
     if (!constant) {
-      fail(quoted + ": " + why);
+      fail(quoted + ": " + llvm::toString(constant.takeError()));
       return failure();
     }
     v.constant = std::make_shared<const HostTensor>(std::move(*constant));
@@ -1151,10 +1142,10 @@ GraphImporter::run(onnx::ModelProto &model) {
     SmallVector<int64_t> dims;
     std::vector<char> storage;
     std::unique_ptr<llvm::MemoryBuffer> external;
-    std::string why;
-    auto bytes = getTensorBytes(init, baseDir, dims, storage, why, &external);
+    auto bytes = getTensorBytes(init, baseDir, dims, storage, &external);
     if (!bytes) {
-      fail("initializer '" + sanitize(init.name()) + "': " + why);
+      fail("initializer '" + sanitize(init.name()) +
+           "': " + llvm::toString(bytes.takeError()));
       return failure();
     }
     auto type = cast<RankedTensorType>(argTypes[numInputs + w]);
@@ -1332,10 +1323,10 @@ const HostTensor *NodeContext::requireConstant(size_t i, StringRef what) {
     std::shared_ptr<const HostTensor> &cached =
         importer.weightConstants[proto->first()];
     if (!cached) {
-      std::string why;
-      auto decoded = decodeTensor(*proto->second, importer.baseDir, why);
+      auto decoded = decodeTensor(*proto->second, importer.baseDir);
       if (!decoded) {
-        fail("initializer '" + sanitize(proto->first()) + "': " + why);
+        fail("initializer '" + sanitize(proto->first()) +
+             "': " + llvm::toString(decoded.takeError()));
         return nullptr;
       }
       cached = std::make_shared<const HostTensor>(std::move(*decoded));
@@ -1543,11 +1534,12 @@ std::optional<HostTensor> NodeContext::tensorAttr(StringRef attrName) {
     fail("attribute '" + attrName + "' must be a tensor");
     return std::nullopt;
   }
-  std::string why;
-  auto t = decodeTensor(a->t(), importer.baseDir, why);
-  if (!t)
-    fail("attribute '" + attrName + "': " + why);
-  return t;
+  auto t = decodeTensor(a->t(), importer.baseDir);
+  if (!t) {
+    fail("attribute '" + attrName + "': " + llvm::toString(t.takeError()));
+    return std::nullopt;
+  }
+  return std::move(*t);
 }
 
 std::optional<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,

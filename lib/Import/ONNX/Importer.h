@@ -309,9 +309,8 @@ int32_t getDType(mlir::Type elementType);
 
 /// Decodes an ONNX TensorProto (raw, typed or external data) into a host
 /// tensor. `baseDir` resolves external data (empty: not allowed).
-std::optional<HostTensor> decodeTensor(const onnx::TensorProto &tensor,
-                                       llvm::StringRef baseDir,
-                                       std::string &error);
+HostResult decodeTensor(const onnx::TensorProto &tensor,
+                        llvm::StringRef baseDir);
 
 } // namespace pipedream::onnx_import
 

@@ -34,15 +34,14 @@ static std::string firstLine(const std::string &text) {
   return line;
 }
 
-bool onnx_proto::checkModel(const onnx::ModelProto &model,
-                            std::string &error) {
+std::optional<std::string>
+onnx_proto::checkModel(const onnx::ModelProto &model) {
   try {
     onnx::checker::check_model(model);
-    return true;
+    return std::nullopt;
   } catch (const std::exception &e) {
-    error = firstLine(e.what());
+    return firstLine(e.what());
   } catch (...) {
-    error = "unknown error in the ONNX checker";
+    return std::string("unknown error in the ONNX checker");
   }
-  return false;
 }

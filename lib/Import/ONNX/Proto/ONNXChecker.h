@@ -15,6 +15,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <string>
 
 namespace pipedream::onnx_proto {
@@ -24,10 +25,9 @@ namespace pipedream::onnx_proto {
 int checkerMaxIRVersion();
 int checkerMaxOpset();
 
-/// Runs `onnx::checker::check_model` on `model`. Returns true when the model
-/// passes; otherwise false with the checker's message (first line only) in
-/// `error`. Never throws.
-bool checkModel(const onnx::ModelProto &model, std::string &error);
+/// Runs `onnx::checker::check_model` on `model`: std::nullopt when the model
+/// passes, else the checker's message (first line only). Never throws.
+std::optional<std::string> checkModel(const onnx::ModelProto &model);
 
 } // namespace pipedream::onnx_proto
 
