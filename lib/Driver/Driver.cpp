@@ -816,7 +816,6 @@ CompileResult pipedream::compile(const CompileOptions &options) {
   // partition phase (applyReplicationPlan).
   PhaseOptions &p = *resolved;
   CompileTimingSession timing(p.timePhases, llvm::errs());
-  std::string error;
 
   // Import.
   std::string modelName = llvm::sys::path::filename(p.import.input).str();
@@ -972,9 +971,9 @@ CompileResult pipedream::compile(const CompileOptions &options) {
       return failWithError(modelName + ": ");
     if (p.emit == CompilePhase::LLVMDialect)
       return emitIR(result, printModule(*module));
-    auto machine = cpu::createTargetMachine(p.codegen.cpu, error);
-    if (failed(machine))
-      return fail(error);
+    auto machine = cpu::createTargetMachine(p.codegen.cpu);
+    if (!machine)
+      return fail(llvm::toString(machine.takeError()));
     llvm::LLVMContext llvmContext;
     auto llvmModule = cpu::translateToLLVMIR(*module, llvmContext, **machine);
     if (failed(llvmModule))

@@ -144,12 +144,8 @@ pipedream::resolveCodegenOptions(MLIRContext *context,
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.
-  {
-    // NOTE: lib/Target reports through a string; the message names the CPU.
-    std::string error;
-    if (failed(cpu::createTargetMachine(codegen.cpu, error)))
-      return fail(context, error);
-  }
+  if (auto machine = cpu::createTargetMachine(codegen.cpu); !machine)
+    return fail(context, llvm::toString(machine.takeError()));
   return codegen;
 }
 
@@ -173,16 +169,15 @@ static LogicalResult resolveTarget(const CompileOptions &o,
   c.gpuArch = o.gpuArch.value_or("sm_90");
   c.optLevel = o.optLevel;
   c.runTimeChecks = o.runTimeChecks;
-  std::string error;
-  if (failed(cuda::verifyGPUArch(c.gpuArch, error)))
-    return fail(context, error);
+  if (llvm::Error error = cuda::verifyGPUArch(c.gpuArch))
+    return fail(context, llvm::toString(std::move(error)));
   std::string dtype = o.dtype.value_or("f32");
   std::optional<cuda::DType> parsed = cuda::parseDType(dtype);
   if (!parsed)
     return fail(context, "--dtype " + dtype + ": expected f32 or bf16");
   c.dtype = *parsed;
-  if (failed(cuda::verifyToolkit(c, error)))
-    return fail(context, error);
+  if (llvm::Error error = cuda::verifyToolkit(c))
+    return fail(context, llvm::toString(std::move(error)));
   return success();
 }
 

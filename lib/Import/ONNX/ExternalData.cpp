@@ -86,15 +86,13 @@ Expected<ExternalBytes> pipedream::onnx_import::readExternalData(
                          ") is not a non-negative integer");
     }
   }
-  if (location.empty()) {
+  if (location.empty())
     return makeError("external data has no 'location' field");
-  }
-  if (baseDir.empty()) {
+  if (baseDir.empty())
     return makeError(
         "cannot read external data file " + quoted(location) +
         ": this import has no model directory or disallows external "
         "data");
-  }
   // NOTE: a NUL byte would end the path early in the system calls below,
   // naming another file than the one checked.
   if (StringRef(location).contains('\0') ||
@@ -109,17 +107,14 @@ Expected<ExternalBytes> pipedream::onnx_import::readExternalData(
 
   // Symbolic links may point anywhere: compare the resolved paths.
   SmallString<256> realDir, realPath;
-  if (sys::fs::real_path(baseDir, realDir)) {
+  if (sys::fs::real_path(baseDir, realDir))
     return makeError("cannot resolve the model's directory " + quoted(baseDir));
-  }
-  if (sys::fs::real_path(path, realPath)) {
+  if (sys::fs::real_path(path, realPath))
     return makeError("cannot open external data file " + quoted(path));
-  }
-  if (!isInside(realPath, realDir)) {
+  if (!isInside(realPath, realDir))
     return makeError("external data field 'location' (" + quoted(location) +
                      ") resolves to " + quoted(realPath) +
                      ", outside the model's directory");
-  }
   sys::fs::file_status status;
   if (sys::fs::status(realPath, status) ||
       !sys::fs::is_regular_file(status)) {
@@ -134,39 +129,34 @@ Expected<ExternalBytes> pipedream::onnx_import::readExternalData(
     return makeError("cannot open external data file " + quoted(path));
   }
   scope_exit closeOnExit([&] { sys::fs::closeFile(*file); });
-  if (sys::fs::status(*file, status)) {
+  if (sys::fs::status(*file, status))
     return makeError("cannot open external data file " + quoted(path));
-  }
   uint64_t fileSize = status.getSize();
-  if (uint64_t(offset) > fileSize) {
+  if (uint64_t(offset) > fileSize)
     return makeError("external data field 'offset' (" + std::to_string(offset) +
                      ") is past the end of " + quoted(location) + " (" +
                      std::to_string(fileSize) + " bytes)");
-  }
   if (length < 0)
     length = int64_t(fileSize - uint64_t(offset));
-  if (length != expectedBytes) {
+  if (length != expectedBytes)
     return makeError("external data field 'length' (" + std::to_string(length) +
                      " bytes) does not match the tensor, which needs " +
                      std::to_string(expectedBytes) + " bytes");
-  }
   // Both are at most INT64_MAX: the sum fits in 64 unsigned bits.
-  if (uint64_t(offset) + uint64_t(length) > fileSize) {
+  if (uint64_t(offset) + uint64_t(length) > fileSize)
     return makeError("external data fields 'offset' and 'length' ([" +
                      std::to_string(offset) + ", " +
                      std::to_string(uint64_t(offset) + uint64_t(length)) +
                      ")) exceed " + quoted(location) + " (" +
                      std::to_string(fileSize) + " bytes)");
-  }
   ExternalBytes result;
   if (length == 0)
     return result;
   // Maps the slice (page-aligned underneath) when it is 16 KiB or more.
   auto buffer = MemoryBuffer::getOpenFileSlice(*file, realPath, length, offset,
                                                /*IsVolatile=*/false);
-  if (!buffer || int64_t((*buffer)->getBufferSize()) != length) {
+  if (!buffer || int64_t((*buffer)->getBufferSize()) != length)
     return makeError("cannot read external data file " + quoted(location));
-  }
   // The view is registered while its buffer lives, so the bundle writer
   // can link the file instead of writing its bytes again (MappedFiles.h).
   pipedream::FileView view;

@@ -371,13 +371,11 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
                                               const HostTensor &lhs,
                                               const HostTensor &rhs,
                                               FoldBudget &budget) {
-  if (kind != BinaryKind::Pow && lhs.dtype != rhs.dtype) {
+  if (kind != BinaryKind::Pow && lhs.dtype != rhs.dtype)
     return makeError("operand element types differ: " + dtypeName(lhs.dtype) +
                      " vs " + dtypeName(rhs.dtype));
-  }
-  if (isLogical(kind) && (lhs.dtype != kBool || rhs.dtype != kBool)) {
+  if (isLogical(kind) && (lhs.dtype != kBool || rhs.dtype != kBool))
     return makeError("logical operators need bool operands");
-  }
   auto shape = broadcastOrError(lhs.shape, rhs.shape);
   if (!shape)
     return shape.takeError();
@@ -418,9 +416,8 @@ HostResult pipedream::onnx_import::foldBinary(BinaryKind kind,
     case BinaryKind::Div:
     case BinaryKind::Mod:
     case BinaryKind::FMod:
-      if (b == 0) {
+      if (b == 0)
         return makeError("integer division by zero");
-      }
       if (b == -1) {
         // Avoid INT64_MIN / -1 overflow.
         r = kind == BinaryKind::Div ? wrapSub(0, a) : 0;
@@ -452,13 +449,11 @@ HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
                    kind == UnaryKind::Erf || kind == UnaryKind::Sigmoid ||
                    kind == UnaryKind::Floor || kind == UnaryKind::Ceil ||
                    kind == UnaryKind::Reciprocal;
-  if (floatOnly && !input.isFloat()) {
+  if (floatOnly && !input.isFloat())
     return makeError("expects a floating-point input, got " +
                      dtypeName(input.dtype));
-  }
-  if (kind == UnaryKind::Not && input.dtype != kBool) {
+  if (kind == UnaryKind::Not && input.dtype != kBool)
     return makeError("expects a bool input, got " + dtypeName(input.dtype));
-  }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
     if (!input.isFloat()) {
@@ -495,9 +490,8 @@ HostResult pipedream::onnx_import::foldUnary(UnaryKind kind,
 
 HostResult pipedream::onnx_import::foldLeakyRelu(const HostTensor &input,
                                                  double alpha) {
-  if (!input.isFloat()) {
+  if (!input.isFloat())
     return makeError("expects a floating-point input");
-  }
   HostTensor out = input;
   for (int64_t e = 0, n = input.numElements(); e < n; ++e)
     out.set(e, input.floats[e] >= 0 ? input.floats[e]
@@ -527,13 +521,11 @@ HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
                                              const HostTensor &lhs,
                                              const HostTensor &rhs,
                                              FoldBudget &budget) {
-  if (cond.dtype != kBool) {
+  if (cond.dtype != kBool)
     return makeError("condition must be bool, got " + dtypeName(cond.dtype));
-  }
-  if (lhs.dtype != rhs.dtype) {
+  if (lhs.dtype != rhs.dtype)
     return makeError("operand element types differ: " + dtypeName(lhs.dtype) +
                      " vs " + dtypeName(rhs.dtype));
-  }
   auto condLhs = broadcastOrError(cond.shape, lhs.shape);
   if (!condLhs)
     return condLhs.takeError();
@@ -560,9 +552,8 @@ HostResult pipedream::onnx_import::foldWhere(const HostTensor &cond,
 
 HostResult pipedream::onnx_import::foldCast(const HostTensor &input,
                                             int32_t to) {
-  if (!isSupportedDType(to)) {
+  if (!isSupportedDType(to))
     return makeError("cannot cast to " + dtypeName(to));
-  }
   HostTensor out = HostTensor::zeros(to, input.shape);
   for (int64_t e = 0, n = input.numElements(); e < n; ++e) {
     if (input.isFloat()) {
@@ -586,10 +577,9 @@ HostResult pipedream::onnx_import::foldCast(const HostTensor &input,
 HostResult pipedream::onnx_import::foldReshape(const HostTensor &input,
                                                ArrayRef<int64_t> shape) {
   auto n = checkedNumElements(shape);
-  if (!n || *n != input.numElements()) {
+  if (!n || *n != input.numElements())
     return makeError("cannot reshape " + shapeToString(input.shape) + " to " +
                      shapeToString(shape));
-  }
   HostTensor out = input;
   out.shape.assign(shape.begin(), shape.end());
   return out;
@@ -633,17 +623,15 @@ HostResult pipedream::onnx_import::foldTranspose(const HostTensor &input,
                                                  ArrayRef<int64_t> perm) {
   int64_t rank = input.rank();
   SmallVector<bool> seen(rank, false);
-  if (int64_t(perm.size()) != rank) {
+  if (int64_t(perm.size()) != rank)
     return makeError("perm " + shapeToString(perm) +
                      " is not a permutation of " + std::to_string(rank) +
                      " dimensions");
-  }
   for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[p]) {
+    if (p < 0 || p >= rank || seen[p])
       return makeError("perm " + shapeToString(perm) +
                        " is not a permutation of " + std::to_string(rank) +
                        " dimensions");
-    }
     seen[p] = true;
   }
   SmallVector<int64_t> shape;
@@ -694,12 +682,10 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
                                               const HostTensor &indices,
                                               int64_t axis,
                                               FoldBudget &budget) {
-  if (indices.dtype != kInt64 && indices.dtype != kInt32) {
+  if (indices.dtype != kInt64 && indices.dtype != kInt32)
     return makeError("indices must be int32 or int64");
-  }
-  if (axis < 0 || axis >= data.rank()) {
+  if (axis < 0 || axis >= data.rank())
     return makeError("axis out of range");
-  }
   int64_t dim = data.shape[axis];
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
   shape.append(indices.shape.begin(), indices.shape.end());
@@ -718,11 +704,10 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
       int64_t idx = indices.ints[i];
       if (idx < 0)
         idx += dim;
-      if (idx < 0 || idx >= dim) {
+      if (idx < 0 || idx >= dim)
         return makeError("index " + std::to_string(indices.ints[i]) +
                          " is out of range for a dimension of size " +
                          std::to_string(dim));
-      }
       for (int64_t k = 0; k < inner; ++k)
         flat.push_back((o * dim + idx) * inner + k);
     }
@@ -733,25 +718,21 @@ HostResult pipedream::onnx_import::foldGather(const HostTensor &data,
 HostResult
 pipedream::onnx_import::foldConcat(ArrayRef<const HostTensor *> inputs,
                                    int64_t axis) {
-  if (inputs.empty()) {
+  if (inputs.empty())
     return makeError("concat needs at least one input");
-  }
   const HostTensor &first = *inputs.front();
-  if (axis < 0 || axis >= first.rank()) {
+  if (axis < 0 || axis >= first.rank())
     return makeError("axis out of range");
-  }
   SmallVector<int64_t> shape(first.shape);
   shape[axis] = 0;
   for (const HostTensor *t : inputs) {
-    if (t->dtype != first.dtype || t->rank() != first.rank()) {
+    if (t->dtype != first.dtype || t->rank() != first.rank())
       return makeError("inputs differ in element type or rank");
-    }
     for (int64_t d = 0; d < first.rank(); ++d) {
-      if (d != axis && t->shape[d] != first.shape[d]) {
+      if (d != axis && t->shape[d] != first.shape[d])
         return makeError("input shapes " + shapeToString(first.shape) +
                          " and " + shapeToString(t->shape) +
                          " differ outside the axis");
-      }
     }
     shape[axis] += t->shape[axis];
   }
@@ -794,9 +775,8 @@ HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
   int64_t rank = input.rank();
   SmallVector<bool> reduced(rank, false);
   for (int64_t a : axes) {
-    if (a < 0 || a >= rank) {
+    if (a < 0 || a >= rank)
       return makeError("axis out of range");
-    }
     reduced[a] = true;
   }
   SmallVector<int64_t> keptShape, outShape;
@@ -835,9 +815,8 @@ HostResult pipedream::onnx_import::foldReduce(ReduceKind kind,
 
 HostResult pipedream::onnx_import::foldTrilu(const HostTensor &input, int64_t k,
                                              bool upper) {
-  if (input.rank() < 2) {
+  if (input.rank() < 2)
     return makeError("input must have rank >= 2");
-  }
   int64_t rows = input.shape[input.rank() - 2];
   int64_t cols = input.shape[input.rank() - 1];
   HostTensor out = input;

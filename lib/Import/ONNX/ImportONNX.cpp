@@ -137,17 +137,14 @@ getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
                SmallVectorImpl<int64_t> &shape, std::vector<char> &storage,
                std::unique_ptr<llvm::MemoryBuffer> *external = nullptr) {
   int32_t dtype = tensor.data_type();
-  if (!isSupportedDType(dtype)) {
+  if (!isSupportedDType(dtype))
     return makeError("data type " + dtypeName(dtype) + " is not supported");
-  }
-  if (tensor.has_segment()) {
+  if (tensor.has_segment())
     return makeError("segmented tensors are not supported");
-  }
   shape.assign(tensor.dims().begin(), tensor.dims().end());
   auto n = checkedNumElements(shape);
-  if (!n) {
+  if (!n)
     return makeError("invalid or too large dimensions " + shapeToString(shape));
-  }
   int64_t width = dtypeByteWidth(dtype);
   int64_t bytes = *n * width;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -163,12 +160,11 @@ getTensorBytes(const onnx::TensorProto &tensor, StringRef baseDir,
   }
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
-    if (int64_t(raw.size()) != bytes) {
+    if (int64_t(raw.size()) != bytes)
       return makeError("raw data holds " + std::to_string(raw.size()) +
                        " bytes but dimensions " + shapeToString(shape) +
                        " of " + dtypeName(dtype) + " need " +
                        std::to_string(bytes));
-    }
     return ArrayRef<char>(raw.data(), raw.size());
   }
   int64_t count = 0;

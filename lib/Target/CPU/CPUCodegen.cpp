@@ -49,17 +49,16 @@ static void initializeNativeTarget() {
   });
 }
 
-FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CPUCodegenOptions &options) {
   initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string lookupError;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
-    error = "no LLVM target for " + triple.str() + ": " + lookupError;
-    return failure();
-  }
+  if (!target)
+    return llvm::createStringError("no LLVM target for " + triple.str() + ": " +
+                                   lookupError);
 
   std::string cpu = options.cpu;
   llvm::SmallVector<std::string> features;
@@ -71,19 +70,17 @@ createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
   }
   if (!options.features.empty())
     features.push_back(options.features);
-  if (!target->hasTargetMachine()) {
-    error = "LLVM target " + triple.str() + " has no code generator";
-    return failure();
-  }
+  if (!target->hasTargetMachine())
+    return llvm::createStringError("LLVM target " + triple.str() +
+                                   " has no code generator");
   // An unknown CPU name would only make LLVM print a warning and fall back
   // to a generic CPU: refuse it, asking a generic subtarget.
   {
     std::unique_ptr<llvm::MCSubtargetInfo> generic(
         target->createMCSubtargetInfo(triple, "", ""));
-    if (!generic || !generic->isCPUStringValid(cpu)) {
-      error = "unknown target CPU '" + cpu + "' for " + triple.str();
-      return failure();
-    }
+    if (!generic || !generic->isCPUStringValid(cpu))
+      return llvm::createStringError("unknown target CPU '" + cpu + "' for " +
+                                     triple.str());
   }
 
   llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Aggressive;
@@ -111,11 +108,10 @@ createTargetMachine(const CPUCodegenOptions &options, std::string &error) {
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, llvm::join(features, ","), targetOptions, llvm::Reloc::PIC_,
       std::nullopt, level));
-  if (!machine) {
-    error = "cannot create an LLVM target machine for CPU '" + cpu + "'";
-    return failure();
-  }
-  return machine;
+  if (!machine)
+    return llvm::createStringError(
+        "cannot create an LLVM target machine for CPU '" + cpu + "'");
+  return std::move(machine);
 }
 
 /// `message` as the one error of `module`'s compile, at no location (a
@@ -218,20 +214,16 @@ void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
   mpm.run(module, mam);
 }
 
-LogicalResult emitObjectFile(llvm::Module &module,
-                             llvm::TargetMachine &machine,
-                             llvm::SmallVectorImpl<char> &object,
-                             std::string &error) {
+llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
+                           llvm::SmallVectorImpl<char> &object) {
   object.clear();
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager pm;
   if (machine.addPassesToEmitFile(pm, os, nullptr,
-                                  llvm::CodeGenFileType::ObjectFile)) {
-    error = "the LLVM target cannot emit object files";
-    return failure();
-  }
+                                  llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the LLVM target cannot emit object files");
   pm.run(module);
-  return success();
+  return llvm::Error::success();
 }
 
 LogicalResult compileToSharedLibrary(ModuleOp module,
@@ -253,12 +245,11 @@ LogicalResult emitSharedLibrary(ModuleOp module,
                                 ArrayRef<std::string> runtimeSymbols) {
   // NOTE: the LLVM-only steps (target machine, the parallel code
   // generation, lld) have no MLIR context and run on worker threads: they
-  // report through `error`, which becomes the module's diagnostic here.
-  std::string error;
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(options, error);
-  if (failed(machine))
-    return fail(module, error);
+  // report through llvm::Error, which becomes the module's diagnostic here.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options);
+  if (!machine)
+    return fail(module, llvm::toString(machine.takeError()));
   llvm::LLVMContext llvmContext;
   std::optional<TimedPhase> translatePhase;
   translatePhase.emplace("LLVM IR translation");
@@ -270,9 +261,9 @@ LogicalResult emitSharedLibrary(ModuleOp module,
   // LLVM -O and instruction selection, split over the cores and cached
   // (ParallelCodegen.cpp).
   std::vector<llvm::SmallVector<char, 0>> objects;
-  if (failed(compileToObjects(std::move(*llvmModule), options, objects,
-                              error)))
-    return fail(module, error);
+  if (llvm::Error error =
+          compileToObjects(std::move(*llvmModule), options, objects))
+    return fail(module, llvm::toString(std::move(error)));
 
   // lld reads its inputs from files: the objects go next to the output,
   // under names no other compile uses.
@@ -301,9 +292,10 @@ LogicalResult emitSharedLibrary(ModuleOp module,
       return fail(module, objectPath + ": " + ec.message());
   }
   TimedPhase linkPhase("link");
-  if (failed(linkSharedLibrary(objectPaths, outputPath, withBLAS, error,
-                               runtimeSymbols, options.linkKernels)))
-    return fail(module, error);
+  if (llvm::Error error =
+          linkSharedLibrary(objectPaths, outputPath, withBLAS, runtimeSymbols,
+                            options.linkKernels))
+    return fail(module, llvm::toString(std::move(error)));
   return success();
 }
 

@@ -23,16 +23,13 @@ namespace pipedream::cpu {
 extern const unsigned char kernelObjectBytes[];
 extern const std::size_t kernelObjectSize;
 
-mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
-                                      std::string &path, std::string &error) {
+llvm::Expected<std::string> writeKernelObject(llvm::StringRef outputPath) {
   llvm::SmallString<256> model(outputPath);
   model += ".kernels.%%%%%%.o";
   llvm::SmallString<256> unique;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, unique)) {
-    error = (outputPath + ": cannot create the kernel object: " + ec.message())
-                .str();
-    return mlir::failure();
-  }
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, unique))
+    return llvm::createStringError(
+        outputPath + ": cannot create the kernel object: " + ec.message());
   std::error_code ec;
   llvm::raw_fd_ostream os(unique, ec);
   if (!ec) {
@@ -43,11 +40,9 @@ mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
   }
   if (ec) {
     llvm::sys::fs::remove(unique);
-    error = (unique + ": " + ec.message()).str();
-    return mlir::failure();
+    return llvm::createStringError(unique + ": " + ec.message());
   }
-  path = std::string(unique);
-  return mlir::success();
+  return std::string(unique);
 }
 
 } // namespace pipedream::cpu

@@ -52,11 +52,10 @@ bool isBLASAvailable() {
   return kOpenBLASPath[0] != '\0' && llvm::sys::fs::exists(kOpenBLASPath);
 }
 
-LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
-                                StringRef outputPath, bool withBLAS,
-                                std::string &error,
-                                ArrayRef<std::string> runtimeSymbols,
-                                bool withKernels) {
+llvm::Error linkSharedLibrary(ArrayRef<std::string> objectFiles,
+                              StringRef outputPath, bool withBLAS,
+                              ArrayRef<std::string> runtimeSymbols,
+                              bool withKernels) {
   static std::mutex lldMutex;
   static bool lldUsable = true;
 
@@ -64,8 +63,12 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
   // library, called or not (30 KiB), so the runtime always finds the thread
   // setting.
   std::string kernelObject;
-  if (withKernels && failed(writeKernelObject(outputPath, kernelObject, error)))
-    return failure();
+  if (withKernels) {
+    llvm::Expected<std::string> written = writeKernelObject(outputPath);
+    if (!written)
+      return written.takeError();
+    kernelObject = std::move(*written);
+  }
   llvm::scope_exit removeKernelObject([&] {
     if (!kernelObject.empty())
       llvm::sys::fs::remove(kernelObject);
@@ -84,31 +87,29 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
   // Soft-float and other helpers LLVM's backend may call. An archive: only
   // members that resolve an undefined symbol are linked; --exclude-libs
   // keeps them out of the dynamic symbol table even if one were not hidden.
-  if (kBuiltinsPath[0] == '\0' || !llvm::sys::fs::exists(kBuiltinsPath)) {
-    error = std::string("compiler-rt builtins archive not found (") +
-            (kBuiltinsPath[0] ? kBuiltinsPath : "not configured") +
-            "): install libclang-rt-22-dev and reconfigure pipedream";
-    return failure();
-  }
+  if (kBuiltinsPath[0] == '\0' || !llvm::sys::fs::exists(kBuiltinsPath))
+    return llvm::createStringError(
+        std::string("compiler-rt builtins archive not found (") +
+        (kBuiltinsPath[0] ? kBuiltinsPath : "not configured") +
+        "): install libclang-rt-22-dev and reconfigure pipedream");
   args.push_back("--exclude-libs=ALL");
   args.push_back(kBuiltinsPath);
   // Only libraries whose symbols are used become DT_NEEDED.
   args.push_back("--as-needed");
   for (const char *library : {kLibmPath, kLibcPath, kLdsoPath}) {
     if (library[0] == '\0') {
-      error = "pipedream was built without the path of libc/libm/ld.so; "
-              "reconfigure it with CMake";
-      return failure();
+      return llvm::createStringError(
+          "pipedream was built without the path of libc/libm/ld.so; "
+          "reconfigure it with CMake");
     }
     args.push_back(library);
   }
   if (withBLAS) {
-    if (!isBLASAvailable()) {
-      error = std::string("OpenBLAS not found (") +
-              (kOpenBLASPath[0] ? kOpenBLASPath : "not configured") +
-              "): install libopenblas-dev or compile without BLAS";
-      return failure();
-    }
+    if (!isBLASAvailable())
+      return llvm::createStringError(
+          std::string("OpenBLAS not found (") +
+          (kOpenBLASPath[0] ? kOpenBLASPath : "not configured") +
+          "): install libopenblas-dev or compile without BLAS");
     args.push_back(kOpenBLASPath);
   }
   // Symbols the runtime provides at dlopen time: -z defs still applies,
@@ -121,9 +122,9 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
 
   std::lock_guard<std::mutex> lock(lldMutex);
   if (!lldUsable) {
-    error = "the in-process linker crashed earlier in this process; "
-            "restart the compiler";
-    return failure();
+    return llvm::createStringError(
+        "the in-process linker crashed earlier in this process; "
+        "restart the compiler");
   }
   std::string out, err;
   llvm::raw_string_ostream outStream(out), errStream(err);
@@ -143,19 +144,18 @@ LogicalResult linkSharedLibrary(ArrayRef<std::string> objectFiles,
       if (llvm::is_contained(runtimeSymbols, name))
         continue;
       llvm::sys::fs::remove(outputPath);
-      error = (outputPath + ": link failed: undefined symbol: " + name).str();
-      return failure();
+      return llvm::createStringError(
+          outputPath + ": link failed: undefined symbol: " + name);
     }
-    return success();
+    return llvm::Error::success();
   }
   StringRef message = StringRef(err).trim();
   if (message.empty())
     message = StringRef(out).trim();
-  error = (outputPath + ": link failed: " +
-           (message.empty() ? StringRef("lld exited with an error")
-                            : message.split('\n').first))
-              .str();
-  return failure();
+  return llvm::createStringError(outputPath + ": link failed: " +
+                                 (message.empty()
+                                      ? StringRef("lld exited with an error")
+                                      : message.split('\n').first));
 }
 
 } // namespace pipedream::cpu

@@ -113,14 +113,13 @@ struct Part {
 
 /// Optimizes `module` and emits its object, with a target machine of its
 /// own (target machines are not shared between threads).
-LogicalResult optimizeAndEmit(llvm::Module &module,
-                              const CPUCodegenOptions &options,
-                              llvm::SmallVectorImpl<char> &object,
-                              std::string &error, bool timed) {
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(options, error);
-  if (failed(machine))
-    return failure();
+llvm::Error optimizeAndEmit(llvm::Module &module,
+                            const CPUCodegenOptions &options,
+                            llvm::SmallVectorImpl<char> &object, bool timed) {
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options);
+  if (!machine)
+    return machine.takeError();
   {
     std::optional<TimedPhase> phase;
     if (timed)
@@ -130,7 +129,7 @@ LogicalResult optimizeAndEmit(llvm::Module &module,
   std::optional<TimedPhase> phase;
   if (timed)
     phase.emplace("codegen");
-  return emitObjectFile(module, **machine, object, error);
+  return emitObjectFile(module, **machine, object);
 }
 
 /// The cache file of a part with this bitcode.
@@ -194,19 +193,18 @@ void writeCached(const Part &part) {
 
 } // namespace
 
-LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
-                               const CPUCodegenOptions &options,
-                               std::vector<llvm::SmallVector<char, 0>> &objects,
-                               std::string &error) {
+llvm::Error compileToObjects(std::unique_ptr<llvm::Module> module,
+                             const CPUCodegenOptions &options,
+                             std::vector<llvm::SmallVector<char, 0>> &objects) {
   objects.clear();
   unsigned threads = resolveCodegenThreads(options);
   std::string cacheDir = resolveObjectCacheDir(options);
   if (!cacheDir.empty() && llvm::sys::fs::create_directories(cacheDir))
     cacheDir.clear();
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(options, error);
-  if (failed(machine))
-    return failure();
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options);
+  if (!machine)
+    return machine.takeError();
 
   unsigned defined = 0;
   for (llvm::Function &function : *module)
@@ -225,9 +223,9 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
       part.cachePath = cachePathFor(cacheDir, part.bitcode, options, **machine);
     }
     if (!readCached(part)) {
-      if (failed(optimizeAndEmit(*module, options, part.object, error,
-                                 /*timed=*/true)))
-        return failure();
+      if (llvm::Error error = optimizeAndEmit(*module, options, part.object,
+                                              /*timed=*/true))
+        return error;
       writeCached(part);
     }
     objects.push_back(std::move(part.object));
@@ -270,18 +268,18 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
                        llvm::toString(piece.takeError());
           return;
         }
-        if (failed(optimizeAndEmit(**piece, options, part.object, part.error,
-                                   /*timed=*/false)))
+        if (llvm::Error error = optimizeAndEmit(**piece, options, part.object,
+                                                /*timed=*/false)) {
+          part.error = llvm::toString(std::move(error));
           return;
+        }
         writeCached(part);
       });
     }
     pool.wait();
     for (Part &part : parts) {
-      if (!part.error.empty()) {
-        error = part.error;
-        return failure();
-      }
+      if (!part.error.empty())
+        return llvm::createStringError(part.error);
       objects.push_back(std::move(part.object));
     }
   }
@@ -293,7 +291,7 @@ LogicalResult compileToObjects(std::unique_ptr<llvm::Module> module,
     else
       llvm::consumeError(policy.takeError());
   }
-  return success();
+  return llvm::Error::success();
 }
 
 } // namespace pipedream::cpu

@@ -41,29 +41,27 @@ const std::vector<std::string> &runtimeSymbols() {
   return symbols;
 }
 
-LogicalResult verifyToolkit(const CUDACodegenOptions &options,
-                            std::string &error) {
+llvm::Error verifyToolkit(const CUDACodegenOptions &options) {
   std::string toolkit = resolveToolkitPath(options);
   for (const char *tool : {"bin/ptxas", "bin/fatbinary",
                            "nvvm/libdevice/libdevice.10.bc"}) {
     llvm::SmallString<256> path(toolkit);
     llvm::sys::path::append(path, tool);
-    if (!llvm::sys::fs::exists(path)) {
-      error = "CUDA toolkit " + toolkit + " has no " + tool +
-              " (set CUDA_HOME to a CUDA toolkit)";
-      return failure();
-    }
+    if (!llvm::sys::fs::exists(path))
+      return llvm::createStringError("CUDA toolkit " + toolkit + " has no " +
+                                     tool +
+                                     " (set CUDA_HOME to a CUDA toolkit)");
   }
-  return success();
+  return llvm::Error::success();
 }
 
 LogicalResult compileToSharedLibrary(ModuleOp module,
                                      const CUDACodegenOptions &options,
                                      StringRef outputPath) {
-  std::string error;
-  if (failed(verifyGPUArch(options.gpuArch, error)) ||
-      failed(verifyToolkit(options, error)))
-    return pipedream::emitError(module.getContext()) << error;
+  if (llvm::Error error = llvm::joinErrors(verifyGPUArch(options.gpuArch),
+                                           verifyToolkit(options)))
+    return pipedream::emitError(module.getContext())
+           << firstLine(llvm::toString(std::move(error)));
   if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   // The host code only sets up launches: a generic x86-64 CPU keeps

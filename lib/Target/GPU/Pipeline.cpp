@@ -60,22 +60,18 @@ static unsigned smVersion(StringRef arch) {
   return version;
 }
 
-LogicalResult verifyGPUArch(StringRef arch, std::string &error) {
+llvm::Error verifyGPUArch(StringRef arch) {
   unsigned version = smVersion(arch);
-  if (version == 0) {
-    error = ("--gpu-arch " + arch +
-             ": expected sm_<compute capability>, e.g. sm_80 or sm_90")
-                .str();
-    return failure();
-  }
+  if (version == 0)
+    return llvm::createStringError(
+        "--gpu-arch " + arch +
+        ": expected sm_<compute capability>, e.g. sm_80 or sm_90");
   // CUDA 13's ptxas dropped Maxwell, Pascal and Volta.
-  if (version < 75) {
-    error = ("--gpu-arch " + arch +
-             ": the CUDA 13 toolkit compiles for sm_75 and newer")
-                .str();
-    return failure();
-  }
-  return success();
+  if (version < 75)
+    return llvm::createStringError(
+        "--gpu-arch " + arch +
+        ": the CUDA 13 toolkit compiles for sm_75 and newer");
+  return llvm::Error::success();
 }
 
 std::string ptxFeatureFor(StringRef arch) {

@@ -30,6 +30,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <memory>
 #include <optional>
@@ -177,9 +178,9 @@ mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
 
 /// Creates the LLVM TargetMachine for `options` (PIC, the requested CPU and
 /// features, optimization level). LLVM only (no MLIR context; code
-/// generation threads call it): fails with a one-line `error`.
-mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CPUCodegenOptions &options, std::string &error);
+/// generation threads call it): fails with a one-line error.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CPUCodegenOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR with `machine`'s data layout
 /// and triple. Fails with one error on the module's context.
@@ -192,10 +193,8 @@ void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
                         unsigned optLevel);
 
 /// Emits `module` as an ELF relocatable object into `object`.
-mlir::LogicalResult emitObjectFile(llvm::Module &module,
-                                   llvm::TargetMachine &machine,
-                                   llvm::SmallVectorImpl<char> &object,
-                                   std::string &error);
+llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
+                           llvm::SmallVectorImpl<char> &object);
 
 /// Links `objectFiles` and, when `withKernels`, the CPU kernel object
 /// (writeKernelObject) into the shared library `outputPath` with lld, in
@@ -204,18 +203,15 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
 /// undefined in the library (the loader resolves them from what the process
 /// already loaded: the CUDA target's mgpu* and pd_gpu_* functions, provided
 /// by the pipedream runtime). Serialized: lld keeps one context per process.
-mlir::LogicalResult
-linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
-                  llvm::StringRef outputPath, bool withBLAS,
-                  std::string &error,
-                  llvm::ArrayRef<std::string> runtimeSymbols = {},
-                  bool withKernels = true);
+llvm::Error linkSharedLibrary(llvm::ArrayRef<std::string> objectFiles,
+                              llvm::StringRef outputPath, bool withBLAS,
+                              llvm::ArrayRef<std::string> runtimeSymbols = {},
+                              bool withKernels = true);
 
 /// Writes the CPU kernel object (lib/Target/CPU/Kernels: pd_cpu_sgemm, the
-/// thread count) to a new file next to `outputPath` and returns its name in
-/// `path`; linkSharedLibrary links it into every library and removes it.
-mlir::LogicalResult writeKernelObject(llvm::StringRef outputPath,
-                                      std::string &path, std::string &error);
+/// thread count) to a new file next to `outputPath` and returns its name;
+/// linkSharedLibrary links it into every library and removes it.
+llvm::Expected<std::string> writeKernelObject(llvm::StringRef outputPath);
 
 /// Code generation for a module already in the LLVM dialect: translation
 /// with `options`' target machine, the LLVM -O pipeline, an object file

@@ -36,11 +36,9 @@ unsigned resolveCodegenThreads(const CPUCodegenOptions &options);
 /// Optimizes `module` at `options.optLevel` and emits it as ELF objects
 /// into `objects` (one per part), on resolveCodegenThreads threads, with
 /// the object cache. `module` is consumed (split or optimized in place).
-mlir::LogicalResult
-compileToObjects(std::unique_ptr<llvm::Module> module,
-                 const CPUCodegenOptions &options,
-                 std::vector<llvm::SmallVector<char, 0>> &objects,
-                 std::string &error);
+llvm::Error compileToObjects(std::unique_ptr<llvm::Module> module,
+                             const CPUCodegenOptions &options,
+                             std::vector<llvm::SmallVector<char, 0>> &objects);
 
 } // namespace pipedream::cpu
 

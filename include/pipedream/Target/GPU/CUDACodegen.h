@@ -33,6 +33,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -83,9 +84,9 @@ struct CUDACodegenOptions {
   bool runTimeChecks = true;
 };
 
-/// Checks `arch` (`sm_NN` or `sm_NNa`, NN >= 50); sets `error` to a one-line
-/// message otherwise.
-mlir::LogicalResult verifyGPUArch(llvm::StringRef arch, std::string &error);
+/// Checks `arch` (`sm_NN` or `sm_NNa`, NN >= 75); a one-line error
+/// otherwise.
+llvm::Error verifyGPUArch(llvm::StringRef arch);
 
 /// The PTX ISA version feature ptxas needs for `arch` (e.g. "+ptx80").
 std::string ptxFeatureFor(llvm::StringRef arch);
@@ -96,8 +97,7 @@ std::string resolveToolkitPath(const CUDACodegenOptions &options);
 
 /// Checks that the toolkit has what gpu-module-to-binary runs (ptxas,
 /// fatbinary) and libdevice.
-mlir::LogicalResult verifyToolkit(const CUDACodegenOptions &options,
-                                  std::string &error);
+llvm::Error verifyToolkit(const CUDACodegenOptions &options);
 
 /// Adds every dialect, interface and translation the CUDA lowering uses
 /// (the CPU target's, plus GPU, NVVM, the NVVM target attribute and the
