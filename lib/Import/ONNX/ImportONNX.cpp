@@ -1660,11 +1660,10 @@ struct BatchPlan {
 } // namespace
 
 /// Finds the graph inputs whose static dimension 0 differs from the one
-/// asked for (--input-shape, ImportOptions::batchSize). False with `error`
-/// when they disagree on the batch.
-static bool planBatch(const onnx::GraphProto &graph,
-                      const ImportOptions &options, BatchPlan &plan,
-                      std::string &error) {
+/// asked for (--input-shape, ImportOptions::batchSize); an error when they
+/// disagree on the batch.
+static llvm::Error planBatch(const onnx::GraphProto &graph,
+                             const ImportOptions &options, BatchPlan &plan) {
   llvm::StringSet<> initializers;
   for (const auto &init : graph.initializer())
     initializers.insert(init.name());
@@ -1692,14 +1691,13 @@ static bool planBatch(const onnx::GraphProto &graph,
         const auto &dim = shape.dim(d);
         if (dim.has_dim_value() && dim.dim_value() >= 0 &&
             dim.dim_value() != given->second[d]) {
-          error = "--input-shape " + sanitize(input.name()) + "=" +
-                  dimsToOption(given->second) + ": dimension " +
-                  std::to_string(d) + " of graph input '" +
-                  sanitize(input.name()) + "' is " +
-                  std::to_string(dim.dim_value()) +
-                  " in the model (only the batch dimension 0 of a static "
-                  "shape can be overridden)";
-          return false;
+          return makeError(
+              "--input-shape " + sanitize(input.name()) + "=" +
+              dimsToOption(given->second) + ": dimension " + std::to_string(d) +
+              " of graph input '" + sanitize(input.name()) + "' is " +
+              std::to_string(dim.dim_value()) +
+              " in the model (only the batch dimension 0 of a static "
+              "shape can be overridden)");
         }
       }
       requested = given->second[0];
@@ -1720,20 +1718,17 @@ static bool planBatch(const onnx::GraphProto &graph,
     if (requested < 0 || requested == dim.dim_value())
       continue;
     std::string quoted = "graph input '" + sanitize(input.name()) + "'";
-    if (dim.dim_value() == 0) {
-      error = quoted + " has the static batch 0: an empty batch cannot be "
-                       "re-specialized";
-      return false;
-    }
+    if (dim.dim_value() == 0)
+      return makeError(quoted +
+                       " has the static batch 0: an empty batch cannot be "
+                       "re-specialized");
     if (plan.oldBatch &&
         (plan.oldBatch != dim.dim_value() || plan.newBatch != requested)) {
-      error = quoted + " resizes static batch " +
-              std::to_string(dim.dim_value()) + " to " +
-              std::to_string(requested) + ", but " + first + " resizes " +
-              std::to_string(plan.oldBatch) + " to " +
-              std::to_string(plan.newBatch) +
-              "; the batch inputs must agree";
-      return false;
+      return makeError(
+          quoted + " resizes static batch " + std::to_string(dim.dim_value()) +
+          " to " + std::to_string(requested) + ", but " + first + " resizes " +
+          std::to_string(plan.oldBatch) + " to " +
+          std::to_string(plan.newBatch) + "; the batch inputs must agree");
     }
     plan.oldBatch = dim.dim_value();
     plan.newBatch = requested;
@@ -1742,24 +1737,22 @@ static bool planBatch(const onnx::GraphProto &graph,
       first = quoted;
   }
   if (!plan.oldBatch)
-    return true;
-  if (plan.newBatch == 0) {
-    error = first + ": cannot re-specialize the static batch " +
-            std::to_string(plan.oldBatch) + " to an empty batch";
-    return false;
-  }
+    return llvm::Error::success();
+  if (plan.newBatch == 0)
+    return makeError(first + ": cannot re-specialize the static batch " +
+                     std::to_string(plan.oldBatch) + " to an empty batch");
   // Another input at the old batch that nothing resizes would keep it:
   // ask rather than guess whether it carries samples.
   for (const Static &s : statics) {
     if (s.given || plan.resized.contains(s.name) || s.dim0 != plan.oldBatch)
       continue;
-    error = "graph input '" + sanitize(s.name) + "' also has the static batch " +
-            std::to_string(plan.oldBatch) + " that " + first +
-            " re-specializes to " + std::to_string(plan.newBatch) +
-            ": give its shape with --input-shape too";
-    return false;
+    return makeError("graph input '" + sanitize(s.name) +
+                     "' also has the static batch " +
+                     std::to_string(plan.oldBatch) + " that " + first +
+                     " re-specializes to " + std::to_string(plan.newBatch) +
+                     ": give its shape with --input-shape too");
   }
-  return true;
+  return llvm::Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1792,10 +1785,11 @@ importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
   }
   StringRef dataDir = options.allowExternalData ? baseDir : StringRef();
   BatchPlan plan;
-  std::string planError;
-  if (model.has_graph() && !planBatch(model.graph(), options, plan, planError)) {
-    error = sanitize(modelName) + ": " + planError;
-    return failure();
+  if (model.has_graph()) {
+    if (llvm::Error planError = planBatch(model.graph(), options, plan)) {
+      error = sanitize(modelName) + ": " + llvm::toString(std::move(planError));
+      return failure();
+    }
   }
   std::optional<BatchRespecializer> respec;
   if (plan.oldBatch) {
