@@ -458,6 +458,33 @@ inline int64_t wholeOffset(int64_t pc, int64_t j, int64_t kc, int64_t nPad) {
   return pc * nPad + j * kc;
 }
 
+/// The MR x NR tiles of C (`c`, leading dimension `ldc`) that one packed A
+/// block (mc rows, micro-panels of `panel` elements) times one packed B
+/// block (nc columns, the same) makes: `full(aPanel, bPanel, cTile)` on a
+/// whole tile; on a partial one (the block's last rows or columns)
+/// `partial(aPanel, bPanel, cTile, rows, cols)`, which computes the whole
+/// tile elsewhere and stores its valid part. Shared by the f32 and bf16
+/// paths.
+template <typename T, typename Full, typename Partial>
+__attribute__((always_inline)) inline void
+forEachTile(int64_t mc, int64_t nc, int mr, int nr, int64_t panel, const T *ap,
+            const T *bBlock, float *c, int64_t ldc, Full full,
+            Partial partial) {
+  for (int64_t jr = 0; jr < nc; jr += nr) {
+    int64_t cols = nc - jr < nr ? nc - jr : nr;
+    const T *bPanel = bBlock + jr * panel;
+    for (int64_t ir = 0; ir < mc; ir += mr) {
+      int64_t rows = mc - ir < mr ? mc - ir : mr;
+      const T *aPanel = ap + ir * panel;
+      float *cTile = c + ir * ldc + jr;
+      if (rows == mr && cols == nr)
+        full(aPanel, bPanel, cTile);
+      else
+        partial(aPanel, bPanel, cTile, rows, cols);
+    }
+  }
+}
+
 /// C[i0 : i0+mb, j0 : j0+nb] of `p`. Returns false, before touching C, when
 /// the packing buffers cannot be allocated.
 bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
@@ -493,26 +520,23 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
       for (int64_t ic = 0; ic < mb; ic += bl.mc) {
         int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
         packA(p.a, i0 + ic, mc, pc, kc, mr, ap);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          int64_t cols = nc - jr < nr ? nc - jr : nr;
-          const float *bPanel = bBlock + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            int64_t rows = mc - ir < mr ? mc - ir : mr;
-            const float *aPanel = ap + ir * kc;
-            float *cTile = p.c + (i0 + ic + ir) * p.ldc + j0 + jc + jr;
-            if (rows == mr && cols == nr) {
+        forEachTile(
+            mc, nc, mr, nr, kc, ap, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
+            p.ldc,
+            [&](const float *aPanel, const float *bPanel, float *cTile) {
               info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
-              continue;
-            }
-            // Partial tile: the full tile into `edge`, then the same
-            // combine as the kernel's on the valid part.
-            info.kernel(kc, aPanel, bPanel, edge, nr, Update{1.0f, 0.0f, true});
-            for (int64_t i = 0; i < rows; ++i)
-              for (int64_t j = 0; j < cols; ++j)
-                cTile[i * p.ldc + j] =
-                    combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
-          }
-        }
+            },
+            [&](const float *aPanel, const float *bPanel, float *cTile,
+                int64_t rows, int64_t cols) {
+              // The full tile into `edge`, then the same combine as the
+              // kernel's on the valid part.
+              info.kernel(kc, aPanel, bPanel, edge, nr,
+                          Update{1.0f, 0.0f, true});
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < cols; ++j)
+                  cTile[i * p.ldc + j] =
+                      combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
+            });
       }
     }
   }
@@ -1470,27 +1494,23 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
         packABF16Rows(p.a, i0 + ic, mc, p.k, mr, ap, kp);
       else
         packABF16(p.a, i0 + ic, mc, p.k, mr, ap);
-      for (int64_t jr = 0; jr < ncb; jr += nr) {
-        int64_t cols = ncb - jr < nr ? ncb - jr : nr;
-        const uint32_t *bPanel = bBlock + jr * kp;
-        for (int64_t ir = 0; ir < mc; ir += mr) {
-          int64_t rows = mc - ir < mr ? mc - ir : mr;
-          const uint32_t *aPanel = ap + ir * kp;
-          float *cTile = p.c + (i0 + ic + ir) * p.ldc + j0 + jc + jr;
-          if (rows == mr && cols == nr) {
+      forEachTile(
+          mc, ncb, mr, nr, kp, ap, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
+          p.ldc,
+          [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile) {
             info.kernel(kp, aPanel, bPanel, cTile, p.ldc, p.alpha, p.beta);
-            continue;
-          }
-          // The rounded product into `edge`, then the same update.
-          info.kernel(kp, aPanel, bPanel, edge, nr, p.alpha, 0.0f);
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < cols; ++j) {
-              float &x = cTile[i * p.ldc + j];
-              x = p.beta == 0.0f ? edge[i * nr + j]
-                                 : edge[i * nr + j] + p.beta * x;
-            }
-        }
-      }
+          },
+          [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile,
+              int64_t rows, int64_t cols) {
+            // The rounded product into `edge`, then the same update.
+            info.kernel(kp, aPanel, bPanel, edge, nr, p.alpha, 0.0f);
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < cols; ++j) {
+                float &x = cTile[i * p.ldc + j];
+                x = p.beta == 0.0f ? edge[i * nr + j]
+                                   : edge[i * nr + j] + p.beta * x;
+              }
+          });
     }
   }
   return true;
