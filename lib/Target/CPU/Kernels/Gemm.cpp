@@ -63,7 +63,6 @@
 
 namespace {
 
-constexpr int32_t kRowMajor = 101;
 constexpr int32_t kColMajor = 102;
 constexpr int32_t kTrans = 112;
 
@@ -918,25 +917,31 @@ void gemmNaive(const Problem &p, int64_t i0, int64_t i1, int64_t j0,
     }
 }
 
+/// The rows [i0, i1) and columns [j0, j1) of an m x n C that part `part`
+/// of a tm x tn grid over its rowTiles x colTiles tiles of mr x nr
+/// computes; false when the part is empty.
+bool partBounds(int part, int tm, int tn, int64_t rowTiles, int64_t colTiles,
+                int64_t mr, int64_t nr, int64_t m, int64_t n, int64_t &i0,
+                int64_t &i1, int64_t &j0, int64_t &j1) {
+  int pi = part / tn, pj = part % tn;
+  i0 = rowTiles * pi / tm * mr;
+  i1 = rowTiles * (pi + 1) / tm * mr;
+  j0 = colTiles * pj / tn * nr;
+  j1 = colTiles * (pj + 1) / tn * nr;
+  if (i1 > m)
+    i1 = m;
+  if (j1 > n)
+    j1 = n;
+  return i0 < i1 && j0 < j1;
+}
+
 /// Part `part` of a tm x tn grid over the MR x NR tiles of C.
 void runPart(void *p, int part) {
   auto *s = static_cast<Split *>(p);
   const Blocking &bl = s->info->blocking;
-  int pi = part / s->tn, pj = part % s->tn;
-  auto range = [](int64_t tiles, int parts, int index, int64_t &begin,
-                  int64_t &end) {
-    begin = tiles * index / parts;
-    end = tiles * (index + 1) / parts;
-  };
-  int64_t r0, r1, c0, c1;
-  range(s->rowTiles, s->tm, pi, r0, r1);
-  range(s->colTiles, s->tn, pj, c0, c1);
-  int64_t i0 = r0 * bl.mr, i1 = r1 * bl.mr, j0 = c0 * bl.nr, j1 = c1 * bl.nr;
-  if (i1 > s->problem->m)
-    i1 = s->problem->m;
-  if (j1 > s->problem->n)
-    j1 = s->problem->n;
-  if (i1 <= i0 || j1 <= j0)
+  int64_t i0, i1, j0, j1;
+  if (!partBounds(part, s->tm, s->tn, s->rowTiles, s->colTiles, bl.mr, bl.nr,
+                  s->problem->m, s->problem->n, i0, i1, j0, j1))
     return;
   if (!gemmBlock(*s->problem, *s->info, i0, i1 - i0, j0, j1 - j0))
     gemmNaive(*s->problem, i0, i1, j0, j1);
@@ -1548,16 +1553,9 @@ struct BF16Split {
 
 void runPartBF16(void *p, int part) {
   auto *s = static_cast<BF16Split *>(p);
-  int pi = part / s->tn, pj = part % s->tn;
-  int64_t r0 = s->rowTiles * pi / s->tm, r1 = s->rowTiles * (pi + 1) / s->tm;
-  int64_t c0 = s->colTiles * pj / s->tn, c1 = s->colTiles * (pj + 1) / s->tn;
-  int64_t i0 = r0 * s->info->mr, i1 = r1 * s->info->mr;
-  int64_t j0 = c0 * s->info->nr, j1 = c1 * s->info->nr;
-  if (i1 > s->problem->m)
-    i1 = s->problem->m;
-  if (j1 > s->problem->n)
-    j1 = s->problem->n;
-  if (i1 <= i0 || j1 <= j0)
+  int64_t i0, i1, j0, j1;
+  if (!partBounds(part, s->tm, s->tn, s->rowTiles, s->colTiles, s->info->mr,
+                  s->info->nr, s->problem->m, s->problem->n, i0, i1, j0, j1))
     return;
   if (!gemmBlockBF16(*s->problem, *s->info, i0, i1 - i0, j0, j1 - j0))
     gemmNaiveBF16(*s->problem, i0, i1, j0, j1);
@@ -1598,15 +1596,27 @@ static int threadGrid(int64_t m, int64_t n, int64_t k, int64_t rowTiles,
   return threads;
 }
 
-PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
-                            int32_t m, int32_t n, int32_t k, float alpha,
-                            const float *a, int32_t lda, const float *b,
-                            int32_t ldb, float beta, float *c, int32_t ldc) {
+} // extern "C"
+
+/// What pd_cpu_sgemm and pd_cpu_gemm_bf16 share: a column-major product as
+/// the row-major transposed one, nothing for an empty C, C = beta * C for
+/// k = 0 or alpha = 0; else `run(m, n, opA, opB)`, the row-major product.
+template <typename Run>
+__attribute__((always_inline)) inline void
+gemmEntry(int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
+          int32_t k, float alpha, const float *a, int32_t lda, const float *b,
+          int32_t ldb, float beta, float *c, int32_t ldc, Run run) {
   if (order == kColMajor) {
     // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T.
-    pd_cpu_sgemm(kRowMajor, transB, transA, n, m, k, alpha, b, ldb, a, lda,
-                 beta, c, ldc);
-    return;
+    auto swap = [](auto &x, auto &y) {
+      auto t = x;
+      x = y;
+      y = t;
+    };
+    swap(transA, transB);
+    swap(m, n);
+    swap(a, b);
+    swap(lda, ldb);
   }
   if (m <= 0 || n <= 0)
     return;
@@ -1614,25 +1624,44 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
     scaleC(m, n, beta, c, ldc);
     return;
   }
-  Problem p{m,     n,
-            k,     alpha,
-            beta,  Operand{a, lda, transA == kTrans},
-            Operand{b, ldb, transB == kTrans},
-            c,     ldc};
-  const KernelInfo &info = kernelInfo();
-  const Blocking &bl = info.blocking;
-  p.packedB = constantPackedB(p, info);
-  int64_t rowTiles = (p.m + bl.mr - 1) / bl.mr;
-  int64_t colTiles = (p.n + bl.nr - 1) / bl.nr;
-  Split split{&p, &info, 1, 1, rowTiles, colTiles};
-  int threads = threadGrid(p.m, p.n, p.k, rowTiles, colTiles, bl, split.tm,
-                           split.tn);
+  run(m, n, Operand{a, lda, transA == kTrans},
+      Operand{b, ldb, transB == kTrans});
+}
+
+/// Runs `split` (a Split or BF16Split whose problem is m x n x k over tiles
+/// of mr x nr) on the threads threadGrid gives it, each part by `runPart`;
+/// on this thread alone when the pool cannot start.
+template <typename SplitT>
+void runSplit(SplitT &split, int64_t m, int64_t n, int64_t k, int mr, int nr,
+              void (*runPartFn)(void *, int)) {
+  split.rowTiles = (m + mr - 1) / mr;
+  split.colTiles = (n + nr - 1) / nr;
+  split.tm = split.tn = 1;
+  int threads = threadGrid(m, n, k, split.rowTiles, split.colTiles,
+                           Blocking{mr, nr, 0, 0, 0}, split.tm, split.tn);
   if (threads > 1) {
-    if (runParallel(threads, runPart, &split) > 1)
+    if (runParallel(threads, runPartFn, &split) > 1)
       return;
     split.tm = split.tn = 1;
   }
-  runPart(&split, 0);
+  runPartFn(&split, 0);
+}
+
+extern "C" {
+
+PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
+                            int32_t m, int32_t n, int32_t k, float alpha,
+                            const float *a, int32_t lda, const float *b,
+                            int32_t ldb, float beta, float *c, int32_t ldc) {
+  gemmEntry(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+            [&](int32_t m, int32_t n, Operand opA, Operand opB) {
+              Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
+              const KernelInfo &info = kernelInfo();
+              p.packedB = constantPackedB(p, info);
+              Split split{&p, &info, 1, 1, 0, 0};
+              runSplit(split, p.m, p.n, p.k, info.blocking.mr, info.blocking.nr,
+                       runPart);
+            });
 }
 
 PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
@@ -1640,33 +1669,14 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
                                 const float *a, int32_t lda, const float *b,
                                 int32_t ldb, float beta, float *c,
                                 int32_t ldc) {
-  if (order == kColMajor) {
-    pd_cpu_gemm_bf16(kRowMajor, transB, transA, n, m, k, alpha, b, ldb, a,
-                     lda, beta, c, ldc);
-    return;
-  }
-  if (m <= 0 || n <= 0)
-    return;
-  if (k <= 0 || alpha == 0.0f) {
-    scaleC(m, n, beta, c, ldc);
-    return;
-  }
-  BF16Problem p{m, n, k, alpha, beta, Operand{a, lda, transA == kTrans},
-                Operand{b, ldb, transB == kTrans}, c, ldc};
-  const BF16KernelInfo &info = bf16KernelInfo();
-  p.packedB = constantPackedBBF16(p, info);
-  int64_t rowTiles = (p.m + info.mr - 1) / info.mr;
-  int64_t colTiles = (p.n + info.nr - 1) / info.nr;
-  BF16Split split{&p, &info, 1, 1, rowTiles, colTiles};
-  int threads = threadGrid(p.m, p.n, p.k, rowTiles, colTiles,
-                           Blocking{info.mr, info.nr, 0, 0, 0}, split.tm,
-                           split.tn);
-  if (threads > 1) {
-    if (runParallel(threads, runPartBF16, &split) > 1)
-      return;
-    split.tm = split.tn = 1;
-  }
-  runPartBF16(&split, 0);
+  gemmEntry(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+            [&](int32_t m, int32_t n, Operand opA, Operand opB) {
+              BF16Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
+              const BF16KernelInfo &info = bf16KernelInfo();
+              p.packedB = constantPackedBBF16(p, info);
+              BF16Split split{&p, &info, 1, 1, 0, 0};
+              runSplit(split, p.m, p.n, p.k, info.mr, info.nr, runPartBF16);
+            });
 }
 
 PD_EXPORT const char *pipedream_cpu_gemm_bf16_kernel(void) {
