@@ -363,22 +363,31 @@ void route(MpiState &state, int64_t tag, MPI_Comm &comm, int &mpiTag) {
   mpiTag = static_cast<int>(tag);
 }
 
+/// MPI counts are ints: the error for a longer message.
+pd_status overCountLimit(size_t numBytes) {
+  return fail(PD_ERROR_UNSUPPORTED,
+              "a message of " + std::to_string(numBytes) +
+                  " bytes is over the 2 GiB MPI count limit");
+}
+
+/// What a wait for `peer` ends with when it times out.
+std::string peerStuck(size_t peer) {
+  return "rank " + std::to_string(peer) +
+         " is stuck, dead or running a program that does not match";
+}
+
 pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
                   size_t numBytes, double timeout) {
   auto &state = *static_cast<MpiState *>(opaque);
   if (numBytes > static_cast<size_t>(INT32_MAX))
-    return fail(PD_ERROR_UNSUPPORTED,
-                "a message of " + std::to_string(numBytes) +
-                    " bytes is over the 2 GiB MPI count limit");
+    return overCountLimit(numBytes);
   return guarded([&] {
     MPI_Comm comm;
     int mpiTag;
     route(state, tag, comm, mpiTag);
     std::string waitingFor =
         "rank " + std::to_string(peer) + " to receive " + describeTag(tag) +
-        " (" + std::to_string(numBytes) + " bytes): rank " +
-        std::to_string(peer) +
-        " is stuck, dead or running a program that does not match";
+        " (" + std::to_string(numBytes) + " bytes): " + peerStuck(peer);
     if (!state.threaded) {
       MPI_Request request;
       check(MPI_Isend(const_cast<void *>(data), static_cast<int>(numBytes),
@@ -452,9 +461,7 @@ pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
                   size_t numBytes, double timeout) {
   auto &state = *static_cast<MpiState *>(opaque);
   if (numBytes > static_cast<size_t>(INT32_MAX))
-    return fail(PD_ERROR_UNSUPPORTED,
-                "a message of " + std::to_string(numBytes) +
-                    " bytes is over the 2 GiB MPI count limit");
+    return overCountLimit(numBytes);
   return guarded([&] {
     checkSendFailure(state);
     MPI_Comm comm;
@@ -467,10 +474,8 @@ pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
     MPI_Status status;
     try {
       waitFor(state, request, status, timeout,
-              "rank " + std::to_string(peer) + " (" + describeTag(tag) +
-                  ", " + std::to_string(numBytes) + " bytes): rank " +
-                  std::to_string(peer) +
-                  " is stuck, dead or running a program that does not match");
+              "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
+                  std::to_string(numBytes) + " bytes): " + peerStuck(peer));
     } catch (const Error &e) {
       if (e.status == PD_ERROR_IO &&
           std::string(e.what()).find("TRUNCATE") != std::string::npos)

@@ -168,19 +168,29 @@ void abortComm(NcclState &s, const std::string &reason) {
   s.aborted = true;
 }
 
-/// Waits for the stream's queued work until `timeout` seconds pass.
-pd_status wait(NcclState &s, double timeout, const std::string &what) {
+/// Polls `comm` (the transport's or a group's communicator) and the
+/// stream until the queued work is done or `timeout` seconds pass. On an
+/// NCCL or CUDA error or the timeout the communicator and the transport
+/// are aborted (unusable: later calls fail instead of hanging); `errorHint`
+/// and `timeoutHint` end the NCCL error's and the timeout's messages.
+pd_status pollQueued(NcclState &s, ncclComm_t comm, double timeout,
+                     const std::string &what, const char *errorHint,
+                     const char *timeoutHint) {
+  auto abortAll = [&](const char *reason) {
+    if (comm != s.comm)
+      ncclCommAbort(comm);
+    abortComm(s, reason);
+  };
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration<double>(timeout);
   for (;;) {
     // NOTE: a non-blocking communicator may still be enqueueing the group
     // (ncclInProgress); only then does the stream hold the work.
     ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(s.comm, &async);
+    ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      gpuRecordError("nccl: " + what + ": " + ncclText(async) +
-                     " (a peer failed or the network broke)");
-      abortComm(s, "an NCCL error");
+      gpuRecordError("nccl: " + what + ": " + ncclText(async) + errorHint);
+      abortAll("an NCCL error");
       return PD_ERROR_PEER;
     }
     if (async == ncclSuccess) {
@@ -189,20 +199,27 @@ pd_status wait(NcclState &s, double timeout, const std::string &what) {
         return PD_OK;
       if (done != cudaErrorNotReady) {
         cudaFailed(done, "cudaStreamQuery");
-        abortComm(s, "a CUDA error");
+        abortAll("a CUDA error");
         return PD_ERROR_INTERNAL;
       }
     }
     if (std::chrono::steady_clock::now() > deadline) {
       gpuRecordError("nccl: " + what + " timed out after " +
-                     std::to_string(timeout) +
-                     " s (the peer never posted its side; "
-                     "$PIPEDREAM_TIMEOUT sets the limit)");
-      abortComm(s, "a timeout");
+                     std::to_string(timeout) + " s" + timeoutHint);
+      abortAll("a timeout");
       return PD_ERROR_TIMEOUT;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+/// Waits for the stream's queued point-to-point work until `timeout`
+/// seconds pass.
+pd_status wait(NcclState &s, double timeout, const std::string &what) {
+  return pollQueued(s, s.comm, timeout, what,
+                    " (a peer failed or the network broke)",
+                    " (the peer never posted its side; $PIPEDREAM_TIMEOUT "
+                    "sets the limit)");
 }
 
 /// True for device (or managed) memory; false for host memory.
@@ -416,39 +433,7 @@ constexpr int64_t kGroupIdTag = -1000;
 /// Polls `comm` and the stream until the queued all-reduce is done.
 pd_status waitGroup(NcclState &s, ncclComm_t comm, double timeout,
                     const std::string &what) {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(timeout);
-  for (;;) {
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(comm, &async);
-    if (async != ncclSuccess && async != ncclInProgress) {
-      gpuRecordError("nccl: " + what + ": " + ncclText(async));
-      ncclCommAbort(comm);
-      abortComm(s, "an NCCL error");
-      return PD_ERROR_PEER;
-    }
-    if (async == ncclSuccess) {
-      cudaError_t done = cudaStreamQuery(s.stream);
-      if (done == cudaSuccess)
-        return PD_OK;
-      if (done != cudaErrorNotReady) {
-        // As wait() and the branches here: the group and the transport
-        // are unusable, so later collectives fail instead of hanging.
-        cudaFailed(done, "cudaStreamQuery");
-        ncclCommAbort(comm);
-        abortComm(s, "a CUDA error");
-        return PD_ERROR_INTERNAL;
-      }
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      gpuRecordError("nccl: " + what + " timed out after " +
-                     std::to_string(timeout) + " s");
-      ncclCommAbort(comm);
-      abortComm(s, "a timeout");
-      return PD_ERROR_TIMEOUT;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  return pollQueued(s, comm, timeout, what, "", "");
 }
 
 pd_status ncclAllReduceOp(void *state, const size_t *ranks, size_t numRanks,
