@@ -129,20 +129,13 @@ translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
   {
     // The translation's first error, repeated below with its location in
     // the text (as runLoweringPipeline does).
-    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
-      if (diag.getSeverity() == DiagnosticSeverity::Error &&
-          firstError.empty()) {
-        llvm::raw_string_ostream os(firstError);
-        os << diag.getLocation() << ": " << diag.str();
-      }
-      return success();
-    });
+    FirstErrorHandler errors(module.getContext());
     llvmModule = translateModuleToLLVMIR(module, llvmContext, "program");
+    if (errors.hasError())
+      firstError = ": " + errors.orElse("");
   }
   if (!llvmModule)
-    return fail(module,
-                "translation to LLVM IR failed" +
-                    (firstError.empty() ? std::string() : ": " + firstError));
+    return fail(module, "translation to LLVM IR failed" + firstError);
   llvmModule->setDataLayout(machine.createDataLayout());
   llvmModule->setTargetTriple(machine.getTargetTriple());
   // The vectorizers and instruction selection read the CPU per function.

@@ -322,29 +322,20 @@ LogicalResult runLoweringPipeline(
   // prints for locations.
   std::string firstError;
   {
-    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-      if (diag.getSeverity() != DiagnosticSeverity::Error ||
-          !firstError.empty())
-        return success();
-      llvm::raw_string_ostream os(firstError);
-      os << diag.getLocation() << ": " << diag.str();
-      return success();
-    });
+    FirstErrorHandler errors(ctx);
     TimedPhase phase(what);
     PassManager pm(ctx, ModuleOp::getOperationName());
-    if (failed(applyPassManagerCLOptions(pm)))
+    if (failed(applyPassManagerCLOptions(pm))) {
       firstError = "invalid pass manager options";
-    else {
+    } else {
       attachPassTiming(pm);
       buildPipeline(pm);
       if (succeeded(pm.run(module)))
         return success();
+      firstError = errors.orElse(what + " failed");
     }
   }
-  // Diagnostics can span lines (notes, op dumps): keep the first.
-  if (firstError.empty())
-    firstError = (what + " failed").str();
-  return pipedream::emitError(ctx) << firstLine(firstError);
+  return pipedream::emitError(ctx) << firstError;
 }
 
 LogicalResult lowerToLLVMDialect(ModuleOp module,
