@@ -67,6 +67,13 @@ struct CodegenFlags::Flags {
                      "weights (pipeline stages holding equal blocks) once "
                      "(default true)"),
             cl::init(true), cl::cat(category)),
+        reassociateReductions(
+            "reassociate-reductions",
+            cl::desc("Let innermost floating-point sums and products (row "
+                     "sums, LayerNorm and softmax statistics) be computed in "
+                     "any order, so they vectorize (default true; false: "
+                     "in order)"),
+            cl::init(true), cl::cat(category)),
         cacheDir("cache-dir",
                  cl::desc("Cache of compiled objects, keyed by a hash of "
                           "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
@@ -83,6 +90,7 @@ struct CodegenFlags::Flags {
   cl::opt<unsigned> codegenThreads;
   cl::opt<bool> outlineKernels;
   cl::opt<bool> mergeFunctions;
+  cl::opt<bool> reassociateReductions;
   cl::opt<std::string> cacheDir;
   cl::opt<bool> noCache;
 };
@@ -99,6 +107,7 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.codegenThreads = flags->codegenThreads;
   o.outlineKernels = flags->outlineKernels;
   o.mergeFunctions = flags->mergeFunctions;
+  o.reassociateReductions = flags->reassociateReductions;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

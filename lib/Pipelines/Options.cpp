@@ -141,6 +141,7 @@ pipedream::resolveCodegenOptions(MLIRContext *context,
   codegen.cpu.codegenThreads = o.codegenThreads;
   codegen.cpu.outlineKernels = o.outlineKernels;
   codegen.cpu.mergeFunctions = o.mergeFunctions;
+  codegen.cpu.reassociateReductions = o.reassociateReductions;
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.

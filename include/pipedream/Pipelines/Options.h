@@ -141,6 +141,9 @@ struct CompileOptions {
   bool outlineKernels = true;
   /// --merge-functions=false lowers every bundle function, even equal ones.
   bool mergeFunctions = true;
+  /// --reassociate-reductions=false sums innermost reductions in order (not
+  /// vectorized).
+  bool reassociateReductions = true;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;

@@ -241,7 +241,11 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   if (options.outlineKernels)
     pm.addPass(createOutlineKernelsPass());
 
-  // Loops and the LLVM dialect.
+  // Loops and the LLVM dialect; innermost reductions accumulate in a
+  // register (vectorizable).
+  LowerReductionsToLoopsPassOptions reductions;
+  reductions.reassociate = options.reassociateReductions;
+  pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   // Fully unrolled: n-D transfers become 1-D ones on registers instead of

@@ -108,6 +108,9 @@ struct CPUCodegenOptions {
   /// cpu-merge-equal-functions: bundle functions equal but for their names
   /// and annotations (pipeline stages holding equal blocks) lowered once.
   bool mergeFunctions = true;
+  /// cpu-lower-reductions-to-loops' `reassociate`: innermost floating-point
+  /// sums and products may be computed in any order (vectorized).
+  bool reassociateReductions = true;
   /// Object cache directory ("" = the default, see resolveObjectCacheDir).
   std::string cacheDir;
   /// False: neither read nor write the object cache.

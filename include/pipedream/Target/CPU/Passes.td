@@ -421,6 +421,47 @@ def LowerStridedCopiesPass
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-lower-reductions-to-loops
+//===----------------------------------------------------------------------===//
+
+def LowerReductionsToLoopsPass
+    : Pass<"cpu-lower-reductions-to-loops", "mlir::func::FuncOp"> {
+  let summary = "Lower innermost reductions to loops that keep the "
+                "accumulator in a register";
+  let description = [{
+    Runs on buffers, right before `convert-linalg-to-loops`. A linalg op
+    with one output whose reduction loops are its innermost ones (a sum,
+    max or variance along the last dimension: LayerNorm's statistics,
+    softmax's max and sum, a row-wise loss) becomes the same loops as
+    `convert-linalg-to-loops` makes, except that the output element is
+    loaded once before the reduction loops, carried through them as an
+    `scf.for` iter_arg and stored once after them. Without it every step
+    loads and stores the output element: LLVM cannot keep it in a register,
+    since the output may alias the inputs as far as it knows, and a
+    reduction through memory cannot be vectorized.
+
+    With `reassociate` (the default), the accumulating `arith.addf` or
+    `arith.mulf` of the innermost loop gets the `reassoc` fast-math flag, so
+    LLVM's loop vectorizer may sum in vector lanes: the result differs from
+    the sequential sum by rounding only, as any blocked or vectorized sum
+    (onnxruntime's, PyTorch's, and pipedream's GEMM kernel) does. Max and
+    min reductions are exact in any order and are left as they are.
+
+    Ops it leaves to `convert-linalg-to-loops`: on tensors, several outputs,
+    a parallel loop inside a reduction loop (a column sum: vectorized as an
+    elementwise loop already), an input that is a view of the output's
+    buffer.
+  }];
+  let options = [
+    Option<"reassociate", "reassociate", "bool", /*default=*/"true",
+           "Mark the innermost sum or product reassociable (vectorizable)">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-generate-entry-points
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,306 @@
+//===- LowerReductionsToLoops.cpp - reductions with register accumulators -===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Lowers a linalg op on buffers whose innermost loops are reductions (a row
+// sum, max or variance: LayerNorm's statistics, softmax's max and sum) to
+// loops that carry the accumulator in an `scf.for` iter_arg and store it
+// once, instead of convert-linalg-to-loops' load and store of the output
+// element at every step; with `reassociate`, a floating-point sum or
+// product is marked `reassoc` so that LLVM's loop vectorizer may vectorize
+// it (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace pipedream::cpu {
+#define GEN_PASS_DEF_LOWERREDUCTIONSTOLOOPSPASS
+#include "pipedream/Target/CPU/Passes.h.inc"
+} // namespace pipedream::cpu
+
+using namespace mlir;
+
+namespace {
+
+/// The buffer `value` is a view of (through subviews, casts and other view
+/// ops), or `value` itself.
+Value baseBuffer(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
+      value = view.getViewSource();
+      continue;
+    }
+    break;
+  }
+  return value;
+}
+
+/// Whether `op` qualifies: on buffers, one output, its reduction loops
+/// innermost (and at least one), and no input a view of the output's
+/// buffer (the accumulator must be the only access to it).
+bool isInnermostReduction(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0)
+    return false;
+  bool reduction = false;
+  for (utils::IteratorType type : op.getIteratorTypesArray()) {
+    if (type == utils::IteratorType::reduction)
+      reduction = true;
+    else if (reduction)
+      return false;
+  }
+  Value out = baseBuffer(op.getDpsInitOperand(0)->get());
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (isa<MemRefType>(input->get().getType()) &&
+        baseBuffer(input->get()) == out)
+      return false;
+  return true;
+}
+
+/// Whether two indices are the same value: one SSA value, or equal ops
+/// (the loop lowering computes each access's indices anew).
+bool sameIndex(Value a, Value b) {
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  return x && y && isPure(x) &&
+         OperationEquivalence::isEquivalentTo(
+             x, y, OperationEquivalence::exactValueMatch,
+             /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
+/// The load and the store of the output element in `loop`'s body block:
+/// the same buffer and indices, defined outside the loop, the load before
+/// the store, and no other op of the block that writes memory.
+bool findAccumulator(scf::ForOp loop, Value buffer, memref::LoadOp &load,
+                     memref::StoreOp &store) {
+  load = nullptr;
+  store = nullptr;
+  for (Operation &op : *loop.getBody()) {
+    if (auto l = dyn_cast<memref::LoadOp>(op);
+        l && l.getMemRef() == buffer && !load && !store) {
+      load = l;
+      continue;
+    }
+    if (auto s = dyn_cast<memref::StoreOp>(op);
+        s && s.getMemRef() == buffer && load && !store) {
+      store = s;
+      continue;
+    }
+    // Anything else may read (the inputs, nested loops) but not write, and
+    // not touch the output's buffer.
+    if (!isMemoryEffectFree(&op) && !isa<memref::LoadOp, scf::ForOp>(op))
+      return false;
+    if (auto l = dyn_cast<memref::LoadOp>(op); l && l.getMemRef() == buffer)
+      return false;
+  }
+  if (!load || !store ||
+      !llvm::all_of_zip(load.getIndices(), store.getIndices(), sameIndex))
+    return false;
+  return loop.isDefinedOutsideOfLoop(buffer) &&
+         llvm::all_of(load.getIndices(), [&](Value index) {
+           return loop.isDefinedOutsideOfLoop(index);
+         });
+}
+
+/// Whether `loop`'s nested loops (all from one linalg op) write memory only
+/// through stores to `buffer`.
+bool nestedWritesOnly(scf::ForOp loop, Value buffer) {
+  WalkResult result = loop.getBody()->walk([&](Operation *op) {
+    if (isa<scf::ForOp, scf::YieldOp, memref::LoadOp>(op) ||
+        isMemoryEffectFree(op))
+      return WalkResult::advance();
+    if (auto s = dyn_cast<memref::StoreOp>(op); s && s.getMemRef() == buffer)
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !result.wasInterrupted();
+}
+
+/// Carries the output element of `loop` in an iter_arg: loaded before the
+/// loop, stored after it. Returns the new loop.
+scf::ForOp promote(RewriterBase &rewriter, scf::ForOp loop, memref::LoadOp load,
+                   memref::StoreOp store) {
+  rewriter.setInsertionPoint(loop);
+  Operation *init = rewriter.clone(*load);
+  Value stored = store.getValueToStore();
+  FailureOr<LoopLikeOpInterface> grown = loop.replaceWithAdditionalYields(
+      rewriter, init->getResult(0), /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+        return SmallVector<Value>{stored};
+      });
+  // NOTE: scf.for always grows (the interface's failure is for other
+  // loops).
+  auto newLoop = cast<scf::ForOp>(grown->getOperation());
+  rewriter.replaceAllUsesWith(load.getResult(),
+                              newLoop.getRegionIterArgs().back());
+  rewriter.setInsertionPointAfter(newLoop);
+  memref::StoreOp::create(rewriter, store.getLoc(), newLoop.getResults().back(),
+                          store.getMemRef(), store.getIndices());
+  rewriter.eraseOp(store);
+  rewriter.eraseOp(load);
+  return newLoop;
+}
+
+/// Lanes of a split reduction: a fixed number, whatever the target, so the
+/// order of the sum is the same on every machine (16 floats: two AVX2 or
+/// one AVX-512 register).
+constexpr int64_t kLanes = 16;
+
+/// Splits the sum (or product) `loop` carries in its one iter_arg into
+/// kLanes partial ones: the first kLanes * floor(n / kLanes) steps go
+/// round-robin to the lanes (lane l takes steps l, l + kLanes, ...), the
+/// lanes are combined pairwise in a fixed tree, and the remaining steps
+/// add to that in order (`loop` itself, its lower bound moved). The lanes
+/// are independent chains that LLVM's SLP vectorizer puts in vector
+/// registers; no fast-math flag lets LLVM choose another order, so the
+/// result is the same whatever the code generator does. False (nothing
+/// changed) unless the body is `acc' = acc + f(iv)` (or `*`) with f not
+/// reading acc, static bounds and at least 2 kLanes steps.
+bool splitIntoLanes(RewriterBase &rewriter, scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() != 1)
+    return false;
+  Value acc = loop.getRegionIterArgs().front();
+  if (!acc.hasOneUse())
+    return false;
+  Operation *combiner = *acc.getUsers().begin();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (!isa<arith::AddFOp, arith::MulFOp>(combiner) ||
+      combiner->getBlock() != loop.getBody() ||
+      yield.getOperand(0) != combiner->getResult(0) ||
+      !combiner->getResult(0).hasOneUse())
+    return false;
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                         ub = getConstantIntValue(loop.getUpperBound()),
+                         step = getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0 || *ub <= *lb)
+    return false;
+  int64_t trips = (*ub - *lb + *step - 1) / *step;
+  if (trips < 2 * kLanes)
+    return false;
+  int64_t mainTrips = trips / kLanes * kLanes;
+  int64_t mainEnd = *lb + mainTrips * *step;
+
+  Location loc = loop.getLoc();
+  auto type = cast<FloatType>(acc.getType());
+  bool sum = isa<arith::AddFOp>(combiner);
+  rewriter.setInsertionPoint(loop);
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  // The identity of the other lanes' start: -0 for a sum (x + -0 is x,
+  // even for x = -0), 1 for a product.
+  Value identity = arith::ConstantOp::create(
+      rewriter, loc, type, rewriter.getFloatAttr(type, sum ? -0.0 : 1.0));
+  SmallVector<Value> inits(kLanes, identity);
+  inits.front() = loop.getInitArgs().front();
+  auto lanes = scf::ForOp::create(
+      rewriter, loc, index(*lb), index(mainEnd), index(kLanes * *step), inits,
+      [&](OpBuilder &b, Location, Value iv, ValueRange partial) {
+        SmallVector<Value> next;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          IRMapping map;
+          Value laneIv =
+              l == 0 ? iv
+                     : arith::AddIOp::create(
+                           b, loc, iv,
+                           arith::ConstantIndexOp::create(b, loc, l * *step))
+                           .getResult();
+          map.map(loop.getInductionVar(), laneIv);
+          map.map(acc, partial[l]);
+          for (Operation &op : loop.getBody()->without_terminator())
+            b.clone(op, map);
+          next.push_back(map.lookup(combiner->getResult(0)));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  // Pairwise, in a fixed order.
+  SmallVector<Value> values(lanes.getResults());
+  while (values.size() > 1) {
+    SmallVector<Value> pairs;
+    for (size_t i = 0; i + 1 < values.size(); i += 2) {
+      Operation *c = rewriter.clone(*combiner);
+      c->setOperands({values[i], values[i + 1]});
+      pairs.push_back(c->getResult(0));
+    }
+    values = std::move(pairs);
+  }
+  rewriter.modifyOpInPlace(loop, [&] {
+    loop.getLowerBoundMutable().assign(index(mainEnd));
+    loop.getInitArgsMutable()[0].assign(values.front());
+  });
+  return true;
+}
+
+struct LowerReductionsToLoopsPass
+    : pipedream::cpu::impl::LowerReductionsToLoopsPassBase<
+          LowerReductionsToLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (isInnermostReduction(op))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : ops)
+      if (failed(lower(rewriter, op)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lower(RewriterBase &rewriter, linalg::LinalgOp op) {
+    Value buffer = op.getDpsInitOperand(0)->get();
+    unsigned numLoops = op.getNumLoops(),
+             numReductions = op.getNumReductionLoops();
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToLoops(rewriter, op);
+    if (failed(loops))
+      return op.emitError("cpu-lower-reductions-to-loops: cannot lower "
+                          "the op to loops");
+    rewriter.eraseOp(op);
+    // A loop per dimension, outermost first; a 0-trip dimension may have
+    // been folded away, leaving nothing to promote.
+    if (loops->size() != numLoops)
+      return success();
+    unsigned first = numLoops - numReductions;
+    // The index computations that do not depend on a loop leave it, so
+    // the output element's indices are defined outside the reduction loops.
+    for (Operation *loop : llvm::reverse(*loops))
+      moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop));
+    auto outer = cast<scf::ForOp>((*loops)[first]);
+    if (!nestedWritesOnly(outer, buffer))
+      return success();
+    for (unsigned d = numLoops; d-- > first;) {
+      auto loop = cast<scf::ForOp>((*loops)[d]);
+      memref::LoadOp load;
+      memref::StoreOp store;
+      if (!findAccumulator(loop, buffer, load, store))
+        return success();
+      // The enclosing loops stay the same ops.
+      scf::ForOp promoted = promote(rewriter, loop, load, store);
+      if (reassociate && d == numLoops - 1)
+        splitIntoLanes(rewriter, promoted);
+    }
+    return success();
+  }
+};
+
+} // namespace
