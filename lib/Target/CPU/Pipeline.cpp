@@ -236,16 +236,19 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   entry.symbolPrefix = options.symbolPrefix;
   pm.addPass(createGenerateEntryPointsPass(entry));
 
+  // Innermost reductions accumulate in a register, sums in lanes
+  // (vectorizable). Before the outlining: the alias check sees the buffers
+  // the ops really share, not a kernel's separate arguments.
+  LowerReductionsToLoopsPassOptions reductions;
+  reductions.reassociate = options.reassociateReductions;
+  pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
+
   // Every loop nest in a function of its own, equal nests shared: LLVM's
   // cost grows faster than linearly with function size (issue 16).
   if (options.outlineKernels)
     pm.addPass(createOutlineKernelsPass());
 
-  // Loops and the LLVM dialect; innermost reductions accumulate in a
-  // register (vectorizable).
-  LowerReductionsToLoopsPassOptions reductions;
-  reductions.reassociate = options.reassociateReductions;
-  pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
+  // Loops and the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   // Fully unrolled: n-D transfers become 1-D ones on registers instead of

@@ -429,7 +429,9 @@ def LowerReductionsToLoopsPass
   let summary = "Lower innermost reductions to loops that keep the "
                 "accumulator in a register";
   let description = [{
-    Runs on buffers, right before `convert-linalg-to-loops`. A linalg op
+    Runs on buffers, before `cpu-outline-kernels` (so that the alias check
+    below sees the buffers the ops share, not a kernel's separate arguments)
+    and `convert-linalg-to-loops`. A linalg op
     with one output whose reduction loops are its innermost ones (a sum,
     max or variance along the last dimension: LayerNorm's statistics,
     softmax's max and sum, a row-wise loss) becomes the same loops as
