@@ -150,9 +150,12 @@ scf::ForOp promote(RewriterBase &rewriter, scf::ForOp loop, memref::LoadOp load,
   auto newLoop = cast<scf::ForOp>(grown->getOperation());
   rewriter.replaceAllUsesWith(load.getResult(),
                               newLoop.getRegionIterArgs().back());
+  // The hoisted load's indices: checked to be defined outside the loop
+  // (the store's are equal ops, possibly inside it).
   rewriter.setInsertionPointAfter(newLoop);
   memref::StoreOp::create(rewriter, store.getLoc(), newLoop.getResults().back(),
-                          store.getMemRef(), store.getIndices());
+                          store.getMemRef(),
+                          cast<memref::LoadOp>(init).getIndices());
   rewriter.eraseOp(store);
   rewriter.eraseOp(load);
   return newLoop;
