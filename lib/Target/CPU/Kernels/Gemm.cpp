@@ -86,44 +86,18 @@ struct Blocking {
 // Packing
 //===----------------------------------------------------------------------===//
 
-/// op(A)[i0 : i0+mb, p0 : p0+kb] into ceil(mb / MR) micro-panels of
-/// kb x MR (k-major), rows past mb zero.
-void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
-           int mr, float *out) {
-  for (int64_t ir = 0; ir < mb; ir += mr) {
-    int64_t rows = mb - ir < mr ? mb - ir : mr;
-    float *panel = out + ir * kb;
-    if (rows < mr)
-      memset(panel, 0, sizeof(float) * kb * mr);
-    if (a.trans) {
-      // Stored K x M: a row of the store is contiguous along i.
-      for (int64_t kk = 0; kk < kb; ++kk) {
-        const float *src = a.p + (p0 + kk) * a.ld + i0 + ir;
-        float *dst = panel + kk * mr;
-        for (int64_t ii = 0; ii < rows; ++ii)
-          dst[ii] = src[ii];
-      }
-    } else {
-      for (int64_t ii = 0; ii < rows; ++ii) {
-        const float *src = a.p + (i0 + ir + ii) * a.ld + p0;
-        float *dst = panel + ii;
-        for (int64_t kk = 0; kk < kb; ++kk)
-          dst[kk * mr] = src[kk];
-      }
-    }
-  }
-}
-
 #if PD_X86
-/// dst[t * dstStride + r] = src[r * srcStride + t] for an 8 x 8 block: the
-/// transposed-B packing's inner step (8 loads, 24 shuffles, 8 stores).
-__attribute__((target("avx2"))) void transpose8x8(const float *src,
-                                                  int64_t srcStride,
-                                                  float *dst,
-                                                  int64_t dstStride) {
+/// dst[t * dstStride + r] = src[r * srcStride + t] for r < R, t < 8: an
+/// R x 8 block (R <= 8; rows past R are not read) transposed. 8 or R loads,
+/// 24 shuffles, 8 stores of R floats (one or two for R = 4, 6, 8).
+template <int R>
+__attribute__((target("avx2"), always_inline)) inline void
+transposeRows(const float *src, int64_t srcStride, float *dst,
+              int64_t dstStride) {
+  static_assert(R == 4 || R == 6 || R == 8, "stores of 4, 6 or 8 floats");
   __m256 r[8], t[8];
   for (int i = 0; i < 8; ++i)
-    r[i] = _mm256_loadu_ps(src + i * srcStride);
+    r[i] = i < R ? _mm256_loadu_ps(src + i * srcStride) : _mm256_setzero_ps();
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -138,10 +112,113 @@ __attribute__((target("avx2"))) void transpose8x8(const float *src,
     t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
     t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
   }
-  for (int i = 0; i < 8; ++i)
-    _mm256_storeu_ps(dst + i * dstStride, t[i]);
+  for (int i = 0; i < 8; ++i) {
+    float *d = dst + i * dstStride;
+    if (R == 8) {
+      _mm256_storeu_ps(d, t[i]);
+      continue;
+    }
+    _mm_storeu_ps(d, _mm256_castps256_ps128(t[i]));
+    if (R == 6)
+      _mm_storel_pi(reinterpret_cast<__m64 *>(d + 4),
+                    _mm256_extractf128_ps(t[i], 1));
+  }
+}
+
+/// dst[t * dstStride + r] = src[r * srcStride + t] for an 8 x 8 block: the
+/// transposed-B packing's inner step.
+__attribute__((target("avx2"))) void transpose8x8(const float *src,
+                                                  int64_t srcStride, float *dst,
+                                                  int64_t dstStride) {
+  transposeRows<8>(src, srcStride, dst, dstStride);
+}
+
+/// Whether transposeWidth takes a panel of `mr` rows in blocks of 8.
+constexpr bool transposableRows(int mr) {
+  return mr % 8 == 0 || mr % 8 == 4 || mr % 8 == 6;
+}
+
+/// The first `width` (4, 6 or 8) rows of an 8-column block transposed, as
+/// transposeRows.
+__attribute__((target("avx2"))) void transposeWidth(int width, const float *src,
+                                                    int64_t srcStride,
+                                                    float *dst,
+                                                    int64_t dstStride) {
+  if (width == 8)
+    transposeRows<8>(src, srcStride, dst, dstStride);
+  else if (width == 6)
+    transposeRows<6>(src, srcStride, dst, dstStride);
+  else
+    transposeRows<4>(src, srcStride, dst, dstStride);
 }
 #endif
+
+/// dst[kk * MR + i] = src[kk * ld + i] for kk < kb, i < MR: `count`
+/// fixed-size copies of MR floats.
+template <int MR>
+void copyRowsOf(int64_t count, const float *src, int64_t ld, float *dst) {
+  for (int64_t kk = 0; kk < count; ++kk, src += ld, dst += MR)
+    memcpy(dst, src, sizeof(float) * MR);
+}
+
+/// copyRowsOf for the kernels' MR (4, 6, 12); false for another.
+bool copyRows(int mr, int64_t count, const float *src, int64_t ld, float *dst) {
+  switch (mr) {
+  case 4:
+    copyRowsOf<4>(count, src, ld, dst);
+    return true;
+  case 6:
+    copyRowsOf<6>(count, src, ld, dst);
+    return true;
+  case 12:
+    copyRowsOf<12>(count, src, ld, dst);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// op(A)[i0 : i0+mb, p0 : p0+kb] into ceil(mb / MR) micro-panels of
+/// kb x MR (k-major), rows past mb zero. `simd`: the CPU has AVX2, and a
+/// whole panel of a row-major op(A) is transposed 8 columns at a time, in
+/// blocks of up to 8 rows.
+void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
+           int mr, float *out, bool simd) {
+  for (int64_t ir = 0; ir < mb; ir += mr) {
+    int64_t rows = mb - ir < mr ? mb - ir : mr;
+    float *panel = out + ir * kb;
+    if (rows < mr)
+      memset(panel, 0, sizeof(float) * kb * mr);
+    if (a.trans) {
+      // Stored K x M: a row of the store is contiguous along i, MR floats
+      // of it per k (a fixed-size copy for the kernels' MR).
+      const float *src = a.p + p0 * a.ld + i0 + ir;
+      if (rows == mr && copyRows(mr, kb, src, a.ld, panel))
+        continue;
+      for (int64_t kk = 0; kk < kb; ++kk)
+        for (int64_t ii = 0; ii < rows; ++ii)
+          panel[kk * mr + ii] = src[kk * a.ld + ii];
+      continue;
+    }
+    const float *src = a.p + (i0 + ir) * a.ld + p0;
+    int64_t k0 = 0;
+#if PD_X86
+    if (simd && rows == mr && transposableRows(mr))
+      for (; k0 + 8 <= kb; k0 += 8)
+        for (int r = 0; r < mr; r += 8)
+          transposeWidth(mr - r < 8 ? mr - r : 8, src + r * a.ld + k0, a.ld,
+                         panel + k0 * mr + r, mr);
+#else
+    (void)simd;
+#endif
+    for (int64_t ii = 0; ii < rows; ++ii) {
+      const float *row = src + ii * a.ld;
+      float *dst = panel + ii;
+      for (int64_t kk = k0; kk < kb; ++kk)
+        dst[kk * mr] = row[kk];
+    }
+  }
+}
 
 /// op(B)[p0 : p0+kb, j0 : j0+nb] into ceil(nb / NR) micro-panels of
 /// kb x NR (k-major), columns past nb zero. `simd`: the CPU has AVX2.
@@ -518,7 +595,7 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
       Update update{p.alpha, p.beta, pc == 0};
       for (int64_t ic = 0; ic < mb; ic += bl.mc) {
         int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
-        packA(p.a, i0 + ic, mc, pc, kc, mr, ap);
+        packA(p.a, i0 + ic, mc, pc, kc, mr, ap, simd);
         forEachTile(
             mc, nc, mr, nr, kc, ap, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
             p.ldc,
