@@ -190,14 +190,11 @@ std::string BatchRespecializer::rewrittenSummary() const {
   return s;
 }
 
-std::optional<BatchDim>
+llvm::Expected<BatchDim>
 BatchRespecializer::locateInReshape(ArrayRef<int64_t> in, const BatchDim &dim,
-                                    ArrayRef<int64_t> out,
-                                    std::string &error) const {
-  if (llvm::is_contained(in, 0) || llvm::is_contained(out, 0)) {
-    error = "it reshapes an empty tensor";
-    return std::nullopt;
-  }
+                                    ArrayRef<int64_t> out) const {
+  if (llvm::is_contained(in, 0) || llvm::is_contained(out, 0))
+    return makeError("it reshapes an empty tensor");
   // In the flattened tensor the batch is a factor with `above` elements of
   // structure outside it and `below` inside; find the output dimension that
   // holds that factor whole. For a batch of 2 or more it is unique (the
@@ -227,60 +224,58 @@ BatchRespecializer::locateInReshape(ArrayRef<int64_t> in, const BatchDim &dim,
     return candidates.front();
   if (pure.size() == 1)
     return pure.front();
-  error = candidates.empty()
-              ? "it splits the batch dimension of " + shapeToString(in) +
-                    " across dimensions of " + shapeToString(out)
-              : "the batch of a batch-1 export cannot be told apart from the "
-                "other size-1 dimensions of reshape " +
-                    shapeToString(in) + " -> " + shapeToString(out) +
-                    " (export with a batch of 2 or more)";
-  return std::nullopt;
+  if (candidates.empty())
+    return makeError("it splits the batch dimension of " + shapeToString(in) +
+                     " across dimensions of " + shapeToString(out));
+  return makeError("the batch of a batch-1 export cannot be told apart from "
+                   "the other size-1 dimensions of reshape " +
+                   shapeToString(in) + " -> " + shapeToString(out) +
+                   " (export with a batch of 2 or more)");
 }
 
-bool BatchRespecializer::checkBroadcastOperand(
+llvm::Error BatchRespecializer::checkBroadcastOperand(
     const onnx::NodeProto &node, size_t index, int64_t dim, int64_t newSize,
     bool tile, const llvm::StringMap<ImportedValue> &values,
-    llvm::DenseMap<size_t, ImportedValue> &overrides, std::string &error) {
+    llvm::DenseMap<size_t, ImportedValue> &overrides) {
   if (dim < 0 || index >= size_t(node.input_size()) ||
       node.input(int(index)).empty())
-    return true;
+    return llvm::Error::success();
   const std::string &name = node.input(int(index));
   const ReferenceValue *r = ref(name);
   auto it = values.find(name);
   if (!r || it == values.end() || dim >= int64_t(r->shape.size()))
-    return true;
+    return llvm::Error::success();
   int64_t oldSize = r->shape[dim];
   if (oldSize == 1 && !tile)
-    return true; // broadcasts along the batch
+    return llvm::Error::success(); // broadcasts along the batch
   const ImportedValue &v = it->second;
   if (v.type.getShape()[dim] == newSize)
-    return true; // already follows the batch (a folded shape computation)
+    return llvm::Error::success(); // already follows the batch (a folded shape
+                                   // computation)
   if (v.constant && v.constant->rank() == int64_t(r->shape.size()) &&
       sameAlong(*v.constant, dim)) {
     auto t = reslice(*v.constant, dim, tile ? newSize : 1);
-    if (!t) {
-      error = "cannot resize constant input " + quote(name) + ": " +
-              llvm::toString(t.takeError());
-      return false;
-    }
+    if (!t)
+      return makeError("cannot resize constant input " + quote(name) + ": " +
+                       llvm::toString(t.takeError()));
     overrides[index] = replaced(v, std::move(*t));
     ++rewritten["constant"];
-    return true;
+    return llvm::Error::success();
   }
-  error = "input " + quote(name) + " has size " + std::to_string(oldSize) +
-          " at the batch dimension " + std::to_string(dim) +
-          " but does not follow the batch of the graph inputs: " +
-          (v.constant ? "a constant that differs between samples"
-                      : "a weight, or a value computed without the graph "
-                        "inputs,") +
-          " bakes the " + batchWords() + " in";
-  return false;
+  return makeError("input " + quote(name) + " has size " +
+                   std::to_string(oldSize) + " at the batch dimension " +
+                   std::to_string(dim) +
+                   " but does not follow the batch of the graph inputs: " +
+                   (v.constant ? "a constant that differs between samples"
+                               : "a weight, or a value computed without the "
+                                 "graph inputs,") +
+                   " bakes the " + batchWords() + " in");
 }
 
-bool BatchRespecializer::prepare(
-    const onnx::NodeProto &node, int64_t sinceVersion,
-    const llvm::StringMap<ImportedValue> &values,
-    llvm::DenseMap<size_t, ImportedValue> &overrides, std::string &error) {
+llvm::Error
+BatchRespecializer::prepare(const onnx::NodeProto &node, int64_t sinceVersion,
+                            const llvm::StringMap<ImportedValue> &values,
+                            llvm::DenseMap<size_t, ImportedValue> &overrides) {
   pending = Pending{};
   size_t numOutputs = node.output_size();
   pending.outputs.assign(numOutputs, std::nullopt);
@@ -294,21 +289,16 @@ bool BatchRespecializer::prepare(
     any |= in[i].has_value();
   }
   if (!any)
-    return true;
+    return llvm::Error::success();
   for (size_t i = 0; i < numInputs; ++i) {
     const ReferenceValue *r = in[i] ? ref(node.input(int(i))) : nullptr;
-    if (in[i] && (!r || in[i]->axis >= int64_t(r->shape.size()))) {
-      error = "input " + quote(node.input(int(i))) +
-              " has no batch dimension in the reference import";
-      return false;
-    }
+    if (in[i] && (!r || in[i]->axis >= int64_t(r->shape.size())))
+      return makeError("input " + quote(node.input(int(i))) +
+                       " has no batch dimension in the reference import");
   }
   pending.computed = true;
   StringRef op = node.op_type();
-  auto fails = [&](const Twine &why) {
-    error = why.str();
-    return false;
-  };
+  auto fails = [](const Twine &why) { return makeError(why); };
   auto refShape = [&](StringRef name) -> ArrayRef<int64_t> {
     const ReferenceValue *r = ref(name);
     return r ? ArrayRef<int64_t>(r->shape) : ArrayRef<int64_t>();
@@ -341,7 +331,7 @@ bool BatchRespecializer::prepare(
       o = d;
   };
   // Only input `keep` may carry the batch.
-  auto onlyInput = [&](size_t keep) {
+  auto onlyInput = [&](size_t keep) -> llvm::Error {
     for (size_t i = 0; i < numInputs; ++i)
       if (i != keep && in[i])
         return fails("input " + inputName(i) +
@@ -349,13 +339,14 @@ bool BatchRespecializer::prepare(
     if (!in[keep])
       return fails("input " + inputName(keep) +
                    " does not carry the batch, but another input does");
-    return true;
+    return llvm::Error::success();
   };
-  auto normalize = [&](int64_t axis, int64_t rank, int64_t &out) {
+  auto normalize = [&](int64_t axis, int64_t rank,
+                       int64_t &out) -> llvm::Error {
     if (axis < -rank || axis >= rank)
       return fails("axis " + Twine(axis) + " is out of range");
     out = axis < 0 ? axis + rank : axis;
-    return true;
+    return llvm::Error::success();
   };
 
   static const llvm::StringSet<> broadcasting = {
@@ -379,7 +370,6 @@ bool BatchRespecializer::prepare(
       "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
       "BatchNormalization"};
 
-  bool ok = true;
   if (op == "Shape" || op == "Size" || op == "ConstantOfShape" ||
       op == "Range") {
     // Results are shape values: where they follow the batch they change
@@ -398,30 +388,34 @@ bool BatchRespecializer::prepare(
       outDim = d;
     }
     int64_t newSize = sizeAt(*outDim, newBatch);
-    for (size_t i = 0; i < numInputs && ok; ++i)
+    for (size_t i = 0; i < numInputs; ++i)
       if (!in[i] && !node.input(int(i)).empty())
-        ok = checkBroadcastOperand(
-            node, i, outDim->axis - (rank - int64_t(inShape(i).size())),
-            newSize, /*tile=*/false, values, overrides, error);
+        if (llvm::Error e = checkBroadcastOperand(
+                node, i, outDim->axis - (rank - int64_t(inShape(i).size())),
+                newSize, /*tile=*/false, values, overrides))
+          return e;
     setAll(outDim);
   } else if (sameShape.contains(op)) {
-    ok = onlyInput(0);
+    if (llvm::Error e = onlyInput(0))
+      return e;
     setAll(in[0]);
   } else if (batchFirst.contains(op)) {
-    ok = onlyInput(0);
-    if (ok && in[0]->axis != 0)
+    if (llvm::Error e = onlyInput(0))
+      return e;
+    if (in[0]->axis != 0)
       return fails("the batch is at dimension " + Twine(in[0]->axis) +
                    ", not 0");
     setAll(in[0]);
   } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax" ||
              op == "LayerNormalization") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     int64_t rank = inShape(0).size(), axis;
     bool coerced = op != "LayerNormalization" && sinceVersion < 13;
     int64_t defaultAxis = coerced ? 1 : -1;
-    if (!normalize(intAttr(node, "axis", defaultAxis), rank, axis))
-      return false;
+    if (llvm::Error e =
+            normalize(intAttr(node, "axis", defaultAxis), rank, axis))
+      return e;
     bool mixes = (coerced || op == "LayerNormalization")
                      ? in[0]->axis >= axis
                      : in[0]->axis == axis;
@@ -429,8 +423,8 @@ bool BatchRespecializer::prepare(
       return fails("it normalizes over the batch dimension");
     setAll(in[0]);
   } else if (reductions.contains(op)) {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     int64_t rank = inShape(0).size();
     bool fromInput = op == "ReduceSum" ? sinceVersion >= 13 : sinceVersion >= 18;
     SmallVector<int64_t> axes;
@@ -447,7 +441,7 @@ bool BatchRespecializer::prepare(
     if (axes.empty()) {
       if (intAttr(node, "noop_with_empty_axes", 0)) {
         setAll(in[0]);
-        return true;
+        return llvm::Error::success();
       }
       for (int64_t i = 0; i < rank; ++i)
         axes.push_back(i);
@@ -457,13 +451,13 @@ bool BatchRespecializer::prepare(
     int64_t before = 0;
     for (int64_t a : axes) {
       int64_t n;
-      if (!normalize(a, rank, n))
-        return false;
+      if (llvm::Error e = normalize(a, rank, n))
+        return e;
       if (n == d.axis) {
         // Reduced over the batch (a mean loss): the result no longer
         // carries it; the mean is then over each micro-batch.
         setAll(std::nullopt);
-        return true;
+        return llvm::Error::success();
       }
       before += n < d.axis;
     }
@@ -475,12 +469,12 @@ bool BatchRespecializer::prepare(
     int64_t r = outShape(0).size();
     int64_t lo = r - ((ra >= 2 && rb >= 2) ? 2 : 1);
     std::optional<BatchDim> outDim;
-    auto place = [&](BatchDim d) {
+    auto place = [&](BatchDim d) -> llvm::Error {
       if (outDim && !(*outDim == d))
         return fails("both operands carry the batch, at different "
                      "dimensions of the result");
       outDim = d;
-      return true;
+      return llvm::Error::success();
     };
     if (in[0]) {
       BatchDim d = *in[0];
@@ -488,27 +482,29 @@ bool BatchRespecializer::prepare(
         return fails("it contracts over the batch dimension");
       d.axis = d.axis == ra - 2 ? (rb == 1 ? r - 1 : r - 2)
                                 : d.axis + (lo - (ra - 2));
-      if (!place(d))
-        return false;
+      if (llvm::Error e = place(d))
+        return e;
     }
     if (in[1]) {
       BatchDim d = *in[1];
       if (rb == 1 || d.axis == rb - 2)
         return fails("it contracts over the batch dimension");
       d.axis = d.axis == rb - 1 ? r - 1 : d.axis + (lo - (rb - 2));
-      if (!place(d))
-        return false;
+      if (llvm::Error e = place(d))
+        return e;
     }
     if (!outDim)
       return fails("an operand past the second carries the batch");
     int64_t newSize = sizeAt(*outDim, newBatch);
-    for (size_t i = 0; i < 2 && ok; ++i) {
+    for (size_t i = 0; i < 2; ++i) {
       if (in[i] || outDim->axis >= lo)
         continue;
       int64_t rank = i == 0 ? ra : rb;
       int64_t leading = std::max<int64_t>(rank - 2, 0);
-      ok = checkBroadcastOperand(node, i, outDim->axis - (lo - leading),
-                                 newSize, false, values, overrides, error);
+      if (llvm::Error e =
+              checkBroadcastOperand(node, i, outDim->axis - (lo - leading),
+                                    newSize, false, values, overrides))
+        return e;
     }
     setAll(outDim);
   } else if (op == "Gemm") {
@@ -530,15 +526,15 @@ bool BatchRespecializer::prepare(
       if (!outDim || !(d == *outDim))
         return fails("operand C carries the batch where the product does not");
     } else if (outDim && numInputs > 2) {
-      ok = checkBroadcastOperand(
-          node, 2, outDim->axis - (2 - int64_t(inShape(2).size())),
-          sizeAt(*outDim, newBatch), false, values, overrides,
-          error);
+      if (llvm::Error e = checkBroadcastOperand(
+              node, 2, outDim->axis - (2 - int64_t(inShape(2).size())),
+              sizeAt(*outDim, newBatch), false, values, overrides))
+        return e;
     }
     setAll(outDim);
   } else if (op == "Transpose") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     int64_t rank = inShape(0).size();
     SmallVector<int64_t> perm;
     if (auto p = intsAttr(node, "perm"))
@@ -554,17 +550,16 @@ bool BatchRespecializer::prepare(
     setAll(d);
   } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
              op == "Unsqueeze") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     ArrayRef<int64_t> inOld = inShape(0), outOld = outShape(0);
-    std::string why;
-    auto d = locateInReshape(inOld, *in[0], outOld, why);
+    llvm::Expected<BatchDim> d = locateInReshape(inOld, *in[0], outOld);
     if (!d)
-      return fails(why);
-    setAll(d);
+      return d.takeError();
+    setAll(*d);
     if (op != "Reshape")
-      return true;
-    SmallVector<int64_t> expected = resized(outOld, d);
+      return llvm::Error::success();
+    SmallVector<int64_t> expected = resized(outOld, *d);
     bool allowZero = sinceVersion >= 14 && intAttr(node, "allowzero", 0);
     const HostTensor *target = sinceVersion >= 5 ? newConstant(1) : nullptr;
     if (sinceVersion < 5) {
@@ -573,16 +568,17 @@ bool BatchRespecializer::prepare(
                                                  allowZero)
                                 : std::nullopt;
       if (resolved && *resolved == expected)
-        return true;
+        return llvm::Error::success();
       return fails("its 'shape' attribute bakes the " + batchWords() +
                    " in (opset < 5 form, not rewritten)");
     }
     if (!target)
-      return true; // the converter reports the missing constant
+      return llvm::Error::success(); // the converter reports the missing
+                                     // constant
     SmallVector<int64_t> values0 = toInts(*target);
     auto resolved = resolveReshape(newShape(0), values0, allowZero);
     if (resolved && *resolved == expected)
-      return true;
+      return llvm::Error::success();
     const HostTensor *old = refConstant(1);
     if (!old || toInts(*old) != values0)
       return fails("its target shape " + shapeToString(values0) +
@@ -596,8 +592,8 @@ bool BatchRespecializer::prepare(
     ++rewritten["Reshape target"];
   } else if (op == "Concat") {
     int64_t rank = outShape(0).size(), axis;
-    if (!normalize(intAttr(node, "axis", 1), rank, axis))
-      return false;
+    if (llvm::Error e = normalize(intAttr(node, "axis", 1), rank, axis))
+      return e;
     std::optional<BatchDim> d;
     for (size_t i = 0; i < numInputs; ++i) {
       if (!in[i])
@@ -609,29 +605,31 @@ bool BatchRespecializer::prepare(
     if (d->axis == axis)
       return fails("it concatenates along the batch dimension");
     int64_t newSize = sizeAt(*d, newBatch);
-    for (size_t i = 0; i < numInputs && ok; ++i) {
+    for (size_t i = 0; i < numInputs; ++i) {
       if (in[i] || node.input(int(i)).empty())
         continue;
       ArrayRef<int64_t> s = inShape(i);
       if (axis < int64_t(s.size()) && s[axis] == 0)
         continue; // an empty piece, dropped
-      ok = checkBroadcastOperand(node, i, d->axis, newSize, /*tile=*/true,
-                                 values, overrides, error);
+      if (llvm::Error e = checkBroadcastOperand(
+              node, i, d->axis, newSize, /*tile=*/true, values, overrides))
+        return e;
     }
     setAll(d);
   } else if (op == "Split") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     int64_t axis;
-    if (!normalize(intAttr(node, "axis", 0), inShape(0).size(), axis))
-      return false;
+    if (llvm::Error e =
+            normalize(intAttr(node, "axis", 0), inShape(0).size(), axis))
+      return e;
     if (axis == in[0]->axis)
       return fails("it splits the batch dimension");
     setAll(in[0]);
   } else if (op == "Gather") {
     int64_t rank = inShape(0).size(), axis;
-    if (!normalize(intAttr(node, "axis", 0), rank, axis))
-      return false;
+    if (llvm::Error e = normalize(intAttr(node, "axis", 0), rank, axis))
+      return e;
     if (in[0] && in[1])
       return fails("both data and indices carry the batch");
     if (!in[0] && !in[1])
@@ -649,8 +647,8 @@ bool BatchRespecializer::prepare(
     }
     setAll(d);
   } else if (op == "Slice") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     BatchDim d = *in[0];
     setAll(d);
     ArrayRef<int64_t> inOld = inShape(0), outOld = outShape(0);
@@ -660,7 +658,7 @@ bool BatchRespecializer::prepare(
       if (sinceVersion < 10) {
         auto starts = intsAttr(node, "starts"), axes = intsAttr(node, "axes");
         if (!starts)
-          return true;
+          return llvm::Error::success();
         for (size_t j = 0; j < starts->size(); ++j) {
           int64_t a = axes && j < axes->size() ? (*axes)[j] : int64_t(j);
           if (a < 0)
@@ -669,11 +667,11 @@ bool BatchRespecializer::prepare(
             return fails("its 'starts'/'ends' attributes name the batch "
                          "dimension (opset < 10 form, not rewritten)");
         }
-        return true;
+        return llvm::Error::success();
       }
       const HostTensor *starts = newConstant(1), *ends = newConstant(2);
       if (!starts || !ends)
-        return true; // the converter reports it
+        return llvm::Error::success(); // the converter reports it
       SmallVector<int64_t> s = toInts(*starts), e = toInts(*ends), axes;
       if (const HostTensor *a = newConstant(3))
         axes = toInts(*a);
@@ -685,7 +683,7 @@ bool BatchRespecializer::prepare(
         steps = toInts(*st);
       if (axes.size() != s.size() || e.size() != s.size() ||
           steps.size() != s.size())
-        return true;
+        return llvm::Error::success();
       int64_t dimNew = newShape(0)[d.axis];
       for (size_t j = 0; j < s.size(); ++j) {
         int64_t a = axes[j] < 0 ? axes[j] + int64_t(inOld.size()) : axes[j];
@@ -714,22 +712,22 @@ bool BatchRespecializer::prepare(
       return fails("it takes part of the batch dimension");
     }
   } else if (op == "Expand") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     int64_t r = outShape(0).size();
     BatchDim d = *in[0];
     d.axis += r - int64_t(inShape(0).size());
     setAll(d);
     const HostTensor *shape = newConstant(1);
     if (!shape)
-      return true; // the converter reports it
+      return llvm::Error::success(); // the converter reports it
     SmallVector<int64_t> target = toInts(*shape);
     int64_t p = d.axis - (r - int64_t(target.size()));
     if (p < 0)
-      return true;
+      return llvm::Error::success();
     int64_t newSize = newShape(0)[in[0]->axis];
     if (target[p] == 1 || target[p] == newSize)
-      return true;
+      return llvm::Error::success();
     const HostTensor *old = refConstant(1);
     if (!old || toInts(*old) != target ||
         target[p] != inShape(0)[in[0]->axis])
@@ -740,8 +738,8 @@ bool BatchRespecializer::prepare(
     overrides[1] = replaced(values.find(node.input(1))->second, t);
     ++rewritten["Expand shape"];
   } else if (op == "Trilu") {
-    if (!(ok = onlyInput(0)))
-      return false;
+    if (llvm::Error e = onlyInput(0))
+      return e;
     if (in[0]->axis >= int64_t(inShape(0).size()) - 2)
       return fails("the batch is one of its matrix dimensions");
     setAll(in[0]);
@@ -749,8 +747,6 @@ bool BatchRespecializer::prepare(
     return fails("op '" + op + "' is not supported by batch "
                  "re-specialization");
   }
-  if (!ok)
-    return false;
   // The batch dimension must have the old batch's size in the reference.
   for (size_t o = 0; o < numOutputs; ++o) {
     if (!pending.outputs[o])
@@ -764,12 +760,12 @@ bool BatchRespecializer::prepare(
       return fails("result " + quote(node.output(int(o))) + " of shape " +
                    shapeToString(s) + " broadcasts the batch dimension");
   }
-  return true;
+  return llvm::Error::success();
 }
 
-bool BatchRespecializer::finish(const onnx::NodeProto &node,
-                                const llvm::StringMap<ImportedValue> &values,
-                                std::string &error) {
+llvm::Error
+BatchRespecializer::finish(const onnx::NodeProto &node,
+                           const llvm::StringMap<ImportedValue> &values) {
   for (int o = 0; o < node.output_size(); ++o) {
     const std::string &name = node.output(o);
     if (name.empty())
@@ -778,21 +774,19 @@ bool BatchRespecializer::finish(const onnx::NodeProto &node,
     if (it == values.end())
       continue;
     const ReferenceValue *r = ref(name);
-    if (!r) {
-      error = "result " + quote(name) + " is not in the reference import";
-      return false;
-    }
+    if (!r)
+      return makeError("result " + quote(name) +
+                       " is not in the reference import");
     ArrayRef<int64_t> now = it->second.type.getShape();
     ArrayRef<int64_t> old = r->shape;
     if (pending.computed) {
       std::optional<BatchDim> d = pending.outputs[o];
       SmallVector<int64_t> expected = resized(old, d);
-      if (now != ArrayRef<int64_t>(expected)) {
-        error = "result " + quote(name) + " has shape " + shapeToString(now) +
-                ", but the reference shape " + shapeToString(old) +
-                " with the batch resized is " + shapeToString(expected);
-        return false;
-      }
+      if (now != ArrayRef<int64_t>(expected))
+        return makeError("result " + quote(name) + " has shape " +
+                         shapeToString(now) + ", but the reference shape " +
+                         shapeToString(old) + " with the batch resized is " +
+                         shapeToString(expected));
       if (d)
         batchDims[name] = *d;
       continue;
@@ -814,29 +808,27 @@ bool BatchRespecializer::finish(const onnx::NodeProto &node,
       }
       found = BatchDim{int64_t(i), 1, old[i] / oldBatch};
     }
-    if (!explained || !found) {
-      error = "result " + quote(name) + " changed shape from " +
-              shapeToString(old) + " to " + shapeToString(now) +
-              ", which is not the batch";
-      return false;
-    }
+    if (!explained || !found)
+      return makeError("result " + quote(name) + " changed shape from " +
+                       shapeToString(old) + " to " + shapeToString(now) +
+                       ", which is not the batch");
     batchDims[name] = *found;
   }
-  return true;
+  return llvm::Error::success();
 }
 
-bool BatchRespecializer::checkOutput(StringRef name, std::string &error) const {
+llvm::Error BatchRespecializer::checkOutput(StringRef name) const {
   std::optional<BatchDim> d = batchDimOf(name);
   if (!d || (d->axis == 0 && d->outer == 1))
-    return true;
+    return llvm::Error::success();
   const ReferenceValue *r = ref(name);
-  error = "graph output " + quote(name) + " of shape " +
-          (r ? shapeToString(r->shape) : std::string("?")) +
-          " holds the batch inside dimension " + std::to_string(d->axis) +
-          (d->outer > 1 ? " with " + std::to_string(d->outer) +
-                              " elements outside it"
-                        : std::string()) +
-          ", not as its leading dimension: its samples are not its rows, "
-          "so which of its sizes is the batch of the inputs cannot be told";
-  return false;
+  return makeError(
+      "graph output " + quote(name) + " of shape " +
+      (r ? shapeToString(r->shape) : std::string("?")) +
+      " holds the batch inside dimension " + std::to_string(d->axis) +
+      (d->outer > 1
+           ? " with " + std::to_string(d->outer) + " elements outside it"
+           : std::string()) +
+      ", not as its leading dimension: its samples are not its rows, "
+      "so which of its sizes is the batch of the inputs cannot be told");
 }

@@ -29,6 +29,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
 
 #include <map>
 #include <memory>
@@ -67,24 +68,22 @@ public:
 
   /// Before `node` is converted: decides where its results carry the batch
   /// and rewrites constant inputs that bake the old batch in (`overrides`:
-  /// input index -> replacement). False with `error` (no node header) when
-  /// the batch cannot be re-specialized through the node.
-  bool prepare(const onnx::NodeProto &node, int64_t sinceVersion,
-               const llvm::StringMap<ImportedValue> &values,
-               llvm::DenseMap<size_t, ImportedValue> &overrides,
-               std::string &error);
+  /// input index -> replacement). An error (its message without the node
+  /// header) when the batch cannot be re-specialized through the node.
+  llvm::Error prepare(const onnx::NodeProto &node, int64_t sinceVersion,
+                      const llvm::StringMap<ImportedValue> &values,
+                      llvm::DenseMap<size_t, ImportedValue> &overrides);
   /// After `node` is converted: every result must have the reference's shape
-  /// with only the batch dimension resized. False with `error` otherwise.
-  bool finish(const onnx::NodeProto &node,
-              const llvm::StringMap<ImportedValue> &values,
-              std::string &error);
+  /// with only the batch dimension resized. An error otherwise.
+  llvm::Error finish(const onnx::NodeProto &node,
+                     const llvm::StringMap<ImportedValue> &values);
 
   /// Graph output `name` must hold its samples as rows: where it carries
   /// the batch, it must be dimension 0 with nothing outside it (a merged
   /// [B*T, C] is fine). Elsewhere, the static size the model gives its
   /// leading dimension may have been the batch (a reshape that mixes
-  /// samples), which cannot be told. False with `error` otherwise.
-  bool checkOutput(llvm::StringRef name, std::string &error) const;
+  /// samples), which cannot be told. An error otherwise.
+  llvm::Error checkOutput(llvm::StringRef name) const;
 
   int64_t getOldBatch() const { return oldBatch; }
   int64_t getNewBatch() const { return newBatch; }
@@ -99,20 +98,20 @@ private:
   llvm::SmallVector<int64_t> resized(llvm::ArrayRef<int64_t> old,
                                      std::optional<BatchDim> dim) const;
   /// Where the batch of input `in` (reference shape, batch at `dim`) lands
-  /// in the reference output shape `out` of a reshape.
-  std::optional<BatchDim> locateInReshape(llvm::ArrayRef<int64_t> in,
-                                          const BatchDim &dim,
-                                          llvm::ArrayRef<int64_t> out,
-                                          std::string &error) const;
+  /// in the reference output shape `out` of a reshape, or why it cannot be
+  /// told.
+  llvm::Expected<BatchDim> locateInReshape(llvm::ArrayRef<int64_t> in,
+                                           const BatchDim &dim,
+                                           llvm::ArrayRef<int64_t> out) const;
   /// Operand `index` (no batch) meets the batch at its dimension `dim`
   /// (none when negative): it must broadcast there (size 1), or be a
   /// constant that is the same for every sample, which is then sliced to
   /// size 1 (or, with `tile`, tiled to `newSize`: Concat does not broadcast).
-  bool checkBroadcastOperand(const onnx::NodeProto &node, size_t index,
-                             int64_t dim, int64_t newSize, bool tile,
-                             const llvm::StringMap<ImportedValue> &values,
-                             llvm::DenseMap<size_t, ImportedValue> &overrides,
-                             std::string &error);
+  llvm::Error
+  checkBroadcastOperand(const onnx::NodeProto &node, size_t index, int64_t dim,
+                        int64_t newSize, bool tile,
+                        const llvm::StringMap<ImportedValue> &values,
+                        llvm::DenseMap<size_t, ImportedValue> &overrides);
   std::string batchWords() const;
 
   int64_t oldBatch, newBatch;

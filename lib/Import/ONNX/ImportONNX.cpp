@@ -1063,13 +1063,13 @@ GraphImporter::run(onnx::ModelProto &model) {
     nodeHeaders[name] = nodeHeader(node, i);
     Location loc = NameLoc::get(StringAttr::get(&context, name), fileLoc);
     NodeContext ctx(*this, node, name, loc);
-    std::string why;
     inputOverrides.clear();
-    if (respec && !respec->prepare(node, ctx.sinceVersion(), values,
-                                   inputOverrides, why)) {
-      failRespecialization(nodeHeaders[name], why);
-      return failure();
-    }
+    if (respec)
+      if (llvm::Error e = respec->prepare(node, ctx.sinceVersion(), values,
+                                          inputOverrides)) {
+        failRespecialization(nodeHeaders[name], llvm::toString(std::move(e)));
+        return failure();
+      }
     if (!checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/false))
       return failure();
     table.lookup(opTableKey(node)).convert(ctx);
@@ -1077,10 +1077,11 @@ GraphImporter::run(onnx::ModelProto &model) {
     if (failed() ||
         !checkUnsignedOperands(node, nodeHeaders[name], /*outputs=*/true))
       return failure();
-    if (respec && !respec->finish(node, values, why)) {
-      failRespecialization(nodeHeaders[name], why);
-      return failure();
-    }
+    if (respec)
+      if (llvm::Error e = respec->finish(node, values)) {
+        failRespecialization(nodeHeaders[name], llvm::toString(std::move(e)));
+        return failure();
+      }
     // Every output a later node reads must have been defined.
     for (const std::string &out : node.output()) {
       if (!out.empty() && used.contains(out) && !values.count(out)) {
@@ -1101,11 +1102,11 @@ GraphImporter::run(onnx::ModelProto &model) {
            "' is not defined by any node, input or initializer");
       return failure();
     }
-    std::string why;
-    if (respec && !respec->checkOutput(out.name(), why)) {
+    if (llvm::Error e =
+            respec ? respec->checkOutput(out.name()) : llvm::Error::success()) {
       fail("cannot re-specialize the static batch " +
            Twine(respec->getOldBatch()) + " to " +
-           Twine(respec->getNewBatch()) + ": " + why +
+           Twine(respec->getNewBatch()) + ": " + llvm::toString(std::move(e)) +
            "; export the model with a dynamic batch axis "
            "(torch.onnx.export dynamic_axes)");
       return failure();
