@@ -21,16 +21,24 @@
 namespace pipedream {
 namespace runtime {
 
-/// The arguments of pd_gpu_gemm_*: C[b] = alpha * op(A[b]) @ op(B[b]) +
-/// beta * C[b] on row-major matrices (op = transpose when trans != 0);
-/// ld* are row strides of the stored matrices in elements, stride* the
-/// distance between batch items in elements (0 = broadcast, not for C).
-struct RowMajorGemm {
+/// The sizes, transpose flags, leading dimensions and batch strides (in
+/// elements) of a batched GEMM C[b] = alpha * op(A[b]) @ op(B[b]) + beta *
+/// C[b]. The row-major call and the column-major one computing it are the
+/// same fields read in their own layout (toColumnMajor maps one onto the
+/// other), so they share them.
+struct GemmLayout {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transA = false, transB = false;
   int64_t lda = 0, strideA = 0;
   int64_t ldb = 0, strideB = 0;
   int64_t ldc = 0, strideC = 0;
+};
+
+/// The arguments of pd_gpu_gemm_*: C[b] = alpha * op(A[b]) @ op(B[b]) +
+/// beta * C[b] on row-major matrices (op = transpose when trans != 0);
+/// ld* are row strides of the stored matrices in elements, stride* the
+/// distance between batch items in elements (0 = broadcast, not for C).
+struct RowMajorGemm : GemmLayout {
   bool nullA = false, nullB = false, nullC = false;
 };
 
@@ -47,12 +55,7 @@ std::string checkGemm(const RowMajorGemm &g, const char *function);
 /// A column-major GEMM as cuBLAS takes it: C = alpha * op(A) op(B) + beta
 /// * C with C m x n (leading dimension ldc), op(A) m x k, op(B) k x n.
 /// `swapped` says A and B are the row-major call's B and A.
-struct ColumnMajorGemm {
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-  bool transA = false, transB = false;
-  int64_t lda = 0, strideA = 0;
-  int64_t ldb = 0, strideB = 0;
-  int64_t ldc = 0, strideC = 0;
+struct ColumnMajorGemm : GemmLayout {
   bool swapped = true;
 };
 
