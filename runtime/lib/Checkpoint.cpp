@@ -52,12 +52,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-using pipedream::runtime::CheckpointFile;
-using pipedream::runtime::Error;
-using pipedream::runtime::fail;
-using pipedream::runtime::guarded;
-using pipedream::runtime::nullArgument;
-
 namespace pipedream {
 namespace runtime {
 

@@ -45,10 +45,8 @@
 
 using pipedream::runtime::describeType;
 using pipedream::runtime::ensureMemory;
-using pipedream::runtime::Error;
 using pipedream::runtime::fail;
 using pipedream::runtime::guarded;
-using pipedream::runtime::Manifest;
 using pipedream::runtime::nullArgument;
 using pipedream::runtime::TensorType;
 using pipedream::runtime::TrainingSpec;

@@ -45,12 +45,10 @@ using pipedream::runtime::ensureMemory;
 using pipedream::runtime::Error;
 using pipedream::runtime::fail;
 using pipedream::runtime::guarded;
-using pipedream::runtime::Manifest;
 using pipedream::runtime::nullArgument;
-using pipedream::runtime::TrainingSpec;
 using pipedream::runtime::readMemory;
 using pipedream::runtime::runFunction;
-
+using pipedream::runtime::TrainingSpec;
 
 namespace pipedream {
 namespace runtime {

@@ -33,7 +33,6 @@
 #include <sstream>
 #include <vector>
 
-using pipedream::runtime::Error;
 using pipedream::runtime::fail;
 using pipedream::runtime::guarded;
 using pipedream::runtime::nullArgument;
