@@ -220,6 +220,35 @@ void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
   }
 }
 
+/// out[jr * kb + kk * NR + j] = src[kk * ld + jr + j] for kk < kb, j < NR
+/// and jr < full a multiple of NR: rows of B spread over its KB x NR
+/// micro-panels, each row read once, front to back.
+template <int NR>
+void spreadRowsOf(int64_t kb, int64_t full, const float *src, int64_t ld,
+                  float *out) {
+  for (int64_t kk = 0; kk < kb; ++kk, src += ld)
+    for (int64_t jr = 0; jr < full; jr += NR)
+      memcpy(out + jr * kb + kk * NR, src + jr, sizeof(float) * NR);
+}
+
+/// spreadRowsOf for the kernels' NR (8, 16, 32); false for another.
+bool spreadRows(int nr, int64_t kb, int64_t full, const float *src, int64_t ld,
+                float *out) {
+  switch (nr) {
+  case 8:
+    spreadRowsOf<8>(kb, full, src, ld, out);
+    return true;
+  case 16:
+    spreadRowsOf<16>(kb, full, src, ld, out);
+    return true;
+  case 32:
+    spreadRowsOf<32>(kb, full, src, ld, out);
+    return true;
+  default:
+    return false;
+  }
+}
+
 /// op(B)[p0 : p0+kb, j0 : j0+nb] into ceil(nb / NR) micro-panels of
 /// kb x NR (k-major), columns past nb zero. `simd`: the CPU has AVX2.
 void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
@@ -228,15 +257,19 @@ void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
   if (full < nb)
     memset(out + full * kb, 0, sizeof(float) * kb * nr);
   if (!b.trans) {
-    // Each stored row once, front to back, into every panel.
-    for (int64_t kk = 0; kk < kb; ++kk) {
-      const float *src = b.p + (p0 + kk) * b.ld + j0;
-      for (int64_t jr = 0; jr < full; jr += nr)
-        memcpy(out + jr * kb + kk * nr, src + jr, sizeof(float) * nr);
-      if (full < nb)
-        memcpy(out + full * kb + kk * nr, src + full,
+    // Each stored row once, front to back, into every panel: fixed-size
+    // copies of NR floats for the kernels' NR (a call to memcpy per 16
+    // floats cost more than the copy).
+    const float *src = b.p + p0 * b.ld + j0;
+    if (!spreadRows(nr, kb, full, src, b.ld, out))
+      for (int64_t kk = 0; kk < kb; ++kk)
+        for (int64_t jr = 0; jr < full; jr += nr)
+          memcpy(out + jr * kb + kk * nr, src + kk * b.ld + jr,
+                 sizeof(float) * nr);
+    if (full < nb)
+      for (int64_t kk = 0; kk < kb; ++kk)
+        memcpy(out + full * kb + kk * nr, src + kk * b.ld + full,
                sizeof(float) * (nb - full));
-    }
     return;
   }
   // Stored N x K (nn.Linear's weight): rows contiguous along k, transposed
