@@ -9,8 +9,8 @@
 // loops that carry the accumulator in an `scf.for` iter_arg and store it
 // once, instead of convert-linalg-to-loops' load and store of the output
 // element at every step; with `reassociate`, a floating-point sum or
-// product is marked `reassoc` so that LLVM's loop vectorizer may vectorize
-// it (see Passes.td).
+// product is split into 16 lanes in a fixed order, which LLVM's SLP
+// vectorizer vectorizes (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 

@@ -442,12 +442,16 @@ def LowerReductionsToLoopsPass
     since the output may alias the inputs as far as it knows, and a
     reduction through memory cannot be vectorized.
 
-    With `reassociate` (the default), the accumulating `arith.addf` or
-    `arith.mulf` of the innermost loop gets the `reassoc` fast-math flag, so
-    LLVM's loop vectorizer may sum in vector lanes: the result differs from
-    the sequential sum by rounding only, as any blocked or vectorized sum
-    (onnxruntime's, PyTorch's, and pipedream's GEMM kernel) does. Max and
-    min reductions are exact in any order and are left as they are.
+    With `reassociate` (the default), an innermost sum or product of at
+    least 32 static steps is split into 16 lanes: the steps go round-robin
+    to the lanes, the lanes are combined pairwise in a fixed tree and the
+    remaining steps are added in order. LLVM's SLP vectorizer puts the lanes
+    in vector registers. The order is fixed in the IR, with no fast-math
+    flag, so the result does not depend on LLVM's choices (codegen threads,
+    outlining, -O); it differs from the sequential sum by rounding only, as
+    any blocked or vectorized sum (onnxruntime's, PyTorch's, and pipedream's
+    GEMM kernel) does. Max and min reductions are exact in any order and are
+    left as they are.
 
     Ops it leaves to `convert-linalg-to-loops`: on tensors, several outputs,
     a parallel loop inside a reduction loop (a column sum: vectorized as an
@@ -456,7 +460,8 @@ def LowerReductionsToLoopsPass
   }];
   let options = [
     Option<"reassociate", "reassociate", "bool", /*default=*/"true",
-           "Mark the innermost sum or product reassociable (vectorizable)">,
+           "Split the innermost sum or product into 16 lanes in a fixed "
+           "order (vectorizable)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect",
