@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -147,25 +148,43 @@ appendElements(ElementsAttr value, std::vector<char> &out,
   return emitError() << "its value attribute cannot be read as elements";
 }
 
-/// True when `weight` (a function argument) reaches the B operand (any
+/// The packed copies of `weight` (a function argument) the CPU GEMM keeps
+/// when it is constant (Kernels/Gemm.cpp, constantPackedB): one per
+/// orientation (bit 0: op(B) = B, bit 1: B^T) in which it reaches the B
+/// operand (any
 /// operand but the first) of an nn.matmul or nn.gemm, directly or through
-/// nn.transpose / nn.reshape: the operands the CPU GEMM packs once per step
-/// when they are constant (Kernels/Gemm.cpp, constantPacked).
-static bool readsAsGemmOperandB(Value weight) {
-  SmallVector<Value> work{weight};
+/// nn.transpose / nn.reshape. Both happen in training: the forward of
+/// x W^T reads W transposed, the backward's dY W reads it as stored (the
+/// code generator folds the transpose into the GEMM,
+/// cpu-fold-transposes-into-contractions).
+static unsigned gemmPackedOrientations(Value weight) {
+  SmallVector<std::pair<Value, bool>> work{{weight, false}};
+  bool orientations[2] = {false, false};
   for (int steps = 0; !work.empty() && steps < 64; ++steps) {
-    Value v = work.pop_back_val();
+    auto [v, transposed] = work.pop_back_val();
     for (OpOperand &use : v.getUses()) {
-      StringRef name = use.getOwner()->getName().getStringRef();
+      Operation *owner = use.getOwner();
+      StringRef name = owner->getName().getStringRef();
       if ((name == "nn.matmul" || name == "nn.gemm") &&
-          use.getOperandNumber() > 0)
-        return true;
-      if (name == "nn.transpose" || name == "nn.reshape")
-        for (Value r : use.getOwner()->getResults())
-          work.push_back(r);
+          use.getOperandNumber() > 0) {
+        auto transB = owner->getAttrOfType<BoolAttr>("trans_b");
+        orientations[transposed != (transB && transB.getValue())] = true;
+        continue;
+      }
+      bool flips = false;
+      if (name == "nn.transpose") {
+        // Its last dimension moves: the stored rows are no longer op(B)'s.
+        auto perm = owner->getAttrOfType<DenseI64ArrayAttr>("perm");
+        flips = !perm || perm.empty() ||
+                perm.asArrayRef().back() != int64_t(perm.size()) - 1;
+      } else if (name != "nn.reshape") {
+        continue;
+      }
+      for (Value r : owner->getResults())
+        work.push_back({r, transposed != flips});
     }
   }
-  return false;
+  return unsigned(orientations[0]) | unsigned(orientations[1]) << 1;
 }
 
 LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
@@ -230,7 +249,7 @@ LogicalResult collectBundle(ModuleOp module, StringRef model, StringRef kind,
                           buffer)))
         return failure();
       if (buffer.role == "weight")
-        buffer.gemmOperand = readsAsGemmOperandB(func.getArgument(i));
+        buffer.gemmOrientations = gemmPackedOrientations(func.getArgument(i));
       if (!seenNames.insert({buffer.name, i}).second)
         return emitError(context) << "function '" + function.name +
                                          "': two buffers are named '" +
@@ -619,7 +638,9 @@ llvm::json::Array rankMemoryJSON(const Bundle &bundle,
               called.insert(*name);
     int64_t weights = 0, grads = 0, states = 0, updates = 0, registers = 0;
     int64_t packed = 0;
-    llvm::StringSet<> persistent, packedNames;
+    llvm::StringSet<> persistent;
+    // The orientations of each weight already counted as packed.
+    llvm::StringMap<unsigned> packedOrientations;
     for (const auto &entry : called) {
       auto it = functions.find(entry.getKey());
       if (it == functions.end())
@@ -631,9 +652,12 @@ llvm::json::Array rankMemoryJSON(const Bundle &bundle,
           updatedHere.insert(b.updates);
       for (const BundleBuffer &b : it->second->buffers) {
         int64_t bytes = bufferBytes(b.dtype, b.shape);
-        if (b.role == "weight" && b.gemmOperand && b.dtype == "f32" &&
-            !updatedHere.contains(b.name) && packedNames.insert(b.name).second)
-          packed += bytes;
+        if (b.role == "weight" && b.dtype == "f32" &&
+            !updatedHere.contains(b.name)) {
+          unsigned &seen = packedOrientations[b.name];
+          packed += bytes * llvm::popcount(b.gemmOrientations & ~seen);
+          seen |= b.gemmOrientations;
+        }
         // In-place outputs have no buffer of their own (docs/Bundle.md).
         if (b.role == "output" && !b.updates.empty() && !b.inPlace)
           updates += bytes;

@@ -46,12 +46,13 @@ struct BundleBuffer {
   /// computes the new value in its buffer (cpu-in-place-updates) and the
   /// manifest says `"in_place": true` (not for cuda bundles, which swap).
   bool inPlace = false;
-  /// A weight the function reads as the B operand of a GEMM (nn.matmul,
-  /// nn.gemm; directly or through nn.transpose / nn.reshape): the CPU GEMM
-  /// packs such a weight once per step and keeps the copy
-  /// (pipedream_cpu_gemm_constants), which report.json's `rank_memory`
-  /// counts as `packed_weight_bytes`.
-  bool gemmOperand = false;
+  /// For a weight the function reads as the B operand of a GEMM
+  /// (nn.matmul, nn.gemm; directly or through nn.transpose / nn.reshape),
+  /// the orientations it is read in (bit 0: as stored, bit 1: transposed):
+  /// the CPU GEMM packs such a weight once per step per orientation and
+  /// keeps the copies (pipedream_cpu_gemm_constants), which report.json's
+  /// `rank_memory` counts as `packed_weight_bytes`.
+  unsigned gemmOrientations = 0;
   /// f32 f64 f16 bf16 i64 i32 i8 i1 u8.
   std::string dtype;
   llvm::SmallVector<int64_t> shape;

@@ -205,8 +205,11 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // Tensor level: clean up, expose GEMMs, fuse elementwise chains so they
   // become one loop nest each, then the GEMM kernels.
   pm.addPass(createCanonicalizerPass());
-  if (options.gemm != GemmLowering::Loops)
+  if (options.gemm != GemmLowering::Loops) {
     pm.addPass(createLowerConvToGemmPass());
+    // GEMM operands read through a transpose rather than a transposed copy.
+    pm.addNestedPass<func::FuncOp>(createFoldTransposesIntoContractionsPass());
+  }
   pm.addNestedPass<func::FuncOp>(createFuseElementwiseOpsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -121,6 +121,33 @@ def FuseElementwiseOpsPass
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-fold-transposes-into-contractions
+//===----------------------------------------------------------------------===//
+
+def FoldTransposesIntoContractionsPass
+    : Pass<"cpu-fold-transposes-into-contractions", "mlir::func::FuncOp"> {
+  let summary = "Read the input of a transpose that feeds a GEMM in place";
+  let description = [{
+    On tensors. An input of a multiply-accumulate contraction (what the
+    GEMM lowerings take: `linalg.matmul`, `batch_matmul`, or a generic whose
+    body is one multiply and one add) that a `linalg.transpose` produces is
+    replaced by the transpose's input, read through the composed indexing
+    map; a named contraction becomes the `linalg.generic` it stands for.
+    The GEMM lowering then sees a transposed operand (its unit stride on
+    another dimension), which its packing reads directly (`pd_cpu_sgemm`
+    transA/transB, BLAS, cuBLAS): no transposed copy is written. Results are
+    the same bits: the packed panels hold the same values.
+
+    A training graph has many: the backward of `x W^T` multiplies by the
+    transposed weight, and with M micro-batches every weight was transposed
+    M times per step. A transpose with other users stays for them. Left
+    alone: contractions whose body is not a plain multiply-add (mixed
+    precision casts), ops on buffers, transposes feeding other ops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-vectorize-gemm
 //===----------------------------------------------------------------------===//
 
