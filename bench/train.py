@@ -16,7 +16,10 @@ then time one optimizer step (M micro-batch steps + the update) of
 
 - pipedream: the bundle's `train_microbatch` / `update` called through
   ctypes exactly as docs/Bundle.md's training loop says (buffers set up
-  once, the micro-batch rows copied in, `updates` swapped by pointer);
+  once, the micro-batch rows copied in, `updates` swapped by pointer),
+  with the weights declared constant to program.so's GEMM during the
+  micro-batches as the runtime's trainer does (packed once per step;
+  before 2026-12-05 this script packed them at every call);
 - PyTorch (the interpreter's): zero_grad, M forward/backward of
   F.cross_entropy / M, optimizer.step(), on the same module in train mode;
 
@@ -136,6 +139,28 @@ class CompiledTrainer:
                 loss = float(arr)
         return loss
 
+    def declare_constant_weights(self, declare):
+        """What the runtime's trainer does around a step's micro-batches
+        (runtime/lib/ConstantWeights.cpp): the weights do not change until
+        the update, so they are declared constant to program.so's GEMM,
+        which packs each once per step instead of once per call; released
+        (count 0) before the update writes them.
+        PIPEDREAM_GEMM_PACK_WEIGHTS=0 turns it off here as there."""
+        hook = getattr(self.lib, "pipedream_cpu_gemm_constants", None)
+        if hook is None or os.environ.get("PIPEDREAM_GEMM_PACK_WEIGHTS") == "0":
+            return
+        hook.restype = None
+        if not declare:
+            hook(None, None, ctypes.c_int32(0))
+            return
+        fn, _, _ = self.calls[self.training["step_function"]]
+        weights = [self.persistent[b["name"]] for b in fn["buffers"]
+                   if b["role"] == "weight"]
+        pointers = (ctypes.c_void_p * len(weights))(
+            *[w.ctypes.data for w in weights])
+        sizes = (ctypes.c_int64 * len(weights))(*[w.nbytes for w in weights])
+        hook(pointers, sizes, ctypes.c_int32(len(weights)))
+
     def step(self, data):
         t = self.training
         m, b = t["microbatches"], t["microbatch_size"]
@@ -144,10 +169,12 @@ class CompiledTrainer:
                 arr[...] = 0
         _, inputs, _ = self.calls[t["step_function"]]
         total = 0.0
+        self.declare_constant_weights(True)
         for i in range(m):
             for name, arr in data.items():
                 inputs[name][...] = arr[i * b:(i + 1) * b]
             total += self._run(t["step_function"])
+        self.declare_constant_weights(False)
         self._run(t["update_function"])
         return total / m
 
