@@ -1102,15 +1102,16 @@ GraphImporter::run(onnx::ModelProto &model) {
            "' is not defined by any node, input or initializer");
       return failure();
     }
-    if (llvm::Error e =
-            respec ? respec->checkOutput(out.name()) : llvm::Error::success()) {
-      fail("cannot re-specialize the static batch " +
-           Twine(respec->getOldBatch()) + " to " +
-           Twine(respec->getNewBatch()) + ": " + llvm::toString(std::move(e)) +
-           "; export the model with a dynamic batch axis "
-           "(torch.onnx.export dynamic_axes)");
-      return failure();
-    }
+    if (respec)
+      if (llvm::Error e = respec->checkOutput(out.name())) {
+        fail("cannot re-specialize the static batch " +
+             Twine(respec->getOldBatch()) + " to " +
+             Twine(respec->getNewBatch()) + ": " +
+             llvm::toString(std::move(e)) +
+             "; export the model with a dynamic batch axis "
+             "(torch.onnx.export dynamic_axes)");
+        return failure();
+      }
     results.push_back(materialize(it->second, out.name()));
     resultNames.push_back(out.name());
   }

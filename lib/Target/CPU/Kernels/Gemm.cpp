@@ -153,25 +153,41 @@ __attribute__((target("avx2"))) void transposeWidth(int width, const float *src,
 }
 #endif
 
-/// dst[kk * MR + i] = src[kk * ld + i] for kk < kb, i < MR: `count`
-/// fixed-size copies of MR floats.
-template <int MR>
-void copyRowsOf(int64_t count, const float *src, int64_t ld, float *dst) {
-  for (int64_t kk = 0; kk < count; ++kk, src += ld, dst += MR)
-    memcpy(dst, src, sizeof(float) * MR);
+/// out[jr * kb + kk * W + j] = src[kk * ld + jr + j] for kk < kb, j < W
+/// and jr < full, a multiple of W: `kb` stored rows spread over micro-panels
+/// of kb x W, each row read once, front to back, in fixed-size copies (a
+/// call to memcpy per 16 floats cost more than the copy). Packs a
+/// row-major B (W = NR) and one panel of a transposed A (W = full = MR).
+template <int W>
+void spreadRowsOf(int64_t kb, int64_t full, const float *src, int64_t ld,
+                  float *out) {
+  for (int64_t kk = 0; kk < kb; ++kk, src += ld)
+    for (int64_t jr = 0; jr < full; jr += W)
+      memcpy(out + jr * kb + kk * W, src + jr, sizeof(float) * W);
 }
 
-/// copyRowsOf for the kernels' MR (4, 6, 12); false for another.
-bool copyRows(int mr, int64_t count, const float *src, int64_t ld, float *dst) {
-  switch (mr) {
+/// spreadRowsOf for the kernels' MR and NR (4, 6, 8, 12, 16, 32); false
+/// for another width.
+bool spreadRows(int width, int64_t kb, int64_t full, const float *src,
+                int64_t ld, float *out) {
+  switch (width) {
   case 4:
-    copyRowsOf<4>(count, src, ld, dst);
+    spreadRowsOf<4>(kb, full, src, ld, out);
     return true;
   case 6:
-    copyRowsOf<6>(count, src, ld, dst);
+    spreadRowsOf<6>(kb, full, src, ld, out);
+    return true;
+  case 8:
+    spreadRowsOf<8>(kb, full, src, ld, out);
     return true;
   case 12:
-    copyRowsOf<12>(count, src, ld, dst);
+    spreadRowsOf<12>(kb, full, src, ld, out);
+    return true;
+  case 16:
+    spreadRowsOf<16>(kb, full, src, ld, out);
+    return true;
+  case 32:
+    spreadRowsOf<32>(kb, full, src, ld, out);
     return true;
   default:
     return false;
@@ -191,9 +207,9 @@ void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
       memset(panel, 0, sizeof(float) * kb * mr);
     if (a.trans) {
       // Stored K x M: a row of the store is contiguous along i, MR floats
-      // of it per k (a fixed-size copy for the kernels' MR).
+      // of it per k (one panel of width MR).
       const float *src = a.p + p0 * a.ld + i0 + ir;
-      if (rows == mr && copyRows(mr, kb, src, a.ld, panel))
+      if (rows == mr && spreadRows(mr, kb, mr, src, a.ld, panel))
         continue;
       for (int64_t kk = 0; kk < kb; ++kk)
         for (int64_t ii = 0; ii < rows; ++ii)
@@ -220,35 +236,6 @@ void packA(const Operand &a, int64_t i0, int64_t mb, int64_t p0, int64_t kb,
   }
 }
 
-/// out[jr * kb + kk * NR + j] = src[kk * ld + jr + j] for kk < kb, j < NR
-/// and jr < full a multiple of NR: rows of B spread over its KB x NR
-/// micro-panels, each row read once, front to back.
-template <int NR>
-void spreadRowsOf(int64_t kb, int64_t full, const float *src, int64_t ld,
-                  float *out) {
-  for (int64_t kk = 0; kk < kb; ++kk, src += ld)
-    for (int64_t jr = 0; jr < full; jr += NR)
-      memcpy(out + jr * kb + kk * NR, src + jr, sizeof(float) * NR);
-}
-
-/// spreadRowsOf for the kernels' NR (8, 16, 32); false for another.
-bool spreadRows(int nr, int64_t kb, int64_t full, const float *src, int64_t ld,
-                float *out) {
-  switch (nr) {
-  case 8:
-    spreadRowsOf<8>(kb, full, src, ld, out);
-    return true;
-  case 16:
-    spreadRowsOf<16>(kb, full, src, ld, out);
-    return true;
-  case 32:
-    spreadRowsOf<32>(kb, full, src, ld, out);
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// op(B)[p0 : p0+kb, j0 : j0+nb] into ceil(nb / NR) micro-panels of
 /// kb x NR (k-major), columns past nb zero. `simd`: the CPU has AVX2.
 void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
@@ -257,9 +244,7 @@ void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
   if (full < nb)
     memset(out + full * kb, 0, sizeof(float) * kb * nr);
   if (!b.trans) {
-    // Each stored row once, front to back, into every panel: fixed-size
-    // copies of NR floats for the kernels' NR (a call to memcpy per 16
-    // floats cost more than the copy).
+    // Each stored row once, front to back, into every panel.
     const float *src = b.p + p0 * b.ld + j0;
     if (!spreadRows(nr, kb, full, src, b.ld, out))
       for (int64_t kk = 0; kk < kb; ++kk)
