@@ -251,6 +251,11 @@ pipedream::planGemm(linalg::LinalgOp op,
       std::swap(loop.stride[0], loop.stride[1]);
     plan.loops.push_back(loop);
   }
+  // A 1 x 1 GEMM in a loop is a row-wise dot product (softmax's and
+  // LayerNorm's backward: sum_k dy * y per row), one library call per
+  // output element; the reduction lowerings do it in one pass.
+  if (plan.m == 1 && plan.n == 1 && !plan.loops.empty())
+    return failure();
   return plan;
 }
 

@@ -172,3 +172,46 @@ func.func @negated_dot(%a: tensor<4x8xf64>, %b: tensor<4x8xf64>) -> tensor<4xf64
   } -> tensor<4xf64>
   return %r : tensor<4xf64>
 }
+
+// Row-wise dot products (softmax's and LayerNorm's backward, sum_k dy * y
+// per row) are a batch of 1 x 1 GEMMs: one call per output element. They
+// stay loops (cpu-lower-reductions-to-loops); a single dot product, with no
+// batch loop, is still one call.
+// CHECK-LABEL: define void @pipedream_row_dots(
+// CHECK-NOT: cblas
+// CHECK: fmul float
+// CHECK-NOT: cblas
+// CHECK: ret void
+#rd_in = affine_map<(d0, d1) -> (d0, d1)>
+#rd_out = affine_map<(d0, d1) -> (d0)>
+func.func @row_dots(%a: tensor<6x32xf32>, %b: tensor<6x32xf32>) -> tensor<6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<6xf32>) -> tensor<6xf32>
+  %r = linalg.generic {indexing_maps = [#rd_in, #rd_in, #rd_out], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : tensor<6x32xf32>, tensor<6x32xf32>) outs(%f : tensor<6xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<6xf32>
+  return %r : tensor<6xf32>
+}
+
+// CHECK-LABEL: define void @pipedream_dot(
+// CHECK: call void @cblas_sgemm(i32 101, i32 111, i32 111, i32 1, i32 1, i32 32, float 1.000000e+00, ptr, i32 32, ptr, i32 1, float 0.000000e+00, ptr, i32 1)
+#d_in = affine_map<(d0) -> (d0)>
+#d_out = affine_map<(d0) -> ()>
+func.func @dot(%a: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [#d_in, #d_in, #d_out], iterator_types = ["reduction"]}
+      ins(%a, %b : tensor<32xf32>, tensor<32xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}

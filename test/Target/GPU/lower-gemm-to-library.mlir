@@ -112,3 +112,22 @@ func.func @integer(%a: memref<8x16xi32>, %b: memref<16x64xi32>, %c: memref<8x64x
   linalg.matmul ins(%a, %b : memref<8x16xi32>, memref<16x64xi32>) outs(%c : memref<8x64xi32>)
   return
 }
+
+// -----
+
+// Row-wise dot products (a batch of 1 x 1 GEMMs, one call per output
+// element) stay linalg: cuda-map-to-kernels runs them as one reduction.
+// CHECK-LABEL: func.func @row_dots
+// CHECK: linalg.generic
+// CHECK-NOT: pd_gpu_gemm
+func.func @row_dots(%a: memref<128x64xf32>, %b: memref<128x64xf32>, %c: memref<128xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(r, k) -> (r, k)>, affine_map<(r, k) -> (r, k)>, affine_map<(r, k) -> (r)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : memref<128x64xf32>, memref<128x64xf32>) outs(%c : memref<128xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -60,7 +60,9 @@ bool isMulAddContraction(mlir::linalg::LinalgOp op);
 /// Builds the plan for `op` (a linalg op on statically shaped memrefs with
 /// two inputs and one output, all of one element type accepted by
 /// `acceptElementType`), or fails when it is not a contraction a strided
-/// GEMM can run. Sizes and leading dimensions fit in int32.
+/// GEMM can run, or when the GEMM would be 1 x 1 in a loop (row-wise dot
+/// products: one call per output element; a reduction loop does better).
+/// Sizes and leading dimensions fit in int32.
 mlir::FailureOr<GemmPlan>
 planGemm(mlir::linalg::LinalgOp op,
          llvm::function_ref<bool(mlir::Type)> acceptElementType);

@@ -145,6 +145,25 @@ case("mm_ct", [("a", a), ("b", b)], (16, 12), """%s
                         tensor((20, 16)), tensor((16, 12)), tensor((16, 12)),
                         tensor((16, 12))), (a.astype(np.float64) @ b).T)
 
+# Row-wise dot products (softmax's and LayerNorm's backward: sum_k dy * y
+# per row): a batch of 1 x 1 GEMMs, which the GEMM lowerings leave to the
+# reduction loops. 37 rows of 70 (odd sizes: no full vector of rows).
+a, b = rand((37, 70)), rand((37, 70))
+case("row_dots", [("a", a), ("b", b)], (37,), """%s
+  %%r = linalg.generic {indexing_maps = [
+      affine_map<(r, k) -> (r, k)>, affine_map<(r, k) -> (r, k)>,
+      affine_map<(r, k) -> (r)>],
+      iterator_types = ["parallel", "reduction"]}
+      ins(%%a0, %%a1 : %s, %s) outs(%%init : %s) {
+  ^bb0(%%x: f32, %%y: f32, %%acc: f32):
+    %%p = arith.mulf %%x, %%y : f32
+    %%s = arith.addf %%acc, %%p : f32
+    linalg.yield %%s : f32
+  } -> %s
+  return %%r : %s""" % (zero_init((37,)), tensor((37, 70)), tensor((37, 70)),
+                        tensor((37,)), tensor((37,)), tensor((37,))),
+     (a.astype(np.float64) * b).sum(axis=1))
+
 # Strided operands: A is columns 8..40 of a wider tensor, B rows 4..36.
 a, b = rand((16, 64)), rand((40, 32))
 case("mm_strided", [("a", a), ("b", b)], (16, 32), """%s
