@@ -13,6 +13,14 @@
 // weight; attention transposes K), and each was a separate strided copy
 // per micro-batch (see Passes.td).
 //
+// Attention's head splits reach a batched contraction through a reshape
+// (`[B, T, H, D] -> transpose -> [B, H, T, D] -> collapse -> [B*H, T, D]`),
+// and its result leaves through one (`expand -> transpose -> collapse`).
+// There the contraction's loops are first expanded to the uncollapsed
+// shape (upstream's reshape fusion by expansion, only for these), which
+// puts the transpose next to it; a transpose of a contraction's result
+// whose init is a zero fill becomes the contraction's output map.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/GemmPlan.h"
@@ -20,6 +28,8 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -83,12 +93,131 @@ struct FoldTransposeIntoContraction
   }
 };
 
+/// A contraction's result that a transpose reads and nothing else: the
+/// contraction writes the transposed layout itself when its init is a fill
+/// of a new tensor (refilled in the transposed shape). The transpose's
+/// result holds at x the contraction's element at y with y[perm[i]] = x[i],
+/// so the new output map's result i is the old one's result perm[i].
+struct FoldTransposeOfContraction : OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    auto result = dyn_cast<OpResult>(transpose.getInput());
+    if (!result || !result.hasOneUse())
+      return failure();
+    auto op = dyn_cast<linalg::LinalgOp>(result.getOwner());
+    if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+        !pipedream::isMulAddContraction(op))
+      return failure();
+    auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+    if (!fill || !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+      return failure();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    AffineMap out = maps.back();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t p : transpose.getPermutation())
+      exprs.push_back(out.getResult(p));
+    maps.back() = AffineMap::get(out.getNumDims(), out.getNumSymbols(), exprs,
+                                 out.getContext());
+    // A GEMM writes C with unit stride along M or N: the transposed
+    // layout's innermost dimension must be one of them.
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    auto inner = dyn_cast<AffineDimExpr>(exprs.back());
+    if (failed(dims) || !inner ||
+        !(llvm::is_contained(dims->m, inner.getPosition()) ||
+          llvm::is_contained(dims->n, inner.getPosition())))
+      return failure();
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
+      if (failed(g))
+        return failure();
+      generic = *g;
+    }
+
+    Location loc = generic.getLoc();
+    auto type = cast<RankedTensorType>(transpose.getResult()[0].getType());
+    rewriter.setInsertionPoint(generic);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                          type.getElementType());
+    Value init =
+        linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], empty)
+            .getResult(0);
+    auto transposed = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, generic.getDpsInputs(),
+        ValueRange{init}, maps, generic.getIteratorTypesArray());
+    rewriter.inlineRegionBefore(generic.getRegion(), transposed.getRegion(),
+                                transposed.getRegion().begin());
+    rewriter.replaceOp(transpose, transposed.getResults());
+    rewriter.eraseOp(generic);
+    return success();
+  }
+};
+
+/// Whether every group of more than one dimension in `reassociation` (of
+/// the operand or result of `op` read or written through `map`) is a batch
+/// dimension of the contraction `op` (a loop of A, B and C alike), so that
+/// expanding the loops splits a batch (attention's B * H into B and H) and
+/// leaves M, N and K, the GEMM's dimensions, as they were.
+bool splitsOnlyBatchDims(linalg::LinalgOp op, AffineMap map,
+                         ArrayRef<ReassociationIndices> reassociation) {
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || reassociation.size() != map.getNumResults())
+    return false;
+  for (auto [group, expr] : llvm::zip(reassociation, map.getResults())) {
+    if (group.size() == 1)
+      continue;
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim || !llvm::is_contained(dims->batch, dim.getPosition()))
+      return false;
+  }
+  return true;
+}
+
+/// Which reshapes the expansion folds into a contraction: a collapse of a
+/// transpose that the contraction reads, and an expansion of its result
+/// that a transpose reads, when they split only batch dimensions (the
+/// contraction's loops expand; the transpose then folds as above). No other
+/// reshape moves.
+bool expandsAroundTranspose(OpOperand *fused) {
+  Operation *owner = fused->getOwner();
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(owner)) {
+    auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
+    return producer && pipedream::isMulAddContraction(producer) &&
+           llvm::any_of(expand->getUsers(),
+                        llvm::IsaPred<linalg::TransposeOp>) &&
+           splitsOnlyBatchDims(producer,
+                               producer.getIndexingMapMatchingResult(
+                                   cast<OpResult>(fused->get())),
+                               expand.getReassociationIndices());
+  }
+  auto consumer = dyn_cast<linalg::LinalgOp>(owner);
+  auto collapse = fused->get().getDefiningOp<tensor::CollapseShapeOp>();
+  return consumer && collapse && pipedream::isMulAddContraction(consumer) &&
+         collapse.getSrc().getDefiningOp<linalg::TransposeOp>() &&
+         splitsOnlyBatchDims(consumer, consumer.getMatchingIndexingMap(fused),
+                             collapse.getReassociationIndices());
+}
+
 struct FoldTransposesIntoContractionsPass
     : pipedream::cpu::impl::FoldTransposesIntoContractionsPassBase<
           FoldTransposesIntoContractionsPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<FoldTransposeIntoContraction>(&getContext());
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<FoldTransposeIntoContraction, FoldTransposeOfContraction>(ctx);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
+                                                      expandsAroundTranspose);
+    // The expand_shape(collapse_shape(x)) the expansion leaves on the other
+    // operands and results fold away; an expanded fill of a tensor.empty
+    // becomes a fill of a tensor.empty (for FoldTransposeOfContraction).
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::populateFoldTensorEmptyPatterns(patterns);
+    linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
     // A transpose left without users goes with the driver's dead-code
     // removal.
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

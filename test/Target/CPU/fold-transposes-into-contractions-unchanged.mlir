@@ -1,7 +1,9 @@
 // What cpu-fold-transposes-into-contractions leaves alone, without a
 // diagnostic: a contraction whose body is not a plain multiply-add (the
 // GEMM lowerings do not take it, so the transposed copy stays the fast
-// form), a transpose feeding an elementwise op, and ops on buffers.
+// form), a transpose feeding an elementwise op, ops on buffers, reshapes
+// whose expansion would split a GEMM dimension, and transposes of results
+// a GEMM could not write.
 // RUN: pipedream-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(cpu-fold-transposes-into-contractions))' | FileCheck %s
 
 // CHECK-LABEL: func.func @mixed_precision
@@ -41,4 +43,55 @@ func.func @buffers(%x: memref<8x16xf32>, %w: memref<32x16xf32>, %t: memref<16x32
   linalg.transpose ins(%w : memref<32x16xf32>) outs(%t : memref<16x32xf32>) permutation = [1, 0]
   linalg.matmul ins(%x, %t : memref<8x16xf32>, memref<16x32xf32>) outs(%c : memref<8x32xf32>)
   return
+}
+
+// -----
+
+// A collapse of a transpose whose merged group is the GEMM's K (the weight
+// gradient of attention's output projection: [B, H, T, D] transposed to
+// [B, T, H, D], collapsed to [B*T, H*D], then A^T dY over B*T) is not
+// expanded: K = (B, T) would not merge into one GEMM dimension.
+// CHECK-LABEL: func.func @collapsed_reduction
+// CHECK: linalg.transpose
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.matmul
+func.func @collapsed_reduction(%o: tensor<2x4x16x8xf32>, %dy: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x16x4x8xf32>
+  %t = linalg.transpose ins(%o : tensor<2x4x16x8xf32>) outs(%e : tensor<2x16x4x8xf32>) permutation = [0, 2, 1, 3]
+  %a = tensor.collapse_shape %t [[0, 1], [2, 3]] : tensor<2x16x4x8xf32> into tensor<32x32xf32>
+  %i = tensor.empty() : tensor<32x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%i : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %r = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %dy : tensor<32x32xf32>, tensor<32x32xf32>) outs(%f : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %r : tensor<32x32xf32>
+}
+
+// -----
+
+// A transpose of a contraction's result that would put a batch dimension
+// innermost (a GEMM writes C with unit stride along M or N), and one whose
+// contraction accumulates into an argument rather than a fresh zero fill:
+// both stay.
+// CHECK-LABEL: func.func @batch_innermost
+// CHECK: linalg.batch_matmul
+// CHECK: linalg.transpose
+func.func @batch_innermost(%a: tensor<4x8x16xf32>, %b: tensor<4x16x8xf32>) -> tensor<8x8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %i = tensor.empty() : tensor<4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%i : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<4x8x16xf32>, tensor<4x16x8xf32>) outs(%f : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %e = tensor.empty() : tensor<8x8x4xf32>
+  %t = linalg.transpose ins(%c : tensor<4x8x8xf32>) outs(%e : tensor<8x8x4xf32>) permutation = [1, 2, 0]
+  return %t : tensor<8x8x4xf32>
+}
+
+// CHECK-LABEL: func.func @accumulating
+// CHECK: linalg.matmul
+// CHECK: linalg.transpose
+func.func @accumulating(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %acc: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %c = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%acc : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %t = linalg.transpose ins(%c : tensor<8x4xf32>) outs(%e : tensor<4x8xf32>) permutation = [1, 0]
+  return %t : tensor<4x8xf32>
 }

@@ -143,8 +143,19 @@ def FoldTransposesIntoContractionsPass
     M times per step. A transpose with other users stays for them. Left
     alone: contractions whose body is not a plain multiply-add (mixed
     precision casts), ops on buffers, transposes feeding other ops.
+
+    Through reshapes (attention's head split and merge): when a contraction
+    reads a `tensor.collapse_shape` of a transpose, or its result goes
+    through a `tensor.expand_shape` to a transpose, the contraction's loops
+    are expanded to the uncollapsed shape (upstream's reshape fusion by
+    expansion, for these reshapes only), and the transpose folds. A
+    transpose of a contraction's result (its only user) whose init is a
+    `linalg.fill` of a `tensor.empty` becomes the contraction's output map:
+    it writes the transposed layout (a C with a larger leading dimension).
+    The GEMM lowering loops over the batch dimensions that do not merge.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 //===----------------------------------------------------------------------===//

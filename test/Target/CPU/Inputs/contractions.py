@@ -164,6 +164,46 @@ case("row_dots", [("a", a), ("b", b)], (37,), """%s
                         tensor((37,)), tensor((37,)), tensor((37,))),
      (a.astype(np.float64) * b).sum(axis=1))
 
+# Attention with heads split from a fused QKV (B=2, T=16, H=4, D=8):
+# scores Q K^T per head, and the heads' P V merged back to [B, T, H*D].
+# cpu-fold-transposes-into-contractions expands the batch B*H and folds the
+# head transposes: GEMMs on strided slices of QKV (leading dimension
+# 3*H*D) and a C written with leading dimension H*D.
+qkv, p = rand((2, 16, 96)), rand((8, 16, 16))
+q4, k4, v4 = (qkv[:, :, i:i + 32].reshape(2, 16, 4, 8).astype(np.float64)
+              for i in (0, 32, 64))
+HEADS = """
+  %%zero = arith.constant 0.0 : f32
+  %%x2 = tensor.extract_slice %%a0[0, 0, %d] [2, 16, 32] [1, 1, 1] : tensor<2x16x96xf32> to tensor<2x16x32xf32>
+  %%y2 = tensor.extract_slice %%a0[0, 0, %d] [2, 16, 32] [1, 1, 1] : tensor<2x16x96xf32> to tensor<2x16x32xf32>
+  %%x = tensor.expand_shape %%x2 [[0], [1], [2, 3]] output_shape [2, 16, 4, 8] : tensor<2x16x32xf32> into tensor<2x16x4x8xf32>
+  %%y = tensor.expand_shape %%y2 [[0], [1], [2, 3]] output_shape [2, 16, 4, 8] : tensor<2x16x32xf32> into tensor<2x16x4x8xf32>
+  %%e1 = tensor.empty() : tensor<2x4x16x8xf32>
+  %%xt = linalg.transpose ins(%%x : tensor<2x16x4x8xf32>) outs(%%e1 : tensor<2x4x16x8xf32>) permutation = [0, 2, 1, 3]
+  %%xc = tensor.collapse_shape %%xt [[0, 1], [2], [3]] : tensor<2x4x16x8xf32> into tensor<8x16x8xf32>"""
+case("attn_scores", [("qkv", qkv)], (2, 4, 16, 16), (HEADS % (0, 32)) + """
+  %e2 = tensor.empty() : tensor<2x4x8x16xf32>
+  %yt = linalg.transpose ins(%y : tensor<2x16x4x8xf32>) outs(%e2 : tensor<2x4x8x16xf32>) permutation = [0, 2, 3, 1]
+  %yc = tensor.collapse_shape %yt [[0, 1], [2], [3]] : tensor<2x4x8x16xf32> into tensor<8x8x16xf32>
+  %se = tensor.empty() : tensor<8x16x16xf32>
+  %sf = linalg.fill ins(%zero : f32) outs(%se : tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %s = linalg.batch_matmul ins(%xc, %yc : tensor<8x16x8xf32>, tensor<8x8x16xf32>) outs(%sf : tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %r = tensor.expand_shape %s [[0, 1], [2], [3]] output_shape [2, 4, 16, 16] : tensor<8x16x16xf32> into tensor<2x4x16x16xf32>
+  return %r : tensor<2x4x16x16xf32>""",
+     np.einsum("bthd,bshd->bhts", q4, k4))
+case("attn_output", [("qkv", qkv), ("p", p)], (2, 16, 32),
+     (HEADS % (64, 0)) + """
+  %oe = tensor.empty() : tensor<8x16x8xf32>
+  %of = linalg.fill ins(%zero : f32) outs(%oe : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %o = linalg.batch_matmul ins(%a1, %xc : tensor<8x16x16xf32>, tensor<8x16x8xf32>) outs(%of : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %o4 = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 4, 16, 8] : tensor<8x16x8xf32> into tensor<2x4x16x8xf32>
+  %e4 = tensor.empty() : tensor<2x16x4x8xf32>
+  %ot = linalg.transpose ins(%o4 : tensor<2x4x16x8xf32>) outs(%e4 : tensor<2x16x4x8xf32>) permutation = [0, 2, 1, 3]
+  %r = tensor.collapse_shape %ot [[0], [1], [2, 3]] : tensor<2x16x4x8xf32> into tensor<2x16x32xf32>
+  return %r : tensor<2x16x32xf32>""",
+     np.einsum("bhts,bshd->bthd", p.reshape(2, 4, 16, 16).astype(np.float64),
+               v4).reshape(2, 16, 32))
+
 # Strided operands: A is columns 8..40 of a wider tensor, B rows 4..36.
 a, b = rand((16, 64)), rand((40, 32))
 case("mm_strided", [("a", a), ("b", b)], (16, 32), """%s
