@@ -148,6 +148,10 @@ struct pd_rank {
   double stepTotal = 0;
   /// Start of the native call being run (for its trace event).
   double callStart = 0;
+  /// --trace: when the running call's waits before its function (the step
+  /// agreement, a replica all-reduce; beforeCall) ended. Those waits are
+  /// their own slices, not part of the call's.
+  double callReady = 0;
   /// cuda: the bound slots of the native call being run (call_begin to
   /// call_end).
   std::vector<bool> callBound;
@@ -496,6 +500,7 @@ struct StepStatus {
 /// persistent changes are undone and every rank throws the same Error.
 void agreeOnStep(pd_rank &p) {
   p.stepAgreed = true;
+  const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
   if (p.checkFinite) {
     // The loss rank's losses: their `loss` instructions may come after the
     // update, but F/B computed them before it (their registers are live).
@@ -592,6 +597,9 @@ void agreeOnStep(pd_rank &p) {
       agreed.message[sizeof(agreed.message) - 1] = '\0';
     }
   }
+  // Its own slice: rank 0 waits here for every rank's last F and B.
+  if (p.trace.enabled)
+    p.trace.add("agree", "step status", "", -1, -1, -1, -1, start);
   if (!agreed.failed)
     return;
   p.stepSnapshot.restore();
@@ -779,8 +787,11 @@ void beforeCall(pd_rank &p, const RankInstruction &ins) {
   if (p.replicas && p.replicas->members().size() > 1 && ins.action == "U" &&
       ins.replica < 0) {
     pd_function &function = *p.bundle->functionByIndex[ins.function];
-    if (finishOverlappedAllReduce(p, ins))
+    if (finishOverlappedAllReduce(p, ins)) {
+      if (p.trace.enabled)
+        p.callReady = pipedream::runtime::traceNow();
       return;
+    }
     std::vector<pipedream::runtime::ReduceSpan> spans =
         updateGradientSpans(p, ins);
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
@@ -790,6 +801,8 @@ void beforeCall(pd_rank &p, const RankInstruction &ins) {
       p.trace.add("all_reduce", function.spec.name.c_str(), "replicas",
                   ins.stage, -1, -1, -1, start);
   }
+  if (p.trace.enabled)
+    p.callReady = pipedream::runtime::traceNow();
 }
 
 /// The functions of the rank's F and B calls (for ConstantWeights), none
@@ -1079,7 +1092,10 @@ void interpretProgram(pd_rank &p) {
       startOverlappedAllReduces(p, i);
     });
     if (trace.enabled)
-      recordInstruction(p, ins, start);
+      recordInstruction(p, ins,
+                        ins.op == RankInstruction::Op::Call
+                            ? std::max(start, p.callReady)
+                            : start);
   }
 }
 
@@ -1123,7 +1139,7 @@ int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
     });
     if (p.trace.enabled) {
       if (part == TracePart::Begin)
-        p.callStart = start;
+        p.callStart = std::max(start, p.callReady);
       else
         recordInstruction(p, ins,
                           part == TracePart::End ? p.callStart : start);

@@ -25,7 +25,9 @@ namespace tooling {
 namespace {
 
 /// "F3 s1" (action, micro-batch, stage) as pipedream-compile --trace
-/// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)", "step 4".
+/// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)", "all-reduce
+/// NAME", "all-gather NAME", "agree on the step" (the ranks' exchange of
+/// the step's status before its first update), "step 4".
 std::string sliceName(const pd_trace_event &e, uint64_t step) {
   std::string op = e.op;
   if (op == "call") {
@@ -41,23 +43,27 @@ std::string sliceName(const pd_trace_event &e, uint64_t step) {
            " (tag " + std::to_string(e.tag) + ")";
   if (op == "all_reduce")
     return std::string("all-reduce ") + e.function;
+  if (op == "all_gather")
+    return std::string("all-gather ") + e.function;
+  if (op == "agree")
+    return "agree on the step";
   return "step " + std::to_string(step);
 }
 
-/// The Chrome-trace slices of one rank's events (absolute times; rebased
-/// when written): calls, sends, receives (the time spent waiting) and
-/// steps. `firstStep` is the run's step of the object's step 0 (after a
-
 } // namespace
 
-/// resume).
+/// The Chrome-trace slices of one rank's events (absolute times; rebased
+/// when written): calls, sends, receives (the time spent waiting),
+/// collectives, the step agreement and steps. Only calls count as busy in
+/// the measured bubble. `firstStep` is the run's step of the object's
+/// step 0 (after a resume).
 nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &events,
                            uint64_t firstStep) {
   nlohmann::json slices = nlohmann::json::array();
   for (const pd_trace_event &e : events) {
     std::string op = e.op;
     if (op != "call" && op != "send" && op != "recv" && op != "step" &&
-        op != "all_reduce")
+        op != "all_reduce" && op != "all_gather" && op != "agree")
       continue;
     uint64_t step = firstStep + e.step + 1;
     nlohmann::json args = {{"rank", rank}, {"step", step}};
@@ -66,9 +72,9 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
       args["action"] = e.action;
       args["stage"] = e.stage;
       args["microbatch"] = e.microbatch;
-    } else if (op == "all_reduce") {
+    } else if (op == "all_reduce" || op == "all_gather") {
       args["buffer"] = e.function;
-    } else if (op != "step") {
+    } else if (op == "send" || op == "recv") {
       args["peer"] = e.peer;
       args["tag"] = e.tag;
     }

@@ -7,7 +7,9 @@
         checks the Chrome trace of `pipedream-run BUNDLE --steps N --trace`:
         valid JSON, one lane per rank, per rank and step one slice per call
         of its program (pipeline) or per micro-batch plus the update
-        (training), one per send and recv, one per step. No timing checks.
+        (training), one per send and recv, one per step, for pipelines one
+        step agreement per rank and step that no call overlaps. No timing
+        checks.
 """
 
 import argparse
@@ -52,6 +54,8 @@ elif args.command == "check-trace":
                         if ins["op"] == "call" else (r, ins["op"])
                     expected[key] = expected.get(key, 0) + args.steps
             expected[(r, "step")] = args.steps
+            # The ranks' exchange of the step's status, once per step.
+            expected[(r, "agree")] = args.steps
         ranks = len(manifest["pipeline"]["ranks"])
     else:
         m = manifest["training"]["microbatches"]
@@ -68,6 +72,14 @@ elif args.command == "check-trace":
     if got != expected:
         sys.exit("slice counts %s, expected %s" % (sorted(got.items()),
                                                    sorted(expected.items())))
+    # Waits are their own slices: no call on a lane overlaps its step
+    # agreement (the update after it starts when the agreement ends).
+    for a in (s for s in slices if s["cat"] == "agree"):
+        for c in slices:
+            if (c["tid"] == a["tid"] and "function" in c["args"] and
+                    c["ts"] < a["ts"] + a["dur"] and a["ts"] < c["ts"] + c["dur"]):
+                sys.exit("call %s overlaps %s on rank %d" % (
+                    c["name"], a["name"], a["tid"]))
     other = trace["otherData"]
     print("trace ok: %d ranks, %d slices, measured bubble %s" % (
         ranks, len(slices),
