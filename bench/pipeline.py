@@ -13,8 +13,11 @@ compiles a single-rank training bundle and a K-stage pipeline bundle with the
 same M micro-batches, trains both `--steps` steps with pipedream-run (the
 pipeline over `--ranks K`, Open MPI, or threads without mpirun), and prints
 samples/s of each, their ratio, and the pipeline's measured bubble fraction
-next to the simulated one (from `--trace`). Not a test: these machines are
-shared and noisy; quote medians and ratios.
+next to the simulated one (from `--trace`). Every rank, and the single
+rank, runs its GEMMs on one thread (PIPEDREAM_NUM_THREADS=1, as torch's
+side); the single rank also runs with K GEMM threads, the other way to use
+the pipeline's K cores. Not a test: these machines are shared and noisy;
+quote medians and ratios.
 
 With --schedules zb-h1,1f1b (issue 17) it compares schedules instead:
 each is compiled (same partition, same M) and trained --repeats times;
@@ -255,12 +258,18 @@ def main():
                   "--schedule", args.schedule, "--report"]).stdout
     simulated = re.search(r"bubble fraction: ([0-9.]+) simulated", report)
 
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # One thread per rank, as torch's side (set_num_threads(1) in every
+    # process): program.so's GEMM would otherwise take every core the rank
+    # is given, two for a single rank here (before 2026-12-06 the single
+    # rank ran so, against torch's one thread).
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PIPEDREAM_NUM_THREADS="1")
     runner = os.path.join(args.bin, "pipedream-run")
 
-    def throughput(bundle, extra):
+    def throughput(bundle, extra, threads=1):
         out = run([runner, bundle, "--data", data, "--steps", str(args.steps),
-                   *extra], env=env).stdout
+                   *extra],
+                  env=dict(env, PIPEDREAM_NUM_THREADS=str(threads))).stdout
         line = [l for l in out.splitlines() if l.startswith("trained")][-1]
         return float(re.search(r"([0-9.]+) samples/s", line).group(1)), out
 
@@ -272,6 +281,8 @@ def main():
         return n / float(np.median(secs)) if secs else float("nan")
 
     one, one_out = throughput(single, [])
+    # The other way to use K cores: one rank, its GEMMs on K threads.
+    wide, wide_out = throughput(single, [], threads=args.stages)
     ranks = (["--ranks", str(args.stages)] if shutil.which("mpirun")
              else ["--transport", "threads"])
     trace = os.path.join(work, "trace.json")
@@ -281,9 +292,12 @@ def main():
     measured = re.search(r"bubble fraction: measured ([0-9.]+)%", out)
     print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
           f"{args.steps} steps, adam")
-    print(f"  single rank          {one:10.1f} samples/s")
+    print(f"  single rank          {one:10.1f} samples/s (1 thread)")
     print(f"  {args.schedule} K={args.stages} ({ranks[0][2:]}) {many:10.1f} samples/s"
-          f"   ratio {many / one:.2f}x")
+          f"   ratio {many / one:.2f}x (1 thread per rank)")
+    print(f"  single rank, {args.stages} GEMM threads {wide:10.1f} samples/s "
+          f"(median step {median_rate(wide_out):.1f}): the pipeline's "
+          f"cores in one rank; pipeline/this {many / wide:.2f}x")
     if args.torch_venv:
         split = blocks_before_cut(report) if args.stages == 2 else None
         cmd = [os.path.join(args.torch_venv, "bin", "python"),
