@@ -28,8 +28,7 @@ using namespace mlir;
 namespace {
 
 struct ApproximateMathPass
-    : public pipedream::cpu::impl::ApproximateMathPassBase<
-          ApproximateMathPass> {
+    : pipedream::cpu::impl::ApproximateMathPassBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     // The same set MLIR's default (compatibility) entry point enables: f32

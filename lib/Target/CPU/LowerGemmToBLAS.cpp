@@ -130,7 +130,7 @@ static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
 
 struct LowerGemmToBLASPass
     : pipedream::cpu::impl::LowerGemmToBLASPassBase<LowerGemmToBLASPass> {
-  using LowerGemmToBLASPassBase::LowerGemmToBLASPassBase;
+  using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();

@@ -9,12 +9,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_ANNOTATECOSTSPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -22,8 +20,8 @@ using namespace pipedream::pipe;
 namespace {
 
 struct AnnotateCostsPass
-    : public pipedream::pipe::impl::AnnotateCostsPassBase<AnnotateCostsPass> {
-  using AnnotateCostsPassBase::AnnotateCostsPassBase;
+    : pipedream::pipe::impl::AnnotateCostsPassBase<AnnotateCostsPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 

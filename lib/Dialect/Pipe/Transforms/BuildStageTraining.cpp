@@ -36,12 +36,10 @@
 
 #include <map>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_BUILDSTAGETRAININGPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -51,9 +49,9 @@ using NNNames = pipedream::nn::NNDialect;
 namespace {
 
 struct BuildStageTrainingPass
-    : public pipedream::pipe::impl::BuildStageTrainingPassBase<
+    : pipedream::pipe::impl::BuildStageTrainingPassBase<
           BuildStageTrainingPass> {
-  using BuildStageTrainingPassBase::BuildStageTrainingPassBase;
+  using Base::Base;
   void runOnOperation() override;
 };
 

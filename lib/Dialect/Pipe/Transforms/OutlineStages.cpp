@@ -16,12 +16,10 @@
 
 #include <map>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_OUTLINESTAGESPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -29,8 +27,7 @@ using namespace pipedream::pipe;
 namespace {
 
 struct OutlineStagesPass
-    : public pipedream::pipe::impl::OutlineStagesPassBase<OutlineStagesPass> {
-  using OutlineStagesPassBase::OutlineStagesPassBase;
+    : pipedream::pipe::impl::OutlineStagesPassBase<OutlineStagesPass> {
   void runOnOperation() override;
   LogicalResult outline(func::FuncOp func, SymbolTable &symbols);
 };

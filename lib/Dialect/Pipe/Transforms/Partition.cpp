@@ -21,21 +21,18 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_PARTITIONPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
 
 namespace {
 
-struct PartitionPass
-    : public pipedream::pipe::impl::PartitionPassBase<PartitionPass> {
-  using PartitionPassBase::PartitionPassBase;
+struct PartitionPass : pipedream::pipe::impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
   void runOnOperation() override;
   LogicalResult partitionFunction(func::FuncOp func,
                                   partition::Options options,

@@ -28,12 +28,10 @@
 #include <set>
 #include <tuple>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_PROJECTRANKSPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -351,8 +349,8 @@ LogicalResult pipedream::pipe::verifyRankPrograms(ModuleOp module,
 namespace {
 
 struct ProjectRanksPass
-    : public pipedream::pipe::impl::ProjectRanksPassBase<ProjectRanksPass> {
-  using ProjectRanksPassBase::ProjectRanksPassBase;
+    : pipedream::pipe::impl::ProjectRanksPassBase<ProjectRanksPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 

@@ -29,12 +29,10 @@
 #include <map>
 #include <set>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_RECOMPUTESTAGESPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -43,9 +41,8 @@ using NNNames = pipedream::nn::NNDialect;
 namespace {
 
 struct RecomputeStagesPass
-    : public pipedream::pipe::impl::RecomputeStagesPassBase<
-          RecomputeStagesPass> {
-  using RecomputeStagesPassBase::RecomputeStagesPassBase;
+    : pipedream::pipe::impl::RecomputeStagesPassBase<RecomputeStagesPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 

@@ -16,20 +16,18 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_REPORTPARTITIONPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream;
 
 namespace {
 struct ReportPartitionPass
-    : public pipe::impl::ReportPartitionPassBase<ReportPartitionPass> {
-  using ReportPartitionPassBase::ReportPartitionPassBase;
+    : pipedream::pipe::impl::ReportPartitionPassBase<ReportPartitionPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 } // namespace

@@ -14,12 +14,10 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_REPORTSCHEDULEPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -27,8 +25,8 @@ namespace sched = pipedream::pipe::schedule;
 
 namespace {
 struct ReportSchedulePass
-    : public pipedream::pipe::impl::ReportSchedulePassBase<ReportSchedulePass> {
-  using ReportSchedulePassBase::ReportSchedulePassBase;
+    : pipedream::pipe::impl::ReportSchedulePassBase<ReportSchedulePass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 } // namespace

@@ -26,12 +26,10 @@
 #include <algorithm>
 #include <numeric>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_SHARDOPTIMIZERPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -82,9 +80,8 @@ void pruneFunction(func::FuncOp func) {
 }
 
 struct ShardOptimizerPass
-    : public pipedream::pipe::impl::ShardOptimizerPassBase<
-          ShardOptimizerPass> {
-  using ShardOptimizerPassBase::ShardOptimizerPassBase;
+    : pipedream::pipe::impl::ShardOptimizerPassBase<ShardOptimizerPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 

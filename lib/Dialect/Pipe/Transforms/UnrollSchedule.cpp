@@ -19,12 +19,10 @@
 #include <set>
 #include <tuple>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_UNROLLSCHEDULEPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -33,8 +31,8 @@ namespace sched = pipedream::pipe::schedule;
 namespace {
 
 struct UnrollSchedulePass
-    : public pipedream::pipe::impl::UnrollSchedulePassBase<UnrollSchedulePass> {
-  using UnrollSchedulePassBase::UnrollSchedulePassBase;
+    : pipedream::pipe::impl::UnrollSchedulePassBase<UnrollSchedulePass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 

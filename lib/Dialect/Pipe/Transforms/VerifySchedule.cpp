@@ -13,12 +13,10 @@
 #include <map>
 #include <tuple>
 
-namespace pipedream {
-namespace pipe {
+namespace pipedream::pipe {
 #define GEN_PASS_DEF_VERIFYSCHEDULEPASS
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h.inc"
-} // namespace pipe
-} // namespace pipedream
+} // namespace pipedream::pipe
 
 using namespace mlir;
 using namespace pipedream::pipe;
@@ -27,7 +25,7 @@ namespace sched = pipedream::pipe::schedule;
 namespace {
 
 struct VerifySchedulePass
-    : public pipedream::pipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
+    : pipedream::pipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   void runOnOperation() override;
 };
 
