@@ -70,13 +70,8 @@ struct LowerRunTimeChecksPass
     unsigned counter = 0;
     for (pipedream::nn::CheckIndexRangeOp op : checks) {
       Location l = op.getLoc();
-      b.setInsertionPoint(op);
       pipedream::cpu::IndexRangeTest t =
-          pipedream::cpu::emitIndexRangeTest(b, op);
-      // Never taken on good data: the cost is the min/max pass that
-      // computed the operands.
-      auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
-      b.setInsertionPointToStart(ifBad.thenBlock());
+          pipedream::cpu::emitIfOutOfRange(b, op);
       std::string info = (op.getOpType() + llvm::Twine('\0') + op.getNode() +
                           llvm::Twine('\0') +
                           pipedream::cpu::getRunTimeCheckInputName(op))
@@ -157,9 +152,10 @@ std::string getRunTimeCheckInputName(pipedream::nn::CheckIndexRangeOp op) {
   return op.getInput().str();
 }
 
-IndexRangeTest emitIndexRangeTest(OpBuilder &b,
-                                  pipedream::nn::CheckIndexRangeOp op) {
+IndexRangeTest emitIfOutOfRange(OpBuilder &b,
+                                pipedream::nn::CheckIndexRangeOp op) {
   Location l = op.getLoc();
+  b.setInsertionPoint(op);
   Type i64 = b.getI64Type();
   auto widen = [&](Value v) -> Value {
     if (v.getType() == i64)
@@ -177,6 +173,8 @@ IndexRangeTest emitIndexRangeTest(OpBuilder &b,
   t.tooHigh =
       arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t.max, t.upper);
   t.bad = arith::OrIOp::create(b, l, tooLow, t.tooHigh);
+  auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifBad.thenBlock());
   return t;
 }
 

@@ -120,11 +120,8 @@ struct LowerRunTimeChecksPass
       }
       for (pipedream::nn::CheckIndexRangeOp op : checks) {
         Location l = op.getLoc();
-        b.setInsertionPoint(op);
         pipedream::cpu::IndexRangeTest t =
-            pipedream::cpu::emitIndexRangeTest(b, op);
-        auto ifBad = scf::IfOp::create(b, l, t.bad, /*withElseRegion=*/false);
-        b.setInsertionPointToStart(ifBad.thenBlock());
+            pipedream::cpu::emitIfOutOfRange(b, op);
         Value failed = memref::LoadOp::create(b, l, record,
                                               ValueRange{index(b, l, Failed)});
         Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,

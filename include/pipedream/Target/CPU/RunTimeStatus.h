@@ -29,7 +29,7 @@ class CheckIndexRangeOp;
 namespace pipedream::cpu {
 
 /// The comparison of an `nn.check_index_range` (its min and max widened to
-/// i64, against its bounds), built at the builder's insertion point.
+/// i64, against its bounds).
 struct IndexRangeTest {
   mlir::Value min, max, lower, upper;
   /// max >= upper: the offending value is `max`, else `min`.
@@ -37,8 +37,11 @@ struct IndexRangeTest {
   /// min < lower or max >= upper.
   mlir::Value bad;
 };
-IndexRangeTest emitIndexRangeTest(mlir::OpBuilder &b,
-                                  pipedream::nn::CheckIndexRangeOp op);
+/// Builds the comparison of `op` right before it and an `scf.if` on `bad`
+/// (never taken on good data: the cost is the min/max pass that computed
+/// the operands), and leaves `b` at the start of the if's then-block.
+IndexRangeTest emitIfOutOfRange(mlir::OpBuilder &b,
+                                pipedream::nn::CheckIndexRangeOp op);
 
 /// The input name a check's status record carries: `input`, or for a
 /// check of kind `size` (nn.check_size) U+0001 then the output's name, so
