@@ -31,7 +31,7 @@ using namespace mlir;
 namespace {
 
 /// True when `op` is a linalg contraction (what the GEMM lowerings match).
-static bool isContraction(Operation *op) {
+bool isContraction(Operation *op) {
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
   return linalgOp && linalgOp.getNumReductionLoops() > 0 &&
          linalg::isaContractionOpInterface(linalgOp);

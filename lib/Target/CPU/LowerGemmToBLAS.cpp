@@ -63,8 +63,8 @@ constexpr int32_t kCblasTrans = 112;
 
 /// Declares `name` (cblas_sgemm, cblas_dgemm or pd_cpu_sgemm: CBLAS's
 /// arguments) in `module` if needed.
-static func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
-                                    StringRef name) {
+func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
+                             StringRef name) {
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   MLIRContext *ctx = module.getContext();
@@ -81,8 +81,8 @@ static func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
 }
 
 /// Emits the loops and calls for `plan` in place of `op`.
-static void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
-                     func::FuncOp gemm) {
+void emitGemm(linalg::LinalgOp op, const pipedream::GemmPlan &plan,
+              func::FuncOp gemm) {
   OpBuilder builder(op);
   Location loc = op.getLoc();
   auto elementType = cast<FloatType>(

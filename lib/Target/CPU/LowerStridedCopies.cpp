@@ -27,7 +27,7 @@ using namespace mlir;
 namespace {
 
 /// True when the LLVM lowering turns a copy touching `type` into a memcpy.
-static bool isMemcpyable(Type type) {
+bool isMemcpyable(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   return memref && memref::isStaticShapeAndContiguousRowMajor(memref);
 }

@@ -61,8 +61,7 @@ struct GemmTiling {
 
 /// Largest multiple of `step` that divides `size` and is at most `bound`
 /// (at least `step`, which must divide `size`).
-static int64_t largestDividingMultiple(int64_t size, int64_t step,
-                                       int64_t bound) {
+int64_t largestDividingMultiple(int64_t size, int64_t step, int64_t bound) {
   int64_t best = step;
   for (int64_t t = step; t <= std::min(size, bound); t += step)
     if (size % t == 0)
@@ -71,7 +70,7 @@ static int64_t largestDividingMultiple(int64_t size, int64_t step,
 }
 
 /// Position of loop dimension `dim` among the results of `map`, or -1.
-static int64_t resultPosition(AffineMap map, unsigned dim) {
+int64_t resultPosition(AffineMap map, unsigned dim) {
   for (auto [i, expr] : llvm::enumerate(map.getResults()))
     if (auto d = dyn_cast<AffineDimExpr>(expr); d && d.getPosition() == dim)
       return i;
@@ -79,7 +78,7 @@ static int64_t resultPosition(AffineMap map, unsigned dim) {
 }
 
 /// Chooses the tiling of `op`, or fails when the kernel does not apply.
-static FailureOr<GemmTiling> planTiling(linalg::LinalgOp op) {
+FailureOr<GemmTiling> planTiling(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || !pipedream::isMulAddContraction(op))
     return failure();

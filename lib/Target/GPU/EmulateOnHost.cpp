@@ -39,7 +39,7 @@ namespace {
 ///   A element (i, p) at A + b*strideA + (transA ? p*lda + i : i*lda + p).
 /// `storage` is the element type of A, B and C (f32 or bf16); arithmetic
 /// is f32.
-static void defineGemm(func::FuncOp gemm, Type storage) {
+void defineGemm(func::FuncOp gemm, Type storage) {
   MLIRContext *ctx = gemm.getContext();
   Block *entry = gemm.addEntryBlock();
   gemm.setPrivate();

@@ -31,7 +31,7 @@ namespace {
 
 /// The loop order with parallel loops first, each group in its original
 /// order, or an empty vector when the order is already right.
-static SmallVector<unsigned> parallelFirstOrder(linalg::LinalgOp op) {
+SmallVector<unsigned> parallelFirstOrder(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<unsigned> order;
   for (auto [i, kind] : llvm::enumerate(iterators))

@@ -53,7 +53,7 @@ using pipedream::GemmPlan;
 namespace {
 
 /// Declares `pd_gpu_gemm_f32` / `pd_gpu_gemm_bf16` in `module` if needed.
-static func::FuncOp getOrInsertGemm(ModuleOp module, Type elementType) {
+func::FuncOp getOrInsertGemm(ModuleOp module, Type elementType) {
   StringRef name = elementType.isF32() ? "pd_gpu_gemm_f32" : "pd_gpu_gemm_bf16";
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
@@ -75,7 +75,7 @@ static func::FuncOp getOrInsertGemm(ModuleOp module, Type elementType) {
 
 /// A statically strided memref type whose elements all lie at offset >= 0
 /// from its base (non-negative static strides), or failure.
-static FailureOr<SmallVector<int64_t>> staticStrides(MemRefType type) {
+FailureOr<SmallVector<int64_t>> staticStrides(MemRefType type) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (!type.hasStaticShape() ||
@@ -89,8 +89,8 @@ static FailureOr<SmallVector<int64_t>> staticStrides(MemRefType type) {
 
 /// A new buffer of `elementType` with `like`'s shape and strides (offset 0):
 /// the allocation (to free) and the view.
-static std::pair<Value, Value> allocLike(OpBuilder &builder, Location loc,
-                                         MemRefType like, Type elementType) {
+std::pair<Value, Value> allocLike(OpBuilder &builder, Location loc,
+                                  MemRefType like, Type elementType) {
   SmallVector<int64_t> strides = *staticStrides(like);
   int64_t extent = 1;
   for (auto [size, stride] : llvm::zip(like.getShape(), strides))
@@ -107,7 +107,7 @@ static std::pair<Value, Value> allocLike(OpBuilder &builder, Location loc,
 
 /// An elementwise linalg.generic from `in` to `out` (same shape) whose body
 /// is `body(inElement, outElement)`.
-static void emitElementwise(
+void emitElementwise(
     OpBuilder &builder, Location loc, Value in, Value out,
     function_ref<Value(OpBuilder &, Location, Value, Value)> body) {
   unsigned rank = cast<MemRefType>(in.getType()).getRank();
@@ -124,15 +124,15 @@ static void emitElementwise(
 
 /// Whether an f32 contraction with `plan` can run as a bf16 GEMM (every
 /// operand statically strided, see allocLike).
-static bool canRunAsBF16(const GemmPlan &plan) {
+bool canRunAsBF16(const GemmPlan &plan) {
   for (int i = 0; i < 3; ++i)
     if (failed(staticStrides(cast<MemRefType>(plan.memrefs[i].getType()))))
       return false;
   return true;
 }
 
-static void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
-                     bool asBF16) {
+void emitGemm(linalg::LinalgOp op, GemmPlan plan, func::FuncOp gemm,
+              bool asBF16) {
   OpBuilder builder(op);
   Location loc = op.getLoc();
   Type elementType =

@@ -55,7 +55,7 @@ using namespace mlir;
 namespace {
 
 /// True for ops that read or write memref memory themselves.
-static bool isMemoryAccess(Operation *op) {
+bool isMemoryAccess(Operation *op) {
   if (isa<memref::LoadOp, memref::StoreOp, memref::AtomicRMWOp,
           memref::GenericAtomicRMWOp, memref::CopyOp, affine::AffineLoadOp,
           affine::AffineStoreOp, linalg::LinalgOp>(op))
@@ -68,7 +68,7 @@ static bool isMemoryAccess(Operation *op) {
 
 /// True when `op` or an op nested in it accesses memory outside any nested
 /// scf.parallel (which becomes a kernel of its own).
-static bool hasSerialDeviceWork(Operation *op) {
+bool hasSerialDeviceWork(Operation *op) {
   if (isMemoryAccess(op))
     return true;
   WalkResult result = op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
@@ -83,7 +83,7 @@ static bool hasSerialDeviceWork(Operation *op) {
   return result.wasInterrupted();
 }
 
-static bool containsParallelLoop(Operation *op) {
+bool containsParallelLoop(Operation *op) {
   return op
       ->walk([](scf::ParallelOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
@@ -92,8 +92,8 @@ static bool containsParallelLoop(Operation *op) {
 /// Creates an empty `gpu.launch` with the given 1-D grid and block sizes
 /// before the builder's insertion point and sets the insertion point to the
 /// start of its body.
-static gpu::LaunchOp createLaunch(OpBuilder &builder, Location loc,
-                                  int64_t grid, int64_t block) {
+gpu::LaunchOp createLaunch(OpBuilder &builder, Location loc, int64_t grid,
+                           int64_t block) {
   auto c = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(builder, loc, v);
   };
@@ -108,8 +108,8 @@ static gpu::LaunchOp createLaunch(OpBuilder &builder, Location loc,
 }
 
 /// Splits the linear index `linear` over `sizes` (row-major, last fastest).
-static SmallVector<Value> delinearize(OpBuilder &builder, Location loc,
-                                      Value linear, ArrayRef<int64_t> sizes) {
+SmallVector<Value> delinearize(OpBuilder &builder, Location loc, Value linear,
+                               ArrayRef<int64_t> sizes) {
   SmallVector<Value> indices(sizes.size());
   Value rest = linear;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
@@ -125,8 +125,8 @@ static SmallVector<Value> delinearize(OpBuilder &builder, Location loc,
 }
 
 /// Linear thread id: blockIdx.x * blockDim.x + threadIdx.x.
-static Value globalThreadId(OpBuilder &builder, Location loc,
-                            gpu::LaunchOp launch, int64_t block) {
+Value globalThreadId(OpBuilder &builder, Location loc, gpu::LaunchOp launch,
+                     int64_t block) {
   Value blockId = launch.getBlockIds().x;
   Value threadId = launch.getThreadIds().x;
   Value scaled = arith::MulIOp::create(
@@ -141,7 +141,7 @@ static Value globalThreadId(OpBuilder &builder, Location loc,
 
 /// Replaces `loop` (constant bounds, no reductions) by a launch over its
 /// flattened iteration space. Fails, leaving `loop` alone, otherwise.
-static LogicalResult mapParallelLoop(scf::ParallelOp loop, int64_t blockSize) {
+LogicalResult mapParallelLoop(scf::ParallelOp loop, int64_t blockSize) {
   if (loop.getNumResults() != 0)
     return failure();
   SmallVector<int64_t> lbs, steps, trips;
@@ -211,7 +211,7 @@ struct RowReduction {
   gpu::AllReduceOperation kind;
 };
 
-static std::optional<gpu::AllReduceOperation> allReduceKind(Operation *op) {
+std::optional<gpu::AllReduceOperation> allReduceKind(Operation *op) {
   return llvm::TypeSwitch<Operation *, std::optional<gpu::AllReduceOperation>>(
              op)
       .Case([](arith::AddFOp) { return gpu::AllReduceOperation::ADD; })
@@ -224,8 +224,8 @@ static std::optional<gpu::AllReduceOperation> allReduceKind(Operation *op) {
 }
 
 /// The neutral element of `kind` for f32.
-static Value neutralElement(OpBuilder &builder, Location loc,
-                            gpu::AllReduceOperation kind) {
+Value neutralElement(OpBuilder &builder, Location loc,
+                     gpu::AllReduceOperation kind) {
   float value = 0.0f;
   switch (kind) {
   case gpu::AllReduceOperation::MUL:
@@ -246,7 +246,7 @@ static Value neutralElement(OpBuilder &builder, Location loc,
                                         APFloat(value));
 }
 
-static std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
+std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic || !generic.hasPureBufferSemantics() ||
       generic.getNumDpsInits() != 1 || generic->getNumRegions() != 1)
@@ -305,9 +305,8 @@ static std::optional<RowReduction> matchRowReduction(linalg::LinalgOp op) {
 }
 
 /// Index values of `map`'s results given the loop indices `loops`.
-static SmallVector<Value> applyIndexingMap(OpBuilder &builder, Location loc,
-                                           AffineMap map,
-                                           ArrayRef<Value> loops) {
+SmallVector<Value> applyIndexingMap(OpBuilder &builder, Location loc,
+                                    AffineMap map, ArrayRef<Value> loops) {
   SmallVector<Value> indices;
   for (AffineExpr expr : map.getResults()) {
     if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
@@ -323,7 +322,7 @@ static SmallVector<Value> applyIndexingMap(OpBuilder &builder, Location loc,
   return indices;
 }
 
-static void emitRowReduction(const RowReduction &match, int64_t blockSize) {
+void emitRowReduction(const RowReduction &match, int64_t blockSize) {
   linalg::GenericOp op = match.op;
   OpBuilder builder(op);
   Location loc = op.getLoc();
@@ -436,7 +435,7 @@ static void emitRowReduction(const RowReduction &match, int64_t blockSize) {
 //===----------------------------------------------------------------------===//
 
 /// True when `op` may write `buffer` (or memory we cannot see through).
-static bool mayWrite(Operation *op, Value buffer) {
+bool mayWrite(Operation *op, Value buffer) {
   if (isMemoryEffectFree(op) || isa<memref::AllocOp, memref::AllocaOp>(op))
     return false;
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
@@ -450,7 +449,7 @@ static bool mayWrite(Operation *op, Value buffer) {
 /// one filled tensor: `fill %a; copy %a, %b; reduce into %b`. Fill %b
 /// instead (one kernel less, and cuda-map-to-kernels then folds the fill
 /// into the reduction), and drop %a when nothing else reads it.
-static void forwardFillsThroughCopies(func::FuncOp func) {
+void forwardFillsThroughCopies(func::FuncOp func) {
   for (auto copy :
        llvm::make_early_inc_range(func.getBody().front().getOps<memref::CopyOp>())) {
     Value source = copy.getSource();

@@ -28,7 +28,7 @@ using namespace mlir;
 
 namespace {
 
-static std::string sanitize(StringRef name) {
+std::string sanitize(StringRef name) {
   std::string result;
   for (char c : name)
     result += (llvm::isAlnum(c) || c == '_') ? c : '_';

@@ -31,7 +31,7 @@ namespace {
 
 /// True for a call to a function of the runtime's GPU library (stream
 /// ordered on the current stream), or a loop of such calls.
-static bool isStreamOrderedLibraryWork(Operation *op) {
+bool isStreamOrderedLibraryWork(Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return call.getCallee().starts_with("pd_gpu_");
   if (isa<scf::ForOp>(op)) {
