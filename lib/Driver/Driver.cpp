@@ -128,9 +128,7 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(const ImportPhaseOptions &o,
   auto imported = importONNXFile(o.input, context, importOptions);
   if (failed(imported))
     return failure();
-  if (auto note = (**imported)->getAttrOfType<StringAttr>(
-          import_attrs::kBatchRespecialized))
-    llvm::errs() << "note: " << o.input << ": " << note.getValue() << "\n";
+  printImportNote(**imported, o.input);
   return std::move(*imported);
 }
 

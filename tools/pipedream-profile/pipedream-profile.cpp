@@ -613,10 +613,7 @@ int main(int argc, char **argv) {
         pipedream::importONNXFile(inputFilename, context, importOptions);
     if (failed(imported))
       return fail(firstError.orElse(inputFilename + ": import failed"));
-    if (auto note = (**imported)->getAttrOfType<StringAttr>(
-            pipedream::import_attrs::kBatchRespecialized))
-      llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
-                   << "\n";
+    pipedream::printImportNote(**imported, inputFilename);
     model = std::move(*imported);
   }
   // Errors from here on are the model's: its name starts the line.

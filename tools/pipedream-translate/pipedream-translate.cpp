@@ -173,10 +173,7 @@ int main(int argc, char **argv) {
     if (failed(module))
       return fail(firstError.orElse(inputFilename + ": import failed"));
   }
-  if (auto note = (**module)->getAttrOfType<StringAttr>(
-          pipedream::import_attrs::kBatchRespecialized))
-    llvm::errs() << "note: " << inputFilename << ": " << note.getValue()
-                 << "\n";
+  pipedream::printImportNote(**module, inputFilename);
 
   std::string openError;
   auto output = openOutputFile(outputFilename, &openError);

@@ -1867,6 +1867,12 @@ pipedream::importONNXFile(StringRef path, MLIRContext &context,
   return importONNXBuffer((*buffer)->getBuffer(), path, dir, context, options);
 }
 
+void pipedream::printImportNote(ModuleOp module, StringRef path) {
+  if (auto note =
+          module->getAttrOfType<StringAttr>(import_attrs::kBatchRespecialized))
+    llvm::errs() << "note: " << path << ": " << note.getValue() << "\n";
+}
+
 LogicalResult pipedream::parseInputShapeOption(MLIRContext &context,
                                                StringRef text,
                                                ImportOptions &options) {

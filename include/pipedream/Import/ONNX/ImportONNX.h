@@ -97,6 +97,11 @@ importONNXBuffer(llvm::StringRef bytes, llvm::StringRef modelName,
                  llvm::StringRef baseDir, mlir::MLIRContext &context,
                  const ImportOptions &options);
 
+/// Prints the import's note (import_attrs::kBatchRespecialized) on `module`
+/// to stderr as `note: PATH: ...`, where `path` is the model the tool
+/// imported; nothing when the import left none.
+void printImportNote(mlir::ModuleOp module, llvm::StringRef path);
+
 /// Parses a `--input-shape` value `NAME=DxDx...` (a scalar is `NAME=`) into
 /// `options`. Fails with one error on `context` (unknown location) when
 /// malformed.
