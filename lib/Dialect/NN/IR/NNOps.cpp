@@ -1067,6 +1067,23 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Checks that the `size` elements from `start` by `step` (non-zero) of
+/// dimension `d` lie in [0, dim); an empty slice always does.
+static LogicalResult checkSliceInBounds(std::optional<Location> loc, int64_t d,
+                                        int64_t start, int64_t size,
+                                        int64_t step, int64_t dim) {
+  if (size == 0)
+    return success();
+  std::optional<int64_t> last = llvm::checkedMul(size - 1, step);
+  if (last)
+    last = llvm::checkedAdd(start, *last);
+  if (start < 0 || start >= dim || !last || *last < 0 || *last >= dim)
+    return emitOptionalError(loc, "slice of dimension ", d, " (start ", start,
+                             ", size ", size, ", step ", step, ") leaves [0, ",
+                             dim, ")");
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
@@ -1086,16 +1103,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "step of dimension ", d, " is zero");
     if (sizes[d] < 0)
       return emitOptionalError(loc, "size of dimension ", d, " is negative");
-    if (sizes[d] == 0)
-      continue;
-    std::optional<int64_t> last = llvm::checkedMul(sizes[d] - 1, steps[d]);
-    if (last)
-      last = llvm::checkedAdd(starts[d], *last);
-    if (starts[d] < 0 || starts[d] >= dim || !last || *last < 0 ||
-        *last >= dim)
-      return emitOptionalError(loc, "slice of dimension ", d, " (start ",
-                               starts[d], ", size ", sizes[d], ", step ",
-                               steps[d], ") leaves [0, ", dim, ")");
+    if (failed(checkSliceInBounds(loc, d, starts[d], sizes[d], steps[d], dim)))
+      return failure();
   }
   inferred.push_back(input.clone(sizes));
   return success();
@@ -1279,16 +1288,8 @@ LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
                                " must be fully resolved (no negative entries)");
     if (steps[d] == 0)
       return emitOptionalError(loc, "step of dimension ", d, " is zero");
-    if (size == 0)
-      continue;
-    std::optional<int64_t> last = llvm::checkedMul(size - 1, steps[d]);
-    if (last)
-      last = llvm::checkedAdd(starts[d], *last);
-    if (starts[d] < 0 || starts[d] >= dim || !last || *last < 0 ||
-        *last >= dim)
-      return emitOptionalError(loc, "slice of dimension ", d, " (start ",
-                               starts[d], ", size ", size, ", step ",
-                               steps[d], ") leaves [0, ", dim, ")");
+    if (failed(checkSliceInBounds(loc, d, starts[d], size, steps[d], dim)))
+      return failure();
   }
   inferred.push_back(input.clone(shape));
   return success();
