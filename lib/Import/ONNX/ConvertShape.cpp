@@ -172,14 +172,29 @@ static void convertTranspose(NodeContext &ctx) {
     ctx.setOutput(0, ctx.createValue<nn::TransposeOp>(x, ctx.i64s(perm)));
 }
 
-static void convertSqueeze(NodeContext &ctx) {
+/// What Squeeze and Unsqueeze read: the data's type and the axes (input 1
+/// from opset 13, the `axes` attribute before; std::nullopt when absent).
+/// std::nullopt after an error.
+struct SqueezeOperands {
+  RankedTensorType type;
+  std::optional<SmallVector<int64_t>> axes;
+};
+static std::optional<SqueezeOperands> getSqueezeOperands(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
-    return;
+    return std::nullopt;
   bool ok;
-  auto given = ctx.axesOperand(ctx.opset() >= 13, 1, ok);
+  auto axes = ctx.axesOperand(ctx.opset() >= 13, 1, ok);
   if (!ok)
+    return std::nullopt;
+  return SqueezeOperands{type, std::move(axes)};
+}
+
+static void convertSqueeze(NodeContext &ctx) {
+  auto operands = getSqueezeOperands(ctx);
+  if (!operands)
     return;
+  auto &[type, given] = *operands;
   SmallVector<int64_t> axes;
   if (given) {
     auto normalized = ctx.normalizeAxes(*given, type.getRank());
@@ -214,13 +229,10 @@ static void convertSqueeze(NodeContext &ctx) {
 }
 
 static void convertUnsqueeze(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
-  if (!type)
+  auto operands = getSqueezeOperands(ctx);
+  if (!operands)
     return;
-  bool ok;
-  auto given = ctx.axesOperand(ctx.opset() >= 13, 1, ok);
-  if (!ok)
-    return;
+  auto &[type, given] = *operands;
   if (!given) {
     ctx.fail("missing input 'axes'");
     return;
