@@ -55,6 +55,15 @@ AffineMap readThroughTranspose(AffineMap map, linalg::TransposeOp transpose) {
                         map.getContext());
 }
 
+/// A named contraction (linalg.matmul, batch_matmul...) as the generic it
+/// stands for, whose maps can be anything; a generic as it is.
+FailureOr<linalg::GenericOp> asGeneric(PatternRewriter &rewriter,
+                                       linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    return generic;
+  return linalg::generalizeNamedOp(rewriter, op);
+}
+
 struct FoldTransposeIntoContraction
     : OpInterfaceRewritePattern<linalg::LinalgOp> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -68,15 +77,10 @@ struct FoldTransposeIntoContraction
     };
     if (llvm::none_of(op.getDpsInputOperands(), isTransposed))
       return failure();
-    // A named contraction (linalg.matmul, batch_matmul...) as the generic
-    // it stands for, whose maps can be anything.
-    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    if (!generic) {
-      FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
-      if (failed(g))
-        return failure();
-      generic = *g;
-    }
+    FailureOr<linalg::GenericOp> generalized = asGeneric(rewriter, op);
+    if (failed(generalized))
+      return failure();
+    linalg::GenericOp generic = *generalized;
     SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
     rewriter.modifyOpInPlace(generic, [&] {
       for (OpOperand *operand : generic.getDpsInputOperands()) {
@@ -129,13 +133,10 @@ struct FoldTransposeOfContraction : OpRewritePattern<linalg::TransposeOp> {
         !(llvm::is_contained(dims->m, inner.getPosition()) ||
           llvm::is_contained(dims->n, inner.getPosition())))
       return failure();
-    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    if (!generic) {
-      FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
-      if (failed(g))
-        return failure();
-      generic = *g;
-    }
+    FailureOr<linalg::GenericOp> generalized = asGeneric(rewriter, op);
+    if (failed(generalized))
+      return failure();
+    linalg::GenericOp generic = *generalized;
 
     Location loc = generic.getLoc();
     auto type = cast<RankedTensorType>(transpose.getResult()[0].getType());
