@@ -478,7 +478,8 @@ TEST(Trace, PipelineRecordsEveryInstruction) {
   json manifest = chainPipelineManifest(ranks, "1f1b", bin);
   makeBundle(bundle.path(), manifest.dump(), bin);
   ChainData data(12);
-  std::vector<size_t> counts(ranks), calls(ranks), expectedCalls(ranks);
+  std::vector<size_t> counts(ranks), calls(ranks), agreements(ranks),
+      expectedCalls(ranks);
   for (int r = 0; r < ranks; ++r)
     for (const json &ins : manifest["pipeline"]["ranks"][r]["program"])
       expectedCalls[r] += ins["op"] == "call";
@@ -491,6 +492,7 @@ TEST(Trace, PipelineRecordsEveryInstruction) {
     for (size_t i = 0; i < counts[r]; ++i) {
       pd_trace_event e;
       pd_rank_trace_event(p, i, &e);
+      agreements[r] += std::strcmp(e.op, "agree") == 0;
       if (std::strcmp(e.op, "call") == 0) {
         ++calls[r];
         bool update = std::strcmp(e.action, "U") == 0;
@@ -502,7 +504,11 @@ TEST(Trace, PipelineRecordsEveryInstruction) {
   });
   for (int r = 0; r < ranks; ++r) {
     size_t instructions = manifest["pipeline"]["ranks"][r]["program"].size();
-    EXPECT_EQ(counts[r], 2 * (instructions + 1)) << "rank " << r;
+    // Per step: one event per instruction, the step's, and the ranks'
+    // agreement on the step's status (its own event, not part of the
+    // update's call).
+    EXPECT_EQ(counts[r], 2 * (instructions + 2)) << "rank " << r;
+    EXPECT_EQ(agreements[r], 2u) << "rank " << r;
     EXPECT_EQ(calls[r], 2 * expectedCalls[r]) << "rank " << r;
   }
 }

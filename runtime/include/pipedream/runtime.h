@@ -574,9 +574,13 @@ PD_API pd_status pd_checkpoint_step(const char *dir, uint64_t *step);
 /** One measured interval of a step. Strings stay valid while the bundle is
  *  open. */
 typedef struct pd_trace_event {
-  /** "step" (a whole pd_*_step), "input", "call", "send", "recv", "loss". */
+  /** "step" (a whole pd_*_step), "input", "call", "send", "recv", "loss",
+   *  "all_reduce", "all_gather" (replicated stages), "agree" (pipelines: the
+   *  ranks' exchange of the step's status, once per step; a call's interval
+   *  starts after it). */
   const char *op;
-  /** call: the function's name, else "". */
+  /** call: the function's name; all_reduce/all_gather: the buffer's; agree:
+   *  "step status"; else "". */
   const char *function;
   /** call: the pipeline instruction's action ("F", "B", "W", "U"), for a
    *  trainer "FB" (the step function) or "U" (the update); else "". */
