@@ -50,6 +50,15 @@ def case(name, args, result_shape, body, reference_value, dtype="f32"):
             body.strip("\n")))
 
 
+# The body of a multiply-accumulate linalg.generic (part of the cases'
+# %-templates).
+MUL_ADD = """  ^bb0(%%x: f32, %%y: f32, %%acc: f32):
+    %%p = arith.mulf %%x, %%y : f32
+    %%s = arith.addf %%acc, %%p : f32
+    linalg.yield %%s : f32
+"""
+
+
 def zero_init(shape, dtype="f32"):
     t = tensor(shape, dtype)
     return """  %%zero = arith.constant 0.0 : %s
@@ -112,36 +121,28 @@ case("mm_at", [("a", a), ("b", b)], (16, 40), """%s
 
 # [B, T, C] x [C, N]: two M dimensions (merged into one GEMM).
 a, b = rand((2, 8, 32)), rand((32, 48))
-case("mm_btc", [("a", a), ("b", b)], (2, 8, 48), """%s
+case("mm_btc", [("a", a), ("b", b)], (2, 8, 48), ("""%s
   %%r = linalg.generic {indexing_maps = [
       affine_map<(b, t, n, k) -> (b, t, k)>, affine_map<(b, t, n, k) -> (k, n)>,
       affine_map<(b, t, n, k) -> (b, t, n)>],
       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
       ins(%%a0, %%a1 : %s, %s) outs(%%init : %s) {
-  ^bb0(%%x: f32, %%y: f32, %%acc: f32):
-    %%p = arith.mulf %%x, %%y : f32
-    %%s = arith.addf %%acc, %%p : f32
-    linalg.yield %%s : f32
-  } -> %s
-  return %%r : %s""" % (zero_init((2, 8, 48)), tensor((2, 8, 32)),
+""" + MUL_ADD + """  } -> %s
+  return %%r : %s""") % (zero_init((2, 8, 48)), tensor((2, 8, 32)),
                         tensor((32, 48)), tensor((2, 8, 48)),
                         tensor((2, 8, 48)), tensor((2, 8, 48))),
      a.astype(np.float64) @ b)
 
 # Column-major output: C[n, m] = sum_k A[m, k] B[k, n].
 a, b = rand((12, 20)), rand((20, 16))
-case("mm_ct", [("a", a), ("b", b)], (16, 12), """%s
+case("mm_ct", [("a", a), ("b", b)], (16, 12), ("""%s
   %%r = linalg.generic {indexing_maps = [
       affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,
       affine_map<(m, n, k) -> (n, m)>],
       iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%%a0, %%a1 : %s, %s) outs(%%init : %s) {
-  ^bb0(%%x: f32, %%y: f32, %%acc: f32):
-    %%p = arith.mulf %%x, %%y : f32
-    %%s = arith.addf %%acc, %%p : f32
-    linalg.yield %%s : f32
-  } -> %s
-  return %%r : %s""" % (zero_init((16, 12)), tensor((12, 20)),
+""" + MUL_ADD + """  } -> %s
+  return %%r : %s""") % (zero_init((16, 12)), tensor((12, 20)),
                         tensor((20, 16)), tensor((16, 12)), tensor((16, 12)),
                         tensor((16, 12))), (a.astype(np.float64) @ b).T)
 
@@ -149,18 +150,14 @@ case("mm_ct", [("a", a), ("b", b)], (16, 12), """%s
 # per row): a batch of 1 x 1 GEMMs, which the GEMM lowerings leave to the
 # reduction loops. 37 rows of 70 (odd sizes: no full vector of rows).
 a, b = rand((37, 70)), rand((37, 70))
-case("row_dots", [("a", a), ("b", b)], (37,), """%s
+case("row_dots", [("a", a), ("b", b)], (37,), ("""%s
   %%r = linalg.generic {indexing_maps = [
       affine_map<(r, k) -> (r, k)>, affine_map<(r, k) -> (r, k)>,
       affine_map<(r, k) -> (r)>],
       iterator_types = ["parallel", "reduction"]}
       ins(%%a0, %%a1 : %s, %s) outs(%%init : %s) {
-  ^bb0(%%x: f32, %%y: f32, %%acc: f32):
-    %%p = arith.mulf %%x, %%y : f32
-    %%s = arith.addf %%acc, %%p : f32
-    linalg.yield %%s : f32
-  } -> %s
-  return %%r : %s""" % (zero_init((37,)), tensor((37, 70)), tensor((37, 70)),
+""" + MUL_ADD + """  } -> %s
+  return %%r : %s""") % (zero_init((37,)), tensor((37, 70)), tensor((37, 70)),
                         tensor((37,)), tensor((37,)), tensor((37,))),
      (a.astype(np.float64) * b).sum(axis=1))
 
