@@ -6,6 +6,8 @@
 
 #include "ConstantWeights.h"
 
+#include "IdleWork.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -53,9 +55,21 @@ ConstantWeights::ConstantWeights(pd_bundle &bundle,
     return;
   hook(pointers.data(), bytes.data(), static_cast<int32_t>(pointers.size()));
   active = true;
+  // PIPEDREAM_GEMM_PREPACK=0: the calls pack as they need (to measure).
+  const char *ahead = std::getenv("PIPEDREAM_GEMM_PREPACK");
+  auto prepack = reinterpret_cast<IdleWorkFn>(
+      dlsym(bundle.library, "pipedream_cpu_gemm_prepack"));
+  dlerror();
+  if (prepack && !(ahead && std::string(ahead) == "0")) {
+    setIdleWork(prepack);
+    idle = true;
+  }
 }
 
 void ConstantWeights::release() {
+  if (idle)
+    setIdleWork(nullptr);
+  idle = false;
   if (!active)
     return;
   active = false;

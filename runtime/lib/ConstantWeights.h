@@ -1,4 +1,5 @@
-//===- ConstantWeights.h - weights packed once by program.so's GEMM -*- C++ -*-===//
+//===- ConstantWeights.h - weights packed once by program.so's GEMM -*- C++
+//-*-===//
 //
 // Part of the pipedream project.
 //
@@ -9,7 +10,10 @@
 // comes after them): the runtime declares those buffers constant to
 // program.so's GEMM (pipedream_cpu_gemm_constants, Kernels.h), which then
 // packs a weight B operand once per step instead of once per call (issue
-// 21). Internal to the runtime library.
+// 21). While the declaration holds, the thread's idle work (IdleWork.h: a
+// pipeline rank waiting for a message) packs ahead the weights the
+// previous step's calls packed (pipedream_cpu_gemm_prepack), so that a
+// step's first F and B calls need not. Internal to the runtime library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +45,8 @@ private:
   using Hook = void (*)(const void *const *, const int64_t *, int32_t);
   Hook hook = nullptr;
   bool active = false;
+  /// Whether this declaration set the thread's idle work (IdleWork.h).
+  bool idle = false;
 };
 
 } // namespace runtime

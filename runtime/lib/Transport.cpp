@@ -18,6 +18,7 @@
 
 #include "Bundle.h"
 #include "GpuDevice.h"
+#include "IdleWork.h"
 
 #include <algorithm>
 #include <chrono>
@@ -186,6 +187,15 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                       " has gone away (its transport was destroyed) without "
                       "sending " +
                       describeTag(tag));
+    // The rank's own work while it waits (IdleWork.h: packing ahead), a
+    // unit at a time, without the lock; then look again.
+    if (pipedream::runtime::tIdleWork) {
+      lock.unlock();
+      bool worked = pipedream::runtime::runIdleWork();
+      lock.lock();
+      if (worked)
+        continue;
+    }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         std::chrono::steady_clock::now() >= deadline) {
       // One last look: the message may have arrived with the timeout.
@@ -316,6 +326,15 @@ pd_status threadAllReduce(void *state, const size_t *ranks, size_t numRanks,
         return fail(PD_ERROR_PEER, "rank " + std::to_string(q) +
                                        " has gone away (its transport was "
                                        "destroyed) before the all-reduce");
+    }
+    // The rank's own work while it waits (IdleWork.h: packing ahead), a
+    // unit at a time, without the lock; then look again.
+    if (pipedream::runtime::tIdleWork) {
+      lock.unlock();
+      bool worked = pipedream::runtime::runIdleWork();
+      lock.lock();
+      if (worked)
+        continue;
     }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         red.given < numRanks)

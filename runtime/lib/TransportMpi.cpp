@@ -32,6 +32,7 @@
 #include "Transport.h"
 
 #include "Bundle.h"
+#include "IdleWork.h"
 
 #if PIPEDREAM_HAVE_MPI
 
@@ -198,6 +199,10 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
                   "timed out after " + seconds(timeout) + " waiting for " +
                       waitingFor);
     }
+    // The rank's own work while it waits (IdleWork.h: packing ahead), a
+    // unit at a time between tests.
+    if (runIdleWork())
+      continue;
     if (now - start < std::chrono::milliseconds(spinMilliseconds())) {
       std::this_thread::yield();
       continue;

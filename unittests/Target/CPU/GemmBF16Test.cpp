@@ -26,6 +26,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -309,6 +310,35 @@ void checkConstantB(int m, int n, int k, bool transB, int threads,
   ASSERT_EQ(std::memcmp(flipped.data(), plain.data(), plain.size() * 4), 0);
   check(p, 1.0f, 0.0f); // against the float64 reference with the new B
   pipedream_cpu_set_num_threads(0);
+}
+
+/// A bf16 B packed by the previous step's GEMM is packed ahead under the
+/// next declaration (pipedream_cpu_gemm_prepack), and the GEMM then reuses
+/// it: bitwise the plain result with the new values.
+void checkPrepack() {
+  Problem p = make(37, 45, 530, false, true, 3, 35);
+  const void *range = p.b.data();
+  int64_t bytes = int64_t(p.b.size() * sizeof(float));
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  run(p, 1.0f, 0.0f);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+  for (float &x : p.b)
+    x = -x;
+  std::vector<float> ref = run(p, 1.0f, 0.0f);
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0);
+  std::vector<float> got = run(p, 1.0f, 0.0f);
+  ASSERT_EQ(std::memcmp(ref.data(), got.data(), ref.size() * 4), 0);
+  int64_t packed = -1, reused = -1;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 1);
+  EXPECT_EQ(reused, 1);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+}
+
+TEST(GemmBF16, PrepackMakesThePreviousStepsCopy) {
+  std::thread(checkPrepack).join();
 }
 
 TEST(GemmBF16, ConstantBPackedOnce) {

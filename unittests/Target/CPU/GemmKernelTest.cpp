@@ -24,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -283,6 +284,72 @@ TEST(GemmKernel, ConstantBPackedOnce) {
   checkConstantB(64, 1100, 530, true, 3, 23);
   checkConstantB(100, 1030, 1030, false, 2, 24);
   checkConstantB(5, 33, 700, true, 4, 25);
+}
+
+/// PrepackMakesThePreviousStepsCopies's body, on a thread of its own (the
+/// declarations and recipes are per thread; the other tests' are not
+/// there).
+void checkPrepack() {
+  const int m = 37, n = 45, k = 530;
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(size_t(m) * k), b1(size_t(n) * k), b2(size_t(k) * n);
+  for (auto *v : {&a, &b1, &b2})
+    for (float &x : *v)
+      x = dist(rng);
+  auto run = [&](const std::vector<float> &b, bool trans) {
+    std::vector<float> c(size_t(m) * n);
+    pd_cpu_sgemm(kRowMajor, kNoTrans, trans ? kTrans : kNoTrans, m, n, k, 1.0f,
+                 a.data(), k, b.data(), trans ? k : n, 0.0f, c.data(), n);
+    return c;
+  };
+  const void *ranges[] = {b1.data(), b2.data()};
+  int64_t bytes[] = {int64_t(b1.size() * 4), int64_t(b2.size() * 4)};
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0) << "nothing declared";
+  pipedream_cpu_gemm_constants(ranges, bytes, 2);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0) << "no previous step";
+  run(b1, true);
+  run(b2, false);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0) << "released";
+  for (auto *v : {&b1, &b2})
+    for (float &x : *v)
+      x = 0.5f * x + 0.25f;
+  std::vector<float> ref1 = run(b1, true), ref2 = run(b2, false);
+
+  pipedream_cpu_gemm_constants(ranges, bytes, 2);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0);
+  int64_t packed = -1, reused = -1;
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 2);
+  EXPECT_EQ(reused, 0);
+  std::vector<float> got1 = run(b1, true), got2 = run(b2, false);
+  ASSERT_EQ(std::memcmp(ref1.data(), got1.data(), ref1.size() * 4), 0);
+  ASSERT_EQ(std::memcmp(ref2.data(), got2.data(), ref2.size() * 4), 0);
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 2) << "the GEMMs packed again";
+  EXPECT_EQ(reused, 2);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+
+  // Step 3 declares only B2 (B1 moved or is no longer constant): B1's
+  // recipe is passed over, B2 packed ahead.
+  pipedream_cpu_gemm_constants(&ranges[1], &bytes[1], 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 1);
+  EXPECT_EQ(pipedream_cpu_gemm_prepack(), 0);
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 1);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+}
+
+TEST(GemmKernel, PrepackMakesThePreviousStepsCopies) {
+  // Step 1 packs B1 (transposed, nn.Linear's weight) and B2 as its GEMMs
+  // need them; the update changes them; step 2's declaration lets
+  // pipedream_cpu_gemm_prepack pack both ahead, one per call, and the
+  // GEMMs then reuse those copies: results bitwise those of plain calls
+  // with the new values.
+  std::thread(checkPrepack).join();
 }
 
 TEST(GemmKernel, ConstantRangesOnlyCoverWhatTheySay) {

@@ -800,9 +800,38 @@ struct PackedB {
   size_t bytes;
 };
 
+/// A packed copy as made: what pipedream_cpu_gemm_prepack needs to make it
+/// again for the next declaration's ranges.
+struct PackRecipe {
+  const float *p;
+  int64_t ld, k, n;
+  bool trans;
+  int layout;
+};
+
+/// Appends `r` to the `count` recipes at `list` (capacity `cap`); false
+/// when out of memory.
+bool appendRecipe(PackRecipe *&list, int32_t &count, int32_t &cap,
+                  const PackRecipe &r) {
+  if (count == cap) {
+    int32_t grown = cap ? 2 * cap : 16;
+    auto *p =
+        static_cast<PackRecipe *>(realloc(list, sizeof(PackRecipe) * grown));
+    if (!p)
+      return false;
+    list = p;
+    cap = grown;
+  }
+  list[count++] = r;
+  return true;
+}
+
 /// The calling thread's constant ranges and packed copies, and the
 /// buffers of dropped copies (kept for the next step's: fresh pages for
-/// each step's copies cost as much as the packing saved).
+/// each step's copies cost as much as the packing saved). `made`: the
+/// recipes of the copies packed since the last declaration; `pending`:
+/// those of the declaration before (the previous step's), which
+/// pipedream_cpu_gemm_prepack packs from `nextPending` on.
 struct Constants {
   const unsigned char **begin = nullptr, **end = nullptr;
   int32_t ranges = 0, rangeCap = 0;
@@ -813,6 +842,9 @@ struct Constants {
   size_t *spareBytes = nullptr;
   int32_t numSpare = 0;
   int64_t packed = 0, reused = 0;
+  PackRecipe *made = nullptr, *pending = nullptr;
+  int32_t numMade = 0, madeCap = 0, numPending = 0, pendingCap = 0;
+  int32_t nextPending = 0;
 };
 
 __thread Constants *tConstants;
@@ -880,6 +912,8 @@ void freeConstants(void *p) {
   free(c->spare);
   free(c->spareBytes);
   free(c->packs);
+  free(c->made);
+  free(c->pending);
   free(c->begin);
   free(c->end);
   free(c);
@@ -936,7 +970,7 @@ size_t packBudget() {
 /// of memory (the caller packs per block).
 template <typename Pack>
 void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
-                     size_t bytes, Pack pack) {
+                     size_t bytes, Pack pack, bool prepack = false) {
   Constants *c = tConstants;
   if (!c || c->ranges == 0)
     return nullptr;
@@ -954,7 +988,8 @@ void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
     const PackedB &e = c->packs[i];
     if (e.p == b.p && e.ld == b.ld && e.k == k && e.n == n &&
         e.trans == b.trans && e.isa == layout) {
-      ++c->reused;
+      if (!prepack)
+        ++c->reused;
       return e.packed;
     }
   }
@@ -978,28 +1013,33 @@ void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
       PackedB{b.p, b.ld, k, n, b.trans, layout, packed, capacity};
   c->packedBytes += capacity;
   ++c->packed;
+  appendRecipe(c->made, c->numMade, c->madeCap,
+               PackRecipe{b.p, b.ld, k, n, b.trans, layout});
   return packed;
 }
 
-/// op(B) of `p` packed whole for `info` (constantPacked).
-const float *constantPackedB(const Problem &p, const KernelInfo &info) {
+/// op(B) = `b` (K x N) packed whole for `info` (constantPacked).
+const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
+                             const KernelInfo &info, bool prepack = false) {
   const Blocking &bl = info.blocking;
-  int64_t nPad = (p.n + bl.nr - 1) / bl.nr * bl.nr;
-  size_t bytes = size_t(nPad) * size_t(p.k) * sizeof(float);
+  int64_t nPad = (n + bl.nr - 1) / bl.nr * bl.nr;
+  size_t bytes = size_t(nPad) * size_t(k) * sizeof(float);
   const bool simd = info.kernel != kKernels[0].kernel;
   return static_cast<const float *>(constantPacked(
-      p.b, p.k, p.n, int(&info - kKernels), bytes, [&](float *packed) {
+      b, k, n, int(&info - kKernels), bytes,
+      [&](float *packed) {
         // The same packB calls, block by block, gemmBlock would make per
         // call.
-        for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
-          int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
-          for (int64_t j = 0; j < p.n; j += bl.nc) {
-            int64_t nb = p.n - j < bl.nc ? p.n - j : bl.nc;
-            packB(p.b, pc, kc, j, nb, bl.nr,
+        for (int64_t pc = 0; pc < k; pc += bl.kc) {
+          int64_t kc = k - pc < bl.kc ? k - pc : bl.kc;
+          for (int64_t j = 0; j < n; j += bl.nc) {
+            int64_t nb = n - j < bl.nc ? n - j : bl.nc;
+            packB(b, pc, kc, j, nb, bl.nr,
                   packed + wholeOffset(pc, j, kc, nPad), simd);
           }
         }
-      }));
+      },
+      prepack));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1556,19 +1596,22 @@ inline int64_t pairsPad(int64_t k, const BF16KernelInfo &info) {
   return info.amx ? (kp + 15) / 16 * 16 : kp;
 }
 
-/// A constant op(B) packed whole for the bf16 kernel `info`
+/// A constant op(B) = `b` (K x N) packed whole for the bf16 kernel `info`
 /// (constantPacked; results bitwise those of per-block packing).
-const uint32_t *constantPackedBBF16(const BF16Problem &p,
-                                    const BF16KernelInfo &info) {
-  int64_t kp = pairsPad(p.k, info);
-  int64_t nPad = (p.n + info.nr - 1) / info.nr * info.nr;
+const uint32_t *constantPackedBBF16(const Operand &b, int64_t k, int64_t n,
+                                    const BF16KernelInfo &info,
+                                    bool prepack = false) {
+  int64_t kp = pairsPad(k, info);
+  int64_t nPad = (n + info.nr - 1) / info.nr * info.nr;
   size_t bytes = size_t(nPad) * size_t(kp) * sizeof(uint32_t);
   int layout = 16 + int(&info - kBF16Kernels);
-  return static_cast<const uint32_t *>(
-      constantPacked(p.b, p.k, p.n, layout, bytes, [&](float *packed) {
-        packBBF16(p.b, p.k, 0, p.n, info.nr,
-                  reinterpret_cast<uint32_t *>(packed), kp);
-      }));
+  return static_cast<const uint32_t *>(constantPacked(
+      b, k, n, layout, bytes,
+      [&](float *packed) {
+        packBBF16(b, k, 0, n, info.nr, reinterpret_cast<uint32_t *>(packed),
+                  kp);
+      },
+      prepack));
 }
 
 /// C[i0 : i0+mb, j0 : j0+nb]; false, before touching C, when the packing
@@ -1770,7 +1813,7 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
             [&](int32_t m, int32_t n, Operand opA, Operand opB) {
               Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
               const KernelInfo &info = kernelInfo();
-              p.packedB = constantPackedB(p, info);
+              p.packedB = constantPackedB(p.b, p.k, p.n, info);
               Split split{&p, &info, 1, 1, 0, 0};
               runSplit(split, p.m, p.n, p.k, info.blocking.mr, info.blocking.nr,
                        runPart);
@@ -1786,7 +1829,7 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
             [&](int32_t m, int32_t n, Operand opA, Operand opB) {
               BF16Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
               const BF16KernelInfo &info = bf16KernelInfo();
-              p.packedB = constantPackedBBF16(p, info);
+              p.packedB = constantPackedBBF16(p.b, p.k, p.n, info);
               BF16Split split{&p, &info, 1, 1, 0, 0};
               runSplit(split, p.m, p.n, p.k, info.mr, info.nr, runPartBF16);
             });
@@ -1826,6 +1869,20 @@ PD_EXPORT void pipedream_cpu_gemm_constants(const void *const *ptrs,
   c->packed = c->reused = 0;
   if (count <= 0 || packBudget() == 0)
     return;
+  // The copies packed under the previous declaration are the ones to
+  // prepack under this one (a declaration without GEMMs in between keeps
+  // the list before it).
+  if (c->numMade > 0) {
+    PackRecipe *list = c->pending;
+    int32_t cap = c->pendingCap;
+    c->pending = c->made;
+    c->pendingCap = c->madeCap;
+    c->numPending = c->numMade;
+    c->made = list;
+    c->madeCap = cap;
+    c->numMade = 0;
+  }
+  c->nextPending = 0;
   if (count > c->rangeCap) {
     auto *b = static_cast<const unsigned char **>(
         realloc(c->begin, sizeof(void *) * size_t(count)));
@@ -1846,6 +1903,31 @@ PD_EXPORT void pipedream_cpu_gemm_constants(const void *const *ptrs,
     c->end[c->ranges] = c->begin[c->ranges] + bytes[i];
     ++c->ranges;
   }
+}
+
+PD_EXPORT int32_t pipedream_cpu_gemm_prepack(void) {
+  Constants *c = tConstants;
+  if (!c || c->ranges == 0)
+    return 0;
+  while (c->nextPending < c->numPending) {
+    const PackRecipe &r = c->pending[c->nextPending++];
+    Operand b{r.p, r.ld, r.trans};
+    int64_t before = c->packed;
+    // A layout of another kernel than the one in effect (never within one
+    // process today) is passed over.
+    const int numF32 = int(sizeof(kKernels) / sizeof(kKernels[0]));
+    const int numBF16 = int(sizeof(kBF16Kernels) / sizeof(kBF16Kernels[0]));
+    if (r.layout >= 0 && r.layout < numF32 &&
+        &kKernels[r.layout] == &kernelInfo())
+      constantPackedB(b, r.k, r.n, kKernels[r.layout], /*prepack=*/true);
+    else if (r.layout >= 16 && r.layout - 16 < numBF16 &&
+             &kBF16Kernels[r.layout - 16] == &bf16KernelInfo())
+      constantPackedBBF16(b, r.k, r.n, kBF16Kernels[r.layout - 16],
+                          /*prepack=*/true);
+    if (c->packed > before)
+      return 1;
+  }
+  return 0;
 }
 
 PD_EXPORT void pipedream_cpu_gemm_packed_stats(int64_t *packed,

@@ -84,6 +84,18 @@ const char *pipedream_cpu_gemm_kernel(void);
 void pipedream_cpu_gemm_constants(const void *const *ptrs,
                                   const int64_t *bytes, int32_t count);
 
+/// Packs ahead (issue 21: a pipeline rank does it while it waits for a
+/// message): makes one of the packed copies that the calling thread's
+/// GEMMs made under its previous pipedream_cpu_gemm_constants declaration
+/// (the previous step's), for the same B (pointer, leading dimension,
+/// transposition, K, N, kernel) when it lies inside the current
+/// declaration's ranges and is not packed yet; the next GEMM with that B
+/// then finds it packed (results bitwise the same). Returns 1 when it
+/// packed one (call again for the next), 0 when nothing is left to pack
+/// (or nothing is declared). Each copy counts as `packed` in
+/// pipedream_cpu_gemm_packed_stats.
+int32_t pipedream_cpu_gemm_prepack(void);
+
 /// Packed copies made and reused by the calling thread since its last
 /// pipedream_cpu_gemm_constants call (tests and benchmarks).
 void pipedream_cpu_gemm_packed_stats(int64_t *packed, int64_t *reused);
