@@ -188,13 +188,13 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                       "sending " +
                       describeTag(tag));
     // The rank's own work while it waits (IdleWork.h: packing ahead), a
-    // unit at a time, without the lock; then look again.
+    // unit at a time, without the lock; then look again, also after the
+    // last unit (a message that came meanwhile notified no one waiting).
     if (pipedream::runtime::tIdleWork) {
       lock.unlock();
-      bool worked = pipedream::runtime::runIdleWork();
+      pipedream::runtime::runIdleWork();
       lock.lock();
-      if (worked)
-        continue;
+      continue;
     }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         std::chrono::steady_clock::now() >= deadline) {
@@ -328,13 +328,13 @@ pd_status threadAllReduce(void *state, const size_t *ranks, size_t numRanks,
                                        "destroyed) before the all-reduce");
     }
     // The rank's own work while it waits (IdleWork.h: packing ahead), a
-    // unit at a time, without the lock; then look again.
+    // unit at a time, without the lock; then look again, also after the
+    // last unit (a message that came meanwhile notified no one waiting).
     if (pipedream::runtime::tIdleWork) {
       lock.unlock();
-      bool worked = pipedream::runtime::runIdleWork();
+      pipedream::runtime::runIdleWork();
       lock.lock();
-      if (worked)
-        continue;
+      continue;
     }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         red.given < numRanks)

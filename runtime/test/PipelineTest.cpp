@@ -15,6 +15,7 @@
 
 #include "pipedream/runtime.h"
 
+#include "IdleWork.h"
 #include "Manifest.h"
 #include "PipelineUtil.h"
 #include "TestUtil.h"
@@ -503,6 +504,53 @@ TEST(UserTransport, WithoutAllReduceIsUnsupported) {
                "the custom transport has no all-reduce (pd_transport_ops."
                "all_reduce), which pipelines with shared weights need");
   pd_transport_destroy(t);
+}
+
+// A receive that waits runs the thread's idle work (IdleWork.h: a pipeline
+// rank packs the step's weights ahead), a unit at a time, looking for the
+// message between units, until the work says none is left; then the work
+// is cleared. Here the third unit posts the awaited message (rank 1's
+// send from this thread: threads-transport sends never block).
+pd_transport *gIdleTransport = nullptr;
+int gIdleUnits = 0;
+
+int32_t idleUnit() {
+  ++gIdleUnits;
+  if (gIdleUnits < 3)
+    return 1;
+  int value = 42;
+  EXPECT_EQ(pd_transport_send(gIdleTransport, 0, 9, &value, sizeof(value)),
+            PD_OK);
+  return 0;
+}
+
+TEST(ThreadsTransport, WaitingReceiveRunsIdleWork) {
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  gIdleTransport = t[1];
+  gIdleUnits = 0;
+  pipedream::runtime::setIdleWork(idleUnit);
+  // The message came while the receive ran its last unit: it must look
+  // again before it sleeps (else it sleeps until the timeout's last look).
+  ASSERT_EQ(pd_transport_set_timeout(t[0], 30), PD_OK);
+  int got = 0;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 9, &got, sizeof(got)), PD_OK);
+  EXPECT_LT(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      15)
+      << "the receive slept until its timeout";
+  EXPECT_EQ(got, 42);
+  EXPECT_EQ(gIdleUnits, 3);
+  EXPECT_EQ(pipedream::runtime::tIdleWork, nullptr) << "not cleared";
+  // Cleared: a later wait runs nothing.
+  int value = 7;
+  ASSERT_EQ(pd_transport_send(t[1], 0, 10, &value, sizeof(value)), PD_OK);
+  EXPECT_EQ(pd_transport_recv(t[0], 1, 10, &got, sizeof(got)), PD_OK);
+  EXPECT_EQ(gIdleUnits, 3);
+  pd_transport_destroy(t[0]);
+  pd_transport_destroy(t[1]);
 }
 
 TEST(ThreadsTransport, TimeoutNamesThePeer) {
