@@ -141,6 +141,13 @@ struct pd_rank {
   /// Register g's memory for every g (host or device): the entry's
   /// register table, and the interpreter's.
   std::vector<void *> registerTable;
+  /// Sends may go before a receive that precedes them (sendAhead): the
+  /// transport buffers sends, the bundle is a CPU one, and
+  /// PIPEDREAM_SEND_AHEAD is not 0.
+  bool sendsAhead = false;
+  /// Per instruction: a send sendAhead issued this step, which the
+  /// program's own send then skips.
+  std::vector<bool> sentAhead;
   /// What the running step's instructions read and accumulate.
   std::vector<const pd_named_array *> stepData;
   size_t stepFirst = 0;
@@ -855,6 +862,45 @@ void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
                                      "uploading the received register: ");
 }
 
+/// Before the receive at `index` (issue 21): the sends that follow it up to
+/// the next call or all-reduce, and read a register that neither it nor an
+/// instruction in between writes, go now (each with its trace event), when
+/// the transport buffers sends (pd_rank::sendsAhead); the program's own
+/// sends then do nothing (sentAhead). pipe-project-ranks orders a rank's
+/// sends and receives for rendezvous sends, under which a 1F1B rank must
+/// receive the next gradient before it sends the activations it has
+/// already computed (rank 0: F 2, receive B 1's gradient, send F 2's
+/// output, B 1); its peer then waits for both messages in turn. With
+/// buffered sends nothing can wait on a send, so sending first cannot add
+/// a deadlock, and every message still goes in the program's order of
+/// sends.
+void sendAhead(pd_rank &p, size_t index) {
+  if (!p.sendsAhead)
+    return;
+  const auto &program = p.program->program;
+  std::vector<size_t> written{program[index].dst};
+  for (size_t j = index + 1; j < program.size(); ++j) {
+    const RankInstruction &ins = program[j];
+    if (ins.op == RankInstruction::Op::Recv ||
+        ins.op == RankInstruction::Op::Input) {
+      written.push_back(ins.dst);
+      continue;
+    }
+    if (ins.op == RankInstruction::Op::Loss)
+      continue;
+    if (ins.op != RankInstruction::Op::Send)
+      break;
+    if (p.sentAhead[j] ||
+        std::find(written.begin(), written.end(), ins.src) != written.end())
+      continue;
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    atInstruction(p, j, [&] { runSend(p, ins, p.registerTable[ins.src]); });
+    p.sentAhead[j] = true;
+    if (p.trace.enabled)
+      recordInstruction(p, ins, start);
+  }
+}
+
 void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
   const TensorType &type = p.program->registers[ins.src];
   if (p.cuda) {
@@ -1064,6 +1110,12 @@ void interpretProgram(pd_rank &p) {
   const auto &program = p.program->program;
   for (size_t i = 0; i < program.size(); ++i) {
     const RankInstruction &ins = program[i];
+    if (ins.op == RankInstruction::Op::Send && p.sentAhead[i]) {
+      p.sentAhead[i] = false;
+      continue;
+    }
+    if (ins.op == RankInstruction::Op::Recv)
+      sendAhead(p, i);
     const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, i, [&] {
       switch (ins.op) {
@@ -1201,6 +1253,18 @@ int32_t nativeCallEnd(pd_rank_context *ctx, int64_t index) {
 
 int32_t nativeSend(pd_rank_context *ctx, int64_t index, int64_t peer,
                    int64_t tag, const void *data, int64_t bytes) {
+  pd_rank &p = *reinterpret_cast<NativeContext *>(ctx)->pipeline;
+  if (index >= 0 && static_cast<size_t>(index) < p.sentAhead.size() &&
+      p.sentAhead[index]) {
+    // Sent at an earlier receive (sendAhead): the same register, peer and
+    // tag, which the native code's must still be.
+    p.sentAhead[index] = false;
+    return guarded([&] {
+      const RankInstruction &ins = p.program->program[index];
+      checkMessage(p, ins, peer, tag, bytes, ins.src);
+      return PD_OK;
+    });
+  }
   return nativeInstruction(ctx, index, RankInstruction::Op::Send,
                            TracePart::Whole,
                            [&](pd_rank &p, const RankInstruction &ins) {
@@ -1211,6 +1275,13 @@ int32_t nativeSend(pd_rank_context *ctx, int64_t index, int64_t peer,
 
 int32_t nativeRecv(pd_rank_context *ctx, int64_t index, int64_t peer,
                    int64_t tag, void *data, int64_t bytes) {
+  pd_rank &p = *reinterpret_cast<NativeContext *>(ctx)->pipeline;
+  if (index >= 0 && static_cast<size_t>(index) < p.sentAhead.size())
+    if (int32_t status = guarded([&] {
+          sendAhead(p, static_cast<size_t>(index));
+          return PD_OK;
+        }))
+      return status;
   return nativeInstruction(ctx, index, RankInstruction::Op::Recv,
                            TracePart::Whole,
                            [&](pd_rank &p, const RankInstruction &ins) {
@@ -1429,6 +1500,11 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
     }
     p->transportTakesDevice =
         pipedream::runtime::transportTakesDevice(*transport);
+    const char *ahead = std::getenv("PIPEDREAM_SEND_AHEAD");
+    p->sendsAhead = !p->cuda &&
+                    pipedream::runtime::transportBuffersSends(*transport) &&
+                    !(ahead && std::strcmp(ahead, "0") == 0);
+    p->sentAhead.assign(p->program->program.size(), false);
     size_t largest = sizeof(double);
     for (size_t g = 0; g < p->program->registers.size(); ++g) {
       size_t bytes = p->program->registers[g].numBytes;
@@ -1588,6 +1664,8 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
       pipedream::runtime::zeroBuffer(*grad);
     p.stepData = std::move(matched);
     p.stepFirst = first;
+    // A failed step may have left sends marked as sent ahead.
+    std::fill(p.sentAhead.begin(), p.sentAhead.end(), false);
     p.stepSamples = samples;
     p.stepTotal = 0;
     p.stepFailure.clear();

@@ -576,6 +576,12 @@ void pd_transport_abort(pd_transport *transport, const char *reason) {
 namespace pipedream {
 namespace runtime {
 
+bool transportBuffersSends(const pd_transport &transport) {
+  if (transport.ops.send == threadSend)
+    return true;
+  return transport.kind == "mpi" && mpiBuffersSends(transport);
+}
+
 bool transportTakesDevice(const pd_transport &transport) {
   // NOTE: pd_transport_create_nccl (NcclBootstrap.cpp) names its
   // transports "nccl"; their send/recv take host and device memory

@@ -43,6 +43,15 @@ std::string describeTag(int64_t tag);
 /// their registers through it.
 bool transportTakesDevice(const pd_transport &transport);
 
+/// True when `transport`'s sends never wait for their receiver (they copy
+/// the message and return): the threads transport, and MPI with buffered
+/// sends (TransportMpi.cpp). A rank program may then send before a receive
+/// that precedes the send in its order (Pipeline.cpp, sendAhead) without
+/// risking a deadlock: ranks wait only in receives, and every message goes
+/// no later than the order says. False for user-defined transports and
+/// NCCL (untried on a GPU).
+bool transportBuffersSends(const pd_transport &transport);
+
 /// Device-memory messages over a transport for which transportTakesDevice
 /// holds (NCCL: pd_transport_send/recv with the device pointer) (cuda pipelines' registers), matched with host-memory messages of
 /// the same peer and tag as pd_transport_send/recv are. A send copies the
@@ -58,6 +67,9 @@ void recvDevice(pd_transport &transport, size_t peer, int64_t tag,
 /// throws Error (PD_ERROR_UNSUPPORTED without MPI).
 void createMpiTransport(pd_transport &transport);
 bool mpiAvailable();
+/// Whether the MPI `transport` buffers its sends (MPI_THREAD_MULTIPLE and
+/// not PIPEDREAM_MPI_BUFFERED_SENDS=0).
+bool mpiBuffersSends(const pd_transport &transport);
 
 /// TransportMpi.cpp, for the replica groups (ReplicaGroup.cpp): the MPI
 /// transport's program-message communicator (points at an MPI_Comm; void

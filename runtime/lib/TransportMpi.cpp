@@ -629,6 +629,11 @@ const pd_transport_ops kMpiOps = {mpiSend, mpiRecv, mpiAbort, mpiDestroy,
 
 bool mpiAvailable() { return true; }
 
+bool mpiBuffersSends(const pd_transport &transport) {
+  return transport.kind == "mpi" &&
+         static_cast<const MpiState *>(transport.state)->threaded;
+}
+
 void *mpiDataCommunicator(pd_transport &transport) {
   if (transport.kind != "mpi")
     throw Error(PD_ERROR_INTERNAL, "internal error: the " + transport.kind +
@@ -702,6 +707,8 @@ namespace pipedream {
 namespace runtime {
 
 bool mpiAvailable() { return false; }
+
+bool mpiBuffersSends(const pd_transport &) { return false; }
 
 void *mpiDataCommunicator(pd_transport &) {
   throw Error(PD_ERROR_UNSUPPORTED, "this runtime was built without MPI");
