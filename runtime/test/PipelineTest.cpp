@@ -582,8 +582,11 @@ TEST(ThreadsTransport, TimeoutNamesThePeer) {
 TEST(ThreadsTransport, TimeoutInAChainNamesTheStuckRank) {
   pd_transport *t[3];
   ASSERT_EQ(pd_transport_create_threads(3, t), PD_OK);
-  ASSERT_EQ(pd_transport_set_timeout(t[1], 2.0), PD_OK);
-  ASSERT_EQ(pd_transport_set_timeout(t[2], 0.3), PD_OK);
+  // Rank 2's timeout must run out while rank 1 waits (rank 1's longer):
+  // 1 s leaves a loaded machine (a full test run on 2 cores) time to start
+  // rank 1's wait; with 0.3 s it sometimes had not.
+  ASSERT_EQ(pd_transport_set_timeout(t[1], 4.0), PD_OK);
+  ASSERT_EQ(pd_transport_set_timeout(t[2], 1.0), PD_OK);
   pd_status rank1 = PD_OK;
   std::string rank1Error;
   std::thread waiter([&] {
@@ -593,7 +596,7 @@ TEST(ThreadsTransport, TimeoutInAChainNamesTheStuckRank) {
     // What a rank does when its step fails (pipedream-run, pd_rank).
     pd_transport_abort(t[1], rank1Error.c_str());
   });
-  // Rank 1 is waiting long before rank 2's 0.3 s have passed.
+  // Rank 1 is waiting long before rank 2's 1 s has passed.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   int got = 0;
   auto start = std::chrono::steady_clock::now();
@@ -604,7 +607,7 @@ TEST(ThreadsTransport, TimeoutInAChainNamesTheStuckRank) {
                        .count();
   waiter.join();
   EXPECT_EQ(rank1, PD_ERROR_TIMEOUT);
-  EXPECT_NE(rank1Error.find("timed out after 2 s waiting for rank 0"),
+  EXPECT_NE(rank1Error.find("timed out after 4 s waiting for rank 0"),
             std::string::npos)
       << rank1Error;
   EXPECT_EQ(rank2, PD_ERROR_PEER);
