@@ -57,6 +57,7 @@
 // NM-NEXT: T pipedream_cpu_gemm_constants
 // NM-NEXT: T pipedream_cpu_gemm_kernel
 // NM-NEXT: T pipedream_cpu_gemm_packed_stats
+// NM-NEXT: T pipedream_cpu_gemm_prepack
 // NM-NEXT: T pipedream_cpu_num_threads
 // NM-NEXT: T pipedream_cpu_set_num_threads
 // NM-NEXT: T pipedream_run_time_status
