@@ -63,6 +63,69 @@ Value reduceFloat(OpBuilder &b, Location loc, Value input,
       .getResult(0);
 }
 
+/// `value / divisor` elementwise (`divisor` a scalar).
+Value divideElementwise(OpBuilder &b, Location loc, Value value,
+                        Value divisor) {
+  return buildElementwise(
+      b, loc, cast<RankedTensorType>(value.getType()), ValueRange{value},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::DivFOp::create(nb, l, args[0], divisor);
+      });
+}
+
+/// The mean of `input` over `dims`: its sum divided by `count` (a scalar).
+Value meanOverDims(OpBuilder &b, Location loc, Value input,
+                   ArrayRef<int64_t> dims, Value count) {
+  Value sum = reduceFloat(b, loc, input, dims, /*isMax=*/false);
+  return divideElementwise(b, loc, sum, count);
+}
+
+/// One term of a sum: computed from an input element and the statistic of
+/// its row.
+using TermFn =
+    llvm::function_ref<Value(OpBuilder &, Location, Value element, Value stat)>;
+
+/// The sum over `dims` of `term(x, s)` for every element `x` of `input`,
+/// with `s` the element of `stat` (`input`'s shape without `dims`) at the
+/// same outer position: the second pass of a two-pass statistic.
+Value sumOverDims(OpBuilder &b, Location loc, Value input, Value stat,
+                  ArrayRef<int64_t> dims, TermFn term) {
+  auto statType = cast<RankedTensorType>(stat.getType());
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap outer = getDropDimsMap(b.getContext(), rank, dims);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  for (int64_t d : dims)
+    iterators[d] = utils::IteratorType::reduction;
+  Value zeros = createFilled(
+      b, loc, statType, createScalar(b, loc, statType.getElementType(), 0.0));
+  return buildGeneric(b, loc, zeros, ValueRange{input, stat},
+                      {identity, outer, outer}, iterators,
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value value = term(nb, l, args[0], args[1]);
+                        return arith::AddFOp::create(nb, l, args[2], value);
+                      });
+}
+
+/// `(x - x_mean)^2`: the term of a sum of squared deviations.
+Value squaredDeviation(OpBuilder &b, Location l, Value x, Value mean) {
+  Value centered = arith::SubFOp::create(b, l, x, mean);
+  return arith::MulFOp::create(b, l, centered, centered);
+}
+
+/// `(x - mean) / sqrt(var + eps) * scale + bias`: one element of a batch
+/// normalization.
+Value batchNormalize(OpBuilder &b, Location l, Value x, Value mean, Value var,
+                     Value scale, Value bias, Value eps) {
+  Value centered = arith::SubFOp::create(b, l, x, mean);
+  Value stddev =
+      math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, var, eps));
+  Value normalized = arith::DivFOp::create(b, l, centered, stddev);
+  Value scaled = arith::MulFOp::create(b, l, normalized, scale);
+  return arith::AddFOp::create(b, l, scaled, bias);
+}
+
 struct BatchNormalizationLowering
     : OpConversionPattern<nn::BatchNormalizationOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -88,12 +151,8 @@ struct BatchNormalizationLowering
                    perChannel(adaptor.getBias()), perChannel(adaptor.getMean()),
                    perChannel(adaptor.getVar())},
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value centered = arith::SubFOp::create(b, l, args[0], args[3]);
-          Value stddev = math::SqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, args[4], eps));
-          Value normalized = arith::DivFOp::create(b, l, centered, stddev);
-          Value scaled = arith::MulFOp::create(b, l, normalized, args[1]);
-          return arith::AddFOp::create(b, l, scaled, args[2]);
+          return batchNormalize(b, l, args[0], args[3], args[4], args[1],
+                                args[2], eps);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -107,7 +166,6 @@ struct BatchNormTrainLowering : OpConversionPattern<nn::BatchNormTrainOp> {
   matchAndRewrite(nn::BatchNormTrainOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(input.getType());
     Type element = type.getElementType();
@@ -118,32 +176,13 @@ struct BatchNormTrainLowering : OpConversionPattern<nn::BatchNormTrainOp> {
     int64_t count = type.getNumElements() / channels;
     auto statsType = RankedTensorType::get({channels}, element);
     Value countValue = createScalar(rewriter, loc, element, count);
-    Value zero = createScalar(rewriter, loc, element, 0.0);
 
-    Value sum = reduceFloat(rewriter, loc, input, reduced, /*isMax=*/false);
-    Value mean = buildElementwise(
-        rewriter, loc, statsType, ValueRange{sum},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::DivFOp::create(b, l, args[0], countValue);
-        });
+    Value mean = meanOverDims(rewriter, loc, input, reduced, countValue);
+    Value squares =
+        sumOverDims(rewriter, loc, input, mean, reduced, squaredDeviation);
+    Value var = divideElementwise(rewriter, loc, squares, countValue);
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap channel = getDropDimsMap(ctx, rank, reduced);
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::reduction);
-    iterators[1] = utils::IteratorType::parallel;
-    Value squares = buildGeneric(
-        rewriter, loc, createFilled(rewriter, loc, statsType, zero),
-        ValueRange{input, mean}, {identity, channel, channel}, iterators,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
-          Value square = arith::MulFOp::create(b, l, centered, centered);
-          return arith::AddFOp::create(b, l, args[2], square);
-        });
-    Value var = buildElementwise(
-        rewriter, loc, statsType, ValueRange{squares},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::DivFOp::create(b, l, args[0], countValue);
-        });
+    AffineMap channel = getDropDimsMap(rewriter.getContext(), rank, reduced);
 
     Value eps =
         createScalar(rewriter, loc, element, op.getEpsilon().convertToDouble());
@@ -156,12 +195,8 @@ struct BatchNormTrainLowering : OpConversionPattern<nn::BatchNormTrainOp> {
         maps,
         SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
-          Value stddev = math::SqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, args[2], eps));
-          Value normalized = arith::DivFOp::create(b, l, centered, stddev);
-          Value scaled = arith::MulFOp::create(b, l, normalized, args[3]);
-          return arith::AddFOp::create(b, l, scaled, args[4]);
+          return batchNormalize(b, l, args[0], args[1], args[2], args[3],
+                                args[4], eps);
         });
 
     double momentum = op.getMomentum().convertToDouble();
@@ -197,7 +232,6 @@ struct LayerNormalizationLowering
   matchAndRewrite(nn::LayerNormalizationOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(input.getType());
     Type element = type.getElementType();
@@ -215,28 +249,9 @@ struct LayerNormalizationLowering
     keptShape.append(rank - axis, 1);
     Value countValue = createScalar(rewriter, loc, element, count);
 
-    Value sum = reduceFloat(rewriter, loc, input, normalizedDims, false);
-    Value mean = buildElementwise(
-        rewriter, loc, statsType, ValueRange{sum},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::DivFOp::create(b, l, args[0], countValue);
-        });
-
-    // Sum of squared deviations over the normalized axes.
-    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap outer = getDropDimsMap(ctx, rank, normalizedDims);
-    SmallVector<utils::IteratorType> iterators(axis,
-                                               utils::IteratorType::parallel);
-    iterators.append(rank - axis, utils::IteratorType::reduction);
-    Value zeros = createFilled(rewriter, loc, statsType,
-                               createScalar(rewriter, loc, element, 0.0));
-    Value squares = buildGeneric(
-        rewriter, loc, zeros, ValueRange{input, mean}, {identity, outer, outer},
-        iterators, [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
-          Value square = arith::MulFOp::create(b, l, centered, centered);
-          return arith::AddFOp::create(b, l, args[2], square);
-        });
+    Value mean = meanOverDims(rewriter, loc, input, normalizedDims, countValue);
+    Value squares = sumOverDims(rewriter, loc, input, mean, normalizedDims,
+                                squaredDeviation);
     Value eps =
         createScalar(rewriter, loc, element, op.getEpsilon().convertToDouble());
     Value one = createScalar(rewriter, loc, element, 1.0);
@@ -303,31 +318,19 @@ struct LogSoftmaxLowering : OpConversionPattern<nn::LogSoftmaxOp> {
   matchAndRewrite(nn::LogSoftmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(input.getType());
-    Type element = type.getElementType();
     int64_t rank = type.getRank(), axis = op.getAxis();
-    auto reducedType =
-        RankedTensorType::get(dropDims(type.getShape(), {axis}), element);
 
     Value max = reduceFloat(rewriter, loc, input, {axis}, /*isMax=*/true);
+    Value sum = sumOverDims(
+        rewriter, loc, input, max, {axis},
+        [](OpBuilder &b, Location l, Value x, Value rowMax) -> Value {
+          Value shifted = arith::SubFOp::create(b, l, x, rowMax);
+          return math::ExpOp::create(b, l, shifted);
+        });
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap reduced = getDropDimsMap(ctx, rank, {axis});
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    iterators[axis] = utils::IteratorType::reduction;
-    Value zeros = createFilled(rewriter, loc, reducedType,
-                               createScalar(rewriter, loc, element, 0.0));
-    Value sum =
-        buildGeneric(rewriter, loc, zeros, ValueRange{input, max},
-                     {identity, reduced, reduced}, iterators,
-                     [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                       Value shifted =
-                           arith::SubFOp::create(b, l, args[0], args[1]);
-                       Value exp = math::ExpOp::create(b, l, shifted);
-                       return arith::AddFOp::create(b, l, args[2], exp);
-                     });
+    AffineMap reduced = getDropDimsMap(rewriter.getContext(), rank, {axis});
     SmallVector<utils::IteratorType> parallel(rank,
                                               utils::IteratorType::parallel);
     Value result = buildGeneric(
