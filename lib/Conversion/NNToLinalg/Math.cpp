@@ -451,6 +451,27 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// The loops of a generic over the input's dimensions plus an innermost
+/// reduction loop j over the same range as dimension `axis` (as i):
+/// `atI` reads the input at i (the output's map), `atJ` at j.
+struct AxisPairLoops {
+  AffineMap atI, atJ;
+  SmallVector<utils::IteratorType> iterators;
+};
+
+AxisPairLoops getAxisPairLoops(MLIRContext *ctx, int64_t rank, int64_t axis) {
+  SmallVector<AffineExpr> atJ;
+  for (int64_t d = 0; d < rank; ++d)
+    atJ.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+  AxisPairLoops loops;
+  loops.atI =
+      AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
+  loops.atJ = AffineMap::get(rank + 1, 0, atJ, ctx);
+  loops.iterators.assign(rank, utils::IteratorType::parallel);
+  loops.iterators.push_back(utils::IteratorType::reduction);
+  return loops;
+}
+
 /// cumsum: out[.., i, ..] = sum over j of input[.., j, ..] where j is in
 /// range of i (j <= i; j < i exclusive; j >= i / j > i reversed), with the
 /// extra reduction loop j as the innermost one.
@@ -465,16 +486,7 @@ struct CumSumLowering : OpConversionPattern<nn::CumSumOp> {
     auto type = cast<RankedTensorType>(input.getType());
     Type element = type.getElementType();
     int64_t rank = type.getRank(), axis = op.getAxis();
-    MLIRContext *ctx = rewriter.getContext();
-    SmallVector<AffineExpr> inputExprs;
-    for (int64_t d = 0; d < rank; ++d)
-      inputExprs.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
-    AffineMap inputMap = AffineMap::get(rank + 1, 0, inputExprs, ctx);
-    AffineMap outputMap =
-        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
+    AxisPairLoops loops = getAxisPairLoops(rewriter.getContext(), rank, axis);
     Value init = createFilled(rewriter, loc, type,
                               createScalar(rewriter, loc, element, 0.0));
     arith::CmpIPredicate p =
@@ -484,8 +496,9 @@ struct CumSumLowering : OpConversionPattern<nn::CumSumOp> {
             : (op.getExclusive() ? arith::CmpIPredicate::slt
                                  : arith::CmpIPredicate::sle);
     Value result = buildGeneric(
-        rewriter, loc, init, ValueRange{input}, {inputMap, outputMap},
-        iterators, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+        rewriter, loc, init, ValueRange{input}, {loops.atJ, loops.atI},
+        loops.iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value i = linalg::IndexOp::create(b, l, axis);
           Value j = linalg::IndexOp::create(b, l, rank);
           Value inRange = arith::CmpIOp::create(b, l, p, j, i);
@@ -558,19 +571,11 @@ struct TopKLowering : OpConversionPattern<nn::TopKOp> {
     Type element = type.getElementType();
     int64_t rank = type.getRank(), axis = op.getAxis();
     bool largest = op.getLargest();
-    MLIRContext *ctx = rewriter.getContext();
     Type i64 = rewriter.getI64Type();
 
     // Loops (d0 .. d{rank-1}, j): the input at d (as i) and at j.
-    SmallVector<AffineExpr> atJ;
-    for (int64_t d = 0; d < rank; ++d)
-      atJ.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
-    AffineMap atI =
-        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank);
-    AffineMap atJMap = AffineMap::get(rank + 1, 0, atJ, ctx);
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
+    AxisPairLoops loops = getAxisPairLoops(rewriter.getContext(), rank, axis);
+    AffineMap atI = loops.atI, atJMap = loops.atJ;
     bool isFloat = isa<FloatType>(element);
 
     // Whether (a at index ia) comes strictly before (c at index ic).
@@ -617,7 +622,7 @@ struct TopKLowering : OpConversionPattern<nn::TopKOp> {
     Value zero = createScalar(rewriter, loc, i64, 0);
     Value ranks = buildGeneric(
         rewriter, loc, createFilled(rewriter, loc, ranksType, zero),
-        ValueRange{input, input}, {atI, atJMap, atI}, iterators,
+        ValueRange{input, input}, {atI, atJMap, atI}, loops.iterators,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value i = linalg::IndexOp::create(b, l, axis);
           Value j = linalg::IndexOp::create(b, l, rank);
@@ -637,7 +642,7 @@ struct TopKLowering : OpConversionPattern<nn::TopKOp> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{resultType, indicesType},
         ValueRange{input, ranks}, ValueRange{values, indices},
-        ArrayRef<AffineMap>{atJMap, atJMap, atI, atI}, iterators,
+        ArrayRef<AffineMap>{atJMap, atJMap, atI, atI}, loops.iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value p = arith::IndexCastOp::create(
               b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
