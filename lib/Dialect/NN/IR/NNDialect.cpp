@@ -32,15 +32,6 @@ Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return ConstantOp::create(builder, loc, elements);
 }
 
-/// `nn.name` must be a non-empty string.
-static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
-  auto name = dyn_cast<StringAttr>(attr.getValue());
-  if (!name || name.getValue().empty())
-    return op->emitError() << "'" << NNDialect::kNameAttrName
-                           << "' must be a non-empty string";
-  return success();
-}
-
 /// Index attributes (`nn.residual`, `nn.grad_of`...) are non-negative i64.
 static LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr) {
   auto index = dyn_cast<IntegerAttr>(attr.getValue());
@@ -50,12 +41,29 @@ static LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// String attributes (`nn.name`, `nn.role`...) are non-empty.
 static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
   auto text = dyn_cast<StringAttr>(attr.getValue());
   if (!text || text.getValue().empty())
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a non-empty string";
   return success();
+}
+
+/// Verifies `attr` on an argument or a result (`what`), past the attributes
+/// only arguments take: `nn.name`, or one named in `indexAttrs` (non-negative
+/// integers) or `stringAttrs` (non-empty strings); any other is unknown.
+static LogicalResult verifyNamedAttr(Operation *op, NamedAttribute attr,
+                                     ArrayRef<StringRef> indexAttrs,
+                                     ArrayRef<StringRef> stringAttrs,
+                                     StringRef what) {
+  StringRef name = attr.getName().getValue();
+  if (llvm::is_contained(indexAttrs, name))
+    return verifyIndexAttr(op, attr);
+  if (name == NNDialect::kNameAttrName || llvm::is_contained(stringAttrs, name))
+    return verifyStringAttr(op, attr);
+  return op->emitError() << "unknown nn " << what << " attribute '" << name
+                         << "'";
 }
 
 /// `nn.origin = {kind = "...", sources = ["...", ...]}` (NNBase.td).
@@ -80,14 +88,6 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
-  if (attr.getName() == kNameAttrName)
-    return verifyNameAttr(op, attr);
-  if (attr.getName() == kResidualAttrName ||
-      attr.getName() == kGradOfResultAttrName ||
-      attr.getName() == kCarryAttrName)
-    return verifyIndexAttr(op, attr);
-  if (attr.getName() == kRoleAttrName)
-    return verifyStringAttr(op, attr);
   if (attr.getName() == kNoGradAttrName || attr.getName() == kFrozenAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue()
@@ -117,21 +117,16 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
              << argType;
     return success();
   }
-  return op->emitError() << "unknown nn argument attribute '"
-                         << attr.getName().getValue() << "'";
+  return verifyNamedAttr(
+      op, attr, {kResidualAttrName, kGradOfResultAttrName, kCarryAttrName},
+      {kRoleAttrName}, "argument");
 }
 
 LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
-  if (attr.getName() == kNameAttrName)
-    return verifyNameAttr(op, attr);
-  if (attr.getName() == kResidualAttrName ||
-      attr.getName() == kGradOfAttrName || attr.getName() == kCarryAttrName)
-    return verifyIndexAttr(op, attr);
-  if (attr.getName() == kUpdatesAttrName || attr.getName() == kRoleAttrName)
-    return verifyStringAttr(op, attr);
-  return op->emitError() << "unknown nn result attribute '"
-                         << attr.getName().getValue() << "'";
+  return verifyNamedAttr(op, attr,
+                         {kResidualAttrName, kGradOfAttrName, kCarryAttrName},
+                         {kUpdatesAttrName, kRoleAttrName}, "result");
 }
