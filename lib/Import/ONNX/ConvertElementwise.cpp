@@ -194,8 +194,7 @@ static void convertVariadic(NodeContext &ctx) {
         scalarType, FloatAttr::get(type.getElementType(), double(count))));
     acc = n ? ctx.createValue<nn::DivOp>(acc, n) : Value();
   }
-  if (acc)
-    ctx.setOutput(0, acc);
+  ctx.setOutput(0, acc);
 }
 
 static void convertWhere(NodeContext &ctx) {
@@ -325,8 +324,7 @@ static void convertClip(NodeContext &ctx) {
       y = ctx.createValue<nn::ClipOp>(y, FloatAttr(), ctx.f64(*max));
     if (y && runtimeMax)
       y = ctx.createValue<nn::MinOp>(y, runtimeMax);
-    if (y)
-      ctx.setOutput(0, y);
+    ctx.setOutput(0, y);
     return;
   }
   // ONNX: when min > max every element becomes max.

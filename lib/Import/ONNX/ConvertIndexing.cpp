@@ -93,8 +93,7 @@ static void convertTile(NodeContext &ctx) {
   if (y)
     y = ctx.createValue<nn::ExpandOp>(y, ctx.i64s(expanded));
   y = reshape(ctx, y, result);
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 /// Input 0 as N x C x H x W; blocksize from the attribute.
@@ -148,8 +147,7 @@ static void convertDepthToSpace(NodeContext &ctx) {
     y = transpose(ctx, y, {0, 1, 4, 2, 5, 3});
   }
   y = reshape(ctx, y, {n, cOut, h * b, w * b});
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 static void convertSpaceToDepth(NodeContext &ctx) {
@@ -168,8 +166,7 @@ static void convertSpaceToDepth(NodeContext &ctx) {
   Value y = reshape(ctx, x, {n, c, h / b, b, w / b, b});
   y = transpose(ctx, y, {0, 3, 5, 1, 2, 4});
   y = reshape(ctx, y, {n, c * b * b, h / b, w / b});
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//
@@ -222,8 +219,7 @@ static void convertCompress(NodeContext &ctx) {
   int64_t count = selected.size();
   Value y = ctx.createValue<nn::GatherOp>(
       x, indexTable(ctx, {count}, std::move(selected)), ctx.i64(axis));
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 static void convertOneHot(NodeContext &ctx) {
@@ -290,8 +286,7 @@ static void convertOneHot(NodeContext &ctx) {
   if (*axis == rank - 1)
     perm.push_back(rank - 1);
   y = transpose(ctx, y, perm);
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//
@@ -712,8 +707,7 @@ static void convertEinsum(NodeContext &ctx) {
   for (char c : output)
     perm.push_back(llvm::find(acc.letters, c) - acc.letters.begin());
   Value y = transpose(ctx, acc.value, perm);
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//

@@ -122,8 +122,7 @@ static void convertInstanceNormalization(NodeContext &ctx) {
   Normalized n = normalize(ctx, x, range(2, rank), epsilon);
   Value y = binary<nn::AddOp>(ctx, binary<nn::MulOp>(ctx, n.output, scale),
                               bias);
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 /// BatchNormalization, training_mode=1: normalized with the statistics of
@@ -312,8 +311,7 @@ static void convertMeanVarianceNormalization(NodeContext &ctx) {
   Value std = var ? ctx.createValue<nn::SqrtOp>(var) : Value();
   Value y = binary<nn::DivOp>(
       ctx, centered, binary<nn::AddOp>(ctx, std, scalar(ctx, element, 1e-9)));
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 static void convertLRN(NodeContext &ctx) {
@@ -356,8 +354,7 @@ static void convertLRN(NodeContext &ctx) {
       scalar(ctx, element, bias));
   Value y = binary<nn::DivOp>(
       ctx, x, binary<nn::PowOp>(ctx, base, scalar(ctx, element, beta)));
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 static void convertGlobalMaxPool(NodeContext &ctx) {
@@ -529,8 +526,7 @@ static void convertConvTranspose(NodeContext &ctx) {
   if (bias)
     y = binary<nn::AddOp>(ctx, y,
                           perChannel(ctx, bias, outChannels, n + 2));
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//
@@ -637,8 +633,7 @@ static void convertMaxUnpool(NodeContext &ctx) {
     y = fill ? ctx.createValue<nn::ConcatOp>(ValueRange{y, fill}, ctx.i64(d))
              : Value();
   }
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//

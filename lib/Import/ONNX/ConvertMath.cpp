@@ -275,8 +275,7 @@ static void convertHardmax(NodeContext &ctx) {
   }
   if (y && legacy)
     y = ctx.createValue<nn::ReshapeOp>(y, ctx.i64s(shape));
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//
@@ -357,8 +356,7 @@ static void convertCompositeReduce(NodeContext &ctx) {
     break;
   }
   }
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 //===----------------------------------------------------------------------===//

@@ -531,8 +531,7 @@ static void convertRoiAlign(NodeContext &ctx) {
   Value y = bins ? ctx.createValue<nn::ReduceMeanOp>(
                        bins, ctx.i64s({3, 5}), ctx.boolean(false))
                  : Value();
-  if (y)
-    ctx.setOutput(0, y);
+  ctx.setOutput(0, y);
 }
 
 void onnx_import::registerSamplingOps(OpTable &table) {

@@ -119,6 +119,8 @@ public:
   std::string outputName(size_t i) const {
     return i < numOutputs() ? node.output(int(i)) : std::string();
   }
+  /// Sets output `i` to `value`; nothing for a null `value` (a build that
+  /// failed and reported why) or an absent output.
   void setOutput(size_t i, mlir::Value value);
   void setOutput(size_t i, HostTensor constant);
   void setOutputAlias(size_t i, const ImportedValue &value);
