@@ -97,33 +97,38 @@ static void convertTile(NodeContext &ctx) {
 }
 
 /// Input 0 as N x C x H x W; blocksize from the attribute.
-static RankedTensorType blockInput(NodeContext &ctx, int64_t &block) {
+/// The N x C x H x W input of DepthToSpace / SpaceToDepth: its sizes and
+/// the block size.
+struct BlockInput {
+  int64_t n, c, h, w, block;
+};
+
+static std::optional<BlockInput> readBlockInput(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (!type)
-    return nullptr;
+    return std::nullopt;
   if (type.getRank() != 4) {
     ctx.fail("input must be N x C x H x W, got rank " + Twine(type.getRank()));
-    return nullptr;
+    return std::nullopt;
   }
   if (!ctx.attr("blocksize")) {
     ctx.fail("attribute 'blocksize' is required");
-    return nullptr;
+    return std::nullopt;
   }
-  block = ctx.intAttr("blocksize", 1);
+  int64_t block = ctx.intAttr("blocksize", 1);
   if (block <= 0 || block > (int64_t(1) << 20)) {
     ctx.fail("blocksize " + Twine(block) + " must be positive");
-    return nullptr;
+    return std::nullopt;
   }
-  return type;
+  return BlockInput{type.getDimSize(0), type.getDimSize(1), type.getDimSize(2),
+                    type.getDimSize(3), block};
 }
 
 static void convertDepthToSpace(NodeContext &ctx) {
-  int64_t b;
-  RankedTensorType type = blockInput(ctx, b);
-  if (!type)
+  std::optional<BlockInput> in = readBlockInput(ctx);
+  if (!in)
     return;
-  int64_t n = type.getDimSize(0), c = type.getDimSize(1),
-          h = type.getDimSize(2), w = type.getDimSize(3);
+  auto [n, c, h, w, b] = *in;
   if (c % (b * b) != 0) {
     ctx.fail("channels " + Twine(c) + " are not a multiple of blocksize^2 " +
              Twine(b * b));
@@ -151,12 +156,10 @@ static void convertDepthToSpace(NodeContext &ctx) {
 }
 
 static void convertSpaceToDepth(NodeContext &ctx) {
-  int64_t b;
-  RankedTensorType type = blockInput(ctx, b);
-  if (!type)
+  std::optional<BlockInput> in = readBlockInput(ctx);
+  if (!in)
     return;
-  int64_t n = type.getDimSize(0), c = type.getDimSize(1),
-          h = type.getDimSize(2), w = type.getDimSize(3);
+  auto [n, c, h, w, b] = *in;
   if (h % b != 0 || w % b != 0) {
     ctx.fail("spatial size " + Twine(h) + "x" + Twine(w) +
              " is not a multiple of blocksize " + Twine(b));

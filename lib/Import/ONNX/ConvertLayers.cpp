@@ -931,7 +931,12 @@ static bool resolveResizeShape(NodeContext &ctx, ArrayRef<int64_t> inShape,
   return true;
 }
 
-static bool readMode(NodeContext &ctx, ResizeSpec &spec) {
+/// The type of input X of Resize / Upsample, with `spec.mode` read from
+/// attribute 'mode'; null once the node failed.
+static RankedTensorType readResizeInput(NodeContext &ctx, ResizeSpec &spec) {
+  RankedTensorType type = ctx.inputType(0, "X");
+  if (!type)
+    return nullptr;
   std::string mode = ctx.stringAttr("mode", "nearest");
   if (mode == "nearest")
     spec.mode = InterpolationMode::Nearest;
@@ -941,17 +946,15 @@ static bool readMode(NodeContext &ctx, ResizeSpec &spec) {
     spec.mode = InterpolationMode::Cubic;
   else {
     ctx.fail("attribute 'mode' has unknown value '" + mode + "'");
-    return false;
+    return nullptr;
   }
-  return !ctx.failed();
+  return ctx.failed() ? nullptr : type;
 }
 
 static void convertResize(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0, "X");
-  if (!type)
-    return;
   ResizeSpec spec;
-  if (!readMode(ctx, spec))
+  RankedTensorType type = readResizeInput(ctx, spec);
+  if (!type)
     return;
   bool v10 = ctx.sinceVersion() < 11;
   if (v10) {
@@ -1055,11 +1058,9 @@ static void convertResize(NodeContext &ctx) {
 }
 
 static void convertUpsample(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0, "X");
-  if (!type)
-    return;
   ResizeSpec spec;
-  if (!readMode(ctx, spec))
+  RankedTensorType type = readResizeInput(ctx, spec);
+  if (!type)
     return;
   if (spec.mode == InterpolationMode::Cubic) {
     ctx.fail("mode must be 'nearest' or 'linear'");
