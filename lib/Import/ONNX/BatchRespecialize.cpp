@@ -12,6 +12,7 @@
 
 #include "BatchRespecialize.h"
 
+#include "mlir/IR/BuiltinTypeInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -58,13 +59,6 @@ static SmallVector<int64_t> toInts(const HostTensor &t) {
   return out;
 }
 
-static int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
 /// ONNX Reshape's target resolved against `in` (0 copies, -1 infers);
 /// std::nullopt when it does not fit.
 static std::optional<SmallVector<int64_t>>
@@ -103,7 +97,8 @@ resolveReshape(ArrayRef<int64_t> in, ArrayRef<int64_t> target,
 
 /// Every slice of `t` along dimension `dim` equals the first one.
 static bool sameAlong(const HostTensor &t, int64_t dim) {
-  int64_t stride = product(ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
+  int64_t stride = ShapedType::getNumElements(
+      ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
   int64_t size = t.shape[dim];
   for (int64_t e = 0, n = t.numElements(); e < n; ++e) {
     int64_t c = (e / stride) % size;
@@ -201,11 +196,13 @@ BatchRespecializer::locateInReshape(ArrayRef<int64_t> in, const BatchDim &dim,
   // dimensions before it multiply to at most `above`, so a later candidate
   // would start past the batch); for a batch of 1 it is not, and a
   // dimension that is exactly the batch is preferred.
-  int64_t above = product(in.take_front(dim.axis)) * dim.outer;
-  int64_t below = dim.inner * product(in.drop_front(dim.axis + 1));
+  int64_t above =
+      ShapedType::getNumElements(in.take_front(dim.axis)) * dim.outer;
+  int64_t below =
+      dim.inner * ShapedType::getNumElements(in.drop_front(dim.axis + 1));
   SmallVector<BatchDim> candidates, pure;
   for (int64_t k = 0; k < int64_t(out.size()); ++k) {
-    int64_t suffix = product(out.drop_front(k + 1));
+    int64_t suffix = ShapedType::getNumElements(out.drop_front(k + 1));
     if (below % suffix != 0)
       continue;
     int64_t inner = below / suffix;
@@ -213,7 +210,7 @@ BatchRespecializer::locateInReshape(ArrayRef<int64_t> in, const BatchDim &dim,
     if (factor <= 0 || out[k] % factor != 0)
       continue;
     int64_t outer = out[k] / factor;
-    if (product(out.take_front(k)) * outer != above)
+    if (ShapedType::getNumElements(out.take_front(k)) * outer != above)
       continue;
     BatchDim found{k, outer, inner};
     candidates.push_back(found);

@@ -37,13 +37,6 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return s;
 }
 
-static int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 /// The product of `dims`, or std::nullopt when it overflows int64.
 // NOTE: type inference runs on hostile .mlir input; every size it computes
 // from attributes or dimensions goes through llvm::checked* (UB otherwise).
@@ -510,7 +503,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
 int64_t ConvOp::getForwardFlops() {
   auto weight = getWeight().getType();
   // One multiply-add per weight element of a group per output element.
-  int64_t perOutput = product(weight.getShape().drop_front(1));
+  int64_t perOutput =
+      ShapedType::getNumElements(weight.getShape().drop_front(1));
   return 2 * getOutput().getType().getNumElements() * perOutput;
 }
 
@@ -540,7 +534,8 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
 }
 
 int64_t MaxPoolOp::getForwardFlops() {
-  return getOutput().getType().getNumElements() * product(getKernelShape());
+  return getOutput().getType().getNumElements() *
+         ShapedType::getNumElements(getKernelShape());
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
@@ -554,7 +549,8 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
 }
 
 int64_t AveragePoolOp::getForwardFlops() {
-  return getOutput().getType().getNumElements() * product(getKernelShape());
+  return getOutput().getType().getNumElements() *
+         ShapedType::getNumElements(getKernelShape());
 }
 
 LogicalResult GlobalAveragePoolOp::inferReturnTypes(
@@ -622,7 +618,8 @@ LogicalResult ConvBackwardInputOp::inferReturnTypes(
 
 // The forward convolution's multiply-adds, once more.
 int64_t ConvBackwardInputOp::getForwardFlops() {
-  int64_t perOutput = product(getWeight().getType().getShape().drop_front(1));
+  int64_t perOutput = ShapedType::getNumElements(
+      getWeight().getType().getShape().drop_front(1));
   return 2 * getOutputGrad().getType().getNumElements() * perOutput;
 }
 
@@ -659,7 +656,8 @@ LogicalResult ConvBackwardWeightOp::inferReturnTypes(
 }
 
 int64_t ConvBackwardWeightOp::getForwardFlops() {
-  int64_t perOutput = product(getWeightGrad().getType().getShape().drop_front(1));
+  int64_t perOutput = ShapedType::getNumElements(
+      getWeightGrad().getType().getShape().drop_front(1));
   return 2 * getOutputGrad().getType().getNumElements() * perOutput;
 }
 
@@ -685,7 +683,7 @@ LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *,
 // Finding each window's maximum again, then routing the gradient.
 int64_t MaxPoolGradOp::getForwardFlops() {
   return 2 * getOutputGrad().getType().getNumElements() *
-         product(getKernelShape());
+         ShapedType::getNumElements(getKernelShape());
 }
 
 LogicalResult AveragePoolGradOp::inferReturnTypes(
@@ -709,7 +707,8 @@ LogicalResult AveragePoolGradOp::inferReturnTypes(
 }
 
 int64_t AveragePoolGradOp::getForwardFlops() {
-  return getOutputGrad().getType().getNumElements() * product(getKernelShape());
+  return getOutputGrad().getType().getNumElements() *
+         ShapedType::getNumElements(getKernelShape());
 }
 
 //===----------------------------------------------------------------------===//
