@@ -67,21 +67,16 @@ static LogicalResult inferArgReduce(MLIRContext *context,
   return success();
 }
 
-LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  return inferArgReduce(context, loc, adaptor.getInput().getType(),
-                        adaptor.getAxis(), adaptor.getKeepdims(), inferred);
-}
-
-LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  return inferArgReduce(context, loc, adaptor.getInput().getType(),
-                        adaptor.getAxis(), adaptor.getKeepdims(), inferred);
-}
+#define NN_ARG_REDUCE_OP(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,      \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    return inferArgReduce(context, loc, adaptor.getInput().getType(),          \
+                          adaptor.getAxis(), adaptor.getKeepdims(), inferred); \
+  }
+NN_ARG_REDUCE_OP(ArgMaxOp)
+NN_ARG_REDUCE_OP(ArgMinOp)
+#undef NN_ARG_REDUCE_OP
 
 //===----------------------------------------------------------------------===//
 // CumSumOp
