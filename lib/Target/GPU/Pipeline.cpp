@@ -133,6 +133,23 @@ static void buildKernelPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+/// The host ABI wrappers of the CPU target, named with the options' prefix.
+static void addEntryPoints(OpPassManager &pm,
+                           const CUDACodegenOptions &options) {
+  cpu::GenerateEntryPointsPassOptions entry;
+  entry.symbolPrefix = options.symbolPrefix;
+  pm.addPass(cpu::createGenerateEntryPointsPass(entry));
+}
+
+/// Affine and SCF to control flow and strided metadata expanded: what the
+/// conversions to LLVM (and NVVM) expect.
+static void addLowerToControlFlow(OpPassManager &pm) {
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+}
+
 void buildCUDALoweringPipelineToNVVM(OpPassManager &pm,
                                      const CUDACodegenOptions &options) {
   buildKernelPipeline(pm, options);
@@ -140,9 +157,7 @@ void buildCUDALoweringPipelineToNVVM(OpPassManager &pm,
   pm.addPass(createMergeKernelModulesPass());
 
   // Host ABI wrappers (the CPU target's pass), then one stream per call.
-  cpu::GenerateEntryPointsPassOptions entry;
-  entry.symbolPrefix = options.symbolPrefix;
-  pm.addPass(cpu::createGenerateEntryPointsPass(entry));
+  addEntryPoints(pm, options);
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   pm.addNestedPass<func::FuncOp>(createStreamOrderLibraryCallsPass());
 
@@ -152,10 +167,7 @@ void buildCUDALoweringPipelineToNVVM(OpPassManager &pm,
   target.features = ptxFeatureFor(options.gpuArch);
   target.optLevel = options.optLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  addLowerToControlFlow(pm);
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64;
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
@@ -194,13 +206,8 @@ void buildCUDAEmulationPipeline(OpPassManager &pm,
   buildKernelPipeline(pm, oneThread);
   pm.addPass(createEmulateOnHostPass());
   pm.addPass(createCanonicalizerPass());
-  cpu::GenerateEntryPointsPassOptions entry;
-  entry.symbolPrefix = options.symbolPrefix;
-  pm.addPass(cpu::createGenerateEntryPointsPass(entry));
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  addEntryPoints(pm, options);
+  addLowerToControlFlow(pm);
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
