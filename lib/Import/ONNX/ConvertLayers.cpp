@@ -409,13 +409,8 @@ static void convertConvTranspose(NodeContext &ctx) {
   }
   size_t n = type.getRank() - 2;
   ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
-  if (auto given = ctx.intsAttr("kernel_shape")) {
-    if (ArrayRef<int64_t>(*given) != kernel) {
-      ctx.fail("kernel_shape " + shapeToString(*given) +
-               " differs from the weight's " + shapeToString(kernel));
-      return;
-    }
-  }
+  if (!ctx.checkKernelShape(kernel))
+    return;
   int64_t group = ctx.intAttr("group", 1);
   int64_t channels = type.getDimSize(1);
   if (group <= 0 || weightType.getDimSize(0) != channels ||

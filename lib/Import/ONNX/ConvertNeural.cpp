@@ -225,13 +225,8 @@ static void convertConv(NodeContext &ctx) {
     return;
   }
   ArrayRef<int64_t> kernel = weightType.getShape().drop_front(2);
-  if (auto given = ctx.intsAttr("kernel_shape")) {
-    if (ArrayRef<int64_t>(*given) != kernel) {
-      ctx.fail("kernel_shape " + shapeToString(*given) +
-               " differs from the weight's " + shapeToString(kernel));
-      return;
-    }
-  }
+  if (!ctx.checkKernelShape(kernel))
+    return;
   int64_t group = ctx.intAttr("group", 1);
   int64_t channels = type.getDimSize(1), perGroup = weightType.getDimSize(1);
   int64_t product;

@@ -1388,6 +1388,17 @@ RankedTensorType NodeContext::spatialInputType(size_t i, StringRef what) {
   return type;
 }
 
+bool NodeContext::checkKernelShape(ArrayRef<int64_t> kernel) {
+  if (auto given = intsAttr("kernel_shape")) {
+    if (ArrayRef<int64_t>(*given) != kernel) {
+      fail("kernel_shape " + shapeToString(*given) +
+           " differs from the weight's " + shapeToString(kernel));
+      return false;
+    }
+  }
+  return true;
+}
+
 bool NodeContext::outputUsed(size_t i) const {
   return i < numOutputs() && !node.output(int(i)).empty() &&
          importer.used.contains(node.output(int(i)));

@@ -104,6 +104,9 @@ public:
   /// Same, for an input that must be N x C x D1 ... Dn with n >= 1 (the
   /// convolution, pooling and normalization layers); null once it failed.
   mlir::RankedTensorType spatialInputType(size_t i, llvm::StringRef what = "");
+  /// Attribute 'kernel_shape', when given, must be `kernel` (the spatial
+  /// dimensions of a convolution's weight); false once the node failed.
+  bool checkKernelShape(llvm::ArrayRef<int64_t> kernel);
   /// Requires at least `n` inputs.
   bool requireInputs(size_t n);
 
