@@ -48,6 +48,27 @@ namespace nn = pipedream::nn;
 namespace pipedream::nn_to_linalg {
 namespace {
 
+/// `init[outExprs] += lhs[lhsExprs] * rhs[rhsExprs]` as a linalg.generic
+/// with `iterators` (one per loop): the contraction of a convolution or of
+/// one of its gradients.
+Value buildMulAccumulate(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                         Value init, ArrayRef<AffineExpr> lhsExprs,
+                         ArrayRef<AffineExpr> rhsExprs,
+                         ArrayRef<AffineExpr> outExprs,
+                         ArrayRef<utils::IteratorType> iterators) {
+  MLIRContext *ctx = b.getContext();
+  int64_t loops = iterators.size();
+  return buildGeneric(
+      b, loc, init, ValueRange{lhs, rhs},
+      {AffineMap::get(loops, 0, lhsExprs, ctx),
+       AffineMap::get(loops, 0, rhsExprs, ctx),
+       AffineMap::get(loops, 0, outExprs, ctx)},
+      iterators, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+        return arith::AddFOp::create(nb, l, args[2], product);
+      });
+}
+
 /// Grouped N-d convolution as a linalg.generic on the grouped layout:
 /// input [N, G, Cg, D...], weight [G, Mg, Cg, K...], init [N, G, Mg, O...].
 Value buildGenericConv(OpBuilder &b, Location loc, Value input, Value weight,
@@ -56,7 +77,6 @@ Value buildGenericConv(OpBuilder &b, Location loc, Value input, Value weight,
   MLIRContext *ctx = b.getContext();
   int64_t n = strides.size();
   // Loops: batch, group, filter, O_1..O_n | channel, K_1..K_n.
-  int64_t numLoops = 3 + n + 1 + n;
   auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   AffineExpr batch = dim(0), group = dim(1), filter = dim(2),
              channel = dim(3 + n);
@@ -69,18 +89,11 @@ Value buildGenericConv(OpBuilder &b, Location loc, Value input, Value weight,
     weightExprs.push_back(window);
     outputExprs.push_back(out);
   }
-  SmallVector<AffineMap> maps{AffineMap::get(numLoops, 0, inputExprs, ctx),
-                              AffineMap::get(numLoops, 0, weightExprs, ctx),
-                              AffineMap::get(numLoops, 0, outputExprs, ctx)};
   SmallVector<utils::IteratorType> iterators(3 + n,
                                              utils::IteratorType::parallel);
   iterators.append(1 + n, utils::IteratorType::reduction);
-  return buildGeneric(b, loc, init, ValueRange{input, weight}, maps, iterators,
-                      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                        Value product =
-                            arith::MulFOp::create(nb, l, args[0], args[1]);
-                        return arith::AddFOp::create(nb, l, args[2], product);
-                      });
+  return buildMulAccumulate(b, loc, input, weight, init, inputExprs,
+                            weightExprs, outputExprs, iterators);
 }
 
 struct ConvLowering : OpConversionPattern<nn::ConvOp> {
@@ -266,7 +279,6 @@ struct ConvBackwardWeightLowering
 
     // dW[g, m, c, k] += dYt[g, m, b, o] * cols[g, c, k, b, o]; loops g, m,
     // c, k_1..k_n | b, o_1..o_n.
-    int64_t loops = 3 + n + 1 + n;
     SmallVector<AffineExpr> gradExprs{dim(0), dim(1), dim(3 + n)};
     SmallVector<AffineExpr> colExprs{dim(0), dim(2)};
     SmallVector<AffineExpr> outExprs{dim(0), dim(1), dim(2)};
@@ -285,16 +297,10 @@ struct ConvBackwardWeightLowering
     SmallVector<utils::IteratorType> iterators(3 + n,
                                                utils::IteratorType::parallel);
     iterators.append(1 + n, utils::IteratorType::reduction);
-    Value weightGrad = buildGeneric(
-        rewriter, loc, createFilled(rewriter, loc, weightType, zero),
-        ValueRange{gradT, cols},
-        {AffineMap::get(loops, 0, gradExprs, ctx),
-         AffineMap::get(loops, 0, colExprs, ctx),
-         AffineMap::get(loops, 0, outExprs, ctx)},
-        iterators, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
-          return arith::AddFOp::create(nb, l, args[2], product);
-        });
+    Value weightGrad =
+        buildMulAccumulate(rewriter, loc, gradT, cols,
+                           createFilled(rewriter, loc, weightType, zero),
+                           gradExprs, colExprs, outExprs, iterators);
     rewriter.replaceOp(
         op, reshapeTo(rewriter, loc, weightGrad, resultType.getShape()));
     return success();
@@ -423,16 +429,9 @@ struct ConvBackwardInputLowering
     SmallVector<utils::IteratorType> iterators(loops - 1,
                                                utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
-    Value cols = buildGeneric(
-        rewriter, loc, createFilled(rewriter, loc, colType, zero),
-        ValueRange{w, dy},
-        {AffineMap::get(loops, 0, weightExprs, ctx),
-         AffineMap::get(loops, 0, gradExprs, ctx),
-         AffineMap::get(loops, 0, outExprs, ctx)},
-        iterators, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
-          return arith::AddFOp::create(nb, l, args[2], product);
-        });
+    Value cols = buildMulAccumulate(
+        rewriter, loc, w, dy, createFilled(rewriter, loc, colType, zero),
+        weightExprs, gradExprs, outExprs, iterators);
 
     // col2im into the padded input [N, G, Cg, Dp...].
     SmallVector<int64_t> paddedShape{batch, group, groupChannels};
