@@ -1,5 +1,4 @@
-//===- ConstantWeights.h - weights packed once by program.so's GEMM -*- C++
-//-*-===//
+//===- ConstantWeights.h - weights packed once per step ---------*- C++ -*-===//
 //
 // Part of the pipedream project.
 //

@@ -1,5 +1,4 @@
-//===- IdleWork.h - work a rank's thread does while it waits -----*- C++
-//-*-===//
+//===- IdleWork.h - a rank's work while it waits ----------------*- C++ -*-===//
 //
 // Part of the pipedream project.
 //

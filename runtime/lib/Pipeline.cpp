@@ -878,20 +878,25 @@ void sendAhead(pd_rank &p, size_t index) {
   if (!p.sendsAhead)
     return;
   const auto &program = p.program->program;
-  std::vector<size_t> written{program[index].dst};
+  // Whether an instruction in [index, j) writes register `reg`: only
+  // receives and inputs do before the next call.
+  auto writtenBefore = [&](size_t j, size_t reg) {
+    for (size_t w = index; w < j; ++w)
+      if ((program[w].op == RankInstruction::Op::Recv ||
+           program[w].op == RankInstruction::Op::Input) &&
+          program[w].dst == reg)
+        return true;
+    return false;
+  };
   for (size_t j = index + 1; j < program.size(); ++j) {
     const RankInstruction &ins = program[j];
     if (ins.op == RankInstruction::Op::Recv ||
-        ins.op == RankInstruction::Op::Input) {
-      written.push_back(ins.dst);
-      continue;
-    }
-    if (ins.op == RankInstruction::Op::Loss)
+        ins.op == RankInstruction::Op::Input ||
+        ins.op == RankInstruction::Op::Loss)
       continue;
     if (ins.op != RankInstruction::Op::Send)
       break;
-    if (p.sentAhead[j] ||
-        std::find(written.begin(), written.end(), ins.src) != written.end())
+    if (p.sentAhead[j] || writtenBefore(j, ins.src))
       continue;
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, j, [&] { runSend(p, ins, p.registerTable[ins.src]); });

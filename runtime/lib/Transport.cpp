@@ -148,6 +148,19 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
 /// Waits for the message from `peer` with `tag` and takes it out of the
 /// mailbox (into `out`); fails (last error set) on a size mismatch, a
 /// failed or gone peer, or the timeout.
+/// The rank's own work while it waits (IdleWork.h: packing ahead): one
+/// unit, without the world's lock. True when a unit ran: the caller looks
+/// again before it sleeps, also after the last unit (a message that came
+/// meanwhile notified no one waiting).
+bool idleWorkUnlocked(std::unique_lock<std::mutex> &lock) {
+  if (!pipedream::runtime::tIdleWork)
+    return false;
+  lock.unlock();
+  pipedream::runtime::runIdleWork();
+  lock.lock();
+  return true;
+}
+
 pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                       size_t numBytes, double timeout,
                       ThreadWorld::Message &out) {
@@ -187,15 +200,8 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                       " has gone away (its transport was destroyed) without "
                       "sending " +
                       describeTag(tag));
-    // The rank's own work while it waits (IdleWork.h: packing ahead), a
-    // unit at a time, without the lock; then look again, also after the
-    // last unit (a message that came meanwhile notified no one waiting).
-    if (pipedream::runtime::tIdleWork) {
-      lock.unlock();
-      pipedream::runtime::runIdleWork();
-      lock.lock();
+    if (idleWorkUnlocked(lock))
       continue;
-    }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         std::chrono::steady_clock::now() >= deadline) {
       // One last look: the message may have arrived with the timeout.
@@ -327,15 +333,8 @@ pd_status threadAllReduce(void *state, const size_t *ranks, size_t numRanks,
                                        " has gone away (its transport was "
                                        "destroyed) before the all-reduce");
     }
-    // The rank's own work while it waits (IdleWork.h: packing ahead), a
-    // unit at a time, without the lock; then look again, also after the
-    // last unit (a message that came meanwhile notified no one waiting).
-    if (pipedream::runtime::tIdleWork) {
-      lock.unlock();
-      pipedream::runtime::runIdleWork();
-      lock.lock();
+    if (idleWorkUnlocked(lock))
       continue;
-    }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         red.given < numRanks)
       return fail(PD_ERROR_TIMEOUT,

@@ -457,8 +457,9 @@ int launchMpirun(const Options &options, size_t ranks) {
   // sender's buffer once it matches. Docker and similar sandboxes forbid
   // it; there it copies through shared memory in fragments, and fragments
   // after the first leave only when the sender's progress thread gets the
-  // CPU from its rank's compute: on a core per rank, p90 message latency
-  // was 2-3 ms against 0.2-1.3 ms with cross-memory attach (issue 21). So
+  // CPU from its rank's compute: on a loaded 2-core machine, alternating
+  // runs gave p90 receive latencies of 0.2-2.9 ms against 0.1-1.3 ms with
+  // cross-memory attach (issue 21). So
   // "none" only where the probe fails (the user's setting wins either way).
   if (!crossMemoryAttachWorks())
     setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);

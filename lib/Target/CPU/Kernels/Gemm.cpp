@@ -1909,14 +1909,14 @@ PD_EXPORT int32_t pipedream_cpu_gemm_prepack(void) {
   Constants *c = tConstants;
   if (!c || c->ranges == 0)
     return 0;
+  // A layout of another kernel than the one in effect (never within one
+  // process today) is passed over.
+  const int numF32 = int(sizeof(kKernels) / sizeof(kKernels[0]));
+  const int numBF16 = int(sizeof(kBF16Kernels) / sizeof(kBF16Kernels[0]));
   while (c->nextPending < c->numPending) {
     const PackRecipe &r = c->pending[c->nextPending++];
     Operand b{r.p, r.ld, r.trans};
     int64_t before = c->packed;
-    // A layout of another kernel than the one in effect (never within one
-    // process today) is passed over.
-    const int numF32 = int(sizeof(kKernels) / sizeof(kKernels[0]));
-    const int numBF16 = int(sizeof(kBF16Kernels) / sizeof(kBF16Kernels[0]));
     if (r.layout >= 0 && r.layout < numF32 &&
         &kKernels[r.layout] == &kernelInfo())
       constantPackedB(b, r.k, r.n, kKernels[r.layout], /*prepack=*/true);
