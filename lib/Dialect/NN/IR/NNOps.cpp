@@ -661,6 +661,21 @@ int64_t ConvBackwardWeightOp::getForwardFlops() {
   return 2 * getOutputGrad().getType().getNumElements() * perOutput;
 }
 
+/// The gradient of a pool over `input` by `w`: `outputGrad` has the pool's
+/// result shape, the gradient is the input's type.
+static LogicalResult inferPoolGrad(std::optional<Location> loc,
+                                   RankedTensorType input,
+                                   RankedTensorType outputGrad, const Window &w,
+                                   SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type> forward;
+  if (failed(inferPool(loc, input, w, forward)) ||
+      failed(
+          checkOutputGrad(loc, outputGrad, tensorType(forward[0]).getShape())))
+    return failure();
+  inferred.push_back(input);
+  return success();
+}
+
 LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
@@ -671,13 +686,7 @@ LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "operand element types differ");
   Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
            adaptor.getDilations(), adaptor.getCeilMode()};
-  SmallVector<Type> forward;
-  if (failed(inferPool(loc, input, w, forward)) ||
-      failed(checkOutputGrad(loc, outputGrad,
-                             tensorType(forward[0]).getShape())))
-    return failure();
-  inferred.push_back(input);
-  return success();
+  return inferPoolGrad(loc, input, outputGrad, w, inferred);
 }
 
 // Finding each window's maximum again, then routing the gradient.
@@ -697,13 +706,7 @@ LogicalResult AveragePoolGradOp::inferReturnTypes(
   SmallVector<int64_t> dilations(adaptor.getKernelShape().size(), 1);
   Window w{adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
            dilations, adaptor.getCeilMode()};
-  SmallVector<Type> forward;
-  if (failed(inferPool(loc, input, w, forward)) ||
-      failed(checkOutputGrad(loc, outputGrad,
-                             tensorType(forward[0]).getShape())))
-    return failure();
-  inferred.push_back(input);
-  return success();
+  return inferPoolGrad(loc, input, outputGrad, w, inferred);
 }
 
 int64_t AveragePoolGradOp::getForwardFlops() {
@@ -865,29 +868,45 @@ NN_REDUCE_OP(ReduceProdOp)
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
+/// The result of an op that gives its input the `shape` attribute (reshape,
+/// expand). `shape` must be fully resolved: a negative (dynamic) entry would
+/// build an invalid or dynamic result type. `fits` checks that the input, of
+/// shape `inputShape`, can take it.
+static LogicalResult
+inferToShape(std::optional<Location> loc, Type inputType,
+             ArrayRef<int64_t> shape,
+             function_ref<LogicalResult(ArrayRef<int64_t> inputShape)> fits,
+             SmallVectorImpl<Type> &inferred) {
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitOptionalError(loc, "shape ", shapeStr(shape),
+                             " must be fully resolved (no negative entries)");
+  auto input = tensorType(inputType);
+  if (failed(fits(input.getShape())))
+    return failure();
+  inferred.push_back(input.clone(shape));
+  return success();
+}
+
 LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  auto input = tensorType(adaptor.getInput().getType());
   ArrayRef<int64_t> shape = adaptor.getShape();
-  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
-    return emitOptionalError(loc, "shape ", shapeStr(shape),
-                             " must be fully resolved (no negative entries)");
-  std::optional<int64_t> inputElements = checkedProduct(input.getShape());
-  std::optional<int64_t> elements = checkedProduct(shape);
-  if (!inputElements || !elements)
-    return emitOptionalError(loc, "element count of ",
-                             shapeStr(inputElements ? shape
-                                                    : input.getShape()),
-                             " overflows int64");
-  if (*elements != *inputElements)
-    return emitOptionalError(loc, "cannot reshape ",
-                             shapeStr(input.getShape()), " (",
-                             *inputElements, " elements) to ",
-                             shapeStr(shape), " (", *elements, " elements)");
-  inferred.push_back(input.clone(shape));
-  return success();
+  auto sameElements = [&](ArrayRef<int64_t> inputShape) -> LogicalResult {
+    std::optional<int64_t> inputElements = checkedProduct(inputShape);
+    std::optional<int64_t> elements = checkedProduct(shape);
+    if (!inputElements || !elements)
+      return emitOptionalError(loc, "element count of ",
+                               shapeStr(inputElements ? shape : inputShape),
+                               " overflows int64");
+    if (*elements != *inputElements)
+      return emitOptionalError(loc, "cannot reshape ", shapeStr(inputShape),
+                               " (", *inputElements, " elements) to ",
+                               shapeStr(shape), " (", *elements, " elements)");
+    return success();
+  };
+  return inferToShape(loc, adaptor.getInput().getType(), shape, sameElements,
+                      inferred);
 }
 
 LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
@@ -981,20 +1000,16 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  auto input = tensorType(adaptor.getInput().getType());
   ArrayRef<int64_t> shape = adaptor.getShape();
-  // A negative entry would otherwise broadcast into the result type and
-  // build an invalid (or dynamic) tensor type.
-  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
-    return emitOptionalError(loc, "shape ", shapeStr(shape),
-                             " must be fully resolved (no negative entries)");
-  auto bcast = detail::broadcastShapes(input.getShape(), shape);
-  if (!bcast || ArrayRef<int64_t>(*bcast) != shape)
-    return emitOptionalError(loc, "input of shape ",
-                             shapeStr(input.getShape()),
-                             " does not broadcast to ", shapeStr(shape));
-  inferred.push_back(input.clone(shape));
-  return success();
+  auto broadcasts = [&](ArrayRef<int64_t> inputShape) -> LogicalResult {
+    auto bcast = detail::broadcastShapes(inputShape, shape);
+    if (!bcast || ArrayRef<int64_t>(*bcast) != shape)
+      return emitOptionalError(loc, "input of shape ", shapeStr(inputShape),
+                               " does not broadcast to ", shapeStr(shape));
+    return success();
+  };
+  return inferToShape(loc, adaptor.getInput().getType(), shape, broadcasts,
+                      inferred);
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
