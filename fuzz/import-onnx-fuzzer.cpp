@@ -63,7 +63,7 @@ mlir::MLIRContext &context() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::MLIRContext &ctx = context();
   // Diagnostics are expected for most inputs; keep them off stderr. The
-  // importer's error is the one it emits last, after its own handler.
+  // importer passes one error, its first, on to this handler.
   std::string error;
   mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error)

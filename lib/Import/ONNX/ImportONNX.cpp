@@ -351,34 +351,33 @@ namespace pipedream::onnx_import {
 class GraphImporter {
 public:
   GraphImporter(MLIRContext &context, StringRef modelName, StringRef baseDir,
-                const ImportOptions &options, std::string &error)
+                const ImportOptions &options)
       : context(context), builder(&context), modelName(modelName.str()),
-        baseDir(baseDir.str()), options(options), error(error),
-        budget(kFoldBudgetElements),
+        baseDir(baseDir.str()), options(options), budget(kFoldBudgetElements),
         fileLoc(FileLineColLoc::get(&context, modelName, 0, 0)) {}
 
   /// Imports `model`. The model may be reordered (nodes sorted) in place.
   FailureOr<OwningOpRef<ModuleOp>> run(onnx::ModelProto &model);
 
-  void fail(const Twine &message) {
-    if (error.empty())
-      error = (sanitize(modelName) + ": " + message).str();
-  }
-  bool failed() const { return !error.empty(); }
+  /// Reports the import's first error, `MODEL: message`, as an error
+  /// diagnostic on the context at an unknown location (the message alone is
+  /// the user's line); later errors are fallout of the first and dropped.
+  void fail(const Twine &message);
+  /// Whether the import has reported an error.
+  bool failed() const { return hasFailed; }
 
   /// The SSA value of `v`, materializing a constant as `nn.constant`.
   Value materialize(ImportedValue &v, StringRef nameHint);
   /// An elements attribute for a host tensor of `type`.
   ElementsAttr toElementsAttr(const HostTensor &t, RankedTensorType type,
                               StringRef nameHint);
-  /// The type of a host tensor, or null (with an error) when unsupported.
-  RankedTensorType typeOf(const HostTensor &t, std::string &why);
+  /// The type of a host tensor; an error when unsupported.
+  llvm::Expected<RankedTensorType> typeOf(const HostTensor &t);
 
   MLIRContext &context;
   OpBuilder builder;
   std::string modelName, baseDir;
   const ImportOptions &options;
-  std::string &error;
   FoldBudget budget;
   Location fileLoc;
   int64_t opset = 0;
@@ -404,6 +403,11 @@ public:
   /// First error diagnostic seen during import.
   std::string diagnostic;
   std::optional<Location> diagnosticLoc;
+  /// fail() reported the import's error.
+  bool hasFailed = false;
+  /// Set while fail() emits its diagnostic: run()'s handler passes it on to
+  /// the caller's handler instead of keeping it.
+  bool reporting = false;
   /// Static batch re-specialization (docs/Importer.md "Static batch"): the
   /// tracker, the graph inputs whose static dimension 0 is resized, and the
   /// replaced constant inputs of the node being converted.
@@ -449,16 +453,21 @@ private:
 
 } // namespace pipedream::onnx_import
 
-RankedTensorType GraphImporter::typeOf(const HostTensor &t, std::string &why) {
+void GraphImporter::fail(const Twine &message) {
+  if (hasFailed)
+    return;
+  hasFailed = true;
+  reporting = true;
+  pipedream::emitError(&context) << sanitize(modelName) << ": " << message;
+  reporting = false;
+}
+
+llvm::Expected<RankedTensorType> GraphImporter::typeOf(const HostTensor &t) {
   Type element = getElementType(&context, t.dtype);
-  if (!element) {
-    why = "data type " + dtypeName(t.dtype) + " is not supported";
-    return nullptr;
-  }
-  if (!checkedNumElements(t.shape)) {
-    why = "invalid or too large shape " + shapeToString(t.shape);
-    return nullptr;
-  }
+  if (!element)
+    return makeError("data type " + dtypeName(t.dtype) + " is not supported");
+  if (!checkedNumElements(t.shape))
+    return makeError("invalid or too large shape " + shapeToString(t.shape));
   return RankedTensorType::get(t.shape, element);
 }
 
@@ -899,6 +908,9 @@ GraphImporter::run(onnx::ModelProto &model) {
   // NOTE: the verifier may report from worker threads.
   std::mutex diagnosticMutex;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    // The importer's own error (fail()) is for the caller's handler.
+    if (reporting)
+      return failure();
     std::lock_guard<std::mutex> lock(diagnosticMutex);
     if (diag.getSeverity() == DiagnosticSeverity::Error &&
         diagnostic.empty()) {
@@ -1427,19 +1439,16 @@ void NodeContext::setOutput(size_t i, Value value) {
 void NodeContext::setOutput(size_t i, HostTensor constant) {
   if (i >= numOutputs() || node.output(int(i)).empty())
     return;
-  std::string why;
-  RankedTensorType type = importer.typeOf(constant, why);
-  if (!type) {
-    fail(why);
+  llvm::Expected<RankedTensorType> type = importer.typeOf(constant);
+  if (!check(type.takeError()))
     return;
-  }
   // Constant nodes only decode what the file holds; every computed result
   // counts against the folding budget.
   if (opType() != "Constant" &&
       !check(importer.budget.charge(constant.numElements())))
     return;
   ImportedValue &v = importer.values[node.output(int(i))];
-  v.type = type;
+  v.type = *type;
   v.dtype = constant.dtype;
   v.loc = loc;
   v.constant = std::make_shared<const HostTensor>(std::move(constant));
@@ -1448,15 +1457,12 @@ void NodeContext::setOutput(size_t i, HostTensor constant) {
 Value NodeContext::constantValue(const HostTensor &t) {
   if (failed())
     return nullptr;
-  std::string why;
-  RankedTensorType type = importer.typeOf(t, why);
-  if (!type) {
-    fail(why);
+  llvm::Expected<RankedTensorType> type = importer.typeOf(t);
+  if (!check(type.takeError()))
     return nullptr;
-  }
   if (!check(importer.budget.charge(t.numElements())))
     return nullptr;
-  ElementsAttr attr = importer.toElementsAttr(t, type, "");
+  ElementsAttr attr = importer.toElementsAttr(t, *type, "");
   return nn::ConstantOp::create(builder(), loc, attr).getResult();
 }
 
@@ -1776,33 +1782,27 @@ void pipedream::registerONNXImportDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect, func::FuncDialect>();
 }
 
-/// importONNXBuffer with its one-line message in `error`: the importer
-/// keeps its first error as text (GraphImporter::fail) until it returns.
-static FailureOr<OwningOpRef<ModuleOp>>
-importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
-             MLIRContext &context, const ImportOptions &options,
-             std::string &error) {
+FailureOr<OwningOpRef<ModuleOp>>
+pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
+                            StringRef baseDir, MLIRContext &context,
+                            const ImportOptions &options) {
   context.loadDialect<nn::NNDialect, func::FuncDialect>();
-  if (bytes.size() > size_t(std::numeric_limits<int>::max())) {
-    error = sanitize(modelName) +
-            ": the file is larger than 2 GiB; store the weights as ONNX "
-            "external data";
-    return failure();
-  }
+  auto fail = [&](const Twine &message) {
+    return pipedream::emitError(&context)
+           << sanitize(modelName) << ": " << message;
+  };
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+    return fail("the file is larger than 2 GiB; store the weights as ONNX "
+                "external data");
   onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), int(bytes.size()))) {
-    error = sanitize(modelName) +
-            ": cannot parse the file as an ONNX model (truncated, corrupt or "
-            "not ONNX)";
-    return failure();
-  }
+  if (!model.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail("cannot parse the file as an ONNX model (truncated, corrupt or "
+                "not ONNX)");
   StringRef dataDir = options.allowExternalData ? baseDir : StringRef();
   BatchPlan plan;
   if (model.has_graph()) {
-    if (llvm::Error planError = planBatch(model.graph(), options, plan)) {
-      error = sanitize(modelName) + ": " + llvm::toString(std::move(planError));
-      return failure();
-    }
+    if (llvm::Error planError = planBatch(model.graph(), options, plan))
+      return fail(llvm::toString(std::move(planError)));
   }
   std::optional<BatchRespecializer> respec;
   if (plan.oldBatch) {
@@ -1814,14 +1814,13 @@ importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
     if (refOptions.batchSize > 0)
       refOptions.batchSize = plan.oldBatch;
     onnx::ModelProto refModel = model;
-    std::string refError;
     llvm::StringMap<ReferenceValue> reference;
     {
-      GraphImporter ref(context, modelName, dataDir, refOptions, refError);
+      GraphImporter ref(context, modelName, dataDir, refOptions);
       ref.referenceOnly = true;
       if (::mlir::failed(ref.run(refModel))) {
-        error = refError.empty() ? sanitize(modelName) + ": import failed"
-                                 : refError;
+        if (!ref.failed())
+          return fail("import failed");
         return failure();
       }
       for (auto &entry : ref.values)
@@ -1835,7 +1834,7 @@ importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
     for (const auto &entry : plan.filled)
       respec->addBatchInput(entry.getKey());
   }
-  GraphImporter importer(context, modelName, dataDir, options, error);
+  GraphImporter importer(context, modelName, dataDir, options);
   if (respec) {
     importer.respec = &*respec;
     importer.resizedInputs = &plan.resized;
@@ -1843,22 +1842,8 @@ importBuffer(StringRef bytes, StringRef modelName, StringRef baseDir,
       importer.batchNoun = "micro-batch";
   }
   auto module = importer.run(model);
-  if (::mlir::failed(module) && error.empty())
-    error = sanitize(modelName) + ": import failed";
-  return module;
-}
-
-FailureOr<OwningOpRef<ModuleOp>>
-pipedream::importONNXBuffer(StringRef bytes, StringRef modelName,
-                            StringRef baseDir, MLIRContext &context,
-                            const ImportOptions &options) {
-  std::string error;
-  auto module =
-      importBuffer(bytes, modelName, baseDir, context, options, error);
-  // NOTE: after the import's own diagnostic handler is gone, so the
-  // caller's handler sees this one line (it names the model).
-  if (::mlir::failed(module))
-    return pipedream::emitError(&context) << error;
+  if (::mlir::failed(module) && !importer.failed())
+    return fail("import failed");
   return module;
 }
 

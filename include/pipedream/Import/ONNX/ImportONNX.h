@@ -10,8 +10,9 @@
 // computations (Shape, Gather, Concat, Range, ...) are evaluated at import.
 // See docs/Importer.md for the supported ops and the folding rules.
 //
-// Errors are returned as one-line messages that start with the model name,
-// e.g. `model.onnx: node 'n0' (op 'Foo', opset 17): not supported`. The
+// An import reports its first error as one error diagnostic (unknown
+// location) whose one-line message starts with the model name, e.g.
+// `model.onnx: node 'n0' (op 'Foo', opset 17): not supported`. The
 // importer never aborts on malformed input: every entry point is safe to call
 // on arbitrary bytes.
 //
