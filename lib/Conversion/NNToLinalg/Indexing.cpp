@@ -105,6 +105,18 @@ LogicalResult checkAddressable(Operation *op, ConversionPatternRewriter &rw,
   return success();
 }
 
+/// What gather_elements and scatter_elements check before they index: the
+/// indexed dimension is not empty (else a match failure), and every index
+/// gets its run-time range check.
+LogicalResult checkIndices(ConversionPatternRewriter &rewriter, Location loc,
+                           Operation *op, Value indices, int64_t axisSize,
+                           StringRef opType) {
+  if (failed(checkAddressable(op, rewriter, {axisSize})))
+    return failure();
+  emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, opType);
+  return success();
+}
+
 struct GatherElementsLowering : OpConversionPattern<nn::GatherElementsOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -120,10 +132,9 @@ struct GatherElementsLowering : OpConversionPattern<nn::GatherElementsOp> {
       rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
       return success();
     }
-    if (failed(checkAddressable(op, rewriter, {axisSize})))
+    if (failed(checkIndices(rewriter, loc, op, indices, axisSize,
+                            "GatherElements")))
       return failure();
-    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
-                        "GatherElements");
     Value result = buildIndexedGeneric(
         rewriter, loc, resultType,
         [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
@@ -153,10 +164,9 @@ struct ScatterElementsLowering : OpConversionPattern<nn::ScatterElementsOp> {
       rewriter.replaceOp(op, data);
       return success();
     }
-    if (failed(checkAddressable(op, rewriter, {axisSize})))
+    if (failed(checkIndices(rewriter, loc, op, indices, axisSize,
+                            "ScatterElements")))
       return failure();
-    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op,
-                        "ScatterElements");
     StringRef reduction = op.getReduction();
     Value result = forEachPosition(
         rewriter, loc, updatesType.getShape(), data,
@@ -173,19 +183,22 @@ struct ScatterElementsLowering : OpConversionPattern<nn::ScatterElementsOp> {
   }
 };
 
-/// The data coordinates an ND index tuple addresses: `outer` are the
-/// positions in indices.shape[:-1] (the first `batchDims` shared with the
-/// data), `inner` those in the trailing data dimensions.
+/// The data coordinates an ND index tuple addresses.
 struct NDAddress {
   SmallVector<Value> coords;
   Value inBounds;
 };
 
+/// The address of the tuple at `ivs`: first the positions in
+/// indices.shape[:-1] (the first `batchDims` shared with the data), then
+/// those in the trailing data dimensions.
 NDAddress addressND(OpBuilder &b, Location loc, Value indices,
                     ArrayRef<int64_t> dataShape, int64_t batchDims,
-                    ValueRange outer, ValueRange inner) {
+                    ValueRange ivs) {
   auto indicesType = cast<RankedTensorType>(indices.getType());
   int64_t q = indicesType.getShape().back();
+  ValueRange outer = ivs.take_front(indicesType.getRank() - 1),
+             inner = ivs.drop_front(indicesType.getRank() - 1);
   NDAddress a;
   a.coords.assign(outer.begin(), outer.begin() + batchDims);
   a.inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
@@ -225,6 +238,21 @@ void emitIndexTupleRangeChecks(OpBuilder &b, Location loc, Value indices,
   }
 }
 
+/// What gather_nd and scatter_nd check before they index: no addressed data
+/// dimension is empty (else a match failure), and every index tuple gets
+/// its run-time range checks.
+LogicalResult checkIndexTuples(ConversionPatternRewriter &rewriter,
+                               Location loc, Operation *op, Value indices,
+                               ArrayRef<int64_t> dataShape, int64_t batchDims,
+                               StringRef opType) {
+  int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
+  if (failed(checkAddressable(op, rewriter, dataShape.slice(batchDims, q))))
+    return failure();
+  emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
+                            opType);
+  return success();
+}
+
 struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -236,25 +264,18 @@ struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     ArrayRef<int64_t> dataShape =
         cast<RankedTensorType>(data.getType()).getShape();
-    int64_t outerRank =
-        cast<RankedTensorType>(indices.getType()).getRank() - 1;
     int64_t batchDims = op.getBatchDims();
-    int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
     if (resultType.getNumElements() == 0) {
       rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
       return success();
     }
-    if (failed(checkAddressable(op, rewriter,
-                                dataShape.slice(batchDims, q))))
+    if (failed(checkIndexTuples(rewriter, loc, op, indices, dataShape,
+                                batchDims, "GatherND")))
       return failure();
-    emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
-                              "GatherND");
     Value result = buildIndexedGeneric(
         rewriter, loc, resultType,
         [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
-          NDAddress a = addressND(b, l, indices, dataShape, batchDims,
-                                  ivs.take_front(outerRank),
-                                  ivs.drop_front(outerRank));
+          NDAddress a = addressND(b, l, indices, dataShape, batchDims, ivs);
           return tensor::ExtractOp::create(b, l, data, a.coords);
         });
     rewriter.replaceOp(op, result);
@@ -274,26 +295,19 @@ struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
     auto updatesType = cast<RankedTensorType>(updates.getType());
     ArrayRef<int64_t> dataShape =
         cast<RankedTensorType>(data.getType()).getShape();
-    int64_t outerRank =
-        cast<RankedTensorType>(indices.getType()).getRank() - 1;
     int64_t batchDims = op.getBatchDims();
-    int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
     if (updatesType.getNumElements() == 0) {
       rewriter.replaceOp(op, data);
       return success();
     }
-    if (failed(checkAddressable(op, rewriter,
-                                dataShape.slice(batchDims, q))))
+    if (failed(checkIndexTuples(rewriter, loc, op, indices, dataShape,
+                                batchDims, "ScatterND")))
       return failure();
-    emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
-                              "ScatterND");
     StringRef reduction = op.getReduction();
     Value result = forEachPosition(
         rewriter, loc, updatesType.getShape(), data,
         [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
-          NDAddress a = addressND(b, l, indices, dataShape, batchDims,
-                                  ivs.take_front(outerRank),
-                                  ivs.drop_front(outerRank));
+          NDAddress a = addressND(b, l, indices, dataShape, batchDims, ivs);
           Value update = tensor::ExtractOp::create(b, l, updates, ivs);
           return scatterOne(b, l, reduction, acc, a.coords, a.inBounds,
                             update);
