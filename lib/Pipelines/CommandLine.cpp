@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -26,6 +27,41 @@ template <typename T> static std::optional<T> given(const cl::opt<T> &option) {
   if (!option.getNumOccurrences())
     return std::nullopt;
   return T(option.getValue());
+}
+
+//===----------------------------------------------------------------------===//
+// ONNX import
+//===----------------------------------------------------------------------===//
+
+struct ImportFlags::Flags {
+  explicit Flags(cl::OptionCategory &category)
+      : inputShapes("input-shape",
+                    cl::desc("Fix the shape of a graph input: NAME=DxDx... "
+                             "(repeatable)"),
+                    cl::value_desc("NAME=DxD"), cl::cat(category)),
+        noChecker("no-onnx-checker", cl::desc("Do not run the ONNX checker"),
+                  cl::cat(category)) {}
+  cl::list<std::string> inputShapes;
+  cl::opt<bool> noChecker;
+};
+
+ImportFlags::ImportFlags(cl::OptionCategory &category)
+    : flags(std::make_unique<Flags>(category)) {}
+ImportFlags::~ImportFlags() = default;
+
+std::vector<std::string> ImportFlags::inputShapes() const {
+  return {flags->inputShapes.begin(), flags->inputShapes.end()};
+}
+
+bool ImportFlags::runChecker() const { return !flags->noChecker; }
+
+mlir::LogicalResult ImportFlags::read(mlir::MLIRContext &context,
+                                      ImportOptions &options) const {
+  options.runChecker = runChecker();
+  for (const std::string &shape : flags->inputShapes)
+    if (mlir::failed(parseInputShapeOption(context, shape, options)))
+      return mlir::failure();
+  return mlir::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -124,10 +160,6 @@ struct CompileFlags::Flags {
                         "output file, '-' for stdout)"),
                cl::value_desc("OUT_DIR"), cl::cat(c)),
         inference("inference", cl::desc("Forward only, one rank"), cl::cat(c)),
-        inputShapes("input-shape",
-                    cl::desc("Fix the shape of a graph input: NAME=DxDx... "
-                             "(repeatable)"),
-                    cl::value_desc("NAME=DxD"), cl::cat(c)),
         emit("emit",
              cl::desc("Stop after a phase: nn, train, partitioned, "
                       "scheduled, linalg, llvm-dialect, llvm or bundle "
@@ -147,8 +179,6 @@ struct CompileFlags::Flags {
                        "stay f32; CPU: AMX or AVX512_BF16 where the CPU has "
                        "them, an f32-FMA emulation elsewhere)"),
               cl::value_desc("TYPE"), cl::cat(c)),
-        noChecker("no-onnx-checker", cl::desc("Do not run the ONNX checker"),
-                  cl::cat(c)),
         loss("loss",
              cl::desc("Training loss: cross-entropy, mse, or none (the "
                       "model's first output is its scalar loss)"),
@@ -284,9 +314,7 @@ struct CompileFlags::Flags {
 
   cl::opt<std::string> input, output;
   cl::opt<bool> inference;
-  cl::list<std::string> inputShapes;
   cl::opt<std::string> emit, target, gpuArch, dtype;
-  cl::opt<bool> noChecker;
   // Training.
   cl::opt<std::string> loss, labelsName;
   cl::opt<int64_t> microbatches, batchSize;
@@ -309,7 +337,8 @@ struct CompileFlags::Flags {
 };
 
 CompileFlags::CompileFlags(cl::OptionCategory &category)
-    : codegen(category), flags(std::make_unique<Flags>(category)) {}
+    : codegen(category), importFlags(category),
+      flags(std::make_unique<Flags>(category)) {}
 CompileFlags::~CompileFlags() = default;
 
 CompileOptions CompileFlags::read() const {
@@ -319,8 +348,8 @@ CompileOptions CompileFlags::read() const {
   o.output = f.output;
   o.emit = f.emit;
   o.inference = f.inference;
-  o.inputShapes.assign(f.inputShapes.begin(), f.inputShapes.end());
-  o.runONNXChecker = !f.noChecker;
+  o.inputShapes = importFlags.inputShapes();
+  o.runONNXChecker = importFlags.runChecker();
   o.target = f.target;
   codegen.read(o);
   o.gpuArch = given(f.gpuArch);

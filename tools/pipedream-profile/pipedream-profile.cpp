@@ -43,12 +43,11 @@
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Driver/Driver.h"
 #include "pipedream/Driver/ModelLowering.h"
-#include "pipedream/Pipelines/CommandLine.h"
-#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
 #include "pipedream/InitAllDialects.h"
+#include "pipedream/Pipelines/CommandLine.h"
+#include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
-
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -98,11 +97,6 @@ static cl::opt<std::string> outputPath("o",
                                                 "for stdout, the default)"),
                                        cl::value_desc("PROFILE.json"),
                                        cl::init("-"), cl::cat(category));
-static cl::list<std::string>
-    inputShapes("input-shape",
-                cl::desc("Fix the shape of a graph input: NAME=DxDx... "
-                         "(repeatable)"),
-                cl::value_desc("NAME=DxD"), cl::cat(category));
 static cl::opt<int64_t>
     batchSize("batch-size",
               cl::desc("Samples per optimizer step, as for pipedream-compile: "
@@ -141,9 +135,6 @@ static cl::opt<std::string>
     deviceOption("device",
                  cl::desc("Device name recorded in the profile (default cpu)"),
                  cl::init("cpu"), cl::cat(category));
-static cl::opt<bool> noChecker("no-onnx-checker",
-                               cl::desc("Do not run the ONNX checker"),
-                               cl::cat(category));
 static cl::opt<bool> verbose("v",
                              cl::desc("Print one line per measured kernel "
                                       "on stderr"),
@@ -531,6 +522,7 @@ int main(int argc, char **argv) {
   // --mlir-print-ir-after=PASS names its passes); the lowering steps are
   // pipedream-compile's (lib/Driver).
   pipedream::CodegenFlags codegenFlags(category);
+  pipedream::ImportFlags importFlags(category);
   if (!pipedream::parseCompilerCommandLine(
           argc, argv, category,
           "pipedream-profile: per-op forward/backward times of a model, as "
@@ -579,12 +571,10 @@ int main(int argc, char **argv) {
   }
 
   pipedream::ImportOptions importOptions;
-  importOptions.runChecker = !noChecker;
   if (batchSize.getNumOccurrences())
     importOptions.batchSize = batchSize / microbatches;
-  for (const std::string &shape : inputShapes)
-    if (failed(pipedream::parseInputShapeOption(context, shape, importOptions)))
-      return fail(firstError.orElse("invalid --input-shape"));
+  if (failed(importFlags.read(context, importOptions)))
+    return fail(firstError.orElse("invalid --input-shape"));
 
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
@@ -596,7 +586,7 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> model;
   std::string modelName = llvm::sys::path::filename(inputFilename).str();
   if (StringRef(inputFilename).ends_with(".mlir")) {
-    if (!inputShapes.empty() || batchSize.getNumOccurrences())
+    if (!importFlags.inputShapes().empty() || batchSize.getNumOccurrences())
       return fail("--input-shape/--batch-size apply to ONNX models, not "
                   ".mlir input");
     llvm::SourceMgr sourceMgr;

@@ -19,6 +19,7 @@
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Import/ONNX/ImportONNX.h"
+#include "pipedream/Pipelines/CommandLine.h"
 #include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,18 +52,10 @@ static cl::opt<std::string> inputFilename(cl::Positional,
 static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("filename"),
                                            cl::init("-"), cl::cat(category));
-static cl::list<std::string>
-    inputShapes("input-shape",
-                cl::desc("Fix the shape of a graph input: NAME=DxDx... "
-                         "(repeatable)"),
-                cl::value_desc("NAME=DxD"), cl::cat(category));
 static cl::opt<bool> summary("summary",
                              cl::desc("Print a summary of the imported model "
                                       "instead of its IR"),
                              cl::cat(category));
-static cl::opt<bool> noChecker("no-onnx-checker",
-                               cl::desc("Do not run the ONNX checker"),
-                               cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   return pipedream::printError(message);
@@ -149,6 +142,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  pipedream::ImportFlags importFlags(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "pipedream translator: ONNX -> nn dialect\n");
   if (!importONNX)
@@ -165,10 +159,8 @@ int main(int argc, char **argv) {
     // The import's one-line error (later diagnostics print as usual).
     pipedream::FirstErrorHandler firstError(&context);
     pipedream::ImportOptions options;
-    options.runChecker = !noChecker;
-    for (const std::string &shape : inputShapes)
-      if (failed(pipedream::parseInputShapeOption(context, shape, options)))
-        return fail(firstError.orElse("invalid --input-shape"));
+    if (failed(importFlags.read(context, options)))
+      return fail(firstError.orElse("invalid --input-shape"));
     module = pipedream::importONNXFile(inputFilename, context, options);
     if (failed(module))
       return fail(firstError.orElse(inputFilename + ": import failed"));

@@ -6,7 +6,8 @@
 //
 // The command-line flags of CompileOptions (docs/CLI.md), declared once:
 // pipedream-compile constructs CompileFlags, pipedream-profile the code
-// generation subset CodegenFlags, before llvm::cl parses the command line.
+// generation subset CodegenFlags and the import subset ImportFlags,
+// pipedream-translate ImportFlags, before llvm::cl parses the command line.
 // The flags are registered with LLVM's global option registry when the
 // object is constructed (never at static initialization, so that tools
 // linking this library without wanting these flags, such as pipedream-opt,
@@ -22,8 +23,31 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace pipedream {
+
+struct ImportOptions;
+
+/// --input-shape and --no-onnx-checker.
+class ImportFlags {
+public:
+  explicit ImportFlags(llvm::cl::OptionCategory &category);
+  ~ImportFlags();
+  /// The --input-shape values, as given.
+  std::vector<std::string> inputShapes() const;
+  /// False with --no-onnx-checker.
+  bool runChecker() const;
+  /// Sets `options`' checker and input shapes. Fails with one error on
+  /// `context` (parseInputShapeOption's) for a malformed --input-shape.
+  mlir::LogicalResult read(mlir::MLIRContext &context,
+                           ImportOptions &options) const;
+
+private:
+  struct Flags;
+  std::unique_ptr<Flags> flags;
+};
 
 /// --target-cpu, -O, --gemm and --no-run-time-checks.
 class CodegenFlags {
@@ -50,6 +74,7 @@ public:
 
 private:
   CodegenFlags codegen;
+  ImportFlags importFlags;
   struct Flags;
   std::unique_ptr<Flags> flags;
 };
