@@ -53,34 +53,35 @@ pd_status traceEvent(T *object, size_t index, pd_trace_event *out,
   *out = events[index];
   return PD_OK;
 }
+
+template <typename T> size_t traceCount(T *object) {
+  return object ? traceLogOf(*object).events.size() : 0;
+}
+
+template <typename T> void traceClear(T *object) {
+  if (object)
+    traceLogOf(*object).events.clear();
+}
 } // namespace
 
 pd_status pd_trainer_set_tracing(pd_trainer *trainer, int enabled) {
   return setTracing(trainer, enabled, "pd_trainer_set_tracing");
 }
 size_t pd_trainer_trace_count(pd_trainer *trainer) {
-  return trainer ? traceLogOf(*trainer).events.size() : 0;
+  return traceCount(trainer);
 }
 pd_status pd_trainer_trace_event(pd_trainer *trainer, size_t index,
                                  pd_trace_event *out) {
   return traceEvent(trainer, index, out, "pd_trainer_trace_event");
 }
-void pd_trainer_trace_clear(pd_trainer *trainer) {
-  if (trainer)
-    traceLogOf(*trainer).events.clear();
-}
+void pd_trainer_trace_clear(pd_trainer *trainer) { traceClear(trainer); }
 
 pd_status pd_rank_set_tracing(pd_rank *pipeline, int enabled) {
   return setTracing(pipeline, enabled, "pd_rank_set_tracing");
 }
-size_t pd_rank_trace_count(pd_rank *pipeline) {
-  return pipeline ? traceLogOf(*pipeline).events.size() : 0;
-}
+size_t pd_rank_trace_count(pd_rank *pipeline) { return traceCount(pipeline); }
 pd_status pd_rank_trace_event(pd_rank *pipeline, size_t index,
                               pd_trace_event *out) {
   return traceEvent(pipeline, index, out, "pd_rank_trace_event");
 }
-void pd_rank_trace_clear(pd_rank *pipeline) {
-  if (pipeline)
-    traceLogOf(*pipeline).events.clear();
-}
+void pd_rank_trace_clear(pd_rank *pipeline) { traceClear(pipeline); }
