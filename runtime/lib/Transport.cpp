@@ -7,10 +7,12 @@
 // The C entry points of pd_transport, user-defined transports, and the
 // in-process transport: K endpoints sharing mailboxes, one per rank, for
 // running every rank of a pipeline on its own thread. Sends copy into the
-// receiver's mailbox; receives wait on a condition variable with a deadline
-// and fail at once when the sender has aborted or gone away. Messages of
-// device memory (cuda pipelines, sendDevice) are device buffers of the
-// world, filled by a device-to-device copy and recycled after the receive.
+// receiver's mailbox (into a byte buffer an earlier message left, so a
+// step's messages touch no fresh pages); receives poll the mailbox for a
+// while (PIPEDREAM_THREADS_SPIN_US), then wait on a condition variable with
+// a deadline, and fail at once when the sender has aborted or gone away.
+// Messages of device memory (cuda pipelines, sendDevice) are device buffers of
+// the world, filled by a device-to-device copy and recycled after the receive.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 #include "IdleWork.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -32,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 using pipedream::runtime::fail;
@@ -98,6 +102,18 @@ struct ThreadWorld {
   static constexpr size_t kNotWaiting = SIZE_MAX;
   std::mutex mutex;
   std::condition_variable changed;
+  /// Counts the changes that `changed` announces (a message, an abort, a
+  /// rank gone): a receive polls it without the mutex before it sleeps.
+  std::atomic<uint64_t> version{0};
+  /// Wakes every waiter: after a change made under the mutex.
+  void notify() {
+    version.fetch_add(1, std::memory_order_release);
+    changed.notify_all();
+  }
+  /// Byte buffers of received host messages, for the next sends (a fresh
+  /// buffer per 64 KiB activation cost a page fault per 4 KiB, 50 us a
+  /// message).
+  std::vector<std::vector<unsigned char>> spareBytes;
   /// Messages not received yet, per receiver, in sending order.
   std::vector<std::deque<Message>> mailbox;
   /// Why a rank aborted ("" while it has not).
@@ -132,6 +148,22 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld &world = *self.world;
   ThreadWorld::Message message{self.rank, tag, {}, nullptr, 0};
+  {
+    // The spare buffer that fits best (else a new one), filled outside the
+    // lock.
+    std::lock_guard<std::mutex> lock(world.mutex);
+    std::vector<std::vector<unsigned char>> &spare = world.spareBytes;
+    auto best = spare.end();
+    for (auto it = spare.begin(); it != spare.end(); ++it)
+      if (it->capacity() >= numBytes &&
+          (best == spare.end() || it->capacity() < best->capacity()))
+        best = it;
+    if (best != spare.end()) {
+      message.bytes = std::move(*best);
+      *best = std::move(spare.back());
+      spare.pop_back();
+    }
+  }
   const unsigned char *bytes = static_cast<const unsigned char *>(data);
   message.bytes.assign(bytes, bytes + numBytes);
   {
@@ -141,8 +173,22 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
                                      " failed: " + world.failed[peer]);
     world.mailbox[peer].push_back(std::move(message));
   }
-  world.changed.notify_all();
+  world.notify();
   return PD_OK;
+}
+
+/// How long a receive polls the mailbox (yielding the CPU between looks)
+/// before it sleeps on the condition variable: PIPEDREAM_THREADS_SPIN_US,
+/// default 2000, as the MPI transport's PIPEDREAM_MPI_SPIN_MS. Waking a
+/// sleeping thread took 30-80 us on a 2-vCPU VM (issue 21), on every
+/// activation and gradient of a pipeline's steady state.
+std::chrono::microseconds threadSpin() {
+  static const long us = [] {
+    const char *env = std::getenv("PIPEDREAM_THREADS_SPIN_US");
+    long v = env ? std::strtol(env, nullptr, 10) : 2000;
+    return v < 0 ? 0L : v;
+  }();
+  return std::chrono::microseconds(us);
 }
 
 /// Waits for the message from `peer` with `tag` and takes it out of the
@@ -177,7 +223,10 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
   } waiting{world, self.rank};
   world.waitingOn[self.rank] = peer;
   std::deque<ThreadWorld::Message> &box = world.mailbox[self.rank];
+  auto spinEnd = std::chrono::steady_clock::now() + threadSpin();
   for (;;) {
+    // The world as this look at the mailbox sees it.
+    uint64_t seen = world.version.load(std::memory_order_acquire);
     for (auto it = box.begin(); it != box.end(); ++it) {
       if (it->from != peer || it->tag != tag)
         continue;
@@ -202,6 +251,15 @@ pd_status takeMessage(ThreadEndpoint &self, size_t peer, int64_t tag,
                       describeTag(tag));
     if (idleWorkUnlocked(lock))
       continue;
+    if (std::chrono::steady_clock::now() < spinEnd) {
+      // Poll for the next change without the lock, then look again.
+      lock.unlock();
+      while (world.version.load(std::memory_order_acquire) == seen &&
+             std::chrono::steady_clock::now() < spinEnd)
+        std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
     if (world.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
         std::chrono::steady_clock::now() >= deadline) {
       // One last look: the message may have arrived with the timeout.
@@ -261,8 +319,15 @@ pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
                                    "receiving from rank " +
                                        std::to_string(peer) + ": ");
     recycle(*self.world, message);
-  } else if (numBytes) {
-    std::memcpy(data, message.bytes.data(), numBytes);
+  } else {
+    if (numBytes)
+      std::memcpy(data, message.bytes.data(), numBytes);
+    std::lock_guard<std::mutex> lock(self.world->mutex);
+    // Kept for the next sends: up to 8 per rank (a pipeline rank has a
+    // handful of messages in flight).
+    std::vector<std::vector<unsigned char>> &spare = self.world->spareBytes;
+    if (spare.size() < 8 * self.world->mailbox.size())
+      spare.push_back(std::move(message.bytes));
   }
   return PD_OK;
 }
@@ -275,7 +340,7 @@ void threadAbort(void *state, const char *reason) {
       self.world->failed[self.rank] =
           reason && *reason ? reason : "aborted";
   }
-  self.world->changed.notify_all();
+  self.world->notify();
 }
 
 void threadDestroy(void *state) {
@@ -284,7 +349,7 @@ void threadDestroy(void *state) {
     std::lock_guard<std::mutex> lock(self->world->mutex);
     self->world->closed[self->rank] = true;
   }
-  self->world->changed.notify_all();
+  self->world->notify();
   delete self;
 }
 
@@ -322,7 +387,7 @@ pd_status threadAllReduce(void *state, const size_t *ranks, size_t numRanks,
   const unsigned char *in = static_cast<const unsigned char *>(data);
   red.contributions[me].assign(in, in + bytes);
   ++red.given;
-  world.changed.notify_all();
+  world.notify();
   while (red.given < numRanks) {
     for (size_t q : group) {
       if (!world.failed[q].empty())
@@ -624,7 +689,7 @@ void sendDevice(pd_transport &transport, size_t peer, int64_t tag,
                                      " failed: " + world.failed[peer]);
     world.mailbox[peer].push_back(std::move(message));
   }
-  world.changed.notify_all();
+  world.notify();
 }
 
 void recvDevice(pd_transport &transport, size_t peer, int64_t tag,
