@@ -4,14 +4,15 @@
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin [--stages 2]
         [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
         [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
-        [--torch-venv VENV]
+        [--transport auto|mpi|threads] [--torch-venv VENV]
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin --schedules zb-h1,1f1b
         [--stages 4] [--transport threads] [--repeats 5] ...
 
 Exports a GPT-like model (models/export_torch.py gpt, sized for 2 cores),
 compiles a single-rank training bundle and a K-stage pipeline bundle with the
 same M micro-batches, trains both `--steps` steps with pipedream-run (the
-pipeline over `--ranks K`, Open MPI, or threads without mpirun), and prints
+pipeline over `--ranks K`, Open MPI, or with `--transport threads`, or
+without mpirun, on threads of one process), and prints
 samples/s of each, their ratio, and the pipeline's measured bubble fraction
 next to the simulated one (from `--trace`). Every rank, and the single
 rank, runs its GEMMs on one thread (PIPEDREAM_NUM_THREADS=1, as torch's
@@ -114,6 +115,16 @@ def prepare(args):
     return work, onnx_path, data
 
 
+def transport_flags(args):
+    """pipedream-run's flags for --transport: MPI processes (--ranks K) or
+    threads of one process; auto: MPI where mpirun is installed."""
+    transport = args.transport
+    if transport == "auto":
+        transport = "mpi" if shutil.which("mpirun") else "threads"
+    return (["--ranks", str(args.stages)] if transport == "mpi"
+            else ["--transport", "threads"])
+
+
 def compare_schedules(args):
     """--schedules: the same model, partition and M under each schedule."""
     work, onnx_path, data = prepare(args)
@@ -122,11 +133,7 @@ def compare_schedules(args):
     compile_ = os.path.join(args.bin, "pipedream-compile")
     runner = os.path.join(args.bin, "pipedream-run")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    transport = args.transport
-    if transport == "auto":
-        transport = "mpi" if shutil.which("mpirun") else "threads"
-    ranks = (["--ranks", str(args.stages)] if transport == "mpi"
-             else ["--transport", "threads"])
+    ranks = transport_flags(args)
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
               "--microbatches", str(m), "--batch-size", str(n),
               "--stages", str(args.stages)]
@@ -237,7 +244,9 @@ def main():
     p.add_argument("--repeats", type=int, default=3,
                    help="runs per schedule with --schedules")
     p.add_argument("--transport", choices=["auto", "mpi", "threads"],
-                   default="auto")
+                   default="auto",
+                   help="the pipeline's ranks as MPI processes or threads "
+                        "of one process (auto: MPI where mpirun exists)")
     p.add_argument("--torch-venv",
                    help="venv with torch >= 2.4: also run PyTorch's pipeline")
     args = p.parse_args()
@@ -283,8 +292,7 @@ def main():
     one, one_out = throughput(single, [])
     # The other way to use K cores: one rank, its GEMMs on K threads.
     wide, wide_out = throughput(single, [], threads=args.stages)
-    ranks = (["--ranks", str(args.stages)] if shutil.which("mpirun")
-             else ["--transport", "threads"])
+    ranks = transport_flags(args)
     trace = os.path.join(work, "trace.json")
     sampler = ThreadCpu(piped)
     many, out = throughput(piped, ranks + ["--trace", trace])
@@ -293,7 +301,8 @@ def main():
     print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
           f"{args.steps} steps, adam")
     print(f"  single rank          {one:10.1f} samples/s (1 thread)")
-    print(f"  {args.schedule} K={args.stages} ({ranks[0][2:]}) {many:10.1f} samples/s"
+    print(f"  {args.schedule} K={args.stages} "
+          f"({'mpi' if ranks[0] == '--ranks' else 'threads'}) {many:10.1f} samples/s"
           f"   ratio {many / one:.2f}x (1 thread per rank)")
     print(f"  single rank, {args.stages} GEMM threads {wide:10.1f} samples/s "
           f"(median step {median_rate(wide_out):.1f}): the pipeline's "
