@@ -17,6 +17,7 @@
 #include "Proto/ONNXChecker.h"
 
 #include "pipedream/Dialect/NN/IR/NNDialect.h"
+#include "pipedream/Dialect/NN/Transforms/Passes.h"
 #include "pipedream/Support/Diagnostics.h"
 
 #include "mlir/IR/AsmState.h"
@@ -1215,6 +1216,12 @@ GraphImporter::run(onnx::ModelProto &model) {
                         " rewritten)"));
   }
 
+  // GELU spelled out (Div, Erf, Add, Mul, Mul: PyTorch below opset 20)
+  // as one nn.gelu (nn-fuse-activations).
+  if (::mlir::failed(nn::fuseActivations(*module))) {
+    fail("internal error: the activation fusion did not converge");
+    return failure();
+  }
   if (::mlir::failed(mlir::verify(*module))) {
     fail(describeDiagnostic(diagnostic.empty() ? "the imported module does "
                                                  "not verify"

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace pipedream {
@@ -19,6 +20,14 @@ namespace nn {
 #define GEN_PASS_DECL
 #define GEN_PASS_REGISTRATION
 #include "pipedream/Dialect/NN/Transforms/Passes.h.inc"
+
+/// nn-fuse-activations' patterns: GELU spelled out in elementwise ops
+/// (the erf form) becomes nn.gelu.
+void populateFuseActivationPatterns(mlir::RewritePatternSet &patterns);
+
+/// Applies populateFuseActivationPatterns to `op` (the ONNX importer calls
+/// it on every module it makes).
+mlir::LogicalResult fuseActivations(mlir::Operation *op);
 
 } // namespace nn
 } // namespace pipedream

@@ -1,0 +1,158 @@
+//===- FuseActivations.cpp - GELU spelled out as nn.gelu ------------------===//
+//
+// Part of the pipedream project.
+//
+//===----------------------------------------------------------------------===//
+//
+// nn-fuse-activations (Passes.td): the erf form of GELU that PyTorch
+// exports below opset 20, x * (erf(x / sqrt 2) + 1) * 0.5, becomes one
+// nn.gelu, whose derivative recomputes from x instead of reading saved
+// intermediates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipedream/Dialect/NN/IR/NNOps.h"
+#include "pipedream/Dialect/NN/Transforms/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace pipedream {
+namespace nn {
+#define GEN_PASS_DEF_FUSEACTIVATIONSPASS
+#include "pipedream/Dialect/NN/Transforms/Passes.h.inc"
+} // namespace nn
+} // namespace pipedream
+
+using namespace mlir;
+using namespace pipedream;
+
+namespace {
+
+/// The value of `v` when it is a constant whose elements are all equal
+/// (a scalar, a splat or a one-element tensor) and float.
+std::optional<double> scalarOf(Value v) {
+  ElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) ||
+      !isa<FloatType>(attr.getElementType()) || attr.empty())
+    return std::nullopt;
+  auto values = attr.tryGetValues<APFloat>();
+  if (!values)
+    return std::nullopt;
+  double first = (*values->begin()).convertToDouble();
+  for (APFloat value : *values)
+    if (value.convertToDouble() != first)
+      return std::nullopt;
+  return first;
+}
+
+/// `v` is a constant `expected` within 1e-6 relative.
+bool isScalar(Value v, double expected) {
+  std::optional<double> value = scalarOf(v);
+  return value && std::fabs(*value - expected) <= 1e-6 * std::fabs(expected);
+}
+
+/// The op defining `v` if it is an `OpTy` and `v` has no other user.
+template <typename OpTy> OpTy onlyUse(Value v) {
+  auto op = v.getDefiningOp<OpTy>();
+  return op && v.hasOneUse() ? op : OpTy();
+}
+
+/// The operand of the binary `op` other than the one `pred` accepts
+/// (either order), or null.
+template <typename OpTy, typename Pred> Value otherThan(OpTy op, Pred pred) {
+  if (pred(op.getRhs()))
+    return op.getLhs();
+  if (pred(op.getLhs()))
+    return op.getRhs();
+  return Value();
+}
+
+/// `erf(x / sqrt 2) + 1` or `erf(x * (1 / sqrt 2)) + 1` (single-use
+/// intermediates): its x, or null.
+Value erfPlusOne(Value v) {
+  auto add = onlyUse<nn::AddOp>(v);
+  if (!add)
+    return Value();
+  Value erfValue = otherThan(add, [](Value c) { return isScalar(c, 1.0); });
+  auto erf = erfValue ? onlyUse<nn::ErfOp>(erfValue) : nn::ErfOp();
+  if (!erf)
+    return Value();
+  Value scaled = erf.getInput();
+  if (auto div = onlyUse<nn::DivOp>(scaled))
+    return isScalar(div.getRhs(), M_SQRT2) ? div.getLhs() : Value();
+  if (auto mul = onlyUse<nn::MulOp>(scaled))
+    return otherThan(mul, [](Value c) { return isScalar(c, M_SQRT1_2); });
+  return Value();
+}
+
+/// x * (erf(x / sqrt 2) + 1) * 0.5, or (0.5 * x) * (erf(x / sqrt 2) + 1),
+/// rooted at the last multiplication.
+struct FuseErfGelu : OpRewritePattern<nn::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::MulOp root,
+                                PatternRewriter &rewriter) const override {
+    Value x = match(root);
+    if (!x || x.getType() != root.getType())
+      return failure();
+    auto gelu = nn::GeluOp::create(rewriter, root.getLoc(), x,
+                                   rewriter.getStringAttr("none"));
+    if (auto name = root->getAttr(nn::NNDialect::kNameAttrName))
+      gelu->setAttr(nn::NNDialect::kNameAttrName, name);
+    rewriter.replaceOp(root, gelu.getResult());
+    return success();
+  }
+
+  /// The x of the GELU `root` computes, or null.
+  static Value match(nn::MulOp root) {
+    // (x * (erf(..) + 1)) * 0.5
+    if (Value product =
+            otherThan(root, [](Value c) { return isScalar(c, 0.5); }))
+      if (auto mul = onlyUse<nn::MulOp>(product)) {
+        for (auto [a, b] : {std::pair(mul.getLhs(), mul.getRhs()),
+                            std::pair(mul.getRhs(), mul.getLhs())})
+          if (Value x = erfPlusOne(b); x && x == a)
+            return x;
+      }
+    // (0.5 * x) * (erf(..) + 1)
+    for (auto [a, b] : {std::pair(root.getLhs(), root.getRhs()),
+                        std::pair(root.getRhs(), root.getLhs())}) {
+      auto half = onlyUse<nn::MulOp>(a);
+      if (!half)
+        continue;
+      Value x = otherThan(half, [](Value c) { return isScalar(c, 0.5); });
+      if (x && erfPlusOne(b) == x)
+        return x;
+    }
+    return Value();
+  }
+};
+
+struct FuseActivationsPass
+    : nn::impl::FuseActivationsPassBase<FuseActivationsPass> {
+  void runOnOperation() override {
+    if (failed(nn::fuseActivations(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void nn::populateFuseActivationPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseErfGelu>(patterns.getContext());
+}
+
+LogicalResult nn::fuseActivations(Operation *op) {
+  RewritePatternSet patterns(op->getContext());
+  populateFuseActivationPatterns(patterns);
+  GreedyRewriteConfig config;
+  // Only the matched chains change: no folding or constant CSE of the rest.
+  config.enableFolding(false)
+      .enableConstantCSE(false)
+      .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  return applyPatternsGreedily(op, std::move(patterns), config);
+}
