@@ -150,7 +150,8 @@ LogicalResult nn::fuseActivations(Operation *op) {
   RewritePatternSet patterns(op->getContext());
   populateFuseActivationPatterns(patterns);
   GreedyRewriteConfig config;
-  // Only the matched chains change: no folding or constant CSE of the rest.
+  // No folding, constant CSE or region simplification of the rest; ops
+  // left without users (the replaced chains) are erased.
   config.enableFolding(false)
       .enableConstantCSE(false)
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
