@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// nn-fuse-activations (Passes.td): the erf form of GELU that PyTorch
-// exports below opset 20, x * (erf(x / sqrt 2) + 1) * 0.5, becomes one
-// nn.gelu, whose derivative recomputes from x instead of reading saved
-// intermediates.
+// nn-fuse-activations (Passes.td): GELU as PyTorch exports it below opset
+// 20, x * (erf(x / sqrt 2) + 1) * 0.5 or its tanh approximation (GPT-2's
+// gelu_new), becomes one nn.gelu, whose derivative recomputes from x
+// instead of reading saved intermediates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,46 +89,86 @@ Value erfPlusOne(Value v) {
   return Value();
 }
 
-/// x * (erf(x / sqrt 2) + 1) * 0.5, or (0.5 * x) * (erf(x / sqrt 2) + 1),
-/// rooted at the last multiplication.
-struct FuseErfGelu : OpRewritePattern<nn::MulOp> {
+/// `tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) + 1` (single-use
+/// intermediates, x^3 as `nn.pow` by 3): its x, or null.
+Value tanhPlusOne(Value v) {
+  auto add = onlyUse<nn::AddOp>(v);
+  if (!add)
+    return Value();
+  Value tanhValue = otherThan(add, [](Value c) { return isScalar(c, 1.0); });
+  auto tanh = tanhValue ? onlyUse<nn::TanhOp>(tanhValue) : nn::TanhOp();
+  auto scale = tanh ? onlyUse<nn::MulOp>(tanh.getInput()) : nn::MulOp();
+  if (!scale)
+    return Value();
+  const double k = std::sqrt(2.0 / M_PI);
+  Value polyValue = otherThan(scale, [&](Value c) { return isScalar(c, k); });
+  auto poly = polyValue ? onlyUse<nn::AddOp>(polyValue) : nn::AddOp();
+  if (!poly)
+    return Value();
+  for (auto [x, term] : {std::pair(poly.getLhs(), poly.getRhs()),
+                         std::pair(poly.getRhs(), poly.getLhs())}) {
+    auto scaled = onlyUse<nn::MulOp>(term);
+    Value cubeValue =
+        scaled
+            ? otherThan(scaled, [](Value c) { return isScalar(c, 0.044715); })
+            : Value();
+    auto cube = cubeValue ? onlyUse<nn::PowOp>(cubeValue) : nn::PowOp();
+    if (cube && cube.getLhs() == x && isScalar(cube.getRhs(), 3.0))
+      return x;
+  }
+  return Value();
+}
+
+/// The x of `cdf + 1` in either GELU form, and the form's `approximate`
+/// ("none": erf, "tanh"); a null x when `v` is neither.
+std::pair<Value, StringRef> plusOne(Value v) {
+  if (Value x = erfPlusOne(v))
+    return {x, "none"};
+  if (Value x = tanhPlusOne(v))
+    return {x, "tanh"};
+  return {Value(), ""};
+}
+
+/// x * (cdf + 1) * 0.5, or (0.5 * x) * (cdf + 1), with cdf the erf or the
+/// tanh form, rooted at the last multiplication.
+struct FuseGelu : OpRewritePattern<nn::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(nn::MulOp root,
                                 PatternRewriter &rewriter) const override {
-    Value x = match(root);
+    auto [x, approximate] = match(root);
     if (!x || x.getType() != root.getType())
       return failure();
     auto gelu = nn::GeluOp::create(rewriter, root.getLoc(), x,
-                                   rewriter.getStringAttr("none"));
+                                   rewriter.getStringAttr(approximate));
     if (auto name = root->getAttr(nn::NNDialect::kNameAttrName))
       gelu->setAttr(nn::NNDialect::kNameAttrName, name);
     rewriter.replaceOp(root, gelu.getResult());
     return success();
   }
 
-  /// The x of the GELU `root` computes, or null.
-  static Value match(nn::MulOp root) {
-    // (x * (erf(..) + 1)) * 0.5
+  /// The x of the GELU `root` computes and its form, or a null x.
+  static std::pair<Value, StringRef> match(nn::MulOp root) {
+    // (x * (cdf + 1)) * 0.5
     if (Value product =
             otherThan(root, [](Value c) { return isScalar(c, 0.5); }))
       if (auto mul = onlyUse<nn::MulOp>(product)) {
         for (auto [a, b] : {std::pair(mul.getLhs(), mul.getRhs()),
                             std::pair(mul.getRhs(), mul.getLhs())})
-          if (Value x = erfPlusOne(b); x && x == a)
-            return x;
+          if (auto found = plusOne(b); found.first && found.first == a)
+            return found;
       }
-    // (0.5 * x) * (erf(..) + 1)
+    // (0.5 * x) * (cdf + 1)
     for (auto [a, b] : {std::pair(root.getLhs(), root.getRhs()),
                         std::pair(root.getRhs(), root.getLhs())}) {
       auto half = onlyUse<nn::MulOp>(a);
       if (!half)
         continue;
       Value x = otherThan(half, [](Value c) { return isScalar(c, 0.5); });
-      if (x && erfPlusOne(b) == x)
-        return x;
+      if (auto found = plusOne(b); x && found.first == x)
+        return found;
     }
-    return Value();
+    return {Value(), ""};
   }
 };
 
@@ -143,7 +183,7 @@ struct FuseActivationsPass
 } // namespace
 
 void nn::populateFuseActivationPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseErfGelu>(patterns.getContext());
+  patterns.add<FuseGelu>(patterns.getContext());
 }
 
 LogicalResult nn::fuseActivations(Operation *op) {

@@ -86,3 +86,50 @@ func.func @near_misses(%x: tensor<4xf32>, %z: tensor<4xf32>) -> (tensor<4xf32>, 
   %y2 = nn.mul %m2, %halves : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
   return %y0, %y1, %y2 : tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>
 }
+
+// -----
+
+// GPT-2's gelu_new as both PyTorch exporters write it: the tanh form.
+// CHECK-LABEL: func.func @gpt2_tanh
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>)
+// CHECK-NEXT: %[[G:.*]] = nn.gelu %[[X]] {approximate = "tanh"} : tensor<2x8xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @gpt2_tanh(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %half = nn.constant dense<0.5> : tensor<f32>
+  %three = nn.constant dense<3.0> : tensor<f32>
+  %c = nn.constant dense<0.044715> : tensor<f32>
+  %k = nn.constant dense<0.797884583> : tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %h = nn.mul %x, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %p = nn.pow %x, %three : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = nn.mul %p, %c : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %a = nn.add %x, %m : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = nn.mul %a, %k : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %t = nn.tanh %s : tensor<2x8xf32>
+  %e = nn.add %t, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %y = nn.mul %h, %e : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// The tanh form with x squared instead of cubed stays.
+// CHECK-LABEL: func.func @tanh_wrong_power
+// CHECK-NOT: nn.gelu
+// CHECK: nn.tanh
+func.func @tanh_wrong_power(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %half = nn.constant dense<0.5> : tensor<f32>
+  %two = nn.constant dense<2.0> : tensor<f32>
+  %c = nn.constant dense<0.044715> : tensor<f32>
+  %k = nn.constant dense<0.797884583> : tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %h = nn.mul %x, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %p = nn.pow %x, %two : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %m = nn.mul %p, %c : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %a = nn.add %x, %m : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = nn.mul %a, %k : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %t = nn.tanh %s : tensor<4xf32>
+  %e = nn.add %t, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %y = nn.mul %h, %e : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -21,8 +21,8 @@ namespace nn {
 #define GEN_PASS_REGISTRATION
 #include "pipedream/Dialect/NN/Transforms/Passes.h.inc"
 
-/// nn-fuse-activations' patterns: GELU spelled out in elementwise ops
-/// (the erf form) becomes nn.gelu.
+/// nn-fuse-activations' patterns: GELU spelled out in elementwise ops (the
+/// erf form or the tanh approximation) becomes nn.gelu.
 void populateFuseActivationPatterns(mlir::RewritePatternSet &patterns);
 
 /// Applies populateFuseActivationPatterns to `op` (the ONNX importer calls

@@ -108,21 +108,25 @@ def FuseActivationsPass : Pass<"nn-fuse-activations", "::mlir::ModuleOp"> {
   let summary = "Recognize GELU spelled out in elementwise ops as nn.gelu";
   let description = [{
     PyTorch exports `nn.GELU()` below opset 20 as its formula,
-    `x * (erf(x / sqrt(2)) + 1) * 0.5` (Div, Erf, Add, Mul, Mul). Each
-    step is an `nn` op of its own: lowered as such, a training step runs
-    one loop per op and saves the intermediates for the backward, which
-    reads them back. This pass replaces the chain by `nn.gelu`, whose
-    derivative rule recomputes from `x` alone: one forward loop, and one
-    backward loop reading `x` and the gradient. The chain matches in
-    either operand order of each commutative op, with `x / c` or
-    `x * c'`, the `0.5` applied to `x` first or to the product last, and
-    the constants (scalar or all-equal `nn.constant`s) equal to the
-    formula's within 1e-6 relative; every intermediate must have no other
-    user, and the result the type of `x` (else the chain stays as it is).
+    `x * (erf(x / sqrt(2)) + 1) * 0.5` (Div, Erf, Add, Mul, Mul), and the
+    tanh approximation (`approximate="tanh"`, GPT-2's `gelu_new`) as
+    `(0.5 * x) * (tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) + 1)` (Mul,
+    Pow, Mul, Add, Mul, Tanh, Add, Mul). Each step is an `nn` op of its
+    own: lowered as such, a training step runs one loop per op and saves
+    the intermediates for the backward, which reads them back. This pass
+    replaces either chain by `nn.gelu` (`approximate = "tanh"` for the
+    second), whose derivative rule recomputes from `x` alone: one forward
+    loop, and one backward loop reading `x` and the gradient. A chain
+    matches in either operand order of each commutative op, with `x / c`
+    or `x * c'` for the erf's scaling, the `0.5` applied to `x` first or to
+    the product last, and constants (scalar or all-equal `nn.constant`s)
+    equal to the formula's within 1e-6 relative. Every intermediate must
+    have no other user, and the result the type of `x`; else the chain
+    stays as it is. So does a chain whose constants are weights (the
+    dynamo exporter's scalar initializers: a weight's value may change).
     The `nn.gelu` keeps the last op's location and `nn.name`. The ONNX
     importer runs these patterns on every module it makes
-    (`fuseActivations`). Not recognized: the tanh approximation spelled
-    out (GPT-2's `gelu_new`).
+    (`fuseActivations`).
 
     ```mlir
     %d = nn.div %x, %sqrt2 ...   // 1.41421354
