@@ -289,8 +289,8 @@ bool copiesInAndOut() {
 /// mechanism (cross-memory attach) the receiver reads the message itself
 /// and the sender's own transport calls complete the request; a thread
 /// waking every 50 us on the rank's core then only costs: bench/pipeline.py's
-/// K=2 GPT, 3 alternating runs, median bubble over steps 16.6-18.4% with
-/// it, 15.9-16.6% without (issue 21).
+/// K=2 GPT, 5 alternating pairs of runs, median bubble over steps
+/// 16.6-18.4% with it, 15.9-17.3% without (issue 21).
 bool wantProgressThread() {
   if (const char *env = std::getenv("PIPEDREAM_MPI_PROGRESS_THREAD"))
     return std::string(env) != "0";
