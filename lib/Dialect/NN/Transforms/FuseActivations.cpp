@@ -71,14 +71,20 @@ template <typename OpTy, typename Pred> Value otherThan(OpTy op, Pred pred) {
   return Value();
 }
 
+/// The single-use `OpTy` operand of the binary `op` (null: none) whose
+/// other operand is the constant `c`, or null.
+template <typename OpTy, typename BinaryOpTy>
+OpTy besideScalar(BinaryOpTy op, double c) {
+  if (!op)
+    return OpTy();
+  Value v = otherThan(op, [c](Value s) { return isScalar(s, c); });
+  return v ? onlyUse<OpTy>(v) : OpTy();
+}
+
 /// `erf(x / sqrt 2) + 1` or `erf(x * (1 / sqrt 2)) + 1` (single-use
 /// intermediates): its x, or null.
 Value erfPlusOne(Value v) {
-  auto add = onlyUse<nn::AddOp>(v);
-  if (!add)
-    return Value();
-  Value erfValue = otherThan(add, [](Value c) { return isScalar(c, 1.0); });
-  auto erf = erfValue ? onlyUse<nn::ErfOp>(erfValue) : nn::ErfOp();
+  auto erf = besideScalar<nn::ErfOp>(onlyUse<nn::AddOp>(v), 1.0);
   if (!erf)
     return Value();
   Value scaled = erf.getInput();
@@ -92,27 +98,14 @@ Value erfPlusOne(Value v) {
 /// `tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) + 1` (single-use
 /// intermediates, x^3 as `nn.pow` by 3): its x, or null.
 Value tanhPlusOne(Value v) {
-  auto add = onlyUse<nn::AddOp>(v);
-  if (!add)
-    return Value();
-  Value tanhValue = otherThan(add, [](Value c) { return isScalar(c, 1.0); });
-  auto tanh = tanhValue ? onlyUse<nn::TanhOp>(tanhValue) : nn::TanhOp();
+  auto tanh = besideScalar<nn::TanhOp>(onlyUse<nn::AddOp>(v), 1.0);
   auto scale = tanh ? onlyUse<nn::MulOp>(tanh.getInput()) : nn::MulOp();
-  if (!scale)
-    return Value();
-  const double k = std::sqrt(2.0 / M_PI);
-  Value polyValue = otherThan(scale, [&](Value c) { return isScalar(c, k); });
-  auto poly = polyValue ? onlyUse<nn::AddOp>(polyValue) : nn::AddOp();
+  auto poly = besideScalar<nn::AddOp>(scale, std::sqrt(2.0 / M_PI));
   if (!poly)
     return Value();
   for (auto [x, term] : {std::pair(poly.getLhs(), poly.getRhs()),
                          std::pair(poly.getRhs(), poly.getLhs())}) {
-    auto scaled = onlyUse<nn::MulOp>(term);
-    Value cubeValue =
-        scaled
-            ? otherThan(scaled, [](Value c) { return isScalar(c, 0.044715); })
-            : Value();
-    auto cube = cubeValue ? onlyUse<nn::PowOp>(cubeValue) : nn::PowOp();
+    auto cube = besideScalar<nn::PowOp>(onlyUse<nn::MulOp>(term), 0.044715);
     if (cube && cube.getLhs() == x && isScalar(cube.getRhs(), 3.0))
       return x;
   }
