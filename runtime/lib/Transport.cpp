@@ -55,6 +55,11 @@ double defaultTimeout() {
   return 60;
 }
 
+long envLong(const char *name, long fallback) {
+  const char *text = std::getenv(name);
+  return text ? std::strtol(text, nullptr, 10) : fallback;
+}
+
 std::string describeTag(int64_t tag) {
   if (tag == PD_TAG_STEP_LOSS)
     return "the step loss";
@@ -183,11 +188,8 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
 /// sleeping thread took 30-80 us on a 2-vCPU VM (issue 21), on every
 /// activation and gradient of a pipeline's steady state.
 std::chrono::microseconds threadSpin() {
-  static const long us = [] {
-    const char *env = std::getenv("PIPEDREAM_THREADS_SPIN_US");
-    long v = env ? std::strtol(env, nullptr, 10) : 2000;
-    return v < 0 ? 0L : v;
-  }();
+  static const long us = std::max(
+      0L, pipedream::runtime::envLong("PIPEDREAM_THREADS_SPIN_US", 2000));
   return std::chrono::microseconds(us);
 }
 

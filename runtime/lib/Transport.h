@@ -32,6 +32,10 @@ namespace runtime {
 /// $PIPEDREAM_TIMEOUT when it is a positive number, else 60 seconds.
 double defaultTimeout();
 
+/// $`name` read as a whole number (strtol), or `fallback` when unset: the
+/// transports' tuning knobs, each clamping it as it needs.
+long envLong(const char *name, long fallback);
+
 /// "tag 3" for program tags, "the step loss" / "weights" for the reserved
 /// ones, for messages.
 std::string describeTag(int64_t tag);

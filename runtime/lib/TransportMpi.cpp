@@ -151,8 +151,7 @@ void testSendsInline(MpiState &state);
 /// sleeps between them: PIPEDREAM_MPI_SPIN_MS, default 2.
 long spinMilliseconds() {
   static long value = [] {
-    const char *env = std::getenv("PIPEDREAM_MPI_SPIN_MS");
-    long v = env ? std::strtol(env, nullptr, 10) : 2;
+    long v = envLong("PIPEDREAM_MPI_SPIN_MS", 2);
     return v >= 0 ? v : 2;
   }();
   return value;
@@ -361,11 +360,8 @@ void drainSends(MpiState &state, size_t limit) {
 /// first: 137-152 ms of a 570 ms step in sends). PIPEDREAM_MPI_SEND_SPIN_US
 /// and PIPEDREAM_MPI_SEND_YIELD=1 set them (measurements).
 std::chrono::microseconds sendSpin() {
-  static const long us = [] {
-    const char *env = std::getenv("PIPEDREAM_MPI_SEND_SPIN_US");
-    long v = env ? std::strtol(env, nullptr, 10) : 20;
-    return v < 0 ? 0L : v;
-  }();
+  static const long us =
+      std::max(0L, envLong("PIPEDREAM_MPI_SEND_SPIN_US", 20));
   return std::chrono::microseconds(us);
 }
 
