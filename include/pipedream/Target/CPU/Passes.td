@@ -390,6 +390,18 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     When the op's output was zero-filled by the `linalg.fill` right before
     it, the fill is erased and the call uses `beta = 0`.
 
+    With pipedream's kernels (`sgemm=pd_cpu_sgemm` or `pd_cpu_gemm_bf16`),
+    a `linalg.generic` right before the op that broadcasts a rank-1 bias
+    along the output's last dimension (a Linear layer's bias, when that
+    dimension is the GEMM's contiguous N) is erased too: the call becomes
+    `pd_cpu_sgemm_epilogue` (`pd_cpu_gemm_bf16_epilogue`) with `beta = 0`
+    and the bias pointer, and the kernel adds the bias to each register
+    tile after its last update. A ReLU (`arith.maximumf` or `arith.maxnumf`
+    with +0.0) that is the only reader of an output initialized so (zero or
+    bias) becomes the call's activation argument: the GEMM writes the
+    ReLU's buffer and the intermediate buffer is removed. CBLAS calls take
+    no epilogue.
+
     `sgemm=pd_cpu_sgemm` calls pipedream's own packed, register-tiled
     kernel for f32 instead (lib/Target/CPU/Kernels: same arguments as
     `cblas_sgemm`, AVX-512 or AVX2 chosen by cpuid at run time, linked into

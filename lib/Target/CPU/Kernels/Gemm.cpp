@@ -316,6 +316,50 @@ inline float combine(float acc, float c, const Update &u) {
   return u.alpha * acc + u.beta * c;
 }
 
+/// What pd_cpu_sgemm_epilogue and pd_cpu_gemm_bf16_epilogue apply to each
+/// finished element of C: `+ bias` (indexed by the element's column, or by
+/// its row once a column-major call is turned row-major), then the
+/// activation (Kernels.h: PD_CPU_ACT_*).
+struct Epilogue {
+  const float *bias = nullptr;
+  bool biasPerRow = false;
+  int32_t act = PD_CPU_ACT_NONE;
+
+  bool empty() const { return !bias && act == PD_CPU_ACT_NONE; }
+};
+
+/// The epilogue on the finished rows x cols block of C at `c` whose first
+/// element is row i0, column j0 of the row-major problem. Called on a
+/// register tile right after its last update, while it is in L1.
+void applyEpilogue(const Epilogue &e, float *c, int64_t ldc, int64_t i0,
+                   int64_t j0, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float *row = c + i * ldc;
+    if (e.bias && e.biasPerRow) {
+      float b = e.bias[i0 + i];
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] += b;
+    } else if (e.bias) {
+      const float *b = e.bias + j0;
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] += b[j];
+    }
+    if (e.act == PD_CPU_ACT_RELU)
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] = row[j] <= 0.0f ? 0.0f : row[j];
+    else if (e.act == PD_CPU_ACT_RELU_NUM)
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+  }
+}
+
+/// applyEpilogue on the tile at `tile` of a C that starts at `c`.
+inline void applyEpilogueAt(const Epilogue &e, float *c, int64_t ldc,
+                            float *tile, int64_t rows, int64_t cols) {
+  int64_t offset = tile - c;
+  applyEpilogue(e, tile, ldc, offset / ldc, offset % ldc, rows, cols);
+}
+
 template <int MR, int NR>
 void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
                    int64_t ldc, const Update &u) {
@@ -558,6 +602,7 @@ struct Problem {
   Operand a, b;
   float *c;
   int64_t ldc;
+  Epilogue epilogue;
   /// op(B) packed whole (packWholeB), or NULL: packed per block.
   const float *packedB = nullptr;
 };
@@ -629,6 +674,9 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
         packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
       }
       Update update{p.alpha, p.beta, pc == 0};
+      // The epilogue once a tile has its last update.
+      const Epilogue *epilogue =
+          pc + kc >= p.k && !p.epilogue.empty() ? &p.epilogue : nullptr;
       for (int64_t ic = 0; ic < mb; ic += bl.mc) {
         int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
         packA(p.a, i0 + ic, mc, pc, kc, mr, ap, simd);
@@ -637,6 +685,8 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
             p.ldc,
             [&](const float *aPanel, const float *bPanel, float *cTile) {
               info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
+              if (epilogue)
+                applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, mr, nr);
             },
             [&](const float *aPanel, const float *bPanel, float *cTile,
                 int64_t rows, int64_t cols) {
@@ -648,6 +698,8 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
                 for (int64_t j = 0; j < cols; ++j)
                   cTile[i * p.ldc + j] =
                       combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
+              if (epilogue)
+                applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, rows, cols);
             });
       }
     }
@@ -1068,6 +1120,9 @@ void gemmNaive(const Problem &p, int64_t i0, int64_t i1, int64_t j0,
       float &c = p.c[i * p.ldc + j];
       c = combine(acc, c, Update{p.alpha, p.beta, true});
     }
+  if (!p.epilogue.empty())
+    applyEpilogue(p.epilogue, p.c + i0 * p.ldc + j0, p.ldc, i0, j0, i1 - i0,
+                  j1 - j0);
 }
 
 /// The rows [i0, i1) and columns [j0, j1) of an m x n C that part `part`
@@ -1585,6 +1640,7 @@ struct BF16Problem {
   Operand a, b;
   float *c;
   int64_t ldc;
+  Epilogue epilogue;
   /// op(B) packed whole (ceil(N / NR) panels of pairsPad(K) x NR, the
   /// panels gemmBlockBF16 packs per block), or NULL.
   const uint32_t *packedB = nullptr;
@@ -1660,6 +1716,8 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
           p.ldc,
           [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile) {
             info.kernel(kp, aPanel, bPanel, cTile, p.ldc, p.alpha, p.beta);
+            if (!p.epilogue.empty())
+              applyEpilogueAt(p.epilogue, p.c, p.ldc, cTile, mr, nr);
           },
           [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile,
               int64_t rows, int64_t cols) {
@@ -1671,6 +1729,8 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
                 x = p.beta == 0.0f ? edge[i * nr + j]
                                    : edge[i * nr + j] + p.beta * x;
               }
+            if (!p.epilogue.empty())
+              applyEpilogueAt(p.epilogue, p.c, p.ldc, cTile, rows, cols);
           });
     }
   }
@@ -1698,6 +1758,9 @@ void gemmNaiveBF16(const BF16Problem &p, int64_t i0, int64_t i1, int64_t j0,
       float &c = p.c[i * p.ldc + j];
       c = combineBF16(acc, c, p.alpha, p.beta);
     }
+  if (!p.epilogue.empty())
+    applyEpilogue(p.epilogue, p.c + i0 * p.ldc + j0, p.ldc, i0, j0, i1 - i0,
+                  j1 - j0);
 }
 
 struct BF16Split {
@@ -1754,15 +1817,19 @@ static int threadGrid(int64_t m, int64_t n, int64_t k, int64_t rowTiles,
 
 } // extern "C"
 
-/// What pd_cpu_sgemm and pd_cpu_gemm_bf16 share: a column-major product as
-/// the row-major transposed one, nothing for an empty C, C = beta * C for
-/// k = 0 or alpha = 0; else `run(m, n, opA, opB)`, the row-major product.
+/// What the f32 and bf16 entry points share: a column-major product as
+/// the row-major transposed one (a bias per column of C then indexes its
+/// rows), nothing for an empty C, C = beta * C (and the epilogue) for k = 0
+/// or alpha = 0; else `run(m, n, opA, opB, epilogue)`, the row-major
+/// product.
 template <typename Run>
 __attribute__((always_inline)) inline void
 gemmEntry(int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
           int32_t k, float alpha, const float *a, int32_t lda, const float *b,
-          int32_t ldb, float beta, float *c, int32_t ldc, Run run) {
+          int32_t ldb, float beta, float *c, int32_t ldc, Epilogue epilogue,
+          Run run) {
   if (order == kColMajor) {
+    epilogue.biasPerRow = !epilogue.biasPerRow;
     // Column-major C = op(A) op(B) is row-major C^T = op(B)^T op(A)^T.
     auto swap = [](auto &x, auto &y) {
       auto t = x;
@@ -1778,10 +1845,12 @@ gemmEntry(int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
     return;
   if (k <= 0 || alpha == 0.0f) {
     scaleC(m, n, beta, c, ldc);
+    if (!epilogue.empty())
+      applyEpilogue(epilogue, c, ldc, 0, 0, m, n);
     return;
   }
   run(m, n, Operand{a, lda, transA == kTrans},
-      Operand{b, ldb, transB == kTrans});
+      Operand{b, ldb, transB == kTrans}, epilogue);
 }
 
 /// Runs `split` (a Split or BF16Split whose problem is m x n x k over tiles
@@ -1805,13 +1874,17 @@ void runSplit(SplitT &split, int64_t m, int64_t n, int64_t k, int mr, int nr,
 
 extern "C" {
 
-PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
-                            int32_t m, int32_t n, int32_t k, float alpha,
-                            const float *a, int32_t lda, const float *b,
-                            int32_t ldb, float beta, float *c, int32_t ldc) {
+PD_HIDDEN void pd_cpu_sgemm_epilogue(int32_t order, int32_t transA,
+                                     int32_t transB, int32_t m, int32_t n,
+                                     int32_t k, float alpha, const float *a,
+                                     int32_t lda, const float *b, int32_t ldb,
+                                     float beta, float *c, int32_t ldc,
+                                     const float *bias, int32_t activation) {
   gemmEntry(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-            [&](int32_t m, int32_t n, Operand opA, Operand opB) {
-              Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
+            Epilogue{bias, false, activation},
+            [&](int32_t m, int32_t n, Operand opA, Operand opB,
+                Epilogue epilogue) {
+              Problem p{m, n, k, alpha, beta, opA, opB, c, ldc, epilogue};
               const KernelInfo &info = kernelInfo();
               p.packedB = constantPackedB(p.b, p.k, p.n, info);
               Split split{&p, &info, 1, 1, 0, 0};
@@ -1820,19 +1893,40 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
             });
 }
 
+PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
+                            int32_t m, int32_t n, int32_t k, float alpha,
+                            const float *a, int32_t lda, const float *b,
+                            int32_t ldb, float beta, float *c, int32_t ldc) {
+  pd_cpu_sgemm_epilogue(order, transA, transB, m, n, k, alpha, a, lda, b, ldb,
+                        beta, c, ldc, nullptr, PD_CPU_ACT_NONE);
+}
+
+PD_HIDDEN void pd_cpu_gemm_bf16_epilogue(int32_t order, int32_t transA,
+                                         int32_t transB, int32_t m, int32_t n,
+                                         int32_t k, float alpha, const float *a,
+                                         int32_t lda, const float *b,
+                                         int32_t ldb, float beta, float *c,
+                                         int32_t ldc, const float *bias,
+                                         int32_t activation) {
+  gemmEntry(
+      order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+      Epilogue{bias, false, activation},
+      [&](int32_t m, int32_t n, Operand opA, Operand opB, Epilogue epilogue) {
+        BF16Problem p{m, n, k, alpha, beta, opA, opB, c, ldc, epilogue};
+        const BF16KernelInfo &info = bf16KernelInfo();
+        p.packedB = constantPackedBBF16(p.b, p.k, p.n, info);
+        BF16Split split{&p, &info, 1, 1, 0, 0};
+        runSplit(split, p.m, p.n, p.k, info.mr, info.nr, runPartBF16);
+      });
+}
+
 PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
                                 int32_t m, int32_t n, int32_t k, float alpha,
                                 const float *a, int32_t lda, const float *b,
                                 int32_t ldb, float beta, float *c,
                                 int32_t ldc) {
-  gemmEntry(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-            [&](int32_t m, int32_t n, Operand opA, Operand opB) {
-              BF16Problem p{m, n, k, alpha, beta, opA, opB, c, ldc};
-              const BF16KernelInfo &info = bf16KernelInfo();
-              p.packedB = constantPackedBBF16(p.b, p.k, p.n, info);
-              BF16Split split{&p, &info, 1, 1, 0, 0};
-              runSplit(split, p.m, p.n, p.k, info.mr, info.nr, runPartBF16);
-            });
+  pd_cpu_gemm_bf16_epilogue(order, transA, transB, m, n, k, alpha, a, lda, b,
+                            ldb, beta, c, ldc, nullptr, PD_CPU_ACT_NONE);
 }
 
 PD_EXPORT const char *pipedream_cpu_gemm_bf16_kernel(void) {

@@ -49,6 +49,36 @@ void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
                       const float *a, int32_t lda, const float *b,
                       int32_t ldb, float beta, float *c, int32_t ldc);
 
+/// Activations a GEMM's epilogue applies (pd_cpu_sgemm_epilogue).
+enum {
+  PD_CPU_ACT_NONE = 0,
+  /// max(x, 0) as arith.maximumf: NaN stays NaN, -0 becomes +0.
+  PD_CPU_ACT_RELU = 1,
+  /// max(x, 0) as arith.maxnumf: NaN becomes 0.
+  PD_CPU_ACT_RELU_NUM = 2,
+};
+
+/// pd_cpu_sgemm, then on every element of C: + bias (when `bias` is not
+/// NULL: `n` floats, bias[j] for column j of the m x n C in either order:
+/// a Linear layer's bias), then `activation` (PD_CPU_ACT_*). Each register tile
+/// gets them right after its last update, while it is in cache: the
+/// compiler's cpu-lower-gemm-to-blas calls this in place of a bias
+/// broadcast into C before the GEMM (beta = 1) and a ReLU pass after it.
+/// C = act(alpha * op(A) op(B) + beta * C + bias).
+void pd_cpu_sgemm_epilogue(int32_t order, int32_t transA, int32_t transB,
+                           int32_t m, int32_t n, int32_t k, float alpha,
+                           const float *a, int32_t lda, const float *b,
+                           int32_t ldb, float beta, float *c, int32_t ldc,
+                           const float *bias, int32_t activation);
+
+/// pd_cpu_gemm_bf16 with pd_cpu_sgemm_epilogue's bias and activation,
+/// applied in f32 to the f32 C: act(beta * C + bf16(alpha * sum) + bias).
+void pd_cpu_gemm_bf16_epilogue(int32_t order, int32_t transA, int32_t transB,
+                               int32_t m, int32_t n, int32_t k, float alpha,
+                               const float *a, int32_t lda, const float *b,
+                               int32_t ldb, float beta, float *c, int32_t ldc,
+                               const float *bias, int32_t activation);
+
 /// The bf16 micro-kernel in effect: "amx_bf16", "avx512_bf16" (VDPBF16PS),
 /// or "avx512-emulated", "avx2-emulated", "generic-emulated" (f32 FMAs on
 /// the bf16 operands). $PIPEDREAM_GEMM_KERNEL=avx512_bf16 stops at
