@@ -28,11 +28,12 @@
 //
 // Epilogues (pipedream's kernels only): a Linear layer's bias broadcast
 // into C right before the contraction becomes the `bias` argument of
-// `pd_cpu_sgemm_epilogue` (beta = 0), and a ReLU that is the only reader of
-// a result so initialized (zero or bias) becomes its `activation`, the
-// GEMM writing the ReLU's buffer. The kernel applies both to each register
-// tile while it is in cache: no pass over C to broadcast the bias, none
-// for the ReLU, and no intermediate buffer.
+// `pd_cpu_sgemm_epilogue` (beta = 0); a loop that is the only reader of a
+// result so initialized (zero or bias), directly or through one reshape,
+// and applies a ReLU and/or (after a zero fill) adds a bias becomes its
+// `activation` and `bias`, the GEMM writing the loop's buffer. The kernel
+// applies both to each register tile while it is in cache: no pass over C
+// for the bias or the ReLU, and no intermediate buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,13 +109,36 @@ bool hasUnitInnerStride(Value memref, int64_t &lastSize) {
   return true;
 }
 
-/// The `linalg.generic` that broadcasts a rank-1 `bias` along the last
+/// Whether a rank-1 `bias` with unit stride, indexed by `map` (a map onto
+/// the last of its loop dimensions) over an output `view` whose last
+/// dimension is that of the GEMM's C (`cLast`), is the epilogue's
+/// per-column bias of the calls `plan` makes: every element they write at
+/// column j of their row-major C is then at index j of that dimension
+/// (the GEMM's N, contiguous; rows and loop steps move by whole multiples
+/// of it).
+bool isColumnBias(Value bias, AffineMap map, Value view, int64_t cLast,
+                  const pipedream::GemmPlan &plan) {
+  int64_t biasSize, viewLast;
+  if (!hasUnitInnerStride(bias, biasSize) ||
+      cast<MemRefType>(bias.getType()).getRank() != 1 ||
+      !hasUnitInnerStride(view, viewLast) || biasSize != viewLast ||
+      viewLast != cLast)
+    return false;
+  unsigned rank = map.getNumDims();
+  if (map.getNumResults() != 1 ||
+      map.getResult(0) != getAffineDimExpr(rank - 1, map.getContext()))
+    return false;
+  if (plan.n != cLast || plan.ldc % cLast != 0)
+    return false;
+  return llvm::all_of(plan.loops, [&](const pipedream::GemmOuterLoop &loop) {
+    return loop.stride[2] % cLast == 0;
+  });
+}
+
+/// The `linalg.generic` that broadcasts a rank-1 bias along the last
 /// dimension of `op`'s output right before `op` (only memory-effect-free
 /// ops in between), when the GEMM of `plan` can take it as the epilogue's
-/// per-column bias: every element the calls write at column j of their
-/// row-major C is then at index j of the output's last dimension (that
-/// dimension is the GEMM's N, contiguous, and rows and loop steps move by
-/// whole multiples of it). Null otherwise.
+/// bias (isColumnBias). Null otherwise.
 linalg::GenericOp findBiasFillOfOutput(linalg::LinalgOp op,
                                        const pipedream::GemmPlan &plan) {
   Value output = op.getDpsInitOperand(0)->get();
@@ -125,7 +149,8 @@ linalg::GenericOp findBiasFillOfOutput(linalg::LinalgOp op,
   auto fill = dyn_cast_or_null<linalg::GenericOp>(previous);
   if (!fill || fill.getNumDpsInputs() != 1 || fill.getNumDpsInits() != 1 ||
       fill.getDpsInitOperand(0)->get() != output ||
-      fill.getNumParallelLoops() != fill.getNumLoops())
+      fill.getNumParallelLoops() != fill.getNumLoops() ||
+      !fill.getIndexingMapsArray()[1].isIdentity())
     return nullptr;
   // The body is `yield %in`.
   Block &body = fill.getRegion().front();
@@ -133,100 +158,176 @@ linalg::GenericOp findBiasFillOfOutput(linalg::LinalgOp op,
   if (body.getOperations().size() != 1 || !yield ||
       yield.getNumOperands() != 1 || yield.getOperand(0) != body.getArgument(0))
     return nullptr;
-  Value bias = fill.getDpsInputOperand(0)->get();
-  int64_t biasSize, cLast;
-  if (!hasUnitInnerStride(bias, biasSize) ||
-      cast<MemRefType>(bias.getType()).getRank() != 1 ||
-      !hasUnitInnerStride(output, cLast) || biasSize != cLast)
+  int64_t cLast;
+  if (!hasUnitInnerStride(output, cLast) ||
+      !isColumnBias(fill.getDpsInputOperand(0)->get(),
+                    fill.getIndexingMapsArray()[0], output, cLast, plan))
     return nullptr;
-  AffineMap outMap = fill.getIndexingMapsArray()[1];
-  AffineMap inMap = fill.getIndexingMapsArray()[0];
-  unsigned rank = outMap.getNumDims();
-  if (!outMap.isIdentity() || inMap.getNumResults() != 1 ||
-      inMap.getResult(0) != getAffineDimExpr(rank - 1, op.getContext()))
-    return nullptr;
-  if (plan.n != cLast || plan.ldc % cLast != 0)
-    return nullptr;
-  for (const pipedream::GemmOuterLoop &loop : plan.loops)
-    if (loop.stride[2] % cLast != 0)
-      return nullptr;
   return fill;
 }
 
-/// The activation (kActRelu or kActReluNum) of `relu`: a `linalg.generic`
-/// with identity maps whose body is max(in, +0.0) (arith.maximumf or
-/// arith.maxnumf, either operand order); kActNone for anything else.
-int32_t reluKind(linalg::GenericOp relu) {
-  Block &body = relu.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  // The max, the yield and constants (the zero may be defined in the body).
-  for (Operation &inner : body.without_terminator())
-    if (!isa<arith::ConstantOp>(inner) && &inner != yield->getPrevNode())
-      return kActNone;
-  Operation *max = yield.getNumOperands() == 1
-                       ? yield.getOperand(0).getDefiningOp()
-                       : nullptr;
+/// What a generic after the GEMM applies to its result, as an epilogue.
+struct Consumer {
+  linalg::GenericOp generic;
+  /// The reshape between the GEMM's output and `generic`, or null.
+  Operation *view = nullptr;
+  /// A bias the generic adds (or null), and the activation after it.
+  Value bias;
+  int32_t act = kActNone;
+};
+
+/// Whether `value` is max(`x`, +0.0) (arith.maximumf: kActRelu, or
+/// arith.maxnumf: kActReluNum, either operand order); then `x` is set.
+int32_t reluOf(Value value, Value &x) {
+  Operation *max = value.getDefiningOp();
   if (!max || !isa<arith::MaximumFOp, arith::MaxNumFOp>(max))
     return kActNone;
-  Value in = body.getArgument(0);
   Value lhs = max->getOperand(0), rhs = max->getOperand(1);
-  Value other = lhs == in ? rhs : rhs == in ? lhs : Value();
-  if (!other || !matchPattern(other, m_PosZeroFloat()))
+  if (matchPattern(rhs, m_PosZeroFloat()))
+    x = lhs;
+  else if (matchPattern(lhs, m_PosZeroFloat()))
+    x = rhs;
+  else
     return kActNone;
   return isa<arith::MaximumFOp>(max) ? kActRelu : kActReluNum;
 }
 
-/// For an `op` whose output starts as zero or a bias (erased with the
-/// contraction): the ReLU that is the only reader of that output, a
-/// `memref.alloc` used by nothing else but deallocations, when the GEMM
-/// may write the ReLU's own buffer instead. That buffer, of the same type,
-/// is a `memref.alloc` of the same block that nothing uses between `op` and
-/// the ReLU (writing it earlier changes nothing then); it is moved before
-/// `op` where it was allocated after it. Returns the ReLU and its
-/// activation, or null.
-linalg::GenericOp findReluOfOutput(linalg::LinalgOp op, Operation *init,
-                                   int32_t &act) {
+/// The epilogue `generic`'s body computes from the GEMM's element `c` (a
+/// block argument) and, when `bias` is a block argument, the bias: `c +
+/// bias` (either order) and/or max(., +0.0), nothing else but constants.
+/// Sets `act` and `addsBias`; false for any other body.
+bool readEpilogueBody(linalg::GenericOp generic, Value c, Value bias,
+                      int32_t &act, bool &addsBias) {
+  Block &body = generic.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return false;
+  Value value = yield.getOperand(0), inner = value;
+  act = reluOf(value, inner);
+  addsBias = false;
+  unsigned computeOps = act != kActNone;
+  if (bias) {
+    auto add = inner.getDefiningOp<arith::AddFOp>();
+    if (!add || !((add.getLhs() == c && add.getRhs() == bias) ||
+                  (add.getLhs() == bias && add.getRhs() == c)))
+      return false;
+    addsBias = true;
+    ++computeOps;
+  } else if (inner != c) {
+    return false;
+  }
+  unsigned constants = 0;
+  for (Operation &inner : body.without_terminator())
+    constants += isa<arith::ConstantOp>(inner);
+  return computeOps > 0 &&
+         body.getOperations().size() == 1 + computeOps + constants;
+}
+
+/// For an `op` whose output starts as zero or a bias (`init`, erased with
+/// the contraction): the generic that is the only reader of that output (a
+/// `memref.alloc` used by nothing else but deallocations), directly or
+/// through one reshape, and that adds a bias (only when `init` is a zero
+/// fill) and/or applies a ReLU: the GEMM can take that as its epilogue and
+/// write the generic's own buffer. That buffer, of the reshape's type, is a
+/// `memref.alloc` of the same block that nothing uses between `op` and the
+/// generic (writing it earlier changes nothing then). Returns the consumer,
+/// or one with a null generic.
+Consumer findEpilogueConsumer(linalg::LinalgOp op, Operation *init,
+                              bool zeroInit, const pipedream::GemmPlan &plan) {
+  Consumer none;
   Value output = op.getDpsInitOperand(0)->get();
   auto alloc = output.getDefiningOp<memref::AllocOp>();
-  if (!alloc || alloc->getBlock() != op->getBlock())
-    return nullptr;
-  linalg::GenericOp relu;
+  int64_t cLast;
+  if (!alloc || alloc->getBlock() != op->getBlock() ||
+      !hasUnitInnerStride(output, cLast))
+    return none;
+  Operation *reader = nullptr;
   for (Operation *user : output.getUsers()) {
     if (user == op.getOperation() || user == init ||
         isa<memref::DeallocOp>(user))
       continue;
-    auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (relu || !generic)
-      return nullptr;
-    relu = generic;
+    if (reader)
+      return none;
+    reader = user;
   }
-  if (!relu || relu->getBlock() != op->getBlock() ||
-      !op->isBeforeInBlock(relu) || relu.getNumDpsInputs() != 1 ||
-      relu.getNumDpsInits() != 1 ||
-      relu.getDpsInputOperand(0)->get() != output ||
-      relu.getNumParallelLoops() != relu.getNumLoops() ||
-      !llvm::all_of(relu.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return nullptr;
-  act = reluKind(relu);
-  Value target = relu.getDpsInitOperand(0)->get();
+  if (!reader)
+    return none;
+  Consumer found;
+  Value seen = output;
+  if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(reader)) {
+    Value reshaped = reader->getResult(0);
+    if (!reshaped.hasOneUse())
+      return none;
+    found.view = reader;
+    seen = reshaped;
+    reader = *reshaped.getUsers().begin();
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(reader);
+  if (!generic || generic->getBlock() != op->getBlock() ||
+      !op->isBeforeInBlock(generic) || generic.getNumDpsInits() != 1 ||
+      generic.getNumDpsInputs() > 2 ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return none;
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  Value cArg, biasArg;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    unsigned index = input->getOperandNumber();
+    Value arg = generic.getRegion().front().getArgument(index);
+    if (input->get() == seen && maps[index].isIdentity() && !cArg) {
+      cArg = arg;
+    } else if (zeroInit &&
+               isColumnBias(input->get(), maps[index], seen, cLast, plan)) {
+      biasArg = arg;
+      found.bias = input->get();
+    } else {
+      return none;
+    }
+  }
+  bool addsBias;
+  if (!cArg || !maps.back().isIdentity() ||
+      !readEpilogueBody(generic, cArg, biasArg, found.act, addsBias) ||
+      addsBias != bool(biasArg))
+    return none;
+  Value target = generic.getDpsInitOperand(0)->get();
   auto targetAlloc = target.getDefiningOp<memref::AllocOp>();
-  if (act == kActNone || target.getType() != output.getType() || !targetAlloc ||
+  if (target.getType() != seen.getType() || !targetAlloc ||
       targetAlloc->getBlock() != op->getBlock() ||
       !targetAlloc.getDynamicSizes().empty() ||
       !targetAlloc.getSymbolOperands().empty() ||
-      !targetAlloc->isBeforeInBlock(relu))
-    return nullptr;
+      !targetAlloc->isBeforeInBlock(generic))
+    return none;
   for (Operation *user : target.getUsers()) {
-    if (user == relu.getOperation())
+    if (user == generic.getOperation())
       continue;
     Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*user);
-    if (!ancestor || !relu->isBeforeInBlock(ancestor))
-      return nullptr;
+    if (!ancestor || !generic->isBeforeInBlock(ancestor))
+      return none;
   }
+  found.generic = generic;
+  return found;
+}
+
+/// The consumer's buffer as the GEMM's C: the buffer itself, or its
+/// reshape back to the output's type (the inverse of `consumer.view`),
+/// created before `op` after moving the buffer's allocation there if it
+/// came later.
+Value targetAsOutput(linalg::LinalgOp op, Consumer &consumer) {
+  Value target = consumer.generic.getDpsInitOperand(0)->get();
+  Operation *targetAlloc = target.getDefiningOp();
   if (op->isBeforeInBlock(targetAlloc))
     targetAlloc->moveBefore(op);
-  return relu;
+  if (!consumer.view)
+    return target;
+  OpBuilder builder(op);
+  auto outputType = cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  if (auto expand = dyn_cast<memref::ExpandShapeOp>(consumer.view))
+    return memref::CollapseShapeOp::create(builder, op.getLoc(), outputType,
+                                           target,
+                                           expand.getReassociationIndices());
+  auto collapse = cast<memref::CollapseShapeOp>(consumer.view);
+  return memref::ExpandShapeOp::create(builder, op.getLoc(),
+                                       outputType.getShape(), target,
+                                       collapse.getReassociationIndices());
 }
 
 /// Emits the loops and calls for `plan` in place of `op`; with `epilogue`
@@ -247,24 +348,26 @@ void emitGemm(ModuleOp module, linalg::LinalgOp op, pipedream::GemmPlan plan,
   if (!zeroFill && !epilogue.empty())
     biasFill = findBiasFillOfOutput(op, plan);
   bool zeroInit = zeroFill || biasFill;
-  int32_t act = kActNone;
-  linalg::GenericOp relu;
+  Consumer consumer;
   memref::AllocOp unused;
   if (zeroInit && !epilogue.empty()) {
     Operation *init = zeroFill ? zeroFill : biasFill.getOperation();
-    relu = findReluOfOutput(op, init, act);
-    if (relu) {
+    consumer = findEpilogueConsumer(op, init, zeroFill != nullptr, plan);
+    if (consumer.generic) {
       unused = plan.memrefs[2].getDefiningOp<memref::AllocOp>();
-      plan.memrefs[2] = relu.getDpsInitOperand(0)->get();
+      plan.memrefs[2] = targetAsOutput(op, consumer);
     }
   }
-  if (biasFill || relu)
+  Value biasMemref =
+      biasFill ? biasFill.getDpsInputOperand(0)->get() : consumer.bias;
+  int32_t act = consumer.act;
+  bool fused = biasMemref || consumer.generic;
+  if (fused)
     gemm = getOrInsertGemm(module, elementType, epilogue, /*epilogue=*/true);
   Value biasBase, biasOffset;
-  if (biasFill)
-    pipedream::emitBasePointerAndOffset(builder, loc,
-                                        biasFill.getDpsInputOperand(0)->get(),
-                                        biasBase, biasOffset);
+  if (biasMemref)
+    pipedream::emitBasePointerAndOffset(builder, loc, biasMemref, biasBase,
+                                        biasOffset);
   if (zeroFill)
     zeroFill->erase();
 
@@ -298,9 +401,9 @@ void emitGemm(ModuleOp module, linalg::LinalgOp op, pipedream::GemmPlan plan,
   SmallVector<Value> arguments = {order, transA, transB,      m,   n,
                                   k,     alpha,  pointers[0], lda, pointers[1],
                                   ldb,   beta,   pointers[2], ldc};
-  if (biasFill || relu) {
+  if (fused) {
     auto ptrType = LLVM::LLVMPointerType::get(builder.getContext());
-    Value bias = biasFill
+    Value bias = biasMemref
                      ? LLVM::GEPOp::create(
                            builder, loc, ptrType, elementType, biasBase,
                            ValueRange{arith::IndexCastOp::create(
@@ -313,8 +416,10 @@ void emitGemm(ModuleOp module, linalg::LinalgOp op, pipedream::GemmPlan plan,
   op->erase();
   if (biasFill)
     biasFill->erase();
-  if (relu)
-    relu->erase();
+  if (consumer.generic)
+    consumer.generic->erase();
+  if (consumer.view)
+    consumer.view->erase();
   if (unused) {
     for (Operation *user : llvm::make_early_inc_range(unused->getUsers()))
       user->erase();

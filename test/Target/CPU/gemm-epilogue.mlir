@@ -1,7 +1,8 @@
 // cpu-lower-gemm-to-blas with pipedream's kernels: a bias broadcast into
-// the output right before the contraction and a ReLU that is the output's
-// only reader become the epilogue of one pd_cpu_sgemm_epilogue call (bias
-// pointer, activation: 0 none, 1 arith.maximumf, 2 arith.maxnumf), beta 0.
+// the output right before the contraction, or a loop that is the output's
+// only reader and adds a bias (after a zero fill) and/or applies a ReLU,
+// become the epilogue of one pd_cpu_sgemm_epilogue call (bias pointer,
+// activation: 0 none, 1 arith.maximumf, 2 arith.maxnumf), beta 0.
 // CBLAS has no epilogue: there the IR keeps its bias broadcast and ReLU.
 // Numerics: unittests/Target/CPU/GemmEpilogueTest.cpp (bitwise the loops
 // it replaces) and test/Tools/pipedream-compile/bundle.test (a model with
@@ -151,4 +152,76 @@ func.func @not_epilogues(%x: memref<16x32xf32>, %w: memref<32x16xf32>, %rowBias:
     linalg.yield %r : f32
   }
   return %out : memref<16x16xf32>
+}
+
+// The bias added after the product (PyTorch's MatMul + Add export of a
+// Linear on [B, T, C] input), with the ReLU in the same loop, through the
+// reshape of the GEMM's [B*T, N] result: the GEMM writes the loop's buffer
+// through the inverse reshape.
+// CHECK-LABEL: func.func @matmul_add_relu_reshaped(
+// CHECK-SAME:    %{{.*}}: memref<16x32xf32>, %{{.*}}: memref<32x24xf32>, %[[B:.*]]: memref<24xf32>
+// CHECK:         %[[OUT:.*]] = memref.alloc() : memref<2x8x24xf32>
+// CHECK:         %[[C:.*]] = memref.collapse_shape %[[OUT]] {{\[}}[0, 1], [2]] : memref<2x8x24xf32> into memref<16x24xf32>
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK:         memref.extract_aligned_pointer_as_index %[[C]]
+// CHECK:         %[[ACT:.*]] = arith.constant 1 : i32
+// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[ACT]])
+// CHECK-NOT:     linalg.
+// CHECK-NOT:     memref.expand_shape
+// CHECK:         return %[[OUT]]
+func.func @matmul_add_relu_reshaped(%x: memref<16x32xf32>, %w: memref<32x24xf32>, %b: memref<24xf32>) -> memref<2x8x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<16x24xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<16x24xf32>)
+  linalg.matmul ins(%x, %w : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  %v = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 8, 24] : memref<16x24xf32> into memref<2x8x24xf32>
+  %out = memref.alloc() : memref<2x8x24xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%b, %v : memref<24xf32>, memref<2x8x24xf32>) outs(%out : memref<2x8x24xf32>) {
+  ^bb0(%bias: f32, %in: f32, %o: f32):
+    %s = arith.addf %in, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<16x24xf32>
+  return %out : memref<2x8x24xf32>
+}
+
+// Not epilogues: a loop that also adds a residual (three inputs), and one
+// that adds a bias to a product whose output already started as a bias.
+// CHECK-LABEL: func.func @add_not_epilogues(
+// CHECK:         call @pd_cpu_sgemm(
+// CHECK:         linalg.generic
+// CHECK:         %[[NOACT:.*]] = arith.constant 0 : i32
+// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[NOACT]]) :
+// CHECK:         linalg.generic
+// CHECK:         arith.addf
+func.func @add_not_epilogues(%x: memref<8x32xf32>, %w: memref<32x16xf32>, %b: memref<16xf32>, %res: memref<8x16xf32>) -> (memref<8x16xf32>, memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%x, %w : memref<8x32xf32>, memref<32x16xf32>) outs(%c : memref<8x16xf32>)
+  %out = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [#id, #bias, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b, %res : memref<8x16xf32>, memref<16xf32>, memref<8x16xf32>) outs(%out : memref<8x16xf32>) {
+  ^bb0(%in: f32, %bias: f32, %r: f32, %o: f32):
+    %s = arith.addf %in, %bias : f32
+    %t = arith.addf %s, %r : f32
+    linalg.yield %t : f32
+  }
+  %c2 = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%b : memref<16xf32>) outs(%c2 : memref<8x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.matmul ins(%x, %w : memref<8x32xf32>, memref<32x16xf32>) outs(%c2 : memref<8x16xf32>)
+  %out2 = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c2, %b : memref<8x16xf32>, memref<16xf32>) outs(%out2 : memref<8x16xf32>) {
+  ^bb0(%in: f32, %bias: f32, %o: f32):
+    %s = arith.addf %in, %bias : f32
+    linalg.yield %s : f32
+  }
+  return %out, %out2 : memref<8x16xf32>, memref<8x16xf32>
 }

@@ -396,11 +396,14 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     dimension is the GEMM's contiguous N) is erased too: the call becomes
     `pd_cpu_sgemm_epilogue` (`pd_cpu_gemm_bf16_epilogue`) with `beta = 0`
     and the bias pointer, and the kernel adds the bias to each register
-    tile after its last update. A ReLU (`arith.maximumf` or `arith.maxnumf`
-    with +0.0) that is the only reader of an output initialized so (zero or
-    bias) becomes the call's activation argument: the GEMM writes the
-    ReLU's buffer and the intermediate buffer is removed. CBLAS calls take
-    no epilogue.
+    tile after its last update. A `linalg.generic` that is the only reader
+    of an output initialized so (zero or bias; directly or through one
+    reshape) and computes from it a ReLU (`arith.maximumf` or
+    `arith.maxnumf` with +0.0), or, after a zero fill, `+ bias` (the
+    MatMul + Add that PyTorch exports for a Linear on 3-D input) with or
+    without the ReLU, becomes the call's bias and activation arguments: the
+    GEMM writes the generic's buffer (through the inverse reshape) and the
+    intermediate buffer is removed. CBLAS calls take no epilogue.
 
     `sgemm=pd_cpu_sgemm` calls pipedream's own packed, register-tiled
     kernel for f32 instead (lib/Target/CPU/Kernels: same arguments as
