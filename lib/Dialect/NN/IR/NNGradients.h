@@ -32,6 +32,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <utility>
+
 namespace pipedream::nn::detail {
 
 /// Attaches every derivative rule; called from NNDialect::initialize().
@@ -117,6 +119,24 @@ inline mlir::Value sub(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
 inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                        mlir::Value y) {
   return DivOp::create(b, loc, x, y);
+}
+
+/// The rule of a broadcasting binary op z = f(x, y) whose operands have
+/// gradients only when x is a tensor of floats: `partials(loc, x, y, g)`
+/// returns dx and dy at the result's shape (g: the result's gradient), each
+/// then summed back to its operand's shape.
+template <typename OpTy, typename PartialsFn>
+mlir::LogicalResult
+binaryFloatGrad(OpTy op, mlir::OpBuilder &b, mlir::ValueRange grads,
+                llvm::SmallVectorImpl<mlir::Value> &out, PartialsFn partials) {
+  mlir::Location loc = op.getLoc();
+  mlir::Value x = op.getLhs(), y = op.getRhs();
+  if (appendNullGradsUnlessFloat(x, 2, out))
+    return mlir::success();
+  auto [dx, dy] = partials(loc, x, y, grads[0]);
+  out.push_back(unbroadcast(b, loc, dx, x));
+  out.push_back(unbroadcast(b, loc, dy, y));
+  return mlir::success();
 }
 
 /// The rule of reduce_max and reduce_min: the gradient goes to the positions

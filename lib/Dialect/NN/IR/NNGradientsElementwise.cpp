@@ -51,27 +51,23 @@ LogicalResult subGrad(SubOp op, OpBuilder &b, ValueRange grads,
 
 LogicalResult mulGrad(MulOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value g = grads[0], x = op.getLhs(), y = op.getRhs();
-  if (appendNullGradsUnlessFloat(x, 2, out))
-    return success();
-  out.push_back(unbroadcast(b, loc, mul(b, loc, g, y), x));
-  out.push_back(unbroadcast(b, loc, mul(b, loc, g, x), y));
-  return success();
+  return binaryFloatGrad(
+      op, b, grads, out,
+      [&](Location loc, Value x, Value y, Value g) -> std::pair<Value, Value> {
+        return {mul(b, loc, g, y), mul(b, loc, g, x)};
+      });
 }
 
 // z = x / y: dx = g / y, dy = -g * z / y.
 LogicalResult divGrad(DivOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value g = grads[0], x = op.getLhs(), y = op.getRhs();
-  if (appendNullGradsUnlessFloat(x, 2, out))
-    return success();
-  Value gOverY = DivOp::create(b, loc, g, y);
-  out.push_back(unbroadcast(b, loc, gOverY, x));
-  Value dy = NegOp::create(b, loc, mul(b, loc, gOverY, op.getOutput()));
-  out.push_back(unbroadcast(b, loc, dy, y));
-  return success();
+  return binaryFloatGrad(
+      op, b, grads, out,
+      [&](Location loc, Value x, Value y, Value g) -> std::pair<Value, Value> {
+        Value gOverY = DivOp::create(b, loc, g, y);
+        return {gOverY,
+                NegOp::create(b, loc, mul(b, loc, gOverY, op.getOutput()))};
+      });
 }
 
 // z = x ^ e: dx = g * e * x^(e - 1); de = g * z * log(x) (defined for

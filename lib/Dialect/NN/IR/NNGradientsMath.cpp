@@ -225,35 +225,31 @@ LogicalResult preluGrad(PReluOp op, OpBuilder &b, ValueRange grads,
 template <typename OpTy, bool IsMax>
 LogicalResult extremumGrad(OpTy op, OpBuilder &b, ValueRange grads,
                            SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getLhs(), y = op.getRhs(), g = grads[0];
-  if (appendNullGradsUnlessFloat(x, 2, out))
-    return success();
-  Value lhsWins = IsMax ? Value(GreaterOp::create(b, loc, x, y))
-                        : Value(LessOp::create(b, loc, x, y));
-  Value tie = EqualOp::create(b, loc, x, y);
-  Value half = mul(b, loc, g, 0.5);
-  Value zero = scalar(b, loc, g, 0.0);
-  Value dx = WhereOp::create(b, loc, tie, half,
-                             WhereOp::create(b, loc, lhsWins, g, zero));
-  Value dy = WhereOp::create(b, loc, tie, half,
-                             WhereOp::create(b, loc, lhsWins, zero, g));
-  out.push_back(unbroadcast(b, loc, dx, x));
-  out.push_back(unbroadcast(b, loc, dy, y));
-  return success();
+  return binaryFloatGrad(
+      op, b, grads, out,
+      [&](Location loc, Value x, Value y, Value g) -> std::pair<Value, Value> {
+        Value lhsWins = IsMax ? Value(GreaterOp::create(b, loc, x, y))
+                              : Value(LessOp::create(b, loc, x, y));
+        Value tie = EqualOp::create(b, loc, x, y);
+        Value half = mul(b, loc, g, 0.5);
+        Value zero = scalar(b, loc, g, 0.0);
+        Value dx = WhereOp::create(b, loc, tie, half,
+                                   WhereOp::create(b, loc, lhsWins, g, zero));
+        Value dy = WhereOp::create(b, loc, tie, half,
+                                   WhereOp::create(b, loc, lhsWins, zero, g));
+        return {dx, dy};
+      });
 }
 
 // fmod: z = x - trunc(x / y) y: dx = g, dy = -g trunc(x / y) = -g (x - z) / y.
 LogicalResult modGrad(ModOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  Value x = op.getLhs(), y = op.getRhs(), g = grads[0];
-  if (appendNullGradsUnlessFloat(x, 2, out))
-    return success();
-  out.push_back(unbroadcast(b, loc, g, x));
-  Value quotient = div(b, loc, sub(b, loc, x, op.getOutput()), y);
-  out.push_back(unbroadcast(b, loc, NegOp::create(b, loc, mul(b, loc, g, quotient)), y));
-  return success();
+  return binaryFloatGrad(
+      op, b, grads, out,
+      [&](Location loc, Value x, Value y, Value g) -> std::pair<Value, Value> {
+        Value quotient = div(b, loc, sub(b, loc, x, op.getOutput()), y);
+        return {g, NegOp::create(b, loc, mul(b, loc, g, quotient))};
+      });
 }
 
 //===----------------------------------------------------------------------===//
