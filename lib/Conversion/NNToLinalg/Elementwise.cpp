@@ -248,25 +248,9 @@ Value compute(nn::CastOp, OpBuilder &b, Location loc, ValueRange args,
 //===----------------------------------------------------------------------===//
 
 /// Lowers an elementwise op to a broadcasting `linalg.generic` whose body is
-/// the `compute` overload for the op.
+/// the `compute` overload for the op, computing in the result's type.
 template <typename OpTy>
-struct ElementwiseLowering : OpConversionPattern<OpTy> {
-  using OpConversionPattern<OpTy>::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    Type elementType = resultType.getElementType();
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), resultType, adaptor.getOperands(),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return compute(op, b, loc, args, elementType);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
+using ElementwiseLowering = ElementwiseComputeLowering<OpTy, compute>;
 
 /// `nn.dropout` at inference: the input itself.
 struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {

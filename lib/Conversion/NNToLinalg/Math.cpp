@@ -359,26 +359,11 @@ Value compute(nn::XorOp, OpBuilder &b, Location loc, ValueRange args, Type) {
 // Patterns
 //===----------------------------------------------------------------------===//
 
+/// The `compute` overload for the op as a broadcasting `linalg.generic`,
+/// computing in the operand's type (the result is i1 for predicates).
 template <typename OpTy>
-struct MathElementwiseLowering : OpConversionPattern<OpTy> {
-  using OpConversionPattern<OpTy>::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    // The computation's type: the operand's (the result is i1 for
-    // predicates).
-    Type elementType = getElementTypeOrSelf(op->getOperand(0).getType());
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), resultType, adaptor.getOperands(),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return compute(op, b, loc, args, elementType);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
+using MathElementwiseLowering =
+    ElementwiseComputeLowering<OpTy, compute, ComputeType::Operand>;
 
 /// arg_max / arg_min: a (value, index) reduction over the axis. The running
 /// value starts at the lowest (highest) value and index 0; an element

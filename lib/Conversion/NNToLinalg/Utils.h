@@ -20,6 +20,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace pipedream::nn_to_linalg {
 
@@ -63,6 +65,40 @@ mlir::AffineMap getBroadcastMap(mlir::MLIRContext *ctx,
 mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType resultType,
                              mlir::ValueRange inputs, ScalarFn fn);
+
+/// The element type an elementwise op's scalar body computes in: its
+/// result's, or its first operand's (for ops whose result is i1, like the
+/// predicates).
+enum class ComputeType { Result, Operand };
+
+/// Lowers a one-result elementwise op to a broadcasting `linalg.generic`
+/// (buildElementwise) whose body is `Compute(op, b, loc, args, type)`, with
+/// `type` chosen by `In`. `Compute` names the op's overload of a file's
+/// scalar bodies.
+template <typename OpTy,
+          mlir::Value (*Compute)(OpTy, mlir::OpBuilder &, mlir::Location,
+                                 mlir::ValueRange, mlir::Type),
+          ComputeType In = ComputeType::Result>
+struct ElementwiseComputeLowering : mlir::OpConversionPattern<OpTy> {
+  using mlir::OpConversionPattern<OpTy>::OpConversionPattern;
+
+  mlir::LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const override {
+    auto resultType =
+        llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    mlir::Type elementType = mlir::getElementTypeOrSelf(
+        In == ComputeType::Result ? op->getResult(0).getType()
+                                  : op->getOperand(0).getType());
+    mlir::Value result = buildElementwise(
+        rewriter, op.getLoc(), resultType, adaptor.getOperands(),
+        [&](mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange args) {
+          return Compute(op, b, loc, args, elementType);
+        });
+    rewriter.replaceOp(op, result);
+    return mlir::success();
+  }
+};
 
 /// A `linalg.generic` writing into `init` (whose type is the result type)
 /// with explicit indexing maps (inputs then init) and iterator types. `fn`
