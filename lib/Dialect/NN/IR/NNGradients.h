@@ -121,6 +121,17 @@ inline mlir::Value div(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
   return DivOp::create(b, loc, x, y);
 }
 
+/// A rule `dx = g * slope(op)`, `slope` built from the op.
+template <typename OpTy,
+          mlir::Value (*Slope)(OpTy, mlir::OpBuilder &, mlir::Location)>
+mlir::LogicalResult slopeGrad(OpTy op, mlir::OpBuilder &b,
+                              mlir::ValueRange grads,
+                              llvm::SmallVectorImpl<mlir::Value> &out) {
+  mlir::Location loc = op.getLoc();
+  out.push_back(mul(b, loc, grads[0], Slope(op, b, loc)));
+  return mlir::success();
+}
+
 /// The rule of a broadcasting binary op z = f(x, y) whose operands have
 /// gradients only when x is a tensor of floats: `partials(loc, x, y, g)`
 /// returns dx and dy at the result's shape (g: the result's gradient), each

@@ -116,11 +116,7 @@ LogicalResult sqrtGrad(SqrtOp op, OpBuilder &b, ValueRange grads,
   return success();
 }
 
-LogicalResult expGrad(ExpOp op, OpBuilder &b, ValueRange grads,
-                      SmallVectorImpl<Value> &out) {
-  out.push_back(mul(b, op.getLoc(), grads[0], op.getOutput()));
-  return success();
-}
+Value expSlope(ExpOp op, OpBuilder &, Location) { return op.getOutput(); }
 
 LogicalResult logGrad(LogOp op, OpBuilder &b, ValueRange grads,
                       SmallVectorImpl<Value> &out) {
@@ -129,33 +125,22 @@ LogicalResult logGrad(LogOp op, OpBuilder &b, ValueRange grads,
 }
 
 // d tanh = g * (1 - tanh^2).
-LogicalResult tanhGrad(TanhOp op, OpBuilder &b, ValueRange grads,
-                       SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
+Value tanhSlope(TanhOp op, OpBuilder &b, Location loc) {
   Value y = op.getOutput();
-  Value slope = sub(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y));
-  out.push_back(mul(b, loc, grads[0], slope));
-  return success();
+  return sub(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y));
 }
 
 // d erf = g * 2 / sqrt(pi) * exp(-x^2).
-LogicalResult erfGrad(ErfOp op, OpBuilder &b, ValueRange grads,
-                      SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
+Value erfSlope(ErfOp op, OpBuilder &b, Location loc) {
   Value x = op.getInput();
   Value gauss = ExpOp::create(b, loc, mul(b, loc, mul(b, loc, x, x), -1.0));
-  out.push_back(mul(b, loc, grads[0], mul(b, loc, gauss, M_2_SQRTPI)));
-  return success();
+  return mul(b, loc, gauss, M_2_SQRTPI);
 }
 
 // d sigmoid = g * y * (1 - y).
-LogicalResult sigmoidGrad(SigmoidOp op, OpBuilder &b, ValueRange grads,
-                          SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
+Value sigmoidSlope(SigmoidOp op, OpBuilder &b, Location loc) {
   Value y = op.getOutput();
-  Value slope = mul(b, loc, y, sub(b, loc, scalar(b, loc, y, 1.0), y));
-  out.push_back(mul(b, loc, grads[0], slope));
-  return success();
+  return mul(b, loc, y, sub(b, loc, scalar(b, loc, y, 1.0), y));
 }
 
 // The gradient flows where x > 0, i.e. where relu(x) != 0 (torch's
@@ -394,11 +379,11 @@ void attachElementwiseGradientModels(MLIRContext *context) {
   attach<PowOp, powGrad>(context);
   attach<NegOp, negGrad>(context);
   attach<SqrtOp, sqrtGrad>(context);
-  attach<ExpOp, expGrad>(context);
+  attach<ExpOp, slopeGrad<ExpOp, expSlope>>(context);
   attach<LogOp, logGrad>(context);
-  attach<TanhOp, tanhGrad>(context);
-  attach<ErfOp, erfGrad>(context);
-  attach<SigmoidOp, sigmoidGrad>(context);
+  attach<TanhOp, slopeGrad<TanhOp, tanhSlope>>(context);
+  attach<ErfOp, slopeGrad<ErfOp, erfSlope>>(context);
+  attach<SigmoidOp, slopeGrad<SigmoidOp, sigmoidSlope>>(context);
   attach<ReluOp, reluGrad>(context);
   attach<LeakyReluOp, leakyReluGrad>(context);
   attach<GeluOp, geluGrad>(context);

@@ -25,15 +25,6 @@ Value maskOr0(OpBuilder &b, Location loc, Value cond, Value x) {
   return WhereOp::create(b, loc, cond, x, scalar(b, loc, x, 0.0));
 }
 
-/// A rule `dx = g * slope(op)`, `slope` built from the op.
-template <typename OpTy, Value (*Slope)(OpTy, OpBuilder &, Location)>
-LogicalResult slopeGrad(OpTy op, OpBuilder &b, ValueRange grads,
-                        SmallVectorImpl<Value> &out) {
-  Location loc = op.getLoc();
-  out.push_back(mul(b, loc, grads[0], Slope(op, b, loc)));
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Trigonometric and hyperbolic functions
 //===----------------------------------------------------------------------===//
