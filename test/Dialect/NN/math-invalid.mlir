@@ -34,6 +34,14 @@ func.func @cumsum_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @cumsum_axis_negative(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'nn.cumsum' op axis -1 is out of range [0, 2)}}
+  %0 = nn.cumsum %x {axis = -1 : i64} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @arg_max_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2xi64> {
   // expected-error @+2 {{axis 2 is out of range [0, 2)}}
   // expected-error @+1 {{'nn.arg_max' op failed to infer returned types}}

@@ -84,9 +84,11 @@ NN_ARG_REDUCE_OP(ArgMinOp)
 
 LogicalResult CumSumOp::verify() {
   int64_t rank = getInput().getType().getRank();
-  if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " is out of range [0, " << rank
-                                << ")";
+  // I64Attr's getter zero-extends: a negative axis reads as a huge one.
+  auto axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ")
+           << axis << " is out of range [0, " << rank << ")";
   return success();
 }
 
