@@ -114,6 +114,14 @@ def FuseElementwiseOpsPass
     scaling would turn the matmul's body into something that is no longer a
     multiply-accumulate, and `cpu-vectorize-gemm` / `cpu-lower-gemm-to-blas`
     would no longer recognize it (it would run as scalar loops).
+
+    One addition: an elementwise producer whose results are read by one
+    elementwise consumer and otherwise only returned, into a consumer whose
+    results are all returned, becomes one `linalg.generic` with the results
+    of both (upstream would recompute the producer in the consumer and keep
+    its loop). That is the end of an optimizer step: Adam's new moments are
+    returned and read by the weight update, and the step becomes one loop
+    per weight that reads and writes each array once.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::affine::AffineDialect",
