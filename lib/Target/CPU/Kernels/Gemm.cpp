@@ -168,30 +168,17 @@ void spreadRowsOf(int64_t kb, int64_t full, const float *src, int64_t ld,
 
 /// spreadRowsOf for the kernels' MR and NR (4, 6, 8, 12, 16, 32); false
 /// for another width.
+template <int... Widths>
+bool spreadRowsOfAny(int width, int64_t kb, int64_t full, const float *src,
+                     int64_t ld, float *out) {
+  return ((width == Widths &&
+           (spreadRowsOf<Widths>(kb, full, src, ld, out), true)) ||
+          ...);
+}
+
 bool spreadRows(int width, int64_t kb, int64_t full, const float *src,
                 int64_t ld, float *out) {
-  switch (width) {
-  case 4:
-    spreadRowsOf<4>(kb, full, src, ld, out);
-    return true;
-  case 6:
-    spreadRowsOf<6>(kb, full, src, ld, out);
-    return true;
-  case 8:
-    spreadRowsOf<8>(kb, full, src, ld, out);
-    return true;
-  case 12:
-    spreadRowsOf<12>(kb, full, src, ld, out);
-    return true;
-  case 16:
-    spreadRowsOf<16>(kb, full, src, ld, out);
-    return true;
-  case 32:
-    spreadRowsOf<32>(kb, full, src, ld, out);
-    return true;
-  default:
-    return false;
-  }
+  return spreadRowsOfAny<4, 6, 8, 12, 16, 32>(width, kb, full, src, ld, out);
 }
 
 /// op(A)[i0 : i0+mb, p0 : p0+kb] into ceil(mb / MR) micro-panels of
