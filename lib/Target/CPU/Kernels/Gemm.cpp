@@ -583,16 +583,23 @@ Buffers *threadBuffers() {
 // The serial algorithm on one sub-block of C
 //===----------------------------------------------------------------------===//
 
-struct Problem {
+/// One GEMM call in the row-major view: C = op(A) op(B) with alpha, beta
+/// and the epilogue. `Packed`: the element of a packed B (float for the
+/// f32 kernels, bf16 pairs for the bf16 ones).
+template <typename Packed> struct ProblemOf {
   int64_t m, n, k;
   float alpha, beta;
   Operand a, b;
   float *c;
   int64_t ldc;
   Epilogue epilogue;
-  /// op(B) packed whole (packWholeB), or NULL: packed per block.
-  const float *packedB = nullptr;
+  /// op(B) packed whole, or NULL: packed per block. f32: packWholeB's
+  /// layout; bf16: ceil(N / NR) panels of pairsPad(K) x NR, the panels
+  /// gemmBlockBF16 packs per block.
+  const Packed *packedB = nullptr;
 };
+
+using Problem = ProblemOf<float>;
 
 /// The packed layout of a whole op(B) (K x N): for each KC block of rows
 /// (pc), ceil(N / NR) micro-panels of kc x NR, the block's panels
@@ -1621,17 +1628,7 @@ const BF16KernelInfo &bf16KernelInfo() {
   return kBF16Kernels[isa];
 }
 
-struct BF16Problem {
-  int64_t m, n, k;
-  float alpha, beta;
-  Operand a, b;
-  float *c;
-  int64_t ldc;
-  Epilogue epilogue;
-  /// op(B) packed whole (ceil(N / NR) panels of pairsPad(K) x NR, the
-  /// panels gemmBlockBF16 packs per block), or NULL.
-  const uint32_t *packedB = nullptr;
-};
+using BF16Problem = ProblemOf<uint32_t>;
 
 /// Pairs of K a packed panel holds (AMX: a multiple of 16).
 inline int64_t pairsPad(int64_t k, const BF16KernelInfo &info) {
