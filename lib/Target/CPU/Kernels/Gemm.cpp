@@ -1291,38 +1291,37 @@ void packRowsAcrossK(const Operand &x, int64_t first, int64_t count,
   }
 }
 
-/// op(A)[i0 : i0+mb, 0 : k] into micro-panels of kp pairs x MR.
-void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
-               uint32_t *out) {
+/// Rows [first, first + count) of op(A) (`isB` false) or columns of op(B)
+/// (`isB` true), 0 : k, into micro-panels of kpPad pairs x `width`: pairs
+/// past (k + 1) / 2 and rows or columns past `count` zero. A stored row
+/// runs along K for a plain A and a transposed B.
+void packPairPanels(const Operand &x, bool isB, int64_t first, int64_t count,
+                    int64_t k, int width, uint32_t *out, int64_t kpPad) {
   int64_t kp = (k + 1) / 2;
-  for (int64_t ir = 0; ir < mb; ir += mr) {
-    int64_t rows = mb - ir < mr ? mb - ir : mr;
-    uint32_t *panel = out + ir * kp;
-    if (rows < mr)
-      memset(panel, 0, sizeof(uint32_t) * kp * mr);
-    if (a.trans)
-      packRowsAcrossK(a, i0 + ir, rows, k, mr, panel);
+  for (int64_t r = 0; r < count; r += width) {
+    int64_t n = count - r < width ? count - r : width;
+    uint32_t *panel = out + r * kpPad;
+    if (kpPad > kp)
+      memset(panel + kp * width, 0, sizeof(uint32_t) * (kpPad - kp) * width);
+    if (n < width)
+      memset(panel, 0, sizeof(uint32_t) * kp * width);
+    if (x.trans == isB)
+      packRowsAlongK(x, first + r, n, k, width, panel);
     else
-      packRowsAlongK(a, i0 + ir, rows, k, mr, panel);
+      packRowsAcrossK(x, first + r, n, k, width, panel);
   }
 }
 
-/// op(B)[0 : k, j0 : j0+nb] into micro-panels of kp pairs x NR.
+/// op(A)[i0 : i0+mb, 0 : k] into micro-panels of kp pairs x MR.
+void packABF16(const Operand &a, int64_t i0, int64_t mb, int64_t k, int mr,
+               uint32_t *out) {
+  packPairPanels(a, /*isB=*/false, i0, mb, k, mr, out, (k + 1) / 2);
+}
+
+/// op(B)[0 : k, j0 : j0+nb] into micro-panels of kpPad pairs x NR.
 void packBBF16(const Operand &b, int64_t k, int64_t j0, int64_t nb, int nr,
                uint32_t *out, int64_t kpPad) {
-  int64_t kp = (k + 1) / 2;
-  for (int64_t jr = 0; jr < nb; jr += nr) {
-    int64_t cols = nb - jr < nr ? nb - jr : nr;
-    uint32_t *panel = out + jr * kpPad;
-    if (kpPad > kp)
-      memset(panel + kp * nr, 0, sizeof(uint32_t) * (kpPad - kp) * nr);
-    if (cols < nr)
-      memset(panel, 0, sizeof(uint32_t) * kp * nr);
-    if (b.trans)
-      packRowsAlongK(b, j0 + jr, cols, k, nr, panel);
-    else
-      packRowsAcrossK(b, j0 + jr, cols, k, nr, panel);
-  }
+  packPairPanels(b, /*isB=*/true, j0, nb, k, nr, out, kpPad);
 }
 
 /// AMX's A layout: op(A)[i0 : i0+mb, 0 : k] into panels of MR rows, each
