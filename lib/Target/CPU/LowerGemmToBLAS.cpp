@@ -30,8 +30,9 @@
 // into C right before the contraction becomes the `bias` argument of
 // `pd_cpu_sgemm_epilogue` (beta = 0); a loop that is the only reader of a
 // result so initialized (zero or bias), directly or through one reshape,
-// and applies a ReLU and/or (after a zero fill) adds a bias becomes its
-// `activation` and `bias`, the GEMM writing the loop's buffer. The kernel
+// and applies a ReLU and/or (after a zero fill) adds a bias and a residual
+// becomes its `activation`, `bias` and `addend`, the GEMM writing the
+// loop's buffer. The kernel
 // applies both to each register tile while it is in cache: no pass over C
 // for the bias or the ReLU, and no intermediate buffer.
 //
@@ -74,8 +75,8 @@ constexpr int32_t kCblasTrans = 112;
 constexpr int32_t kActNone = 0, kActRelu = 1, kActReluNum = 2;
 
 /// Declares `name` (cblas_sgemm, cblas_dgemm or pd_cpu_sgemm: CBLAS's
-/// arguments; with `epilogue`, pd_cpu_sgemm_epilogue's two more: bias
-/// pointer and activation) in `module` if needed.
+/// arguments; with `epilogue`, pd_cpu_sgemm_epilogue's four more: bias,
+/// addend and its leading dimension, activation) in `module` if needed.
 func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
                              StringRef name, bool epilogue = false) {
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
@@ -87,7 +88,7 @@ func::FuncOp getOrInsertGemm(ModuleOp module, FloatType elementType,
   SmallVector<Type> inputs = {i32, i32, i32, i32, i32, i32, elementType,
                               ptr, i32, ptr, i32, elementType, ptr, i32};
   if (epilogue)
-    inputs.append({ptr, i32});
+    inputs.append({ptr, ptr, i32, i32});
   OpBuilder builder(module.getBodyRegion());
   auto func = func::FuncOp::create(builder, module.getLoc(), name,
                                    builder.getFunctionType(inputs, {}));
@@ -171,8 +172,10 @@ struct Consumer {
   linalg::GenericOp generic;
   /// The reshape between the GEMM's output and `generic`, or null.
   Operation *view = nullptr;
-  /// A bias the generic adds (or null), and the activation after it.
-  Value bias;
+  /// A bias the generic adds (or null), a residual it adds after the bias
+  /// (or null: a memref of the generic's shape, laid out as its output),
+  /// and the activation after them.
+  Value bias, residual;
   int32_t act = kActNone;
 };
 
@@ -192,35 +195,74 @@ int32_t reluOf(Value value, Value &x) {
   return isa<arith::MaximumFOp>(max) ? kActRelu : kActReluNum;
 }
 
-/// The epilogue `generic`'s body computes from the GEMM's element `c` (a
-/// block argument) and, when `bias` is a block argument, the bias: `c +
-/// bias` (either order) and/or max(., +0.0), nothing else but constants.
-/// Sets `act` and `addsBias`; false for any other body.
+/// Whether `value` is `lhs + rhs` in either order.
+bool isSumOf(Value value, Value lhs, Value rhs) {
+  auto add = value.getDefiningOp<arith::AddFOp>();
+  return add && ((add.getLhs() == lhs && add.getRhs() == rhs) ||
+                 (add.getLhs() == rhs && add.getRhs() == lhs));
+}
+
+/// The epilogue `generic`'s body computes, from the GEMM's element `c` and
+/// the block arguments `bias` and `residual` (each may be null), the
+/// kernel's order of float additions: ((c + bias) + residual), each sum in
+/// either operand order, then max(., +0.0) or not, and nothing else but
+/// constants. Sets `act`; false for any other body (another association
+/// rounds differently).
 bool readEpilogueBody(linalg::GenericOp generic, Value c, Value bias,
-                      int32_t &act, bool &addsBias) {
+                      Value residual, int32_t &act) {
   Block &body = generic.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   if (yield.getNumOperands() != 1)
     return false;
   Value value = yield.getOperand(0), inner = value;
   act = reluOf(value, inner);
-  addsBias = false;
   unsigned computeOps = act != kActNone;
+  Value withBias = c;
   if (bias) {
-    auto add = inner.getDefiningOp<arith::AddFOp>();
-    if (!add || !((add.getLhs() == c && add.getRhs() == bias) ||
-                  (add.getLhs() == bias && add.getRhs() == c)))
+    auto add = residual ? inner.getDefiningOp<arith::AddFOp>() : nullptr;
+    // With a residual, the bias sum is the operand of the outer sum.
+    if (add)
+      withBias = add.getLhs() == residual ? add.getRhs() : add.getLhs();
+    else
+      withBias = inner;
+    if (!isSumOf(withBias, c, bias))
       return false;
-    addsBias = true;
     ++computeOps;
-  } else if (inner != c) {
+  }
+  if (residual) {
+    if (!isSumOf(inner, withBias, residual))
+      return false;
+    ++computeOps;
+  } else if (inner != withBias) {
     return false;
   }
   unsigned constants = 0;
-  for (Operation &inner : body.without_terminator())
-    constants += isa<arith::ConstantOp>(inner);
+  for (Operation &op : body.without_terminator())
+    constants += isa<arith::ConstantOp>(op);
   return computeOps > 0 &&
          body.getOperations().size() == 1 + computeOps + constants;
+}
+
+/// Whether `residual` can be the epilogue's addend for the single call of
+/// `plan` (no loops around it) writing a buffer of `seen`'s type: a memref
+/// of that same type and identity layout (so element (i, j) of the call's
+/// C is at i * ldc + j in it too), defined before `op`, and nothing between
+/// `op` and `generic` that could write memory (the GEMM reads it earlier
+/// than the generic did).
+bool isResidual(Value residual, Value seen, AffineMap map, linalg::LinalgOp op,
+                linalg::GenericOp generic, const pipedream::GemmPlan &plan) {
+  auto type = dyn_cast<MemRefType>(residual.getType());
+  if (!type || type != seen.getType() || !type.getLayout().isIdentity() ||
+      !map.isIdentity() || !plan.loops.empty())
+    return false;
+  if (Operation *def = residual.getDefiningOp())
+    if (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op))
+      return false;
+  for (Operation *between = op->getNextNode(); between != generic;
+       between = between->getNextNode())
+    if (!isMemoryEffectFree(between) && !isa<memref::AllocOp>(between))
+      return false;
+  return true;
 }
 
 /// For an `op` whose output starts as zero or a bias (`init`, erased with
@@ -265,28 +307,30 @@ Consumer findEpilogueConsumer(linalg::LinalgOp op, Operation *init,
   auto generic = dyn_cast<linalg::GenericOp>(reader);
   if (!generic || generic->getBlock() != op->getBlock() ||
       !op->isBeforeInBlock(generic) || generic.getNumDpsInits() != 1 ||
-      generic.getNumDpsInputs() > 2 ||
+      generic.getNumDpsInputs() > 3 ||
       generic.getNumParallelLoops() != generic.getNumLoops())
     return none;
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  Value cArg, biasArg;
+  Value cArg, biasArg, residualArg;
   for (OpOperand *input : generic.getDpsInputOperands()) {
     unsigned index = input->getOperandNumber();
     Value arg = generic.getRegion().front().getArgument(index);
     if (input->get() == seen && maps[index].isIdentity() && !cArg) {
       cArg = arg;
-    } else if (zeroInit &&
+    } else if (zeroInit && !biasArg &&
                isColumnBias(input->get(), maps[index], seen, cLast, plan)) {
       biasArg = arg;
       found.bias = input->get();
+    } else if (zeroInit && !residualArg &&
+               isResidual(input->get(), seen, maps[index], op, generic, plan)) {
+      residualArg = arg;
+      found.residual = input->get();
     } else {
       return none;
     }
   }
-  bool addsBias;
   if (!cArg || !maps.back().isIdentity() ||
-      !readEpilogueBody(generic, cArg, biasArg, found.act, addsBias) ||
-      addsBias != bool(biasArg))
+      !readEpilogueBody(generic, cArg, biasArg, residualArg, found.act))
     return none;
   Value target = generic.getDpsInitOperand(0)->get();
   auto targetAlloc = target.getDefiningOp<memref::AllocOp>();
@@ -364,10 +408,13 @@ void emitGemm(ModuleOp module, linalg::LinalgOp op, pipedream::GemmPlan plan,
   bool fused = biasMemref || consumer.generic;
   if (fused)
     gemm = getOrInsertGemm(module, elementType, epilogue, /*epilogue=*/true);
-  Value biasBase, biasOffset;
+  Value biasBase, biasOffset, residualBase, residualOffset;
   if (biasMemref)
     pipedream::emitBasePointerAndOffset(builder, loc, biasMemref, biasBase,
                                         biasOffset);
+  if (consumer.residual)
+    pipedream::emitBasePointerAndOffset(builder, loc, consumer.residual,
+                                        residualBase, residualOffset);
   if (zeroFill)
     zeroFill->erase();
 
@@ -403,14 +450,18 @@ void emitGemm(ModuleOp module, linalg::LinalgOp op, pipedream::GemmPlan plan,
                                   ldb,   beta,   pointers[2], ldc};
   if (fused) {
     auto ptrType = LLVM::LLVMPointerType::get(builder.getContext());
-    Value bias = biasMemref
-                     ? LLVM::GEPOp::create(
-                           builder, loc, ptrType, elementType, biasBase,
-                           ValueRange{arith::IndexCastOp::create(
-                               builder, loc, builder.getI64Type(), biasOffset)})
-                           .getResult()
-                     : LLVM::ZeroOp::create(builder, loc, ptrType).getResult();
-    arguments.append({bias, i32Const(act)});
+    // base + offset elements, or null without the operand.
+    auto pointer = [&](Value memref, Value base, Value offset) -> Value {
+      if (!memref)
+        return LLVM::ZeroOp::create(builder, loc, ptrType);
+      return LLVM::GEPOp::create(
+          builder, loc, ptrType, elementType, base,
+          ValueRange{arith::IndexCastOp::create(builder, loc,
+                                                builder.getI64Type(), offset)});
+    };
+    arguments.append({pointer(biasMemref, biasBase, biasOffset),
+                      pointer(consumer.residual, residualBase, residualOffset),
+                      consumer.residual ? ldc : i32Const(0), i32Const(act)});
   }
   func::CallOp::create(builder, loc, gemm, arguments);
   op->erase();

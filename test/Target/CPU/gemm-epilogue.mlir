@@ -1,8 +1,9 @@
 // cpu-lower-gemm-to-blas with pipedream's kernels: a bias broadcast into
 // the output right before the contraction, or a loop that is the output's
-// only reader and adds a bias (after a zero fill) and/or applies a ReLU,
-// become the epilogue of one pd_cpu_sgemm_epilogue call (bias pointer,
-// activation: 0 none, 1 arith.maximumf, 2 arith.maxnumf), beta 0.
+// only reader and adds a bias and/or a residual (after a zero fill) and/or
+// applies a ReLU, become the epilogue of one pd_cpu_sgemm_epilogue call
+// (bias pointer, addend pointer and leading dimension, activation: 0 none,
+// 1 arith.maximumf, 2 arith.maxnumf), beta 0.
 // CBLAS has no epilogue: there the IR keeps its bias broadcast and ReLU.
 // Numerics: unittests/Target/CPU/GemmEpilogueTest.cpp (bitwise the loops
 // it replaces) and test/Tools/pipedream-compile/bundle.test (a model with
@@ -25,8 +26,9 @@
 // CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK:         memref.extract_aligned_pointer_as_index %[[OUT]]
 // CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[NOADDEND:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:         %[[ACT:.*]] = arith.constant 1 : i32
-// CHECK:         call @pd_cpu_sgemm_epilogue(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[ZERO]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[ACT]])
+// CHECK:         call @pd_cpu_sgemm_epilogue(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[ZERO]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[NOADDEND]], %{{[^,]*}}, %[[ACT]])
 // CHECK-NOT:     linalg.generic
 // CHECK-NOT:     memref.dealloc
 // CHECK:         return %[[OUT]]
@@ -65,7 +67,7 @@ func.func @linear_relu(%x: memref<8x32xf32>, %w: memref<16x32xf32>, %b: memref<1
 // CHECK-LABEL: func.func @matmul_relu_maxnum(
 // CHECK:         %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:         %[[ACT:.*]] = arith.constant 2 : i32
-// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[NULL]], %[[ACT]])
+// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[NULL]], %[[NULL]], %{{[^,]*}}, %[[ACT]])
 // CHECK-NOT:     linalg.
 // CHECK:         return
 func.func @matmul_relu_maxnum(%x: memref<8x32xf32>, %w: memref<32x16xf32>) -> memref<8x16xf32> {
@@ -187,13 +189,39 @@ func.func @matmul_add_relu_reshaped(%x: memref<16x32xf32>, %w: memref<32x24xf32>
   return %out : memref<2x8x24xf32>
 }
 
-// Not epilogues: a loop that also adds a residual (three inputs), and one
-// that adds a bias to a product whose output already started as a bias.
+// A residual after the bias (a transformer block's projection: x + (c +
+// b)) is the epilogue's addend, read with C's leading dimension.
+// CHECK-LABEL: func.func @bias_residual(
+// CHECK-SAME:    %{{.*}}: memref<8x32xf32>, %{{.*}}: memref<32x16xf32>, %[[B:[^:]*]]: memref<16xf32>, %[[RES:[^:]*]]: memref<8x16xf32>
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK:         memref.extract_aligned_pointer_as_index %[[RES]]
+// CHECK:         %[[LDC:.*]] = arith.constant 16 : i32
+// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[LDC]], %{{[^,]*}}, %{{[^,]*}}, %[[LDC]], %{{[^,]*}}) :
+// CHECK-NOT:     linalg.generic
+func.func @bias_residual(%x: memref<8x32xf32>, %w: memref<32x16xf32>, %b: memref<16xf32>, %res: memref<8x16xf32>) -> memref<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%x, %w : memref<8x32xf32>, memref<32x16xf32>) outs(%c : memref<8x16xf32>)
+  %out = memref.alloc() : memref<8x16xf32>
+  linalg.generic {indexing_maps = [#id, #id, #bias, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%res, %c, %b : memref<8x16xf32>, memref<8x16xf32>, memref<16xf32>) outs(%out : memref<8x16xf32>) {
+  ^bb0(%r: f32, %in: f32, %bias: f32, %o: f32):
+    %s = arith.addf %bias, %in : f32
+    %t = arith.addf %r, %s : f32
+    linalg.yield %t : f32
+  }
+  return %out : memref<8x16xf32>
+}
+
+// Not epilogues: the residual added before the bias ((c + r) + b rounds
+// differently from the kernel's (c + b) + r), and a bias added to a product
+// whose output already started as a bias.
 // CHECK-LABEL: func.func @add_not_epilogues(
 // CHECK:         call @pd_cpu_sgemm(
 // CHECK:         linalg.generic
 // CHECK:         %[[NOACT:.*]] = arith.constant 0 : i32
-// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[NOACT]]) :
+// CHECK:         call @pd_cpu_sgemm_epilogue({{.*}}, %[[NOACT]], %[[NOACT]]) :
 // CHECK:         linalg.generic
 // CHECK:         arith.addf
 func.func @add_not_epilogues(%x: memref<8x32xf32>, %w: memref<32x16xf32>, %b: memref<16xf32>, %res: memref<8x16xf32>) -> (memref<8x16xf32>, memref<8x16xf32>) {
@@ -205,8 +233,8 @@ func.func @add_not_epilogues(%x: memref<8x32xf32>, %w: memref<32x16xf32>, %b: me
   linalg.generic {indexing_maps = [#id, #bias, #id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%c, %b, %res : memref<8x16xf32>, memref<16xf32>, memref<8x16xf32>) outs(%out : memref<8x16xf32>) {
   ^bb0(%in: f32, %bias: f32, %r: f32, %o: f32):
-    %s = arith.addf %in, %bias : f32
-    %t = arith.addf %s, %r : f32
+    %s = arith.addf %in, %r : f32
+    %t = arith.addf %s, %bias : f32
     linalg.yield %t : f32
   }
   %c2 = memref.alloc() : memref<8x16xf32>

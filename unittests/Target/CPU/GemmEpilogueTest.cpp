@@ -7,11 +7,12 @@
 //
 // pd_cpu_sgemm_epilogue and pd_cpu_gemm_bf16_epilogue (Kernels.h) against
 // the loops they replace: the plain GEMM (itself checked against float64
-// references in GemmKernelTest.cpp and GemmBF16Test.cpp), then `+ bias[j]`
-// and the activation over C in float. The epilogue runs on each register
-// tile after its last update, so the results must be bitwise those of the
-// loops: over odd sizes, the tile, KC (512) and NC (1024) block edges, every
-// layout, alpha/beta, threads, k = 0, and NaN and -0 through both ReLUs.
+// references in GemmKernelTest.cpp and GemmBF16Test.cpp), then `+ bias[j]`,
+// `+ addend[i][j]` and the activation over C in float. The epilogue runs on
+// each register tile after its last update, so the results must be bitwise
+// those of the loops: over odd sizes, the tile, KC (512) and NC (1024) block
+// edges, every layout, alpha/beta, with and without bias and addend (a residual
+// stored as C is), threads, k = 0, and NaN and -0 through both ReLUs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +39,7 @@ using Gemm = void (*)(int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
 using GemmEpilogue = void (*)(int32_t, int32_t, int32_t, int32_t, int32_t,
                               int32_t, float, const float *, int32_t,
                               const float *, int32_t, float, float *, int32_t,
-                              const float *, int32_t);
+                              const float *, const float *, int32_t, int32_t);
 
 struct Case {
   int m, n, k;
@@ -46,6 +47,7 @@ struct Case {
   float alpha, beta;
   bool bias;
   int32_t act;
+  bool addend = false;
 };
 
 std::string describe(const Case &c) {
@@ -56,6 +58,7 @@ std::string describe(const Case &c) {
          " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " bias=" + std::to_string(c.bias) +
          " act=" + std::to_string(c.act) +
+         " addend=" + std::to_string(c.addend) +
          " kernel=" + pipedream_cpu_gemm_kernel();
 }
 
@@ -88,6 +91,9 @@ void check(const Case &c, Gemm plain, GemmEpilogue fused, uint32_t seed) {
   std::vector<float> a(size_t(rowsOf(c.m, c.k, c.transA)) * lda),
       b(size_t(rowsOf(c.k, c.n, c.transB)) * ldb),
       init(size_t(c.colMajor ? c.n : c.m) * ldc), bias(size_t(c.n));
+  // The addend: stored as C is, with its own leading dimension.
+  int ldr = (c.colMajor ? c.m : c.n) + 3;
+  std::vector<float> addend(size_t(c.colMajor ? c.n : c.m) * ldr);
   for (float &x : a)
     x = dist(rng);
   for (float &x : b)
@@ -95,6 +101,8 @@ void check(const Case &c, Gemm plain, GemmEpilogue fused, uint32_t seed) {
   for (float &x : init)
     x = dist(rng);
   for (float &x : bias)
+    x = dist(rng);
+  for (float &x : addend)
     x = dist(rng);
   int32_t order = c.colMajor ? kColMajor : kRowMajor;
   int32_t ta = c.transA ? kTrans : kNoTrans, tb = c.transB ? kTrans : kNoTrans;
@@ -105,10 +113,14 @@ void check(const Case &c, Gemm plain, GemmEpilogue fused, uint32_t seed) {
     for (int j = 0; j < c.n; ++j) {
       float &x =
           c.colMajor ? want[size_t(j) * ldc + i] : want[size_t(i) * ldc + j];
-      x = activate(c.bias ? x + bias[size_t(j)] : x, c.act);
+      float r = c.colMajor ? addend[size_t(j) * ldr + i]
+                           : addend[size_t(i) * ldr + j];
+      float y = c.bias ? x + bias[size_t(j)] : x;
+      x = activate(c.addend ? y + r : y, c.act);
     }
   fused(order, ta, tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb,
-        c.beta, got.data(), ldc, c.bias ? bias.data() : nullptr, c.act);
+        c.beta, got.data(), ldc, c.bias ? bias.data() : nullptr,
+        c.addend ? addend.data() : nullptr, ldr, c.act);
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_EQ(std::memcmp(&want[i], &got[i], sizeof(float)), 0)
         << "element " << i << ": " << got[i] << ", the loops give " << want[i];
@@ -123,7 +135,7 @@ void sweep(Gemm plain, GemmEpilogue fused) {
           for (int32_t act :
                {PD_CPU_ACT_NONE, PD_CPU_ACT_RELU, PD_CPU_ACT_RELU_NUM})
             check(Case{m, n, k, bool(t & 1), bool(t & 2), bool(t & 4), 1.0f,
-                       0.0f, (m + n + act) % 2 == 0, act},
+                       0.0f, (m + n + act) % 2 == 0, act, (k + t) % 3 != 0},
                   plain, fused, seed++);
 }
 
@@ -140,7 +152,8 @@ TEST(GemmEpilogue, AlphaBetaAndBlockEdges) {
         std::array<int, 3>{200, 33, 7}})
     for (float beta : {0.0f, 1.0f, -0.5f})
       for (int32_t act : {PD_CPU_ACT_NONE, PD_CPU_ACT_RELU})
-        check(Case{m, n, k, false, true, false, 0.75f, beta, true, act},
+        check(Case{m, n, k, false, true, false, 0.75f, beta, true, act,
+                   beta != 1.0f},
               pd_cpu_sgemm, pd_cpu_sgemm_epilogue, seed++);
 }
 
@@ -148,20 +161,21 @@ TEST(GemmEpilogue, SameBitsForEveryThreadCount) {
   for (int threads = 1; threads <= 3; ++threads) {
     pipedream_cpu_set_num_threads(threads);
     check(Case{301, 517, 300, false, true, false, 1.0f, 0.0f, true,
-               PD_CPU_ACT_RELU},
+               PD_CPU_ACT_RELU, true},
           pd_cpu_sgemm, pd_cpu_sgemm_epilogue, 7);
   }
   pipedream_cpu_set_num_threads(0);
 }
 
 TEST(GemmEpilogue, ZeroKIsBiasAndActivation) {
-  // K = 0: C = act(beta * C + bias).
+  // K = 0: C = act(beta * C + bias + addend).
   float c[4] = {1, -2, 3, -4}, bias[2] = {0.5f, -10.0f}, a = 0, b = 0;
+  float addend[6] = {1, 100, -1, 2, -200, -2}; // 2 x 2, leading dimension 3
   pd_cpu_sgemm_epilogue(kRowMajor, kNoTrans, kNoTrans, 2, 2, 0, 1.0f, &a, 1, &b,
-                        2, 2.0f, c, 2, bias, PD_CPU_ACT_RELU);
-  EXPECT_EQ(c[0], 2.5f);
-  EXPECT_EQ(c[1], 0.0f);
-  EXPECT_EQ(c[2], 6.5f);
+                        2, 2.0f, c, 2, bias, addend, 3, PD_CPU_ACT_RELU);
+  EXPECT_EQ(c[0], 3.5f);
+  EXPECT_EQ(c[1], 86.0f);
+  EXPECT_EQ(c[2], 8.5f);
   EXPECT_EQ(c[3], 0.0f);
 }
 
@@ -173,7 +187,7 @@ TEST(GemmEpilogue, NaNAndNegativeZero) {
   for (int32_t act : {PD_CPU_ACT_RELU, PD_CPU_ACT_RELU_NUM}) {
     float c[3];
     pd_cpu_sgemm_epilogue(kRowMajor, kNoTrans, kNoTrans, 1, 3, 1, -1.0f, &a, 1,
-                          b, 3, 0.0f, c, 3, nullptr, act);
+                          b, 3, 0.0f, c, 3, nullptr, nullptr, 0, act);
     if (act == PD_CPU_ACT_RELU)
       EXPECT_TRUE(std::isnan(c[0]));
     else

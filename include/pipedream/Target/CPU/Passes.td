@@ -408,8 +408,11 @@ def LowerGemmToBLASPass : Pass<"cpu-lower-gemm-to-blas", "mlir::ModuleOp"> {
     of an output initialized so (zero or bias; directly or through one
     reshape) and computes from it a ReLU (`arith.maximumf` or
     `arith.maxnumf` with +0.0), or, after a zero fill, `+ bias` (the
-    MatMul + Add that PyTorch exports for a Linear on 3-D input) with or
-    without the ReLU, becomes the call's bias and activation arguments: the
+    MatMul + Add that PyTorch exports for a Linear on 3-D input) and/or
+    `+ residual` (a memref laid out as the result; only as `(c + bias) +
+    residual`, the kernel's order of additions, and for a single call) with
+    or without the ReLU, becomes the call's bias, addend and activation
+    arguments: the
     GEMM writes the generic's buffer (through the inverse reshape) and the
     intermediate buffer is removed. CBLAS calls take no epilogue.
 

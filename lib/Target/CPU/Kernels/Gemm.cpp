@@ -305,14 +305,17 @@ inline float combine(float acc, float c, const Update &u) {
 
 /// What pd_cpu_sgemm_epilogue and pd_cpu_gemm_bf16_epilogue apply to each
 /// finished element of C: `+ bias` (indexed by the element's column, or by
-/// its row once a column-major call is turned row-major), then the
-/// activation (Kernels.h: PD_CPU_ACT_*).
+/// its row once a column-major call is turned row-major), `+ addend` (a
+/// matrix stored as C is, leading dimension `ldAddend`: the same element
+/// in either view), then the activation (Kernels.h: PD_CPU_ACT_*).
 struct Epilogue {
   const float *bias = nullptr;
   bool biasPerRow = false;
+  const float *addend = nullptr;
+  int64_t ldAddend = 0;
   int32_t act = PD_CPU_ACT_NONE;
 
-  bool empty() const { return !bias && act == PD_CPU_ACT_NONE; }
+  bool empty() const { return !bias && !addend && act == PD_CPU_ACT_NONE; }
 };
 
 /// The epilogue on the finished rows x cols block of C at `c` whose first
@@ -330,6 +333,11 @@ void applyEpilogue(const Epilogue &e, float *c, int64_t ldc, int64_t i0,
       const float *b = e.bias + j0;
       for (int64_t j = 0; j < cols; ++j)
         row[j] += b[j];
+    }
+    if (e.addend) {
+      const float *r = e.addend + (i0 + i) * e.ldAddend + j0;
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] += r[j];
     }
     if (e.act == PD_CPU_ACT_RELU)
       for (int64_t j = 0; j < cols; ++j)
@@ -1862,9 +1870,10 @@ PD_HIDDEN void pd_cpu_sgemm_epilogue(int32_t order, int32_t transA,
                                      int32_t k, float alpha, const float *a,
                                      int32_t lda, const float *b, int32_t ldb,
                                      float beta, float *c, int32_t ldc,
-                                     const float *bias, int32_t activation) {
+                                     const float *bias, const float *addend,
+                                     int32_t ldAddend, int32_t activation) {
   gemmEntry(order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-            Epilogue{bias, false, activation},
+            Epilogue{bias, false, addend, ldAddend, activation},
             [&](int32_t m, int32_t n, Operand opA, Operand opB,
                 Epilogue epilogue) {
               Problem p{m, n, k, alpha, beta, opA, opB, c, ldc, epilogue};
@@ -1881,19 +1890,17 @@ PD_HIDDEN void pd_cpu_sgemm(int32_t order, int32_t transA, int32_t transB,
                             const float *a, int32_t lda, const float *b,
                             int32_t ldb, float beta, float *c, int32_t ldc) {
   pd_cpu_sgemm_epilogue(order, transA, transB, m, n, k, alpha, a, lda, b, ldb,
-                        beta, c, ldc, nullptr, PD_CPU_ACT_NONE);
+                        beta, c, ldc, nullptr, nullptr, 0, PD_CPU_ACT_NONE);
 }
 
-PD_HIDDEN void pd_cpu_gemm_bf16_epilogue(int32_t order, int32_t transA,
-                                         int32_t transB, int32_t m, int32_t n,
-                                         int32_t k, float alpha, const float *a,
-                                         int32_t lda, const float *b,
-                                         int32_t ldb, float beta, float *c,
-                                         int32_t ldc, const float *bias,
-                                         int32_t activation) {
+PD_HIDDEN void pd_cpu_gemm_bf16_epilogue(
+    int32_t order, int32_t transA, int32_t transB, int32_t m, int32_t n,
+    int32_t k, float alpha, const float *a, int32_t lda, const float *b,
+    int32_t ldb, float beta, float *c, int32_t ldc, const float *bias,
+    const float *addend, int32_t ldAddend, int32_t activation) {
   gemmEntry(
       order, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-      Epilogue{bias, false, activation},
+      Epilogue{bias, false, addend, ldAddend, activation},
       [&](int32_t m, int32_t n, Operand opA, Operand opB, Epilogue epilogue) {
         BF16Problem p{m, n, k, alpha, beta, opA, opB, c, ldc, epilogue};
         const BF16KernelInfo &info = bf16KernelInfo();
@@ -1909,7 +1916,8 @@ PD_HIDDEN void pd_cpu_gemm_bf16(int32_t order, int32_t transA, int32_t transB,
                                 int32_t ldb, float beta, float *c,
                                 int32_t ldc) {
   pd_cpu_gemm_bf16_epilogue(order, transA, transB, m, n, k, alpha, a, lda, b,
-                            ldb, beta, c, ldc, nullptr, PD_CPU_ACT_NONE);
+                            ldb, beta, c, ldc, nullptr, nullptr, 0,
+                            PD_CPU_ACT_NONE);
 }
 
 PD_EXPORT const char *pipedream_cpu_gemm_bf16_kernel(void) {

@@ -60,24 +60,30 @@ enum {
 
 /// pd_cpu_sgemm, then on every element of C: + bias (when `bias` is not
 /// NULL: `n` floats, bias[j] for column j of the m x n C in either order:
-/// a Linear layer's bias), then `activation` (PD_CPU_ACT_*). Each register tile
+/// a Linear layer's bias), + addend (when not NULL: an m x n matrix stored
+/// in C's order with leading dimension `ldAddend`: a residual), then
+/// `activation` (PD_CPU_ACT_*). Each register tile
 /// gets them right after its last update, while it is in cache: the
 /// compiler's cpu-lower-gemm-to-blas calls this in place of a bias
 /// broadcast into C before the GEMM (beta = 1) and a ReLU pass after it.
-/// C = act(alpha * op(A) op(B) + beta * C + bias).
+/// C = act(((alpha * op(A) op(B) + beta * C) + bias) + addend), in that
+/// order of float additions.
 void pd_cpu_sgemm_epilogue(int32_t order, int32_t transA, int32_t transB,
                            int32_t m, int32_t n, int32_t k, float alpha,
                            const float *a, int32_t lda, const float *b,
                            int32_t ldb, float beta, float *c, int32_t ldc,
-                           const float *bias, int32_t activation);
+                           const float *bias, const float *addend,
+                           int32_t ldAddend, int32_t activation);
 
-/// pd_cpu_gemm_bf16 with pd_cpu_sgemm_epilogue's bias and activation,
-/// applied in f32 to the f32 C: act(beta * C + bf16(alpha * sum) + bias).
+/// pd_cpu_gemm_bf16 with pd_cpu_sgemm_epilogue's bias, addend and
+/// activation, applied in f32 to the f32 C:
+/// act(((beta * C + bf16(alpha * sum)) + bias) + addend).
 void pd_cpu_gemm_bf16_epilogue(int32_t order, int32_t transA, int32_t transB,
                                int32_t m, int32_t n, int32_t k, float alpha,
                                const float *a, int32_t lda, const float *b,
                                int32_t ldb, float beta, float *c, int32_t ldc,
-                               const float *bias, int32_t activation);
+                               const float *bias, const float *addend,
+                               int32_t ldAddend, int32_t activation);
 
 /// The bf16 micro-kernel in effect: "amx_bf16", "avx512_bf16" (VDPBF16PS),
 /// or "avx512-emulated", "avx2-emulated", "generic-emulated" (f32 FMAs on
