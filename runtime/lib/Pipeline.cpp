@@ -33,6 +33,7 @@
 #include "DataIndexChecks.h"
 #include "GpuDevice.h"
 #include "Manifest.h"
+#include "MessageGroups.h"
 #include "RankEntry.h"
 #include "ReplicaGroup.h"
 #include "StepSnapshot.h"
@@ -148,6 +149,15 @@ struct pd_rank {
   /// Per instruction: a send sendAhead issued this step, which the
   /// program's own send then skips.
   std::vector<bool> sentAhead;
+  /// Adjacent messages to or from one peer that travel as one
+  /// (MessageGroups.h): planned with sendsAhead, unless
+  /// PIPEDREAM_COALESCE_MESSAGES is 0. A group's send gathers its
+  /// registers into messageStaging (marking the later sends sentAhead);
+  /// its receive scatters the message from it (marking the later receives
+  /// receivedAhead, which then do nothing).
+  pipedream::runtime::MessageGroups messageGroups;
+  std::vector<bool> receivedAhead;
+  AlignedMemory messageStaging;
   /// What the running step's instructions read and accumulate.
   std::vector<const pd_named_array *> stepData;
   size_t stepFirst = 0;
@@ -298,6 +308,15 @@ void recordInstruction(pd_rank &p, const RankInstruction &ins, double start) {
       : ins.op == Op::AllReduce ? ins.name.c_str()
                                 : "";
   bool message = ins.op == Op::Send || ins.op == Op::Recv;
+  // A message group's event names its tags (MessageGroups.h).
+  const auto &program = p.program->program;
+  if (message && &ins >= program.data() &&
+      &ins < program.data() + program.size()) {
+    size_t index = static_cast<size_t>(&ins - program.data());
+    if (index < p.messageGroups.tags.size() &&
+        !p.messageGroups.tags[index].empty())
+      function = p.messageGroups.tags[index].c_str();
+  }
   p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
               ins.stage, ins.microbatch,
               message ? static_cast<int64_t>(ins.peer) : -1,
@@ -862,6 +881,62 @@ void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
                                      "uploading the received register: ");
 }
 
+/// The send at `index`, reading `data`: alone, or gathered with the rest
+/// of its message group (pd_rank::messageGroups) when it is the group's
+/// first.
+void sendMessage(pd_rank &p, size_t index, const void *data) {
+  const auto &program = p.program->program;
+  const RankInstruction &ins = program[index];
+  if (index >= p.messageGroups.members.size() ||
+      p.messageGroups.members[index].empty())
+    return runSend(p, ins, data);
+  const std::vector<size_t> &members = p.messageGroups.members[index];
+  auto *staging = static_cast<unsigned char *>(p.messageStaging.get());
+  size_t offset = 0;
+  for (size_t m : members) {
+    size_t src = program[m].src;
+    size_t bytes = p.program->registers[src].numBytes;
+    std::memcpy(staging + offset, m == index ? data : p.registerTable[src],
+                bytes);
+    offset += bytes;
+  }
+  transportCall(pd_transport_send(p.transport,
+                                  p.spec->worldRank(ins.peer, p.replica),
+                                  ins.tag, staging, offset));
+  for (size_t m : members)
+    if (m != index)
+      p.sentAhead[m] = true;
+}
+
+/// The receive at `index`, into `data`: alone, or the message of its whole
+/// group scattered into the group's registers when it is the group's
+/// first.
+void recvMessage(pd_rank &p, size_t index, void *data) {
+  const auto &program = p.program->program;
+  const RankInstruction &ins = program[index];
+  if (index >= p.messageGroups.members.size() ||
+      p.messageGroups.members[index].empty())
+    return runRecv(p, ins, data);
+  const std::vector<size_t> &members = p.messageGroups.members[index];
+  size_t total = 0;
+  for (size_t m : members)
+    total += p.program->registers[program[m].dst].numBytes;
+  auto *staging = static_cast<unsigned char *>(p.messageStaging.get());
+  transportCall(pd_transport_recv(p.transport,
+                                  p.spec->worldRank(ins.peer, p.replica),
+                                  ins.tag, staging, total));
+  size_t offset = 0;
+  for (size_t m : members) {
+    size_t dst = program[m].dst;
+    size_t bytes = p.program->registers[dst].numBytes;
+    std::memcpy(m == index ? data : p.registerTable[dst], staging + offset,
+                bytes);
+    offset += bytes;
+    if (m != index)
+      p.receivedAhead[m] = true;
+  }
+}
+
 /// Before the receive at `index` (issue 21): the sends that follow it up to
 /// the next call or all-reduce, and read a register that neither it nor an
 /// instruction in between writes, go now (each with its trace event), when
@@ -896,10 +971,16 @@ void sendAhead(pd_rank &p, size_t index) {
       continue;
     if (ins.op != RankInstruction::Op::Send)
       break;
-    if (p.sentAhead[j] || writtenBefore(j, ins.src))
+    // A group's later sends go with its first (sendMessage), never alone.
+    if (p.sentAhead[j] || p.messageGroups.follower[j])
+      continue;
+    bool ready = !writtenBefore(j, ins.src);
+    for (size_t m : p.messageGroups.members[j])
+      ready &= !writtenBefore(j, program[m].src);
+    if (!ready)
       continue;
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
-    atInstruction(p, j, [&] { runSend(p, ins, p.registerTable[ins.src]); });
+    atInstruction(p, j, [&] { sendMessage(p, j, p.registerTable[ins.src]); });
     p.sentAhead[j] = true;
     if (p.trace.enabled)
       recordInstruction(p, ins, start);
@@ -1119,8 +1200,13 @@ void interpretProgram(pd_rank &p) {
       p.sentAhead[i] = false;
       continue;
     }
-    if (ins.op == RankInstruction::Op::Recv)
+    if (ins.op == RankInstruction::Op::Recv) {
       sendAhead(p, i);
+      if (p.receivedAhead[i]) {
+        p.receivedAhead[i] = false;
+        continue;
+      }
+    }
     const double start = trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, i, [&] {
       switch (ins.op) {
@@ -1134,10 +1220,10 @@ void interpretProgram(pd_rank &p) {
           interpretCall(p, ins);
         break;
       case RankInstruction::Op::Send:
-        runSend(p, ins, p.registerTable[ins.src]);
+        sendMessage(p, i, p.registerTable[ins.src]);
         break;
       case RankInstruction::Op::Recv:
-        runRecv(p, ins, p.registerTable[ins.dst]);
+        recvMessage(p, i, p.registerTable[ins.dst]);
         break;
       case RankInstruction::Op::Loss:
         runLoss(p, ins, p.registerTable[ins.src]);
@@ -1274,7 +1360,7 @@ int32_t nativeSend(pd_rank_context *ctx, int64_t index, int64_t peer,
                            TracePart::Whole,
                            [&](pd_rank &p, const RankInstruction &ins) {
                              checkMessage(p, ins, peer, tag, bytes, ins.src);
-                             runSend(p, ins, data);
+                             sendMessage(p, static_cast<size_t>(index), data);
                            });
 }
 
@@ -1287,11 +1373,27 @@ int32_t nativeRecv(pd_rank_context *ctx, int64_t index, int64_t peer,
           return PD_OK;
         }))
       return status;
+  if (index >= 0 && static_cast<size_t>(index) < p.receivedAhead.size() &&
+      p.receivedAhead[index]) {
+    // Filled by the first receive of its message group (recvMessage), into
+    // the register the native code's must still be.
+    p.receivedAhead[index] = false;
+    return guarded([&] {
+      const RankInstruction &ins = p.program->program[index];
+      checkMessage(p, ins, peer, tag, bytes, ins.dst);
+      if (data != p.registerTable[ins.dst])
+        throw Error(PD_ERROR_INTERNAL,
+                    "internal error: the native entry '" + p.program->entry +
+                        "' receives into other memory than register " +
+                        std::to_string(ins.dst) + " (recompile the bundle)");
+      return PD_OK;
+    });
+  }
   return nativeInstruction(ctx, index, RankInstruction::Op::Recv,
                            TracePart::Whole,
                            [&](pd_rank &p, const RankInstruction &ins) {
                              checkMessage(p, ins, peer, tag, bytes, ins.dst);
-                             runRecv(p, ins, data);
+                             recvMessage(p, static_cast<size_t>(index), data);
                            });
 }
 
@@ -1510,6 +1612,19 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
                     pipedream::runtime::transportBuffersSends(*transport) &&
                     !(ahead && std::strcmp(ahead, "0") == 0);
     p->sentAhead.assign(p->program->program.size(), false);
+    p->receivedAhead.assign(p->program->program.size(), false);
+    const char *coalesce = std::getenv("PIPEDREAM_COALESCE_MESSAGES");
+    if (p->sendsAhead && !(coalesce && std::strcmp(coalesce, "0") == 0))
+      p->messageGroups =
+          pipedream::runtime::planMessageGroups(*spec, p->programRank);
+    else
+      p->messageGroups.follower.assign(p->program->program.size(), false);
+    p->messageGroups.members.resize(p->program->program.size());
+    p->messageGroups.tags.resize(p->program->program.size());
+    if (p->messageGroups.largestBytes)
+      p->messageStaging = allocateAligned(
+          p->messageGroups.largestBytes,
+          "the message staging buffer of rank " + std::to_string(rank));
     size_t largest = sizeof(double);
     for (size_t g = 0; g < p->program->registers.size(); ++g) {
       size_t bytes = p->program->registers[g].numBytes;
@@ -1671,6 +1786,7 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
     p.stepFirst = first;
     // A failed step may have left sends marked as sent ahead.
     std::fill(p.sentAhead.begin(), p.sentAhead.end(), false);
+    std::fill(p.receivedAhead.begin(), p.receivedAhead.end(), false);
     p.stepSamples = samples;
     p.stepTotal = 0;
     p.stepFailure.clear();

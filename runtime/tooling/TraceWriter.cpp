@@ -25,7 +25,8 @@ namespace tooling {
 namespace {
 
 /// "F3 s1" (action, micro-batch, stage) as pipedream-compile --trace
-/// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)", "all-reduce
+/// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)" ("(tags 3,
+/// 4)" for a message group, runtime/lib/MessageGroups.h), "all-reduce
 /// NAME", "all-gather NAME", "agree on the step" (the ranks' exchange of
 /// the step's status before its first update), "step 4".
 std::string sliceName(const pd_trace_event &e, uint64_t step) {
@@ -40,7 +41,10 @@ std::string sliceName(const pd_trace_event &e, uint64_t step) {
   }
   if (op == "send" || op == "recv")
     return op + (op == "send" ? " to " : " from ") + std::to_string(e.peer) +
-           " (tag " + std::to_string(e.tag) + ")";
+           " (" +
+           (*e.function ? std::string(e.function)
+                        : "tag " + std::to_string(e.tag)) +
+           ")";
   if (op == "all_reduce")
     return std::string("all-reduce ") + e.function;
   if (op == "all_gather")

@@ -580,7 +580,8 @@ typedef struct pd_trace_event {
    *  starts after it). */
   const char *op;
   /** call: the function's name; all_reduce/all_gather: the buffer's; agree:
-   *  "step status"; else "". */
+   *  "step status"; send/recv of adjacent messages that travel as one: their
+   *  tags ("tags 4, 5", `tag` is the first); else "". */
   const char *function;
   /** call: the pipeline instruction's action ("F", "B", "W", "U"), for a
    *  trainer "FB" (the step function) or "U" (the update); else "". */
