@@ -105,116 +105,44 @@ LogicalResult checkAddressable(Operation *op, ConversionPatternRewriter &rw,
   return success();
 }
 
-/// What gather_elements and scatter_elements check before they index: the
-/// indexed dimension is not empty (else a match failure), and every index
-/// gets its run-time range check.
-LogicalResult checkIndices(ConversionPatternRewriter &rewriter, Location loc,
-                           Operation *op, Value indices, int64_t axisSize,
-                           StringRef opType) {
-  if (failed(checkAddressable(op, rewriter, {axisSize})))
-    return failure();
-  emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, opType);
-  return success();
-}
-
-struct GatherElementsLowering : OpConversionPattern<nn::GatherElementsOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(nn::GatherElementsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value data = adaptor.getData(), indices = adaptor.getIndices();
-    auto resultType = cast<RankedTensorType>(op.getType());
-    int64_t axis = op.getAxis();
-    int64_t axisSize = cast<RankedTensorType>(data.getType()).getDimSize(axis);
-    if (resultType.getNumElements() == 0) {
-      rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
-      return success();
-    }
-    if (failed(checkIndices(rewriter, loc, op, indices, axisSize,
-                            "GatherElements")))
-      return failure();
-    Value result = buildIndexedGeneric(
-        rewriter, loc, resultType,
-        [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
-          Value index = tensor::ExtractOp::create(b, l, indices, ivs);
-          SmallVector<Value> coords(ivs);
-          coords[axis] = normalizeIndex(b, l, index, axisSize).index;
-          return tensor::ExtractOp::create(b, l, data, coords);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-struct ScatterElementsLowering : OpConversionPattern<nn::ScatterElementsOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(nn::ScatterElementsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value data = adaptor.getData(), indices = adaptor.getIndices(),
-          updates = adaptor.getUpdates();
-    auto updatesType = cast<RankedTensorType>(updates.getType());
-    int64_t axis = op.getAxis();
-    int64_t axisSize = cast<RankedTensorType>(data.getType()).getDimSize(axis);
-    if (updatesType.getNumElements() == 0) {
-      rewriter.replaceOp(op, data);
-      return success();
-    }
-    if (failed(checkIndices(rewriter, loc, op, indices, axisSize,
-                            "ScatterElements")))
-      return failure();
-    StringRef reduction = op.getReduction();
-    Value result = forEachPosition(
-        rewriter, loc, updatesType.getShape(), data,
-        [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
-          Value index = tensor::ExtractOp::create(b, l, indices, ivs);
-          NormalizedIndex n = normalizeIndex(b, l, index, axisSize);
-          SmallVector<Value> coords(ivs);
-          coords[axis] = n.index;
-          Value update = tensor::ExtractOp::create(b, l, updates, ivs);
-          return scatterOne(b, l, reduction, acc, coords, n.inBounds, update);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-/// The data coordinates an ND index tuple addresses.
+/// The data coordinates an index (or index tuple) addresses.
 struct NDAddress {
   SmallVector<Value> coords;
+  /// i1: every index was in range.
   Value inBounds;
 };
 
-/// The address of the tuple at `ivs`: first the positions in
-/// indices.shape[:-1] (the first `batchDims` shared with the data), then
-/// those in the trailing data dimensions.
-NDAddress addressND(OpBuilder &b, Location loc, Value indices,
-                    ArrayRef<int64_t> dataShape, int64_t batchDims,
-                    ValueRange ivs) {
-  auto indicesType = cast<RankedTensorType>(indices.getType());
-  int64_t q = indicesType.getShape().back();
-  ValueRange outer = ivs.take_front(indicesType.getRank() - 1),
-             inner = ivs.drop_front(indicesType.getRank() - 1);
-  NDAddress a;
-  a.coords.assign(outer.begin(), outer.begin() + batchDims);
-  a.inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
-  SmallVector<Value> at(outer);
-  at.push_back(Value());
-  for (int64_t k = 0; k < q; ++k) {
-    at.back() = arith::ConstantIndexOp::create(b, loc, k);
-    Value index = tensor::ExtractOp::create(b, loc, indices, at);
-    NormalizedIndex n =
-        normalizeIndex(b, loc, index, dataShape[batchDims + k]);
-    a.coords.push_back(n.index);
-    a.inBounds = arith::AndIOp::create(b, loc, a.inBounds, n.inBounds);
+/// How gather_elements and scatter_elements address the data: `indices` has
+/// the shape of the result (of the updates), and position `ivs` of it
+/// addresses the data at `ivs` with dimension `axis` replaced by the index
+/// there.
+struct ElementsAddressing {
+  template <typename OpTy>
+  ElementsAddressing(OpTy op, Value data, Value indices)
+      : indices(indices), axis(op.getAxis()),
+        axisSize(cast<RankedTensorType>(data.getType()).getDimSize(axis)) {}
+
+  /// What is checked before indexing: the indexed dimension is not empty
+  /// (else a match failure), and every index gets its run-time range check.
+  LogicalResult check(ConversionPatternRewriter &rewriter, Location loc,
+                      Operation *op, StringRef opType) const {
+    if (failed(checkAddressable(op, rewriter, {axisSize})))
+      return failure();
+    emitIndexRangeCheck(rewriter, loc, indices, axisSize, op, opType);
+    return success();
   }
-  llvm::append_range(a.coords, inner);
-  return a;
-}
+
+  NDAddress at(OpBuilder &b, Location loc, ValueRange ivs) const {
+    Value index = tensor::ExtractOp::create(b, loc, indices, ivs);
+    NormalizedIndex n = normalizeIndex(b, loc, index, axisSize);
+    NDAddress a{SmallVector<Value>(ivs), n.inBounds};
+    a.coords[axis] = n.index;
+    return a;
+  }
+
+  Value indices;
+  int64_t axis, axisSize;
+};
 
 /// The run-time checks of an ND index tensor: coordinate k of every tuple
 /// (indices[..., k]) against data dimension batchDims + k.
@@ -238,76 +166,119 @@ void emitIndexTupleRangeChecks(OpBuilder &b, Location loc, Value indices,
   }
 }
 
-/// What gather_nd and scatter_nd check before they index: no addressed data
-/// dimension is empty (else a match failure), and every index tuple gets
-/// its run-time range checks.
-LogicalResult checkIndexTuples(ConversionPatternRewriter &rewriter,
-                               Location loc, Operation *op, Value indices,
-                               ArrayRef<int64_t> dataShape, int64_t batchDims,
-                               StringRef opType) {
-  int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
-  if (failed(checkAddressable(op, rewriter, dataShape.slice(batchDims, q))))
-    return failure();
-  emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
-                            opType);
-  return success();
-}
+/// How gather_nd and scatter_nd address the data: the last dimension of
+/// `indices` holds index tuples, and position `ivs` (of the result, of the
+/// updates) addresses first the positions in indices.shape[:-1] (the first
+/// `batchDims` shared with the data), then those in the trailing data
+/// dimensions.
+struct NDAddressing {
+  template <typename OpTy>
+  NDAddressing(OpTy op, Value data, Value indices)
+      : indices(indices),
+        dataShape(cast<RankedTensorType>(data.getType()).getShape()),
+        batchDims(op.getBatchDims()) {}
 
-struct GatherNDLowering : OpConversionPattern<nn::GatherNDOp> {
-  using OpConversionPattern::OpConversionPattern;
+  /// What is checked before indexing: no addressed data dimension is empty
+  /// (else a match failure), and every index tuple gets its run-time range
+  /// checks.
+  LogicalResult check(ConversionPatternRewriter &rewriter, Location loc,
+                      Operation *op, StringRef opType) const {
+    int64_t q = cast<RankedTensorType>(indices.getType()).getShape().back();
+    if (failed(checkAddressable(op, rewriter, dataShape.slice(batchDims, q))))
+      return failure();
+    emitIndexTupleRangeChecks(rewriter, loc, indices, dataShape, batchDims, op,
+                              opType);
+    return success();
+  }
+
+  NDAddress at(OpBuilder &b, Location loc, ValueRange ivs) const {
+    auto indicesType = cast<RankedTensorType>(indices.getType());
+    int64_t q = indicesType.getShape().back();
+    ValueRange outer = ivs.take_front(indicesType.getRank() - 1),
+               inner = ivs.drop_front(indicesType.getRank() - 1);
+    NDAddress a;
+    a.coords.assign(outer.begin(), outer.begin() + batchDims);
+    a.inBounds = arith::ConstantIntOp::create(b, loc, 1, 1);
+    SmallVector<Value> at(outer);
+    at.push_back(Value());
+    for (int64_t k = 0; k < q; ++k) {
+      at.back() = arith::ConstantIndexOp::create(b, loc, k);
+      Value index = tensor::ExtractOp::create(b, loc, indices, at);
+      NormalizedIndex n =
+          normalizeIndex(b, loc, index, dataShape[batchDims + k]);
+      a.coords.push_back(n.index);
+      a.inBounds = arith::AndIOp::create(b, loc, a.inBounds, n.inBounds);
+    }
+    llvm::append_range(a.coords, inner);
+    return a;
+  }
+
+  Value indices;
+  ArrayRef<int64_t> dataShape;
+  int64_t batchDims;
+};
+
+/// gather_elements, gather_nd: a generic over the result reading the data
+/// at the address (`Addressing`) of each position. `opType` is the ONNX op
+/// the run-time checks name.
+template <typename OpTy, typename Addressing>
+struct IndexedGatherLowering : OpConversionPattern<OpTy> {
+  IndexedGatherLowering(MLIRContext *ctx, StringRef opType)
+      : OpConversionPattern<OpTy>(ctx), opType(opType) {}
 
   LogicalResult
-  matchAndRewrite(nn::GatherNDOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    Value data = adaptor.getData();
     auto resultType = cast<RankedTensorType>(op.getType());
-    ArrayRef<int64_t> dataShape =
-        cast<RankedTensorType>(data.getType()).getShape();
-    int64_t batchDims = op.getBatchDims();
     if (resultType.getNumElements() == 0) {
       rewriter.replaceOp(op, createEmpty(rewriter, loc, resultType));
       return success();
     }
-    if (failed(checkIndexTuples(rewriter, loc, op, indices, dataShape,
-                                batchDims, "GatherND")))
+    Addressing addressing(op, data, adaptor.getIndices());
+    if (failed(addressing.check(rewriter, loc, op, opType)))
       return failure();
     Value result = buildIndexedGeneric(
         rewriter, loc, resultType,
         [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
-          NDAddress a = addressND(b, l, indices, dataShape, batchDims, ivs);
+          NDAddress a = addressing.at(b, l, ivs);
           return tensor::ExtractOp::create(b, l, data, a.coords);
         });
     rewriter.replaceOp(op, result);
     return success();
   }
+
+  StringRef opType;
 };
 
-struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// scatter_elements, scatter_nd: a loop nest over the updates writing each
+/// one (combined by the reduction) at its address (`Addressing`) in the
+/// data, nothing where an index is out of range. `opType` is the ONNX op
+/// the run-time checks name.
+template <typename OpTy, typename Addressing>
+struct IndexedScatterLowering : OpConversionPattern<OpTy> {
+  IndexedScatterLowering(MLIRContext *ctx, StringRef opType)
+      : OpConversionPattern<OpTy>(ctx), opType(opType) {}
 
   LogicalResult
-  matchAndRewrite(nn::ScatterNDOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value data = adaptor.getData(), indices = adaptor.getIndices(),
-          updates = adaptor.getUpdates();
+    Value data = adaptor.getData(), updates = adaptor.getUpdates();
     auto updatesType = cast<RankedTensorType>(updates.getType());
-    ArrayRef<int64_t> dataShape =
-        cast<RankedTensorType>(data.getType()).getShape();
-    int64_t batchDims = op.getBatchDims();
     if (updatesType.getNumElements() == 0) {
       rewriter.replaceOp(op, data);
       return success();
     }
-    if (failed(checkIndexTuples(rewriter, loc, op, indices, dataShape,
-                                batchDims, "ScatterND")))
+    Addressing addressing(op, data, adaptor.getIndices());
+    if (failed(addressing.check(rewriter, loc, op, opType)))
       return failure();
     StringRef reduction = op.getReduction();
     Value result = forEachPosition(
         rewriter, loc, updatesType.getShape(), data,
         [&](OpBuilder &b, Location l, ValueRange ivs, Value acc) -> Value {
-          NDAddress a = addressND(b, l, indices, dataShape, batchDims, ivs);
+          NDAddress a = addressing.at(b, l, ivs);
           Value update = tensor::ExtractOp::create(b, l, updates, ivs);
           return scatterOne(b, l, reduction, acc, a.coords, a.inBounds,
                             update);
@@ -315,6 +286,8 @@ struct ScatterNDLowering : OpConversionPattern<nn::ScatterNDOp> {
     rewriter.replaceOp(op, result);
     return success();
   }
+
+  StringRef opType;
 };
 
 /// `nn.check_size`: its input, and a run-time check of kind `size` that
@@ -344,9 +317,17 @@ struct CheckSizeLowering : OpConversionPattern<nn::CheckSizeOp> {
 } // namespace
 
 void populateIndexingPatterns(RewritePatternSet &patterns) {
-  patterns.add<GatherElementsLowering, ScatterElementsLowering,
-               GatherNDLowering, ScatterNDLowering, CheckSizeLowering>(
-      patterns.getContext());
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<IndexedGatherLowering<nn::GatherElementsOp, ElementsAddressing>>(
+      ctx, "GatherElements");
+  patterns
+      .add<IndexedScatterLowering<nn::ScatterElementsOp, ElementsAddressing>>(
+          ctx, "ScatterElements");
+  patterns.add<IndexedGatherLowering<nn::GatherNDOp, NDAddressing>>(ctx,
+                                                                    "GatherND");
+  patterns.add<IndexedScatterLowering<nn::ScatterNDOp, NDAddressing>>(
+      ctx, "ScatterND");
+  patterns.add<CheckSizeLowering>(ctx);
 }
 
 } // namespace pipedream::nn_to_linalg
