@@ -411,15 +411,13 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
                                    : arith::CmpFPredicate::OLT);
             better = cmpf(b, l, p, x, best);
           } else {
-            bool isBool = element.isInteger(1);
-            auto p = IsMax ? (last ? (isBool ? arith::CmpIPredicate::uge
-                                             : arith::CmpIPredicate::sge)
-                                   : (isBool ? arith::CmpIPredicate::ugt
-                                             : arith::CmpIPredicate::sgt))
-                           : (last ? (isBool ? arith::CmpIPredicate::ule
-                                             : arith::CmpIPredicate::sle)
-                                   : (isBool ? arith::CmpIPredicate::ult
-                                             : arith::CmpIPredicate::slt));
+            auto p = IsMax ? (last ? arith::CmpIPredicate::sge
+                                   : arith::CmpIPredicate::sgt)
+                           : (last ? arith::CmpIPredicate::sle
+                                   : arith::CmpIPredicate::slt);
+            // Bools order false < true.
+            if (element.isInteger(1))
+              p = unsignedPredicate(p);
             better = arith::CmpIOp::create(b, l, p, x, best);
           }
           Value index = arith::IndexCastOp::create(
@@ -587,14 +585,12 @@ struct TopKLowering : OpConversionPattern<nn::TopKOp> {
             b, l, cmpf(b, l, arith::CmpFPredicate::OEQ, a, c),
             arith::AndIOp::create(b, l, aNan, cNan));
       } else {
-        bool isBool = element.isInteger(1);
-        better = arith::CmpIOp::create(
-            b, l,
-            largest ? (isBool ? arith::CmpIPredicate::ugt
-                              : arith::CmpIPredicate::sgt)
-                    : (isBool ? arith::CmpIPredicate::ult
-                              : arith::CmpIPredicate::slt),
-            a, c);
+        auto p =
+            largest ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt;
+        // Bools order false < true.
+        if (element.isInteger(1))
+          p = unsignedPredicate(p);
+        better = arith::CmpIOp::create(b, l, p, a, c);
         equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a, c);
       }
       Value earlier =
