@@ -53,17 +53,15 @@ Value buildIndexedGeneric(
 /// `old` combined with `update` by an ONNX scatter reduction.
 Value combine(OpBuilder &b, Location loc, StringRef reduction, Value old,
               Value update) {
-  bool isFloat = isa<FloatType>(update.getType());
   if (reduction == "add")
     return createArith<arith::AddFOp, arith::AddIOp>(b, loc, old, update);
   if (reduction == "mul")
     return createArith<arith::MulFOp, arith::MulIOp>(b, loc, old, update);
+  // Unsigned integers and bools compare unsigned.
   if (reduction == "max")
-    return isFloat ? Value(arith::MaximumFOp::create(b, loc, old, update))
-                   : Value(arith::MaxSIOp::create(b, loc, old, update));
+    return createMax(b, loc, old, update);
   if (reduction == "min")
-    return isFloat ? Value(arith::MinimumFOp::create(b, loc, old, update))
-                   : Value(arith::MinSIOp::create(b, loc, old, update));
+    return createMin(b, loc, old, update);
   return update;
 }
 

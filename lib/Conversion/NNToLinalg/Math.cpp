@@ -321,7 +321,7 @@ Value compare(OpBuilder &b, Location loc, ValueRange args,
               arith::CmpFPredicate fp, arith::CmpIPredicate ip) {
   if (isa<FloatType>(args[0].getType()))
     return cmpf(b, loc, fp, args[0], args[1]);
-  if (args[0].getType().isUnsignedInteger())
+  if (ordersUnsigned(args[0].getType()))
     ip = unsignedPredicate(ip);
   return arith::CmpIOp::create(b, loc, ip, args[0], args[1]);
 }
@@ -415,8 +415,8 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
                                    : arith::CmpIPredicate::sgt)
                            : (last ? arith::CmpIPredicate::sle
                                    : arith::CmpIPredicate::slt);
-            // Bools order false < true.
-            if (element.isInteger(1))
+            // Unsigned integers and bools (false < true) order unsigned.
+            if (ordersUnsigned(element))
               p = unsignedPredicate(p);
             better = arith::CmpIOp::create(b, l, p, x, best);
           }
@@ -587,8 +587,8 @@ struct TopKLowering : OpConversionPattern<nn::TopKOp> {
       } else {
         auto p =
             largest ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt;
-        // Bools order false < true.
-        if (element.isInteger(1))
+        // Unsigned integers and bools (false < true) order unsigned.
+        if (ordersUnsigned(element))
           p = unsignedPredicate(p);
         better = arith::CmpIOp::create(b, l, p, a, c);
         equal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a, c);

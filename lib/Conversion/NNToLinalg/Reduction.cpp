@@ -61,20 +61,14 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
                 r = createArith<arith::MulFOp, arith::MulIOp>(b, l, args[0],
                                                               args[1]);
               else if (kind == ReduceKind::Min)
-                r = isFloat ? Value(arith::MinimumFOp::create(b, l, args[0],
-                                                              args[1]))
-                    : element.isInteger(1)
-                        ? Value(arith::MinUIOp::create(b, l, args[0], args[1]))
-                        : Value(arith::MinSIOp::create(b, l, args[0], args[1]));
-              else if (kind != ReduceKind::Max)
+                r = createMin(b, l, args[0], args[1]);
+              else if (kind == ReduceKind::Max)
+                // NaN propagates, as in numpy's max; unsigned integers and
+                // bools compare unsigned.
+                r = createMax(b, l, args[0], args[1]);
+              else
                 r = createArith<arith::AddFOp, arith::AddIOp>(b, l, args[0],
                                                               args[1]);
-              else if (isFloat) // NaN propagates, as in numpy's max.
-                r = arith::MaximumFOp::create(b, l, args[0], args[1]);
-              else if (element.isInteger(1))
-                r = arith::MaxUIOp::create(b, l, args[0], args[1]);
-              else
-                r = arith::MaxSIOp::create(b, l, args[0], args[1]);
               linalg::YieldOp::create(b, l, r);
             })
             .getResult(0);
@@ -87,6 +81,8 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
       result = buildElementwise(
           rewriter, loc, reducedType, ValueRange{result},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            if (ordersUnsigned(element))
+              return arith::DivUIOp::create(b, l, args[0], countValue);
             return createArith<arith::DivFOp, arith::DivSIOp>(b, l, args[0],
                                                               countValue);
           });

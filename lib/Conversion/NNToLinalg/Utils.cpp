@@ -63,6 +63,10 @@ Value createLowest(OpBuilder &b, Location loc, Type type) {
   return createExtreme(b, loc, type, /*highest=*/false);
 }
 
+bool ordersUnsigned(Type type) {
+  return type.isInteger(1) || type.isUnsignedInteger();
+}
+
 /// The float, unsigned or signed form of a binary arith op, by the element
 /// type of `lhs`.
 template <typename FloatOp, typename UnsignedOp, typename SignedOp>
@@ -71,7 +75,7 @@ static Value createBySignedness(OpBuilder &b, Location loc, Value lhs,
   Type type = lhs.getType();
   if (isa<FloatType>(type))
     return FloatOp::create(b, loc, lhs, rhs);
-  if (type.isUnsignedInteger())
+  if (ordersUnsigned(type))
     return UnsignedOp::create(b, loc, lhs, rhs);
   return SignedOp::create(b, loc, lhs, rhs);
 }

@@ -147,8 +147,12 @@ mlir::Value createArith(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
   return IntOp::create(b, loc, lhs, rhs);
 }
 
+/// Whether integers of `type` order unsigned: the unsigned integers (ONNX
+/// uint8..uint64) and `i1` (ONNX bool, false < true).
+bool ordersUnsigned(mlir::Type type);
+
 /// The larger / smaller of two scalars of one type: NaN-propagating for
-/// floats, unsigned for unsigned integers, signed otherwise.
+/// floats, unsigned for ordersUnsigned types, signed otherwise.
 mlir::Value createMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
                       mlir::Value rhs);
 mlir::Value createMin(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,

@@ -97,3 +97,47 @@ func.func @max_pool_ints(%u: tensor<1x1x4x4xui8>, %s: tensor<1x1x4x4xi8>) -> (te
       : (tensor<1x1x4x4xi8>) -> tensor<1x1x2x2xi8>
   return %0, %1 : tensor<1x1x2x2xui8>, tensor<1x1x2x2xi8>
 }
+
+// -----
+
+// Order-dependent reductions of unsigned integers compare and divide
+// unsigned (a signed max of ui8 would rank 200 below 3): reduce_max /
+// reduce_min / reduce_mean, arg_max, top_k, and a scatter's max and min.
+// CHECK-LABEL: func.func @ordered_reductions(
+// CHECK: linalg.reduce
+// CHECK: arith.maxui
+// CHECK: linalg.reduce
+// CHECK: arith.minui
+// CHECK: linalg.reduce
+// CHECK: arith.addi
+// CHECK: arith.divui
+// CHECK: arith.cmpi ugt
+// CHECK: arith.cmpi ugt
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// The signed ones left are the index checks' (i64).
+// CHECK-NOT: {{arith.(max|min|div)si .* : i(8|32)$}}
+// CHECK-NOT: {{arith.cmpi s.*: i(8|32)$}}
+func.func @ordered_reductions(%x: tensor<3x4xui8>, %w: tensor<5xui32>, %i: tensor<3xi64>, %u: tensor<3xui32>)
+    -> (tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3x1xi64>, tensor<3x2xui8>, tensor<5xui32>, tensor<5xui32>) {
+  %0 = nn.reduce_max %x {axes = array<i64: 1>, keepdims = false} : (tensor<3x4xui8>) -> tensor<3xui8>
+  %1 = nn.reduce_min %x {axes = array<i64: 1>, keepdims = false} : (tensor<3x4xui8>) -> tensor<3xui8>
+  %2 = nn.reduce_mean %x {axes = array<i64: 1>, keepdims = false} : (tensor<3x4xui8>) -> tensor<3xui8>
+  %3 = nn.arg_max %x {axis = 1 : i64} : (tensor<3x4xui8>) -> tensor<3x1xi64>
+  %v, %k = nn.top_k %x {axis = 1 : i64, k = 2 : i64} : (tensor<3x4xui8>) -> (tensor<3x2xui8>, tensor<3x2xi64>)
+  %4 = nn.scatter_elements %w, %i, %u {axis = 0 : i64, reduction = "max"} : (tensor<5xui32>, tensor<3xi64>, tensor<3xui32>) -> tensor<5xui32>
+  %5 = nn.scatter_elements %w, %i, %u {axis = 0 : i64, reduction = "min"} : (tensor<5xui32>, tensor<3xi64>, tensor<3xui32>) -> tensor<5xui32>
+  return %0, %1, %2, %3, %v, %4, %5 : tensor<3xui8>, tensor<3xui8>, tensor<3xui8>, tensor<3x1xi64>, tensor<3x2xui8>, tensor<5xui32>, tensor<5xui32>
+}
+
+// -----
+
+// Bools order false < true: a scatter's max of i1 is an unsigned max (a
+// signed one would rank true, all ones, below false).
+// CHECK-LABEL: func.func @bool_scatter_max(
+// CHECK: arith.maxui {{.*}} : i1
+// CHECK-NOT: {{arith.maxsi .* : i1$}}
+func.func @bool_scatter_max(%w: tensor<5xi1>, %i: tensor<3xi64>, %u: tensor<3xi1>) -> tensor<5xi1> {
+  %0 = nn.scatter_elements %w, %i, %u {axis = 0 : i64, reduction = "max"} : (tensor<5xi1>, tensor<3xi64>, tensor<3xi1>) -> tensor<5xi1>
+  return %0 : tensor<5xi1>
+}
