@@ -120,7 +120,6 @@ MessageGroups planMessageGroups(const PipelineSpec &spec, size_t program,
         tags += (j == i ? "" : ", ") + std::to_string(code[j].tag);
       }
       groups.tags[i] = std::move(tags);
-      groups.largestBytes = std::max(groups.largestBytes, total);
     }
     i = end;
   }

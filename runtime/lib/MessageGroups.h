@@ -9,16 +9,18 @@
 // branches), which pipe-project-ranks writes as adjacent sends on one rank
 // and adjacent receives on the other. Each message costs the transport a
 // fixed latency (tens of microseconds over Open MPI's shared memory, issue
-// 21), so the runtime sends such a run as one message: the sender gathers
-// the registers into one buffer, the receiver scatters it.
+// 21), so the runtime sends such a run as one message whose parts are the
+// registers (Transport.h, sendParts / recvParts: the threads transport
+// copies each part into and out of its mailbox buffer; MPI copies them into
+// its send buffer, and the receiver scatters the message it received whole).
 //
 // The plan is computed on every rank from the programs of all ranks
 // (bundle.json holds them all), so both sides of a message agree on it:
 // two messages from rank r to rank q travel together when r's sends of
 // them are adjacent instructions and so are q's receives, in the same
 // order, with the same sizes. A group stops before it would exceed a byte
-// limit (larger messages are bandwidth- rather than latency-bound, and the
-// group's staging buffer stays small). Internal to the runtime library.
+// limit (larger messages are bandwidth- rather than latency-bound, and a
+// transport's send buffer stays small). Internal to the runtime library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,8 +46,6 @@ struct MessageGroups {
   std::vector<std::string> tags;
   /// True for the members of a group after its first.
   std::vector<bool> follower;
-  /// The largest group's bytes (its staging buffer); 0 when none.
-  size_t largestBytes = 0;
 };
 
 /// Default byte limit of one group.

@@ -151,13 +151,12 @@ struct pd_rank {
   std::vector<bool> sentAhead;
   /// Adjacent messages to or from one peer that travel as one
   /// (MessageGroups.h): planned with sendsAhead, unless
-  /// PIPEDREAM_COALESCE_MESSAGES is 0. A group's send gathers its
-  /// registers into messageStaging (marking the later sends sentAhead);
-  /// its receive scatters the message from it (marking the later receives
+  /// PIPEDREAM_COALESCE_MESSAGES is 0. A group's first send sends its
+  /// registers as the parts of one message (marking the later sends
+  /// sentAhead); its first receive fills them (marking the later receives
   /// receivedAhead, which then do nothing).
   pipedream::runtime::MessageGroups messageGroups;
   std::vector<bool> receivedAhead;
-  AlignedMemory messageStaging;
   /// What the running step's instructions read and accumulate.
   std::vector<const pd_named_array *> stepData;
   size_t stepFirst = 0;
@@ -881,60 +880,55 @@ void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
                                      "uploading the received register: ");
 }
 
-/// The send at `index`, reading `data`: alone, or gathered with the rest
-/// of its message group (pd_rank::messageGroups) when it is the group's
-/// first.
+/// The parts of message group `members` (sends or receives): each
+/// member's register, the one at `index` at `data`.
+std::vector<pipedream::runtime::MessagePart>
+groupParts(const pd_rank &p, const std::vector<size_t> &members, size_t index,
+           const void *data) {
+  std::vector<pipedream::runtime::MessagePart> parts;
+  for (size_t m : members) {
+    const RankInstruction &ins = p.program->program[m];
+    size_t reg = ins.op == RankInstruction::Op::Send ? ins.src : ins.dst;
+    parts.push_back(
+        {m == index ? const_cast<void *>(data) : p.registerTable[reg],
+         p.program->registers[reg].numBytes});
+  }
+  return parts;
+}
+
+/// The send at `index`, reading `data`: alone, or with the rest of its
+/// message group (pd_rank::messageGroups) as one message when it is the
+/// group's first.
 void sendMessage(pd_rank &p, size_t index, const void *data) {
-  const auto &program = p.program->program;
-  const RankInstruction &ins = program[index];
-  if (index >= p.messageGroups.members.size() ||
-      p.messageGroups.members[index].empty())
+  const RankInstruction &ins = p.program->program[index];
+  if (p.messageGroups.members[index].empty())
     return runSend(p, ins, data);
   const std::vector<size_t> &members = p.messageGroups.members[index];
-  auto *staging = static_cast<unsigned char *>(p.messageStaging.get());
-  size_t offset = 0;
-  for (size_t m : members) {
-    size_t src = program[m].src;
-    size_t bytes = p.program->registers[src].numBytes;
-    std::memcpy(staging + offset, m == index ? data : p.registerTable[src],
-                bytes);
-    offset += bytes;
-  }
-  transportCall(pd_transport_send(p.transport,
-                                  p.spec->worldRank(ins.peer, p.replica),
-                                  ins.tag, staging, offset));
+  std::vector<pipedream::runtime::MessagePart> parts =
+      groupParts(p, members, index, data);
+  transportCall(pipedream::runtime::sendParts(
+      *p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
+      parts.data(), parts.size()));
   for (size_t m : members)
     if (m != index)
       p.sentAhead[m] = true;
 }
 
 /// The receive at `index`, into `data`: alone, or the message of its whole
-/// group scattered into the group's registers when it is the group's
-/// first.
+/// group, each part into its register, when it is the group's first.
 void recvMessage(pd_rank &p, size_t index, void *data) {
-  const auto &program = p.program->program;
-  const RankInstruction &ins = program[index];
-  if (index >= p.messageGroups.members.size() ||
-      p.messageGroups.members[index].empty())
+  const RankInstruction &ins = p.program->program[index];
+  if (p.messageGroups.members[index].empty())
     return runRecv(p, ins, data);
   const std::vector<size_t> &members = p.messageGroups.members[index];
-  size_t total = 0;
+  std::vector<pipedream::runtime::MessagePart> parts =
+      groupParts(p, members, index, data);
+  transportCall(pipedream::runtime::recvParts(
+      *p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
+      parts.data(), parts.size()));
   for (size_t m : members)
-    total += p.program->registers[program[m].dst].numBytes;
-  auto *staging = static_cast<unsigned char *>(p.messageStaging.get());
-  transportCall(pd_transport_recv(p.transport,
-                                  p.spec->worldRank(ins.peer, p.replica),
-                                  ins.tag, staging, total));
-  size_t offset = 0;
-  for (size_t m : members) {
-    size_t dst = program[m].dst;
-    size_t bytes = p.program->registers[dst].numBytes;
-    std::memcpy(m == index ? data : p.registerTable[dst], staging + offset,
-                bytes);
-    offset += bytes;
     if (m != index)
       p.receivedAhead[m] = true;
-  }
 }
 
 /// Before the receive at `index` (issue 21): the sends that follow it up to
@@ -1621,10 +1615,6 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
       p->messageGroups.follower.assign(p->program->program.size(), false);
     p->messageGroups.members.resize(p->program->program.size());
     p->messageGroups.tags.resize(p->program->program.size());
-    if (p->messageGroups.largestBytes)
-      p->messageStaging = allocateAligned(
-          p->messageGroups.largestBytes,
-          "the message staging buffer of rank " + std::to_string(rank));
     size_t largest = sizeof(double);
     for (size_t g = 0; g < p->program->registers.size(); ++g) {
       size_t bytes = p->program->registers[g].numBytes;

@@ -148,8 +148,12 @@ struct ThreadEndpoint {
   std::map<std::vector<size_t>, uint64_t> reductionsRun;
 };
 
-pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
-                     size_t numBytes, double) {
+pd_status threadSendParts(void *state, size_t peer, int64_t tag,
+                          const pipedream::runtime::MessagePart *parts,
+                          size_t count, double) {
+  size_t numBytes = 0;
+  for (size_t k = 0; k < count; ++k)
+    numBytes += parts[k].bytes;
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld &world = *self.world;
   ThreadWorld::Message message{self.rank, tag, {}, nullptr, 0};
@@ -169,8 +173,10 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
       spare.pop_back();
     }
   }
-  const unsigned char *bytes = static_cast<const unsigned char *>(data);
-  message.bytes.assign(bytes, bytes + numBytes);
+  message.bytes.resize(numBytes);
+  for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
+    if (parts[k].bytes)
+      std::memcpy(message.bytes.data() + offset, parts[k].data, parts[k].bytes);
   {
     std::lock_guard<std::mutex> lock(world.mutex);
     if (!world.failed[peer].empty())
@@ -180,6 +186,12 @@ pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
   }
   world.notify();
   return PD_OK;
+}
+
+pd_status threadSend(void *state, size_t peer, int64_t tag, const void *data,
+                     size_t numBytes, double timeout) {
+  pipedream::runtime::MessagePart part{const_cast<void *>(data), numBytes};
+  return threadSendParts(state, peer, tag, &part, 1, timeout);
 }
 
 /// How long a receive polls the mailbox (yielding the CPU between looks)
@@ -308,8 +320,12 @@ void recycle(ThreadWorld &world, ThreadWorld::Message &message) {
   world.spare.emplace(message.deviceBytes, std::move(message.device));
 }
 
-pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
-                     size_t numBytes, double timeout) {
+pd_status threadRecvParts(void *state, size_t peer, int64_t tag,
+                          const pipedream::runtime::MessagePart *parts,
+                          size_t count, double timeout) {
+  size_t numBytes = 0;
+  for (size_t k = 0; k < count; ++k)
+    numBytes += parts[k].bytes;
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld::Message message{0, 0, {}, nullptr, 0};
   if (pd_status status =
@@ -317,13 +333,17 @@ pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
     return status;
   if (message.device) {
     // A device message into host memory (the peer sent a register).
-    pipedream::runtime::copyToHost(data, message.device.get(), numBytes,
-                                   "receiving from rank " +
-                                       std::to_string(peer) + ": ");
+    for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
+      pipedream::runtime::copyToHost(
+          parts[k].data,
+          static_cast<const unsigned char *>(message.device.get()) + offset,
+          parts[k].bytes, "receiving from rank " + std::to_string(peer) + ": ");
     recycle(*self.world, message);
   } else {
-    if (numBytes)
-      std::memcpy(data, message.bytes.data(), numBytes);
+    for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
+      if (parts[k].bytes)
+        std::memcpy(parts[k].data, message.bytes.data() + offset,
+                    parts[k].bytes);
     std::lock_guard<std::mutex> lock(self.world->mutex);
     // Kept for the next sends: up to 8 per rank (a pipeline rank has a
     // handful of messages in flight).
@@ -332,6 +352,12 @@ pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
       spare.push_back(std::move(message.bytes));
   }
   return PD_OK;
+}
+
+pd_status threadRecv(void *state, size_t peer, int64_t tag, void *data,
+                     size_t numBytes, double timeout) {
+  pipedream::runtime::MessagePart part{data, numBytes};
+  return threadRecvParts(state, peer, tag, &part, 1, timeout);
 }
 
 void threadAbort(void *state, const char *reason) {
@@ -482,6 +508,8 @@ pd_status pd_transport_create_threads(size_t size, pd_transport **out) {
       transport->size = size;
       transport->timeout = pipedream::runtime::defaultTimeout();
       transport->ops = kThreadOps;
+      transport->sendParts = threadSendParts;
+      transport->recvParts = threadRecvParts;
       transport->state = new ThreadEndpoint{world, r, {}};
       made.push_back(std::move(transport));
     }
@@ -641,6 +669,69 @@ void pd_transport_abort(pd_transport *transport, const char *reason) {
 
 namespace pipedream {
 namespace runtime {
+
+namespace {
+/// The total bytes of `count` parts.
+size_t partBytes(const MessagePart *parts, size_t count) {
+  size_t total = 0;
+  for (size_t k = 0; k < count; ++k)
+    total += parts[k].bytes;
+  return total;
+}
+} // namespace
+
+pd_status sendParts(pd_transport &transport, size_t peer, int64_t tag,
+                    const MessagePart *parts, size_t count) {
+  size_t total = partBytes(parts, count);
+  if (count == 1 || !transport.sendParts) {
+    // One part, or a user-defined transport: one contiguous send.
+    static thread_local std::vector<unsigned char> gathered;
+    const void *data = count == 1 ? parts[0].data : nullptr;
+    if (count != 1) {
+      gathered.resize(total);
+      for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
+        if (parts[k].bytes)
+          std::memcpy(gathered.data() + offset, parts[k].data, parts[k].bytes);
+      data = gathered.data();
+    }
+    return pd_transport_send(&transport, peer, tag, data, total);
+  }
+  if (pd_status status =
+          checkPeer(&transport, peer, tag, parts, total, "pd_transport_send"))
+    return status;
+  return guarded([&] {
+    return transport.sendParts(transport.state, peer, tag, parts, count,
+                               transport.timeout);
+  });
+}
+
+pd_status recvParts(pd_transport &transport, size_t peer, int64_t tag,
+                    const MessagePart *parts, size_t count) {
+  size_t total = partBytes(parts, count);
+  if (count == 1 || !transport.recvParts) {
+    static thread_local std::vector<unsigned char> gathered;
+    void *data = count == 1 ? parts[0].data : nullptr;
+    if (count != 1) {
+      gathered.resize(total);
+      data = gathered.data();
+    }
+    if (pd_status status =
+            pd_transport_recv(&transport, peer, tag, data, total))
+      return status;
+    if (count != 1)
+      for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
+        if (parts[k].bytes)
+          std::memcpy(parts[k].data, gathered.data() + offset, parts[k].bytes);
+    return PD_OK;
+  }
+  if (pd_status status =
+          checkPeer(&transport, peer, tag, parts, total, "pd_transport_recv"))
+    return status;
+  return guarded([&] {
+    return transport.recvParts(transport.state, peer, tag, parts, count,
+                               transport.timeout);
+  });
+}
 
 bool transportBuffersSends(const pd_transport &transport) {
   if (transport.ops.send == threadSend)

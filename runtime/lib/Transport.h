@@ -17,6 +17,27 @@
 
 #include <string>
 
+namespace pipedream {
+namespace runtime {
+/// One contiguous piece of a message sent or received in parts (message
+/// groups, MessageGroups.h): the message is its parts' bytes in order.
+struct MessagePart {
+  void *data;
+  size_t bytes;
+};
+/// A transport's own send and receive of a message in parts, matched as
+/// pd_transport_send / pd_transport_recv of the parts' total size are:
+/// the send copies each part once into its buffer (as a whole message
+/// would be), the receive fills each part from its buffer.
+using SendPartsFn = pd_status (*)(void *state, size_t peer, int64_t tag,
+                                  const MessagePart *parts, size_t count,
+                                  double timeout);
+using RecvPartsFn = pd_status (*)(void *state, size_t peer, int64_t tag,
+                                  const MessagePart *parts, size_t count,
+                                  double timeout);
+} // namespace runtime
+} // namespace pipedream
+
 struct pd_transport {
   std::string kind;
   size_t rank = 0;
@@ -24,10 +45,22 @@ struct pd_transport {
   double timeout = 60;
   pd_transport_ops ops{};
   void *state = nullptr;
+  /// Messages in parts of the transport's own (threads: both; MPI: sends);
+  /// where null, sendParts / recvParts gather into or scatter from a
+  /// buffer around one contiguous message.
+  pipedream::runtime::SendPartsFn sendParts = nullptr;
+  pipedream::runtime::RecvPartsFn recvParts = nullptr;
 };
 
 namespace pipedream {
 namespace runtime {
+
+/// A message of `count` parts to (from) `peer` over `transport`, with its
+/// timeout; the status and last error as pd_transport_send / _recv.
+pd_status sendParts(pd_transport &transport, size_t peer, int64_t tag,
+                    const MessagePart *parts, size_t count);
+pd_status recvParts(pd_transport &transport, size_t peer, int64_t tag,
+                    const MessagePart *parts, size_t count);
 
 /// $PIPEDREAM_TIMEOUT when it is a positive number, else 60 seconds.
 double defaultTimeout();

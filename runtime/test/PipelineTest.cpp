@@ -19,6 +19,7 @@
 #include "Manifest.h"
 #include "PipelineUtil.h"
 #include "TestUtil.h"
+#include "Transport.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -427,6 +428,38 @@ TEST(ThreadsTransport, MatchesByPeerAndTag) {
   EXPECT_EQ(pd_transport_set_timeout(t[0], 0), PD_ERROR_INVALID_ARGUMENT);
   for (pd_transport *x : t)
     pd_transport_destroy(x);
+}
+
+/// Messages in parts (Transport.h, the message groups of MessageGroups.h):
+/// the parts' bytes in order, whatever the parts on either side.
+TEST(ThreadsTransport, MessagesInParts) {
+  using pipedream::runtime::MessagePart;
+  pd_transport *t[2];
+  ASSERT_EQ(pd_transport_create_threads(2, t), PD_OK);
+  int a[3] = {1, 2, 3}, b[2] = {4, 5}, whole[5] = {6, 7, 8, 9, 10};
+  MessagePart sent[] = {{a, sizeof(a)}, {nullptr, 0}, {b, sizeof(b)}};
+  ASSERT_EQ(pipedream::runtime::sendParts(*t[1], 0, 1, sent, 3), PD_OK);
+  ASSERT_EQ(pipedream::runtime::sendParts(*t[1], 0, 2, sent, 3), PD_OK);
+  ASSERT_EQ(pd_transport_send(t[1], 0, 3, whole, sizeof(whole)), PD_OK);
+  int x[1] = {0}, y[4] = {0, 0, 0, 0}, got[5] = {0, 0, 0, 0, 0};
+  MessagePart received[] = {{x, sizeof(x)}, {y, sizeof(y)}};
+  ASSERT_EQ(pipedream::runtime::recvParts(*t[0], 1, 1, received, 2), PD_OK);
+  EXPECT_EQ(x[0], 1);
+  EXPECT_EQ(std::vector<int>(y, y + 4), (std::vector<int>{2, 3, 4, 5}));
+  ASSERT_EQ(pd_transport_recv(t[0], 1, 2, got, sizeof(got)), PD_OK);
+  EXPECT_EQ(std::vector<int>(got, got + 5), (std::vector<int>{1, 2, 3, 4, 5}));
+  ASSERT_EQ(pipedream::runtime::recvParts(*t[0], 1, 3, received, 2), PD_OK);
+  EXPECT_EQ(x[0], 6);
+  EXPECT_EQ(std::vector<int>(y, y + 4), (std::vector<int>{7, 8, 9, 10}));
+  // Parts adding up to another size than the message's: a mismatch.
+  ASSERT_EQ(pipedream::runtime::sendParts(*t[1], 0, 4, sent, 3), PD_OK);
+  MessagePart fewer[] = {{x, sizeof(x)}, {y, 2 * sizeof(int)}};
+  EXPECT_EQ(pipedream::runtime::recvParts(*t[0], 1, 4, fewer, 2),
+            PD_ERROR_MISMATCH);
+  EXPECT_STREQ(pd_last_error(),
+               "the message from rank 1 with tag 4 has 20 bytes, expected 12");
+  for (pd_transport *z : t)
+    pd_transport_destroy(z);
 }
 
 TEST(ThreadsTransport, AllReduceSumsOverTheGroup) {

@@ -9,12 +9,17 @@
 // must have been copied, so the sender overwrites its buffer at once while
 // the receiver is still asleep; messages of one tag arrive in order; many
 // large sends in flight at once all arrive; the transport's destroy waits
-// for the last ones. Prints "ok" and exits 0, else names the failure and
-// exits 1.
+// for the last ones. Messages in parts (Transport.h sendParts / recvParts,
+// the message groups of MessageGroups.h) are their parts' bytes in order,
+// whatever the parts on either side, and a receive whose parts add up to
+// another size than the message's fails with a mismatch. Prints "ok" and
+// exits 0, else names the failure and exits 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/runtime.h"
+
+#include "Transport.h"
 
 #include <chrono>
 #include <cstdio>
@@ -109,6 +114,52 @@ int main() {
         same = buffer[i] == pattern(100 + m, i);
       expect(same, "last message content", rank);
     }
+  }
+  // Messages in parts: 160 KiB + 0 + 96 KiB sent, received as 20 KiB +
+  // 236 KiB, then as one part; one contiguous send received in 3 parts.
+  using pipedream::runtime::MessagePart;
+  std::vector<float> whole(64 * 1024);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = pattern(200, i);
+  const size_t wholeBytes = whole.size() * sizeof(float);
+  if (rank == 0) {
+    std::vector<float> a(whole.begin(), whole.begin() + 40 * 1024),
+        c(whole.begin() + 40 * 1024, whole.end());
+    MessagePart parts[] = {{a.data(), a.size() * sizeof(float)},
+                           {nullptr, 0},
+                           {c.data(), c.size() * sizeof(float)}};
+    for (int64_t tag : {10, 11})
+      expect(pipedream::runtime::sendParts(*t, 1, tag, parts, 3) == PD_OK,
+             "send in parts", rank);
+    expect(pd_transport_send(t, 1, 12, whole.data(), wholeBytes) == PD_OK,
+           "send whole", rank);
+    float small[2] = {1, 2};
+    expect(pd_transport_send(t, 1, 13, small, sizeof(small)) == PD_OK,
+           "send small", rank);
+  } else {
+    auto same = [&](const std::vector<float> &got) { return got == whole; };
+    std::vector<float> got(whole.size(), -1.0f);
+    MessagePart two[] = {
+        {got.data(), 5 * 1024 * sizeof(float)},
+        {got.data() + 5 * 1024, (whole.size() - 5 * 1024) * sizeof(float)}};
+    expect(pipedream::runtime::recvParts(*t, 0, 10, two, 2) == PD_OK,
+           "recv in parts", rank);
+    expect(same(got), "parts' content, received in other parts", rank);
+    got.assign(whole.size(), -1.0f);
+    expect(pd_transport_recv(t, 0, 11, got.data(), wholeBytes) == PD_OK,
+           "recv parts whole", rank);
+    expect(same(got), "parts' content, received whole", rank);
+    got.assign(whole.size(), -1.0f);
+    MessagePart three[] = {
+        {got.data(), 4}, {got.data() + 1, 0}, {got.data() + 1, wholeBytes - 4}};
+    expect(pipedream::runtime::recvParts(*t, 0, 12, three, 3) == PD_OK,
+           "recv whole in parts", rank);
+    expect(same(got), "whole message's content, received in parts", rank);
+    float small[4];
+    MessagePart larger[] = {{small, 8}, {small + 2, 8}};
+    expect(pipedream::runtime::recvParts(*t, 0, 13, larger, 2) ==
+               PD_ERROR_MISMATCH,
+           "a message shorter than the parts is a mismatch", rank);
   }
   pd_transport_destroy(t);
   if (gFailures == 0)
