@@ -150,9 +150,9 @@ struct pd_rank {
   /// program's own send then skips.
   std::vector<bool> sentAhead;
   /// Adjacent messages to or from one peer that travel as one
-  /// (MessageGroups.h): planned with sendsAhead, unless
-  /// PIPEDREAM_COALESCE_MESSAGES is 0. A group's first send sends its
-  /// registers as the parts of one message (marking the later sends
+  /// (MessageGroups.h): planned where sends are buffered (as for
+  /// sendsAhead), unless PIPEDREAM_COALESCE_MESSAGES is 0. A group's first send
+  /// sends its registers as the parts of one message (marking the later sends
   /// sentAhead); its first receive fills them (marking the later receives
   /// receivedAhead, which then do nothing).
   pipedream::runtime::MessageGroups messageGroups;
@@ -1601,14 +1601,18 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
     }
     p->transportTakesDevice =
         pipedream::runtime::transportTakesDevice(*transport);
-    const char *ahead = std::getenv("PIPEDREAM_SEND_AHEAD");
-    p->sendsAhead = !p->cuda &&
-                    pipedream::runtime::transportBuffersSends(*transport) &&
-                    !(ahead && std::strcmp(ahead, "0") == 0);
+    // Sends ahead and message groups both need sends that never wait for
+    // their receiver (and host registers); each has its own switch.
+    const bool buffered =
+        !p->cuda && pipedream::runtime::transportBuffersSends(*transport);
+    auto off = [](const char *name) {
+      const char *value = std::getenv(name);
+      return value && std::strcmp(value, "0") == 0;
+    };
+    p->sendsAhead = buffered && !off("PIPEDREAM_SEND_AHEAD");
     p->sentAhead.assign(p->program->program.size(), false);
     p->receivedAhead.assign(p->program->program.size(), false);
-    const char *coalesce = std::getenv("PIPEDREAM_COALESCE_MESSAGES");
-    if (p->sendsAhead && !(coalesce && std::strcmp(coalesce, "0") == 0))
+    if (buffered && !off("PIPEDREAM_COALESCE_MESSAGES"))
       p->messageGroups =
           pipedream::runtime::planMessageGroups(*spec, p->programRank);
     else
