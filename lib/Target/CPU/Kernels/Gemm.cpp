@@ -373,8 +373,10 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
 /// width W (clang vector extensions, no intrinsics: instantiated inside the
 /// target-attributed wrappers below, it compiles to their ymm / zmm code):
 /// an MR x 2W tile, 2 MR accumulators, per k one B row of 2 vectors and MR
-/// broadcast A elements.
-template <int W, int MR>
+/// broadcast A elements. ROWS < MR: only the first ROWS rows of the tile
+/// (the A panel keeps its MR stride; the last panel of an M that MR does
+/// not divide), the same operations on each of them.
+template <int W, int MR, int ROWS = MR>
 __attribute__((always_inline)) inline void
 kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
              int64_t ldc, const Update &u) {
@@ -391,9 +393,9 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
     return v;
   };
   auto store = [](float *p, Vec v) { __builtin_memcpy(p, &v, sizeof(v)); };
-  Vec acc[MR][2];
+  Vec acc[ROWS][2];
 #pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i) {
+  for (int i = 0; i < ROWS; ++i) {
     acc[i][0] = acc[i][1] = Vec(0.0f);
     // The C tile's cache lines on their way while the loop runs (the tile
     // is read and written once, after it): 2-4% on 256 x 2048 x 2048 and
@@ -406,7 +408,7 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
   for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 2 * W) {
     Vec b0 = loadAligned(bp), b1 = loadAligned(bp + W);
 #pragma clang loop unroll(full)
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < ROWS; ++i) {
       Vec a = Vec(ap[i]);
       acc[i][0] = __builtin_elementwise_fma(a, b0, acc[i][0]);
       acc[i][1] = __builtin_elementwise_fma(a, b1, acc[i][1]);
@@ -414,7 +416,7 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
   }
   Vec alpha = Vec(u.alpha), beta = Vec(u.beta);
 #pragma clang loop unroll(full)
-  for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < ROWS; ++i)
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
       float *dst = c + i * ldc + W * h;
@@ -439,15 +441,54 @@ kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
   kernelVector<16, 12>(kc, ap, bp, c, ldc, u);
 }
 
+/// The first ROWS rows of kernelAvx2's and kernelAvx512's tiles.
+template <int ROWS>
+__attribute__((target("avx2,fma"))) void
+kernelAvx2Rows(int64_t kc, const float *ap, const float *bp, float *c,
+               int64_t ldc, const Update &u) {
+  kernelVector<8, 6, ROWS>(kc, ap, bp, c, ldc, u);
+}
+
+template <int ROWS>
+__attribute__((target("avx512f,fma"))) void
+kernelAvx512Rows(int64_t kc, const float *ap, const float *bp, float *c,
+                 int64_t ldc, const Update &u) {
+  kernelVector<16, 12, ROWS>(kc, ap, bp, c, ldc, u);
+}
+
 #endif // PD_X86
 
 using MicroKernel = void (*)(int64_t, const float *, const float *, float *,
                              int64_t, const Update &);
 
+#if PD_X86
+/// Per row count r < MR, the kernel on a tile's first r rows (index 0
+/// unused).
+const MicroKernel kAvx2RowKernels[6] = {nullptr,           kernelAvx2Rows<1>,
+                                        kernelAvx2Rows<2>, kernelAvx2Rows<3>,
+                                        kernelAvx2Rows<4>, kernelAvx2Rows<5>};
+const MicroKernel kAvx512RowKernels[12] = {nullptr,
+                                           kernelAvx512Rows<1>,
+                                           kernelAvx512Rows<2>,
+                                           kernelAvx512Rows<3>,
+                                           kernelAvx512Rows<4>,
+                                           kernelAvx512Rows<5>,
+                                           kernelAvx512Rows<6>,
+                                           kernelAvx512Rows<7>,
+                                           kernelAvx512Rows<8>,
+                                           kernelAvx512Rows<9>,
+                                           kernelAvx512Rows<10>,
+                                           kernelAvx512Rows<11>};
+#endif
+
 struct KernelInfo {
   const char *name;
   MicroKernel kernel;
   Blocking blocking;
+  /// rowKernels[r], 0 < r < MR: the kernel on the first r rows of a tile,
+  /// for the last rows of an M that MR does not divide (null: the generic
+  /// kernel, whose partial tiles go through a full tile in a buffer).
+  const MicroKernel *rowKernels = nullptr;
 };
 
 // Measured (thread CPU time, 256 x 2048 x 2048 with B transposed, the MLP's
@@ -458,8 +499,8 @@ struct KernelInfo {
 const KernelInfo kKernels[] = {
     {"generic", kernelGeneric<4, 8>, {4, 8, 256, 128, 1024}},
 #if PD_X86
-    {"avx2", kernelAvx2, {6, 16, 512, 96, 1024}},
-    {"avx512", kernelAvx512, {12, 32, 512, 96, 1024}},
+    {"avx2", kernelAvx2, {6, 16, 512, 96, 1024}, kAvx2RowKernels},
+    {"avx512", kernelAvx512, {12, 32, 512, 96, 1024}, kAvx512RowKernels},
 #endif
 };
 
@@ -692,6 +733,13 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
             },
             [&](const float *aPanel, const float *bPanel, float *cTile,
                 int64_t rows, int64_t cols) {
+              if (cols == nr && info.rowKernels) {
+                // The last rows of M: the kernel on just those rows.
+                info.rowKernels[rows](kc, aPanel, bPanel, cTile, p.ldc, update);
+                if (epilogue)
+                  applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, rows, cols);
+                return;
+              }
               // The full tile into `edge`, then the same combine as the
               // kernel's on the valid part.
               info.kernel(kc, aPanel, bPanel, edge, nr,
