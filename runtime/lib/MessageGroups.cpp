@@ -60,14 +60,11 @@ size_t messageBytes(const RankProgram &program, size_t index) {
 
 MessageGroups planMessageGroups(const PipelineSpec &spec, size_t program,
                                 size_t maxBytes) {
-  MessageGroups groups;
   if (program >= spec.ranks.size())
-    return groups;
+    return MessageGroups();
   const RankProgram &mine = spec.ranks[program];
   const auto &code = mine.program;
-  groups.members.resize(code.size());
-  groups.tags.resize(code.size());
-  groups.follower.assign(code.size(), false);
+  MessageGroups groups(code.size());
   std::vector<MessageIndex> indices;
   indices.reserve(spec.ranks.size());
   for (const RankProgram &rank : spec.ranks)

@@ -38,6 +38,11 @@ struct PipelineSpec;
 
 /// A program's message groups: per instruction of one rank's program.
 struct MessageGroups {
+  MessageGroups() = default;
+  /// No groups in a program of `instructions` instructions.
+  explicit MessageGroups(size_t instructions)
+      : members(instructions), tags(instructions),
+        follower(instructions, false) {}
   /// For the first send or receive of a group of two or more: the indices
   /// of all its instructions, in program order (the first included);
   /// empty for every other instruction.
@@ -51,9 +56,10 @@ struct MessageGroups {
 /// Default byte limit of one group.
 inline constexpr size_t kMessageGroupBytes = size_t(1) << 20;
 
-/// The message groups of `spec.ranks[program]`, given the programs of all
-/// its peers (`spec.ranks[peer]`). A pair of ranks whose messages reuse a
-/// tag in one direction gets no groups in that direction.
+/// The message groups of `spec.ranks[program]` (one entry per instruction),
+/// given the programs of all its peers (`spec.ranks[peer]`). A pair of
+/// ranks whose messages reuse a tag in one direction gets no groups in that
+/// direction.
 MessageGroups planMessageGroups(const PipelineSpec &spec, size_t program,
                                 size_t maxBytes = kMessageGroupBytes);
 

@@ -295,9 +295,10 @@ std::string describeInstruction(const pd_rank &p, const RankInstruction &ins) {
   return "?";
 }
 
-/// Adds the trace event of instruction `ins`, begun at `start`.
-void recordInstruction(pd_rank &p, const RankInstruction &ins, double start) {
+/// Adds the trace event of instruction `index`, begun at `start`.
+void recordInstruction(pd_rank &p, size_t index, double start) {
   using Op = RankInstruction::Op;
+  const RankInstruction &ins = p.program->program[index];
   static const char *const names[] = {"input", "call", "send", "recv",
                                       "loss",  "all_reduce"};
   // all_reduce events name the accumulator they sum as their function.
@@ -308,14 +309,8 @@ void recordInstruction(pd_rank &p, const RankInstruction &ins, double start) {
                                 : "";
   bool message = ins.op == Op::Send || ins.op == Op::Recv;
   // A message group's event names its tags (MessageGroups.h).
-  const auto &program = p.program->program;
-  if (message && &ins >= program.data() &&
-      &ins < program.data() + program.size()) {
-    size_t index = static_cast<size_t>(&ins - program.data());
-    if (index < p.messageGroups.tags.size() &&
-        !p.messageGroups.tags[index].empty())
-      function = p.messageGroups.tags[index].c_str();
-  }
+  if (message && !p.messageGroups.tags[index].empty())
+    function = p.messageGroups.tags[index].c_str();
   p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
               ins.stage, ins.microbatch,
               message ? static_cast<int64_t>(ins.peer) : -1,
@@ -968,16 +963,18 @@ void sendAhead(pd_rank &p, size_t index) {
     // A group's later sends go with its first (sendMessage), never alone.
     if (p.sentAhead[j] || p.messageGroups.follower[j])
       continue;
-    bool ready = !writtenBefore(j, ins.src);
-    for (size_t m : p.messageGroups.members[j])
-      ready &= !writtenBefore(j, program[m].src);
-    if (!ready)
+    // The group's registers (or the send's own) as they are now.
+    const std::vector<size_t> &group = p.messageGroups.members[j];
+    if (group.empty() ? writtenBefore(j, ins.src)
+                      : std::any_of(group.begin(), group.end(), [&](size_t m) {
+                          return writtenBefore(j, program[m].src);
+                        }))
       continue;
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     atInstruction(p, j, [&] { sendMessage(p, j, p.registerTable[ins.src]); });
     p.sentAhead[j] = true;
     if (p.trace.enabled)
-      recordInstruction(p, ins, start);
+      recordInstruction(p, j, start);
   }
 }
 
@@ -1229,7 +1226,7 @@ void interpretProgram(pd_rank &p) {
       startOverlappedAllReduces(p, i);
     });
     if (trace.enabled)
-      recordInstruction(p, ins,
+      recordInstruction(p, i,
                         ins.op == RankInstruction::Op::Call
                             ? std::max(start, p.callReady)
                             : start);
@@ -1278,7 +1275,7 @@ int32_t nativeInstruction(pd_rank_context *ctx, int64_t index,
       if (part == TracePart::Begin)
         p.callStart = std::max(start, p.callReady);
       else
-        recordInstruction(p, ins,
+        recordInstruction(p, static_cast<size_t>(index),
                           part == TracePart::End ? p.callStart : start);
     }
     return PD_OK;
@@ -1612,13 +1609,10 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
     p->sendsAhead = buffered && !off("PIPEDREAM_SEND_AHEAD");
     p->sentAhead.assign(p->program->program.size(), false);
     p->receivedAhead.assign(p->program->program.size(), false);
-    if (buffered && !off("PIPEDREAM_COALESCE_MESSAGES"))
-      p->messageGroups =
-          pipedream::runtime::planMessageGroups(*spec, p->programRank);
-    else
-      p->messageGroups.follower.assign(p->program->program.size(), false);
-    p->messageGroups.members.resize(p->program->program.size());
-    p->messageGroups.tags.resize(p->program->program.size());
+    p->messageGroups =
+        buffered && !off("PIPEDREAM_COALESCE_MESSAGES")
+            ? pipedream::runtime::planMessageGroups(*spec, p->programRank)
+            : pipedream::runtime::MessageGroups(p->program->program.size());
     size_t largest = sizeof(double);
     for (size_t g = 0; g < p->program->registers.size(); ++g) {
       size_t bytes = p->program->registers[g].numBytes;

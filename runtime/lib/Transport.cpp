@@ -151,9 +151,7 @@ struct ThreadEndpoint {
 pd_status threadSendParts(void *state, size_t peer, int64_t tag,
                           const pipedream::runtime::MessagePart *parts,
                           size_t count, double) {
-  size_t numBytes = 0;
-  for (size_t k = 0; k < count; ++k)
-    numBytes += parts[k].bytes;
+  size_t numBytes = pipedream::runtime::partsBytes(parts, count);
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld &world = *self.world;
   ThreadWorld::Message message{self.rank, tag, {}, nullptr, 0};
@@ -174,9 +172,7 @@ pd_status threadSendParts(void *state, size_t peer, int64_t tag,
     }
   }
   message.bytes.resize(numBytes);
-  for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-    if (parts[k].bytes)
-      std::memcpy(message.bytes.data() + offset, parts[k].data, parts[k].bytes);
+  pipedream::runtime::gatherParts(parts, count, message.bytes.data());
   {
     std::lock_guard<std::mutex> lock(world.mutex);
     if (!world.failed[peer].empty())
@@ -323,9 +319,7 @@ void recycle(ThreadWorld &world, ThreadWorld::Message &message) {
 pd_status threadRecvParts(void *state, size_t peer, int64_t tag,
                           const pipedream::runtime::MessagePart *parts,
                           size_t count, double timeout) {
-  size_t numBytes = 0;
-  for (size_t k = 0; k < count; ++k)
-    numBytes += parts[k].bytes;
+  size_t numBytes = pipedream::runtime::partsBytes(parts, count);
   auto &self = *static_cast<ThreadEndpoint *>(state);
   ThreadWorld::Message message{0, 0, {}, nullptr, 0};
   if (pd_status status =
@@ -340,10 +334,7 @@ pd_status threadRecvParts(void *state, size_t peer, int64_t tag,
           parts[k].bytes, "receiving from rank " + std::to_string(peer) + ": ");
     recycle(*self.world, message);
   } else {
-    for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-      if (parts[k].bytes)
-        std::memcpy(parts[k].data, message.bytes.data() + offset,
-                    parts[k].bytes);
+    pipedream::runtime::scatterParts(message.bytes.data(), parts, count);
     std::lock_guard<std::mutex> lock(self.world->mutex);
     // Kept for the next sends: up to 8 per rank (a pipeline rank has a
     // handful of messages in flight).
@@ -670,28 +661,16 @@ void pd_transport_abort(pd_transport *transport, const char *reason) {
 namespace pipedream {
 namespace runtime {
 
-namespace {
-/// The total bytes of `count` parts.
-size_t partBytes(const MessagePart *parts, size_t count) {
-  size_t total = 0;
-  for (size_t k = 0; k < count; ++k)
-    total += parts[k].bytes;
-  return total;
-}
-} // namespace
-
 pd_status sendParts(pd_transport &transport, size_t peer, int64_t tag,
                     const MessagePart *parts, size_t count) {
-  size_t total = partBytes(parts, count);
+  size_t total = partsBytes(parts, count);
   if (count == 1 || !transport.sendParts) {
     // One part, or a user-defined transport: one contiguous send.
     static thread_local std::vector<unsigned char> gathered;
     const void *data = count == 1 ? parts[0].data : nullptr;
     if (count != 1) {
       gathered.resize(total);
-      for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-        if (parts[k].bytes)
-          std::memcpy(gathered.data() + offset, parts[k].data, parts[k].bytes);
+      gatherParts(parts, count, gathered.data());
       data = gathered.data();
     }
     return pd_transport_send(&transport, peer, tag, data, total);
@@ -707,7 +686,7 @@ pd_status sendParts(pd_transport &transport, size_t peer, int64_t tag,
 
 pd_status recvParts(pd_transport &transport, size_t peer, int64_t tag,
                     const MessagePart *parts, size_t count) {
-  size_t total = partBytes(parts, count);
+  size_t total = partsBytes(parts, count);
   if (count == 1 || !transport.recvParts) {
     static thread_local std::vector<unsigned char> gathered;
     void *data = count == 1 ? parts[0].data : nullptr;
@@ -719,9 +698,7 @@ pd_status recvParts(pd_transport &transport, size_t peer, int64_t tag,
             pd_transport_recv(&transport, peer, tag, data, total))
       return status;
     if (count != 1)
-      for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-        if (parts[k].bytes)
-          std::memcpy(parts[k].data, gathered.data() + offset, parts[k].bytes);
+      scatterParts(gathered.data(), parts, count);
     return PD_OK;
   }
   if (pd_status status =

@@ -15,6 +15,7 @@
 
 #include "pipedream/runtime.h"
 
+#include <cstring>
 #include <string>
 
 namespace pipedream {
@@ -25,6 +26,30 @@ struct MessagePart {
   void *data;
   size_t bytes;
 };
+
+/// The bytes of a message of `count` parts.
+inline size_t partsBytes(const MessagePart *parts, size_t count) {
+  size_t total = 0;
+  for (size_t k = 0; k < count; ++k)
+    total += parts[k].bytes;
+  return total;
+}
+
+/// The parts one after the other into `out` (partsBytes long).
+inline void gatherParts(const MessagePart *parts, size_t count,
+                        unsigned char *out) {
+  for (size_t k = 0; k < count; out += parts[k++].bytes)
+    if (parts[k].bytes)
+      std::memcpy(out, parts[k].data, parts[k].bytes);
+}
+
+/// `in` (partsBytes long) into the parts, in order.
+inline void scatterParts(const unsigned char *in, const MessagePart *parts,
+                         size_t count) {
+  for (size_t k = 0; k < count; in += parts[k++].bytes)
+    if (parts[k].bytes)
+      std::memcpy(parts[k].data, in, parts[k].bytes);
+}
 /// A transport's own send and receive of a message in parts, matched as
 /// pd_transport_send / pd_transport_recv of the parts' total size are:
 /// the send copies each part once into its buffer (as a whole message

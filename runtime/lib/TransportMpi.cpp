@@ -408,9 +408,7 @@ std::string peerStuck(size_t peer) {
 pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
                        const MessagePart *parts, size_t count, double timeout) {
   auto &state = *static_cast<MpiState *>(opaque);
-  size_t numBytes = 0;
-  for (size_t k = 0; k < count; ++k)
-    numBytes += parts[k].bytes;
+  size_t numBytes = partsBytes(parts, count);
   if (numBytes > static_cast<size_t>(INT32_MAX))
     return overCountLimit(numBytes);
   return guarded([&] {
@@ -426,10 +424,7 @@ pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
       void *data = count == 1 ? parts[0].data : nullptr;
       if (count != 1) {
         gathered.resize(numBytes);
-        for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-          if (parts[k].bytes)
-            std::memcpy(gathered.data() + offset, parts[k].data,
-                        parts[k].bytes);
+        gatherParts(parts, count, gathered.data());
         data = gathered.data();
       }
       MPI_Request request;
@@ -457,10 +452,7 @@ pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
       send.buffer.data.reset(new unsigned char[numBytes ? numBytes : 1]);
       send.buffer.capacity = numBytes;
     }
-    for (size_t k = 0, offset = 0; k < count; offset += parts[k++].bytes)
-      if (parts[k].bytes)
-        std::memcpy(send.buffer.data.get() + offset, parts[k].data,
-                    parts[k].bytes);
+    gatherParts(parts, count, send.buffer.data.get());
     send.bytes = numBytes;
     send.timeout = timeout;
     send.deadline =
