@@ -289,10 +289,24 @@ void packB(const Operand &b, int64_t p0, int64_t kb, int64_t j0, int64_t nb,
 //   otherwise:           C = alpha * acc + C
 //===----------------------------------------------------------------------===//
 
-/// How a micro-kernel's accumulator meets C.
+/// An epilogue (below) on one register tile, its pointers at the tile's
+/// first element: `bias` at the tile's first column (at its first row when
+/// biasPerRow), `addend` at the tile's element of the addend.
+struct TileEpilogue {
+  const float *bias;
+  bool biasPerRow;
+  const float *addend;
+  int64_t ldAddend;
+  int32_t act;
+};
+
+/// How a micro-kernel's accumulator meets C. `epilogue` (the tile's last
+/// update only, else null): applied to the combined values in registers
+/// before they are stored, exactly as applyEpilogue does in memory.
 struct Update {
   float alpha, beta;
   bool first;
+  const TileEpilogue *epilogue = nullptr;
 };
 
 inline float combine(float acc, float c, const Update &u) {
@@ -355,6 +369,27 @@ inline void applyEpilogueAt(const Epilogue &e, float *c, int64_t ldc,
   applyEpilogue(e, tile, ldc, offset / ldc, offset % ldc, rows, cols);
 }
 
+/// `e` on the register tile at row i, column j of C.
+inline TileEpilogue tileEpilogue(const Epilogue &e, int64_t i, int64_t j) {
+  return TileEpilogue{
+      e.bias ? e.bias + (e.biasPerRow ? i : j) : nullptr, e.biasPerRow,
+      e.addend ? e.addend + i * e.ldAddend + j : nullptr, e.ldAddend, e.act};
+}
+
+/// A tile epilogue on the value `x` of the tile's row i, column j (the
+/// scalar form of what kernelVector does in registers).
+inline float epilogueOn(const TileEpilogue &e, float x, int i, int j) {
+  if (e.bias)
+    x += e.biasPerRow ? e.bias[i] : e.bias[j];
+  if (e.addend)
+    x += e.addend[i * e.ldAddend + j];
+  if (e.act == PD_CPU_ACT_RELU)
+    x = x <= 0.0f ? 0.0f : x;
+  else if (e.act == PD_CPU_ACT_RELU_NUM)
+    x = x > 0.0f ? x : 0.0f;
+  return x;
+}
+
 template <int MR, int NR>
 void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
                    int64_t ldc, const Update &u) {
@@ -364,8 +399,10 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
       for (int j = 0; j < NR; ++j)
         acc[i][j] += ap[i] * bp[j];
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j)
-      c[i * ldc + j] = combine(acc[i][j], c[i * ldc + j], u);
+    for (int j = 0; j < NR; ++j) {
+      float x = combine(acc[i][j], c[i * ldc + j], u);
+      c[i * ldc + j] = u.epilogue ? epilogueOn(*u.epilogue, x, i, j) : x;
+    }
 }
 
 #if PD_X86
@@ -419,14 +456,37 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
   for (int i = 0; i < ROWS; ++i)
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      float *dst = c + i * ldc + W * h;
       Vec r = alpha * acc[i][h];
       if (!u.first)
-        r = r + load(dst);
+        r = r + load(c + i * ldc + W * h);
       else if (u.beta != 0.0f)
-        r = r + beta * load(dst);
-      store(dst, r);
+        r = r + beta * load(c + i * ldc + W * h);
+      acc[i][h] = r;
     }
+  if (const TileEpilogue *e = u.epilogue) {
+    // applyEpilogue's operations in its order, on the registers.
+    const Vec zero = Vec(0.0f);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < ROWS; ++i)
+#pragma clang loop unroll(full)
+      for (int h = 0; h < 2; ++h) {
+        Vec r = acc[i][h];
+        if (e->bias)
+          r = r + (e->biasPerRow ? Vec(e->bias[i]) : load(e->bias + W * h));
+        if (e->addend)
+          r = r + load(e->addend + i * e->ldAddend + W * h);
+        if (e->act == PD_CPU_ACT_RELU)
+          r = r <= zero ? zero : r;
+        else if (e->act == PD_CPU_ACT_RELU_NUM)
+          r = r > zero ? r : zero;
+        acc[i][h] = r;
+      }
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < ROWS; ++i)
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; ++h)
+      store(c + i * ldc + W * h, acc[i][h]);
 }
 
 __attribute__((target("avx2,fma"))) void
@@ -660,11 +720,11 @@ inline int64_t wholeOffset(int64_t pc, int64_t j, int64_t kc, int64_t nPad) {
 
 /// The MR x NR tiles of C (`c`, leading dimension `ldc`) that one packed A
 /// block (mc rows, micro-panels of `panel` elements) times one packed B
-/// block (nc columns, the same) makes: `full(aPanel, bPanel, cTile)` on a
-/// whole tile; on a partial one (the block's last rows or columns)
-/// `partial(aPanel, bPanel, cTile, rows, cols)`, which computes the whole
-/// tile elsewhere and stores its valid part. Shared by the f32 and bf16
-/// paths.
+/// block (nc columns, the same) makes: `full(aPanel, bPanel, cTile, ir, jr)`
+/// on a whole tile (at row ir, column jr of the blocks' C); on a partial one
+/// (the block's last rows or columns) `partial(aPanel, bPanel, cTile, rows,
+/// cols)`, which computes the whole tile elsewhere and stores its valid part.
+/// Shared by the f32 and bf16 paths.
 template <typename T, typename Full, typename Partial>
 __attribute__((always_inline)) inline void
 forEachTile(int64_t mc, int64_t nc, int mr, int nr, int64_t panel, const T *ap,
@@ -678,12 +738,16 @@ forEachTile(int64_t mc, int64_t nc, int mr, int nr, int64_t panel, const T *ap,
       const T *aPanel = ap + ir * panel;
       float *cTile = c + ir * ldc + jr;
       if (rows == mr && cols == nr)
-        full(aPanel, bPanel, cTile);
+        full(aPanel, bPanel, cTile, ir, jr);
       else
         partial(aPanel, bPanel, cTile, rows, cols);
     }
   }
 }
+
+/// The most floats of packed A gemmBlock keeps for all blocks of columns
+/// (1 MiB: 256 rows of a KC block of 512 in L2).
+constexpr int64_t kKeepAFloats = int64_t(1) << 18;
 
 /// C[i0 : i0+mb, j0 : j0+nb] of `p`. Returns false, before touching C, when
 /// the packing buffers cannot be allocated.
@@ -700,57 +764,100 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
   int64_t ncMax = nb < bl.nc ? nb : bl.nc;
   int64_t mcRound = (mcMax + mr - 1) / mr * mr;
   int64_t ncRound = (ncMax + nr - 1) / nr * nr;
-  float *ap = reserve(buffers->a, buffers->aCap, size_t(mcRound * kcMax));
+  // More than one block of columns: A's rows packed once per KC block for
+  // all of them (KC outermost) when they fit in kKeepAFloats; otherwise
+  // each MC block of A is packed again for each block of columns.
+  const int64_t mbRound = (mb + mr - 1) / mr * mr;
+  const bool keepA = nb > bl.nc && mbRound * kcMax <= kKeepAFloats;
+  float *ap = reserve(buffers->a, buffers->aCap,
+                      size_t((keepA ? mbRound : mcRound) * kcMax));
   float *bp = reserve(buffers->b, buffers->bCap, size_t(ncRound * kcMax));
   if (!ap || !bp)
     return false;
   alignas(64) float edge[32 * 32]; // >= MR x NR of every kernel
+  // Columns [jc, jc + nc) of KC block pc of op(B), packed.
+  auto packedBBlock = [&](int64_t jc, int64_t nc, int64_t pc,
+                          int64_t kc) -> const float * {
+    if (p.packedB) {
+      int64_t nPad = (p.n + nr - 1) / nr * nr;
+      return p.packedB + wholeOffset(pc, j0 + jc, kc, nPad);
+    }
+    packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
+    return bp;
+  };
+  // The tiles of rows [ic, ic + mc) and columns [jc, jc + nc) of the part
+  // for KC block pc, from packed A panels at aBlock.
+  auto tiles = [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc,
+                   const float *bBlock, int64_t ic, int64_t mc,
+                   const float *aBlock) {
+    Update update{p.alpha, p.beta, pc == 0};
+    // The epilogue once a tile has its last update.
+    const Epilogue *epilogue =
+        pc + kc >= p.k && !p.epilogue.empty() ? &p.epilogue : nullptr;
+    forEachTile(
+        mc, nc, mr, nr, kc, aBlock, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
+        p.ldc,
+        [&](const float *aPanel, const float *bPanel, float *cTile, int64_t ir,
+            int64_t jr) {
+          if (!epilogue) {
+            info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
+            return;
+          }
+          // The epilogue in the kernel's registers.
+          TileEpilogue tile =
+              tileEpilogue(*epilogue, i0 + ic + ir, j0 + jc + jr);
+          Update last = update;
+          last.epilogue = &tile;
+          info.kernel(kc, aPanel, bPanel, cTile, p.ldc, last);
+        },
+        [&](const float *aPanel, const float *bPanel, float *cTile,
+            int64_t rows, int64_t cols) {
+          if (cols == nr && info.rowKernels) {
+            // The last rows of M: the kernel on just those rows.
+            int64_t offset = cTile - p.c;
+            TileEpilogue tile =
+                epilogue
+                    ? tileEpilogue(*epilogue, offset / p.ldc, offset % p.ldc)
+                    : TileEpilogue{};
+            Update last = update;
+            last.epilogue = epilogue ? &tile : nullptr;
+            info.rowKernels[rows](kc, aPanel, bPanel, cTile, p.ldc, last);
+            return;
+          }
+          // The full tile into `edge`, then the same combine as the
+          // kernel's on the valid part.
+          info.kernel(kc, aPanel, bPanel, edge, nr, Update{1.0f, 0.0f, true});
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              cTile[i * p.ldc + j] =
+                  combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
+          if (epilogue)
+            applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, rows, cols);
+        });
+  };
+  if (keepA) {
+    for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
+      int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
+      packA(p.a, i0, mb, pc, kc, mr, ap, simd);
+      for (int64_t jc = 0; jc < nb; jc += bl.nc) {
+        int64_t nc = nb - jc < bl.nc ? nb - jc : bl.nc;
+        const float *bBlock = packedBBlock(jc, nc, pc, kc);
+        for (int64_t ic = 0; ic < mb; ic += bl.mc)
+          tiles(jc, nc, pc, kc, bBlock, ic, mb - ic < bl.mc ? mb - ic : bl.mc,
+                ap + ic * kc);
+      }
+    }
+    return true;
+  }
   for (int64_t jc = 0; jc < nb; jc += bl.nc) {
     int64_t nc = nb - jc < bl.nc ? nb - jc : bl.nc;
     for (int64_t pc = 0; pc < p.k; pc += bl.kc) {
       int64_t kc = p.k - pc < bl.kc ? p.k - pc : bl.kc;
-      const float *bBlock = bp;
-      if (p.packedB) {
-        int64_t nPad = (p.n + nr - 1) / nr * nr;
-        bBlock = p.packedB + wholeOffset(pc, j0 + jc, kc, nPad);
-      } else {
-        packB(p.b, pc, kc, j0 + jc, nc, nr, bp, simd);
-      }
-      Update update{p.alpha, p.beta, pc == 0};
-      // The epilogue once a tile has its last update.
-      const Epilogue *epilogue =
-          pc + kc >= p.k && !p.epilogue.empty() ? &p.epilogue : nullptr;
+      const float *bBlock = packedBBlock(jc, nc, pc, kc);
       for (int64_t ic = 0; ic < mb; ic += bl.mc) {
         int64_t mc = mb - ic < bl.mc ? mb - ic : bl.mc;
         packA(p.a, i0 + ic, mc, pc, kc, mr, ap, simd);
-        forEachTile(
-            mc, nc, mr, nr, kc, ap, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
-            p.ldc,
-            [&](const float *aPanel, const float *bPanel, float *cTile) {
-              info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
-              if (epilogue)
-                applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, mr, nr);
-            },
-            [&](const float *aPanel, const float *bPanel, float *cTile,
-                int64_t rows, int64_t cols) {
-              if (cols == nr && info.rowKernels) {
-                // The last rows of M: the kernel on just those rows.
-                info.rowKernels[rows](kc, aPanel, bPanel, cTile, p.ldc, update);
-                if (epilogue)
-                  applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, rows, cols);
-                return;
-              }
-              // The full tile into `edge`, then the same combine as the
-              // kernel's on the valid part.
-              info.kernel(kc, aPanel, bPanel, edge, nr,
-                          Update{1.0f, 0.0f, true});
-              for (int64_t i = 0; i < rows; ++i)
-                for (int64_t j = 0; j < cols; ++j)
-                  cTile[i * p.ldc + j] =
-                      combine(edge[i * nr + j], cTile[i * p.ldc + j], update);
-              if (epilogue)
-                applyEpilogueAt(*epilogue, p.c, p.ldc, cTile, rows, cols);
-            });
+        tiles(jc, nc, pc, kc, bBlock, ic, mc, ap);
       }
     }
   }
@@ -1753,7 +1860,8 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
       forEachTile(
           mc, ncb, mr, nr, kp, ap, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
           p.ldc,
-          [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile) {
+          [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile,
+              int64_t, int64_t) {
             info.kernel(kp, aPanel, bPanel, cTile, p.ldc, p.alpha, p.beta);
             if (!p.epilogue.empty())
               applyEpilogueAt(p.epilogue, p.c, p.ldc, cTile, mr, nr);
