@@ -33,6 +33,8 @@ const char kUsage[] =
     "                     [--check-finite] [--skip-failed-steps]\n"
     "                     [--ranks K] [--transport threads|mpi|nccl]\n"
     "                     [--timeout SECONDS]\n"
+    "       pipedream-run --measure-link LINK.json [--ranks K]\n"
+    "                     [--transport threads|mpi] [--timeout SECONDS]\n"
     "\n"
     "Runs the bundle in OUT_DIR (written by pipedream-compile).\n"
     "\n"
@@ -89,11 +91,15 @@ const char kUsage[] =
     "                           default $PIPEDREAM_NUM_THREADS, else this\n"
     "                           process's CPUs divided among the ranks that\n"
     "                           share them; results do not depend on N\n"
+    "  --measure-link LINK.json no bundle: ranks 0 and 1 of the transport\n"
+    "                           (threads by default; --ranks K: MPI) bounce\n"
+    "                           1 KiB-4 MiB messages; the fitted latency and\n"
+    "                           bandwidth are written as a profile for\n"
+    "                           pipedream-compile --cost-model LINK.json\n"
     "  -h, --help               this text\n"
     "\n"
     "Training progress goes to stderr as one updating line on a terminal,\n"
     "else to stdout as one line per step and a summary.\n";
-
 
 std::string *valueOf(Options &options, const std::string &flag) {
   if (flag == "--inputs")
@@ -122,6 +128,8 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.checkpointEvery;
   if (flag == "--threads")
     return &options.threads;
+  if (flag == "--measure-link")
+    return &options.measureLink;
   return nullptr;
 }
 
@@ -207,7 +215,21 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     }
     options.bundleDir = arg;
   }
-  if (options.bundleDir.empty()) {
+  if (!options.measureLink.empty()) {
+    // No bundle: only the transport's flags apply.
+    if (!options.bundleDir.empty()) {
+      message = "--measure-link takes no bundle directory (got '" +
+                options.bundleDir + "')";
+      return false;
+    }
+    for (const std::string &flag : seen)
+      if (flag != "--measure-link" && flag != "--ranks" &&
+          flag != "--transport" && flag != "--timeout") {
+        message = flag + " does not apply to --measure-link (which takes "
+                         "--ranks, --transport and --timeout)";
+        return false;
+      }
+  } else if (options.bundleDir.empty()) {
     message = "no bundle directory given (usage: pipedream-run OUT_DIR "
               "--inputs IN.npz [--outputs OUT.npz], or OUT_DIR --data "
               "DATA.npz [--steps N])";
@@ -298,7 +320,7 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
               "steps) or --resume";
     return false;
   }
-  if (options.data.empty()) {
+  if (options.data.empty() && options.measureLink.empty()) {
     for (const char *flag : {"--steps", "--save-onnx", "--loss-log",
                              "--ranks", "--transport", "--timeout",
                              "--trace", "--checkpoint-dir",

@@ -46,6 +46,8 @@ struct Options {
   int numThreads = 0;
   // --skip-failed-steps (docs/Runtime.md "Run-time checks").
   bool skipFailedSteps = false;
+  /// --measure-link FILE: no bundle; the transport's link (LinkMeasure.h).
+  std::string measureLink;
   /// argv of this process, for re-executing it under mpirun.
   std::vector<std::string> arguments;
 };

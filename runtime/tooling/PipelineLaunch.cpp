@@ -15,6 +15,7 @@
 
 #include "PipelineLaunch.h"
 
+#include "LinkMeasure.h"
 #include "PeakMemory.h"
 #include "TraceWriter.h"
 #include "Training.h"
@@ -603,6 +604,80 @@ bool trainPipeline(const Options &options, int &code) {
   }
   code = launchMpirun(options, ranks);
   return true;
+}
+
+/// --measure-link FILE (LinkMeasure.h): ranks 0 and 1 of the threads
+/// transport (the default; --ranks K threads with --transport threads) or
+/// of mpirun's processes (--ranks K, or started by mpirun); rank 0 writes
+/// FILE.
+int measureLink(const Options &options) {
+  std::string kind = !options.transport.empty() ? options.transport
+                     : options.ranks.empty()    ? "threads"
+                                                : "mpi";
+  if (kind == "nccl")
+    return error("--measure-link: measures the threads or the mpi transport, "
+                 "not nccl");
+  auto write = [&](const LinkFit &fit, size_t ranks) {
+    std::string message;
+    if (!writeFileAtomically(options.measureLink,
+                             linkProfileJson(fit, kind, ranks), message))
+      return error(message);
+    std::printf("link (%s transport, ranks 0 and 1): %.1f us per message, "
+                "%.2f GB/s; wrote %s\n",
+                kind.c_str(), fit.latency * 1e6, fit.bandwidth / 1e9,
+                options.measureLink.c_str());
+    return 0;
+  };
+  if (underMpirun() && kind != "threads") {
+    pd_transport *transport = nullptr;
+    if (pd_transport_create_mpi(&transport) != PD_OK)
+      return error(pd_last_error());
+    if (options.timeoutSeconds > 0)
+      pd_transport_set_timeout(transport, options.timeoutSeconds);
+    size_t rank = pd_transport_rank(transport);
+    size_t size = pd_transport_size(transport);
+    LinkFit fit;
+    std::string message = measureLinkOnRank(transport, rank, fit);
+    if (!message.empty()) {
+      if (rank == 0)
+        std::fprintf(stderr, "error: %s\n", message.c_str());
+      std::fflush(stderr);
+      pd_transport_abort(transport, message.c_str());
+      std::_Exit(1);
+    }
+    int status = rank == 0 ? write(fit, size) : 0;
+    pd_transport_destroy(transport);
+    return status;
+  }
+  if (kind == "threads") {
+    size_t ranks = options.numRanks ? options.numRanks : 2;
+    std::vector<pd_transport *> transports(ranks);
+    if (pd_transport_create_threads(ranks, transports.data()) != PD_OK)
+      return error(pd_last_error());
+    if (options.timeoutSeconds > 0)
+      for (pd_transport *transport : transports)
+        pd_transport_set_timeout(transport, options.timeoutSeconds);
+    LinkFit fit;
+    std::vector<pipedream::RankOutcome> outcomes =
+        pipedream::runRanksOnThreads(transports, [&](size_t r) {
+          LinkFit mine;
+          pipedream::RankOutcome outcome;
+          outcome.error = measureLinkOnRank(transports[r], r, mine);
+          if (r == 0)
+            fit = mine;
+          return outcome;
+        });
+    for (pd_transport *transport : transports)
+      pd_transport_destroy(transport);
+    for (const pipedream::RankOutcome &outcome : outcomes)
+      if (!outcome.error.empty())
+        return error(outcome.error);
+    return write(fit, ranks);
+  }
+  if (options.ranks.empty())
+    return error("--transport mpi: give --ranks K (this program then runs "
+                 "under mpirun) or start it with mpirun -np K");
+  return launchMpirun(options, options.numRanks);
 }
 
 } // namespace tooling

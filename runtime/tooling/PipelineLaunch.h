@@ -30,6 +30,11 @@ bool trainPipeline(const Options &options, int &code);
 /// sharing one affinity mask when not bound).
 void applyThreads(const Options &options, size_t ranksHere);
 
+/// --measure-link FILE: the link between two ranks of the transport a
+/// pipeline would use (LinkMeasure.h), written by rank 0 as a profile that
+/// `pipedream-compile --cost-model FILE` reads. Returns the exit status.
+int measureLink(const Options &options);
+
 } // namespace tooling
 } // namespace pipedream
 

@@ -56,6 +56,8 @@ namespace tooling {
 namespace {
 
 int run(const Options &options) {
+  if (!options.measureLink.empty())
+    return measureLink(options);
   applyThreads(options, 1);
   if (!options.data.empty()) {
     int code = 0;

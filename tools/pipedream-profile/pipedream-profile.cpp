@@ -135,6 +135,11 @@ static cl::opt<std::string>
     deviceOption("device",
                  cl::desc("Device name recorded in the profile (default cpu)"),
                  cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    linkOption("link",
+               cl::desc("A measured link (pipedream-run --measure-link) to "
+                        "put in the profile"),
+               cl::value_desc("LINK.json"), cl::cat(category));
 static cl::opt<bool> verbose("v",
                              cl::desc("Print one line per measured kernel "
                                       "on stderr"),
@@ -576,6 +581,21 @@ int main(int argc, char **argv) {
   if (failed(importFlags.read(context, importOptions)))
     return fail(firstError.orElse("invalid --input-shape"));
 
+  // --link: read (and checked) before the long part.
+  std::optional<double> linkLatency, linkBandwidth;
+  if (!linkOption.empty()) {
+    FailureOr<pp::Profile> link = pp::Profile::read(linkOption, [&] {
+      return mlir::emitError(mlir::UnknownLoc::get(&context)) << "--link: ";
+    });
+    if (failed(link))
+      return fail(firstError.orElse("--link: cannot read " + linkOption));
+    if (!link->linkLatency || !link->linkBandwidth)
+      return fail("--link " + linkOption +
+                  ": no \"link\" in it (pipedream-run --measure-link "
+                  "writes one)");
+    linkLatency = link->linkLatency;
+    linkBandwidth = link->linkBandwidth;
+  }
   // Open the output first: a bad path fails before the (longer) profiling.
   std::string openError;
   auto file = openOutputFile(output, &openError);
@@ -786,6 +806,8 @@ int main(int argc, char **argv) {
   // The profile: one entry per op, named after its ONNX node.
   pp::Profile profile;
   profile.device = device;
+  profile.linkLatency = linkLatency;
+  profile.linkBandwidth = linkBandwidth;
   for (auto [op, group] : measured) {
     const Group &g = groups[group];
     pp::ProfileEntry entry;

@@ -1,6 +1,9 @@
 // RUN: pipedream-opt %s -pipe-annotate-costs="device=cpu profile=%S/Inputs/profile.json" | FileCheck %s
 // RUN: not pipedream-opt %s -pipe-annotate-costs="profile=%t.missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not pipedream-opt %s -pipe-annotate-costs="device=tpu" 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: pipedream-opt %s -pipe-annotate-costs="device=cpu profile=%S/Inputs/link.json" | FileCheck %s --check-prefix=LINK
+// RUN: not pipedream-opt %s -pipe-annotate-costs="profile=%S/Inputs/link-invalid.json" 2>&1 | FileCheck %s --check-prefix=LINK-INVALID
+// RUN: not pipedream-opt %s -pipe-annotate-costs="profile=%S/Inputs/link-incomplete.json" 2>&1 | FileCheck %s --check-prefix=LINK-INCOMPLETE
 
 // Measured times replace the model: by name, op and signature ("fc1"), or
 // by op and signature when no entry has the op's name ("fc2" takes fc1's
@@ -15,6 +18,13 @@
 // CHECK: nn.matmul {{.*}}backward_input = 3.000000e-06 : f64, backward_weight = 4.000000e-06 : f64, forward = 2.000000e-06 : f64{{.*}}source = "profile"
 // CHECK: nn.relu {{.*}}forward = 1.500000e-06 : f64{{.*}}source = "profile"
 // CHECK: nn.add {{.*}}source = "analytical"
+
+// A profile's measured link (pipedream-run --measure-link writes one with
+// no ops) replaces the device's: the ops keep their analytical times.
+// LINK: module attributes {pipe.device = {{{.*}}link_bandwidth = 2.500000e+09 : f64, link_latency = 3.000000e-05 : f64, {{.*}}name = "cpu"
+// LINK: nn.matmul {{.*}}source = "analytical"
+// LINK-INVALID: error: pipe-annotate-costs: {{.*}}link-invalid.json: link "bandwidth" must be a finite, positive number of bytes per second
+// LINK-INCOMPLETE: error: pipe-annotate-costs: {{.*}}link-incomplete.json: "link" needs "latency" (seconds per message) and "bandwidth" (bytes per second)
 
 // MISSING: error: pipe-annotate-costs: {{.*}}.missing.json: No such file or directory
 // DEVICE: error: pipe-annotate-costs: unknown device 'tpu' (cpu or h200)

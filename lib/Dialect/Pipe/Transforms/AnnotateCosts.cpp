@@ -42,6 +42,11 @@ void AnnotateCostsPass::runOnOperation() {
     if (failed(read))
       return signalPassFailure();
     loaded = std::move(*read);
+    // A measured link replaces the device's.
+    if (loaded->linkLatency && loaded->linkBandwidth) {
+      model->linkLatency = *loaded->linkLatency;
+      model->linkBandwidth = *loaded->linkBandwidth;
+    }
   }
   module->setAttr(kDeviceAttrName, model->toAttr(&getContext()));
   for (auto func : module.getOps<func::FuncOp>()) {

@@ -235,6 +235,27 @@ Profile::parse(StringRef text, StringRef path,
   Profile profile;
   if (auto device = root->getString("device"))
     profile.device = device->str();
+  if (const llvm::json::Value *link = root->get("link")) {
+    auto *obj = link->getAsObject();
+    std::optional<double> latency =
+        obj ? obj->getNumber("latency") : std::nullopt;
+    std::optional<double> bandwidth =
+        obj ? obj->getNumber("bandwidth") : std::nullopt;
+    if (!latency || !bandwidth)
+      return emitError() << path
+                         << ": \"link\" needs \"latency\" (seconds per "
+                            "message) and \"bandwidth\" (bytes per second)";
+    if (!(*latency >= 0 && std::isfinite(*latency)))
+      return emitError() << path
+                         << ": link \"latency\" must be a finite, "
+                            "non-negative time in seconds";
+    if (!(*bandwidth > 0 && std::isfinite(*bandwidth)))
+      return emitError() << path
+                         << ": link \"bandwidth\" must be a finite, positive "
+                            "number of bytes per second";
+    profile.linkLatency = *latency;
+    profile.linkBandwidth = *bandwidth;
+  }
   size_t index = 0;
   for (const llvm::json::Value &value : *root->getArray("ops")) {
     auto *obj = value.getAsObject();
@@ -289,6 +310,9 @@ std::string Profile::toJSON() const {
                           {"version", 1},
                           {"device", device},
                           {"ops", std::move(ops)}};
+  if (linkLatency && linkBandwidth)
+    root["link"] = llvm::json::Object{{"latency", *linkLatency},
+                                      {"bandwidth", *linkBandwidth}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

@@ -86,6 +86,10 @@ struct ProfileEntry {
 struct Profile {
   std::string device;
   std::vector<ProfileEntry> entries;
+  /// The measured link between two ranks (`"link"`, e.g. from
+  /// `pipedream-run --measure-link`): seconds per message and bytes per
+  /// second, replacing the device's where present.
+  std::optional<double> linkLatency, linkBandwidth;
   /// Looks up by (name, op, signature), then by (op, signature).
   const ProfileEntry *lookup(mlir::Operation *op) const;
 
