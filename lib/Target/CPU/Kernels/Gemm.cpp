@@ -443,6 +443,11 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
     __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3);
   }
   for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 2 * W) {
+    // The B panel 32 rows ahead (a hint: past the panel's end it is
+    // dropped, never a fault): the first tile of a panel reads it from
+    // memory (a weight packed once, 16 MiB for 2048 x 2048). +8-10% on
+    // 256 x 2048 x 2048 with B packed whole; GPT shapes unchanged.
+    __builtin_prefetch(bp + 32 * 2 * W, 0, 3);
     Vec b0 = loadAligned(bp), b1 = loadAligned(bp + W);
 #pragma clang loop unroll(full)
     for (int i = 0; i < ROWS; ++i) {
