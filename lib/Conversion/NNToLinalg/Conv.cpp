@@ -96,6 +96,26 @@ Value buildGenericConv(OpBuilder &b, Location loc, Value input, Value weight,
                             weightExprs, outputExprs, iterators);
 }
 
+/// `value` [N, C, D...] padded with zeros by the ONNX `pads` of its
+/// spatial dimensions (all begins, then all ends).
+Value padSpatial(OpBuilder &b, Location loc, Value value,
+                 ArrayRef<int64_t> pads, Value zero) {
+  int64_t n = pads.size() / 2;
+  SmallVector<int64_t> low{0, 0}, high{0, 0};
+  llvm::append_range(low, pads.take_front(n));
+  llvm::append_range(high, pads.drop_front(n));
+  return padConstant(b, loc, value, low, high, zero);
+}
+
+/// `shape` split at dimension `dim` into (group, shape[dim] / group).
+SmallVector<int64_t> groupedShape(ArrayRef<int64_t> shape, int64_t group,
+                                  int64_t dim = 1) {
+  SmallVector<int64_t> grouped(shape.take_front(dim));
+  grouped.append({group, shape[dim] / group});
+  llvm::append_range(grouped, shape.drop_front(dim + 1));
+  return grouped;
+}
+
 struct ConvLowering : OpConversionPattern<nn::ConvOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -112,11 +132,8 @@ struct ConvLowering : OpConversionPattern<nn::ConvOp> {
     ArrayRef<int64_t> pads = op.getPads();
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
 
-    SmallVector<int64_t> low{0, 0}, high{0, 0};
-    llvm::append_range(low, pads.take_front(n));
-    llvm::append_range(high, pads.drop_front(n));
     Value zero = createScalar(rewriter, loc, element, 0.0);
-    input = padConstant(rewriter, loc, input, low, high, zero);
+    input = padSpatial(rewriter, loc, input, pads, zero);
 
     // Accumulator: the bias along the filter dimension, or zeros.
     Value init;
@@ -168,17 +185,13 @@ struct ConvLowering : OpConversionPattern<nn::ConvOp> {
     } else {
       // Split channels and filters into (group, per-group) dimensions.
       auto padded = cast<RankedTensorType>(input.getType()).getShape();
-      SmallVector<int64_t> groupedInput{padded[0], group, channels / group};
-      llvm::append_range(groupedInput, padded.drop_front(2));
-      SmallVector<int64_t> groupedWeight{group, filters / group,
-                                         weightType.getDimSize(1)};
-      llvm::append_range(groupedWeight, weightType.getShape().drop_front(2));
-      SmallVector<int64_t> groupedOutput{resultType.getDimSize(0), group,
-                                         filters / group};
-      llvm::append_range(groupedOutput, resultType.getShape().drop_front(2));
-      Value gInput = reshapeTo(rewriter, loc, input, groupedInput);
-      Value gWeight = reshapeTo(rewriter, loc, weight, groupedWeight);
-      Value gInit = reshapeTo(rewriter, loc, init, groupedOutput);
+      Value gInput =
+          reshapeTo(rewriter, loc, input, groupedShape(padded, group));
+      Value gWeight =
+          reshapeTo(rewriter, loc, weight,
+                    groupedShape(weightType.getShape(), group, /*dim=*/0));
+      Value gInit = reshapeTo(rewriter, loc, init,
+                              groupedShape(resultType.getShape(), group));
       Value gResult;
       if (n == 2)
         gResult =
@@ -195,13 +208,6 @@ struct ConvLowering : OpConversionPattern<nn::ConvOp> {
     return success();
   }
 };
-
-/// `shape` split at dimension 1 into (group, shape[1] / group).
-SmallVector<int64_t> groupedShape(ArrayRef<int64_t> shape, int64_t group) {
-  SmallVector<int64_t> grouped{shape[0], group, shape[1] / group};
-  llvm::append_range(grouped, shape.drop_front(2));
-  return grouped;
-}
 
 struct ConvBackwardWeightLowering
     : OpConversionPattern<nn::ConvBackwardWeightOp> {
@@ -226,11 +232,8 @@ struct ConvBackwardWeightLowering
     int64_t groupFilters = gradType.getDimSize(1) / group;
     ArrayRef<int64_t> outSpatial = gradType.getShape().drop_front(2);
 
-    SmallVector<int64_t> low{0, 0}, high{0, 0};
-    llvm::append_range(low, pads.take_front(n));
-    llvm::append_range(high, pads.drop_front(n));
     Value zero = createScalar(rewriter, loc, element, 0.0);
-    Value padded = padConstant(rewriter, loc, input, low, high, zero);
+    Value padded = padSpatial(rewriter, loc, input, pads, zero);
     Value grouped = reshapeTo(
         rewriter, loc, padded,
         groupedShape(cast<RankedTensorType>(padded.getType()).getShape(),
@@ -400,9 +403,8 @@ struct ConvBackwardInputLowering
     Value zero = createScalar(rewriter, loc, element, 0.0);
 
     // W [M, Cg, K...] -> [G, Mg, Cg, K...]; dY [N, M, O...] -> [N, G, Mg, O...].
-    SmallVector<int64_t> weightGrouped{group, weightType.getDimSize(0) / group};
-    llvm::append_range(weightGrouped, weightType.getShape().drop_front(1));
-    Value w = reshapeTo(rewriter, loc, weight, weightGrouped);
+    Value w = reshapeTo(rewriter, loc, weight,
+                        groupedShape(weightType.getShape(), group, /*dim=*/0));
     Value dy = reshapeTo(rewriter, loc, outputGrad,
                          groupedShape(gradType.getShape(), group));
 
