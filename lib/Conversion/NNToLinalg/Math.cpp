@@ -396,30 +396,22 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     iterators[axis] = utils::IteratorType::reduction;
-    bool isFloat = isa<FloatType>(element);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{values.getType(), indices.getType()},
         ValueRange{input}, ValueRange{values, indices},
         ArrayRef<AffineMap>{inputMap, outputMap, outputMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value x = args[0], best = args[1], bestIndex = args[2];
-          Value better;
-          if (isFloat) {
-            auto p = IsMax ? (last ? arith::CmpFPredicate::OGE
-                                   : arith::CmpFPredicate::OGT)
-                           : (last ? arith::CmpFPredicate::OLE
-                                   : arith::CmpFPredicate::OLT);
-            better = cmpf(b, l, p, x, best);
-          } else {
-            auto p = IsMax ? (last ? arith::CmpIPredicate::sge
-                                   : arith::CmpIPredicate::sgt)
-                           : (last ? arith::CmpIPredicate::sle
-                                   : arith::CmpIPredicate::slt);
-            // Unsigned integers and bools (false < true) order unsigned.
-            if (ordersUnsigned(element))
-              p = unsignedPredicate(p);
-            better = arith::CmpIOp::create(b, l, p, x, best);
-          }
+          // Unsigned integers and bools (false < true) order unsigned.
+          Value better = compare(b, l, ValueRange{x, best},
+                                 IsMax ? (last ? arith::CmpFPredicate::OGE
+                                               : arith::CmpFPredicate::OGT)
+                                       : (last ? arith::CmpFPredicate::OLE
+                                               : arith::CmpFPredicate::OLT),
+                                 IsMax ? (last ? arith::CmpIPredicate::sge
+                                               : arith::CmpIPredicate::sgt)
+                                       : (last ? arith::CmpIPredicate::sle
+                                               : arith::CmpIPredicate::slt));
           Value index = arith::IndexCastOp::create(
               b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
           linalg::YieldOp::create(
