@@ -4,7 +4,7 @@
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin [--stages 2]
         [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
         [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
-        [--transport auto|mpi|threads] [--torch-venv VENV]
+        [--transport auto|mpi|threads] [--torch-venv VENV] [--measure-link]
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin --schedules zb-h1,1f1b
         [--stages 4] [--transport threads] [--repeats 5] ...
 
@@ -27,6 +27,11 @@ measured bubble fraction (from the --trace slices, steps after the first of
 each run), next to the simulated bubble with the partition's stage costs
 and with unit costs. --transport threads runs the ranks on threads of one
 process (K = 4 on these 2-core machines), mpi under mpirun.
+
+With --measure-link, the pipeline is partitioned with the link that
+`pipedream-run --measure-link` measures on the same transport (written to
+WORK/link.json and given as `--cost-model`) instead of the analytical
+`cpu` device's.
 
 With --torch-venv VENV (a venv with torch >= 2.4 from pip; Debian has
 1.13), also runs bench/torch_pipeline.py in it: PyTorch's
@@ -247,6 +252,9 @@ def main():
                    default="auto",
                    help="the pipeline's ranks as MPI processes or threads "
                         "of one process (auto: MPI where mpirun exists)")
+    p.add_argument("--measure-link", action="store_true",
+                   help="partition with the link pipedream-run "
+                        "--measure-link measures on this transport")
     p.add_argument("--torch-venv",
                    help="venv with torch >= 2.4: also run PyTorch's pipeline")
     args = p.parse_args()
@@ -263,8 +271,14 @@ def main():
     for d in (single, piped):
         shutil.rmtree(d, ignore_errors=True)
     run([compile_, *common, "-o", single])
+    link = []
+    if args.measure_link:
+        link_path = os.path.join(work, "link.json")
+        print(run([os.path.join(args.bin, "pipedream-run"), "--measure-link",
+                   link_path, *transport_flags(args)]).stdout.strip())
+        link = ["--cost-model", link_path]
     report = run([compile_, *common, "-o", piped, "--stages", str(args.stages),
-                  "--schedule", args.schedule, "--report"]).stdout
+                  "--schedule", args.schedule, "--report", *link]).stdout
     simulated = re.search(r"bubble fraction: ([0-9.]+) simulated", report)
 
     # One thread per rank, as torch's side (set_num_threads(1) in every

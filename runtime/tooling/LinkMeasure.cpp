@@ -33,6 +33,27 @@ constexpr int kWarmup = 3, kRoundTrips = 31;
 /// A tag of the measurement's own (pipelines use tags from 0 up).
 constexpr int64_t kLinkTag = 0x4c494e4b;
 
+/// Busy-receiver rounds per size, each of kBurst messages.
+constexpr int kBusyRounds = 5, kBurst = 8;
+
+/// The median of `values` (not empty; reordered).
+double median(std::vector<double> &values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2,
+                   values.end());
+  return values[values.size() / 2];
+}
+
+/// Keeps this thread's CPU busy for `seconds` without entering the
+/// transport (a rank computing).
+void busyFor(double seconds) {
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  volatile double x = 1;
+  while (std::chrono::steady_clock::now() < end)
+    for (int i = 0; i < 1000; ++i)
+      x = x * 1.0000001;
+}
+
 } // namespace
 
 LinkFit fitLink(const std::vector<LinkSample> &samples) {
@@ -41,24 +62,25 @@ LinkFit fitLink(const std::vector<LinkSample> &samples) {
   // Minimize sum ((a + b x - t) / t)^2: weights 1 / t^2.
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const LinkSample &s : samples) {
-    if (!(s.seconds > 0))
+    double t = s.seconds();
+    if (!(t > 0))
       continue;
-    double w = 1 / (s.seconds * s.seconds), x = double(s.bytes);
+    double w = 1 / (t * t), x = double(s.bytes);
     sw += w;
     sx += w * x;
-    sy += w * s.seconds;
+    sy += w * t;
     sxx += w * x * x;
-    sxy += w * x * s.seconds;
+    sxy += w * x * t;
   }
   double det = sw * sxx - sx * sx;
   double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0;
   double intercept = sw > 0 ? (sy - slope * sx) / sw : 0;
   const LinkSample *largest = nullptr;
   for (const LinkSample &s : samples)
-    if (s.seconds > 0 && (!largest || s.bytes > largest->bytes))
+    if (s.seconds() > 0 && (!largest || s.bytes > largest->bytes))
       largest = &s;
   if (!(slope > 0) && largest) {
-    slope = largest->seconds / double(largest->bytes);
+    slope = largest->seconds() / double(largest->bytes);
     intercept = 0;
   }
   fit.latency = std::max(0.0, intercept);
@@ -73,41 +95,75 @@ std::string measureLinkOnRank(pd_transport *transport, size_t rank,
            "transport's default of 2)";
   if (rank > 1)
     return "";
-  std::vector<unsigned char> buffer(size_t(4) << 20, 0);
+  const size_t maxBytes = size_t(4) << 20;
+  // kBurst distinct buffers (a round's messages do not share cache lines).
+  std::vector<unsigned char> buffers(maxBytes * kBurst, 1);
+  unsigned char *buffer = buffers.data();
   std::vector<LinkSample> samples;
   size_t peer = 1 - rank;
   auto fail = [&](const char *what, size_t bytes) {
     return std::string("--measure-link: ") + what + " of " +
            std::to_string(bytes) + " bytes: " + pd_last_error();
   };
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point from) {
+    return std::chrono::duration<double>(Clock::now() - from).count();
+  };
   for (size_t bytes : messageSizes()) {
+    LinkSample sample;
+    sample.bytes = bytes;
+    // Ping-pong: the one-way time.
     std::vector<double> roundTrips;
     for (int i = 0; i < kWarmup + kRoundTrips; ++i) {
-      auto start = std::chrono::steady_clock::now();
+      auto start = Clock::now();
       if (rank == 0) {
-        if (pd_transport_send(transport, peer, kLinkTag, buffer.data(),
-                              bytes) != PD_OK)
+        if (pd_transport_send(transport, peer, kLinkTag, buffer, bytes) !=
+            PD_OK)
           return fail("send", bytes);
-        if (pd_transport_recv(transport, peer, kLinkTag, buffer.data(),
-                              bytes) != PD_OK)
+        if (pd_transport_recv(transport, peer, kLinkTag, buffer, bytes) !=
+            PD_OK)
           return fail("receive", bytes);
       } else {
-        if (pd_transport_recv(transport, peer, kLinkTag, buffer.data(),
-                              bytes) != PD_OK)
+        if (pd_transport_recv(transport, peer, kLinkTag, buffer, bytes) !=
+            PD_OK)
           return fail("receive", bytes);
-        if (pd_transport_send(transport, peer, kLinkTag, buffer.data(),
-                              bytes) != PD_OK)
+        if (pd_transport_send(transport, peer, kLinkTag, buffer, bytes) !=
+            PD_OK)
           return fail("send", bytes);
       }
-      std::chrono::duration<double> took =
-          std::chrono::steady_clock::now() - start;
       if (i >= kWarmup)
-        roundTrips.push_back(took.count());
+        roundTrips.push_back(seconds(start));
     }
-    std::nth_element(roundTrips.begin(),
-                     roundTrips.begin() + roundTrips.size() / 2,
-                     roundTrips.end());
-    samples.push_back({bytes, roundTrips[roundTrips.size() / 2] / 2});
+    sample.oneWay = median(roundTrips) / 2;
+    // Busy receiver: rank 0 sends a burst, rank 1 computes until it has
+    // surely arrived (ten one-way times each, at least 1 ms), then receives
+    // it; rank 1's acknowledgement carries its median receive at the end.
+    std::vector<double> calls;
+    double busy = std::max(1e-3, 10 * kBurst * sample.oneWay);
+    for (int round = 0; round < kBusyRounds; ++round) {
+      if (rank == 1)
+        busyFor(busy);
+      for (int m = 0; m < kBurst; ++m) {
+        unsigned char *data = buffer + size_t(m) * maxBytes;
+        auto start = Clock::now();
+        pd_status status =
+            rank == 0
+                ? pd_transport_send(transport, peer, kLinkTag, data, bytes)
+                : pd_transport_recv(transport, peer, kLinkTag, data, bytes);
+        if (status != PD_OK)
+          return fail(rank == 0 ? "send" : "receive", bytes);
+        calls.push_back(seconds(start));
+      }
+      double ack = round + 1 == kBusyRounds && rank == 1 ? median(calls) : 0;
+      if ((rank == 1
+               ? pd_transport_send(transport, peer, kLinkTag, &ack, sizeof(ack))
+               : pd_transport_recv(transport, peer, kLinkTag, &ack,
+                                   sizeof(ack))) != PD_OK)
+        return fail("acknowledgement", sizeof(ack));
+      if (rank == 0 && round + 1 == kBusyRounds)
+        sample.cpu = median(calls) + ack;
+    }
+    samples.push_back(sample);
   }
   if (rank == 0)
     fit = fitLink(samples);
@@ -118,7 +174,10 @@ std::string linkProfileJson(const LinkFit &fit, const std::string &transport,
                             size_t ranks) {
   nlohmann::json samples = nlohmann::json::array();
   for (const LinkSample &s : fit.samples)
-    samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+    samples.push_back({{"bytes", s.bytes},
+                       {"one_way", s.oneWay},
+                       {"send_receive_cpu", s.cpu},
+                       {"seconds", s.seconds()}});
   nlohmann::json root = {{"format", "pipedream-profile"},
                          {"version", 1},
                          {"device", "cpu"},
@@ -128,7 +187,7 @@ std::string linkProfileJson(const LinkFit &fit, const std::string &transport,
                            {"bandwidth", fit.bandwidth},
                            {"transport", transport},
                            {"ranks", ranks},
-                           {"one_way", samples}}}};
+                           {"messages", samples}}}};
   return root.dump(2) + "\n";
 }
 

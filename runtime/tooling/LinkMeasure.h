@@ -5,13 +5,21 @@
 //===----------------------------------------------------------------------===//
 //
 // The link between two ranks as the partitioner models it (seconds per
-// message plus bytes over a bandwidth, docs/Pipe.md "Costs"), measured on
-// the transport a pipeline would use: ranks 0 and 1 bounce messages of
-// 1 KiB to 4 MiB back and forth through pd_transport_send/recv, the one-way
-// time of a size is half the median round trip, and a line fitted through
-// those times (least relative squares) gives the latency and bandwidth.
-// Rank 0 writes them as a pipedream profile with no ops, which
-// `pipedream-compile --cost-model FILE` reads.
+// message plus bytes over a bandwidth, added to a stage's time; docs/Pipe.md
+// "Costs"), measured on the transport a pipeline would use: ranks 0 and 1
+// exchange messages of 1 KiB to 4 MiB through pd_transport_send/recv. Per
+// size, what a message costs a pipeline is the larger of
+// - its one-way time: half the median round trip of a ping-pong (a rank
+//   waiting for the message), and
+// - the CPU time its send and its receive take when the receiver was busy
+//   while it travelled (a rank computing meanwhile, as in 1F1B's steady
+//   state): the median send call plus the median receive call, 8 messages
+//   from distinct buffers per round. Inside a pipeline this is what a
+//   message costs: over Open MPI's shared memory a 64 KiB message's send
+//   and receive took 50-56 us each, its idle one-way time 13 us.
+// A line fitted through those costs (least relative squares) gives the
+// latency and bandwidth. Rank 0 writes them as a pipedream profile with no
+// ops, which `pipedream-compile --cost-model FILE` reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +37,12 @@
 namespace pipedream {
 namespace tooling {
 
-/// One message size and its measured one-way time.
+/// One message size: its one-way time, the CPU time of its send plus its
+/// receive (seconds), and the cost fitted: the larger of the two.
 struct LinkSample {
   size_t bytes = 0;
-  double seconds = 0;
+  double oneWay = 0, cpu = 0;
+  double seconds() const { return oneWay > cpu ? oneWay : cpu; }
 };
 
 /// A measured link.
@@ -42,8 +52,8 @@ struct LinkFit {
   std::vector<LinkSample> samples;
 };
 
-/// The line through `samples` (at least two sizes): least squares of the
-/// relative error, so that small messages count as much as large ones; a
+/// The line through the samples' costs (at least two sizes): least squares
+/// of the relative error, so that small messages count as much as large ones; a
 /// negative latency is clamped to 0, a non-positive slope takes the largest
 /// message's bytes over its time.
 LinkFit fitLink(const std::vector<LinkSample> &samples);

@@ -1,7 +1,8 @@
 """Checks a `pipedream-run --measure-link` file: a pipedream profile with no
-ops and a `link` whose latency and bandwidth are the line that least
-relative squares fit through its one-way times (recomputed here in float64;
-negative latency clamped to 0, as the runtime does)."""
+ops and a `link` whose messages' cost is the larger of their one-way time
+and their send + receive CPU time, and whose latency and bandwidth are the
+line that least relative squares fit through those costs (recomputed here
+in float64; negative latency clamped to 0, as the runtime does)."""
 import json
 import sys
 
@@ -12,10 +13,12 @@ assert root["format"] == "pipedream-profile" and root["version"] == 1, root
 assert root["ops"] == [], root["ops"]
 link = root["link"]
 assert link["transport"] == transport and link["ranks"] == ranks, link
-samples = link["one_way"]
+samples = link["messages"]
 sizes = [s["bytes"] for s in samples]
 assert sizes == [1024 * 4**i for i in range(7)], sizes
-assert all(s["seconds"] > 0 for s in samples), samples
+for s in samples:
+    assert s["one_way"] > 0 and s["send_receive_cpu"] > 0, s
+    assert s["seconds"] == max(s["one_way"], s["send_receive_cpu"]), s
 
 sw = sx = sy = sxx = sxy = 0.0
 for s in samples:
