@@ -611,9 +611,10 @@ bool trainPipeline(const Options &options, int &code) {
 /// of mpirun's processes (--ranks K, or started by mpirun); rank 0 writes
 /// FILE.
 int measureLink(const Options &options) {
+  // As for training: under mpirun MPI unless --transport threads.
   std::string kind = !options.transport.empty() ? options.transport
-                     : options.ranks.empty()    ? "threads"
-                                                : "mpi";
+                     : underMpirun() || !options.ranks.empty() ? "mpi"
+                                                               : "threads";
   if (kind == "nccl")
     return error("--measure-link: measures the threads or the mpi transport, "
                  "not nccl");
