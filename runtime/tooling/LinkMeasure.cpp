@@ -101,9 +101,18 @@ std::string measureLinkOnRank(pd_transport *transport, size_t rank,
   unsigned char *buffer = buffers.data();
   std::vector<LinkSample> samples;
   size_t peer = 1 - rank;
-  auto fail = [&](const char *what, size_t bytes) {
-    return std::string("--measure-link: ") + what + " of " +
-           std::to_string(bytes) + " bytes: " + pd_last_error();
+  // One send (`sending`) or receive of `bytes` at `data`; false on error,
+  // with `error` set.
+  std::string error;
+  auto transfer = [&](bool sending, void *data, size_t bytes) {
+    pd_status status =
+        sending ? pd_transport_send(transport, peer, kLinkTag, data, bytes)
+                : pd_transport_recv(transport, peer, kLinkTag, data, bytes);
+    if (status != PD_OK)
+      error = std::string("--measure-link: ") +
+              (sending ? "send" : "receive") + " of " +
+              std::to_string(bytes) + " bytes: " + pd_last_error();
+    return status == PD_OK;
   };
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point from) {
@@ -116,21 +125,10 @@ std::string measureLinkOnRank(pd_transport *transport, size_t rank,
     std::vector<double> roundTrips;
     for (int i = 0; i < kWarmup + kRoundTrips; ++i) {
       auto start = Clock::now();
-      if (rank == 0) {
-        if (pd_transport_send(transport, peer, kLinkTag, buffer, bytes) !=
-            PD_OK)
-          return fail("send", bytes);
-        if (pd_transport_recv(transport, peer, kLinkTag, buffer, bytes) !=
-            PD_OK)
-          return fail("receive", bytes);
-      } else {
-        if (pd_transport_recv(transport, peer, kLinkTag, buffer, bytes) !=
-            PD_OK)
-          return fail("receive", bytes);
-        if (pd_transport_send(transport, peer, kLinkTag, buffer, bytes) !=
-            PD_OK)
-          return fail("send", bytes);
-      }
+      // Rank 0 sends then receives, rank 1 the other way round.
+      if (!transfer(rank == 0, buffer, bytes) ||
+          !transfer(rank != 0, buffer, bytes))
+        return error;
       if (i >= kWarmup)
         roundTrips.push_back(seconds(start));
     }
@@ -146,20 +144,13 @@ std::string measureLinkOnRank(pd_transport *transport, size_t rank,
       for (int m = 0; m < kBurst; ++m) {
         unsigned char *data = buffer + size_t(m) * maxBytes;
         auto start = Clock::now();
-        pd_status status =
-            rank == 0
-                ? pd_transport_send(transport, peer, kLinkTag, data, bytes)
-                : pd_transport_recv(transport, peer, kLinkTag, data, bytes);
-        if (status != PD_OK)
-          return fail(rank == 0 ? "send" : "receive", bytes);
+        if (!transfer(rank == 0, data, bytes))
+          return error;
         calls.push_back(seconds(start));
       }
       double ack = round + 1 == kBusyRounds && rank == 1 ? median(calls) : 0;
-      if ((rank == 1
-               ? pd_transport_send(transport, peer, kLinkTag, &ack, sizeof(ack))
-               : pd_transport_recv(transport, peer, kLinkTag, &ack,
-                                   sizeof(ack))) != PD_OK)
-        return fail("acknowledgement", sizeof(ack));
+      if (!transfer(rank == 1, &ack, sizeof(ack)))
+        return error;
       if (rank == 0 && round + 1 == kBusyRounds)
         sample.cpu = median(calls) + ack;
     }
