@@ -769,7 +769,7 @@ inline int64_t wholeOffset(int64_t pc, int64_t j, int64_t kc, int64_t nPad) {
 /// block (nc columns, the same) makes: `full(aPanel, bPanel, cTile, ir, jr)`
 /// on a whole tile (at row ir, column jr of the blocks' C); on a partial one
 /// (the block's last rows or columns) `partial(aPanel, bPanel, cTile, rows,
-/// cols)`, which computes the whole tile elsewhere and stores its valid part.
+/// cols, ir, jr)`, which computes the valid part of the tile.
 /// Shared by the f32 and bf16 paths.
 template <typename T, typename Full, typename Partial>
 __attribute__((always_inline)) inline void
@@ -786,7 +786,7 @@ forEachTile(int64_t mc, int64_t nc, int mr, int nr, int64_t panel, const T *ap,
       if (rows == mr && cols == nr)
         full(aPanel, bPanel, cTile, ir, jr);
       else
-        partial(aPanel, bPanel, cTile, rows, cols);
+        partial(aPanel, bPanel, cTile, rows, cols, ir, jr);
     }
   }
 }
@@ -840,34 +840,32 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
     // The epilogue once a tile has its last update.
     const Epilogue *epilogue =
         pc + kc >= p.k && !p.epilogue.empty() ? &p.epilogue : nullptr;
+    // The kernel's update of the tile at row ir, column jr of the block,
+    // the epilogue (set up in `tile`) applied in its registers.
+    auto updateAt = [&](int64_t ir, int64_t jr, TileEpilogue &tile) {
+      Update u = update;
+      if (epilogue) {
+        tile = tileEpilogue(*epilogue, i0 + ic + ir, j0 + jc + jr);
+        u.epilogue = &tile;
+      }
+      return u;
+    };
     forEachTile(
         mc, nc, mr, nr, kc, aBlock, bBlock, p.c + (i0 + ic) * p.ldc + j0 + jc,
         p.ldc,
         [&](const float *aPanel, const float *bPanel, float *cTile, int64_t ir,
             int64_t jr) {
-          if (!epilogue) {
-            info.kernel(kc, aPanel, bPanel, cTile, p.ldc, update);
-            return;
-          }
-          // The epilogue in the kernel's registers.
-          TileEpilogue tile =
-              tileEpilogue(*epilogue, i0 + ic + ir, j0 + jc + jr);
-          Update last = update;
-          last.epilogue = &tile;
-          info.kernel(kc, aPanel, bPanel, cTile, p.ldc, last);
+          TileEpilogue tile;
+          info.kernel(kc, aPanel, bPanel, cTile, p.ldc,
+                      updateAt(ir, jr, tile));
         },
         [&](const float *aPanel, const float *bPanel, float *cTile,
-            int64_t rows, int64_t cols) {
+            int64_t rows, int64_t cols, int64_t ir, int64_t jr) {
           if (cols == nr && info.rowKernels) {
             // The last rows of M: the kernel on just those rows.
-            int64_t offset = cTile - p.c;
-            TileEpilogue tile =
-                epilogue
-                    ? tileEpilogue(*epilogue, offset / p.ldc, offset % p.ldc)
-                    : TileEpilogue{};
-            Update last = update;
-            last.epilogue = epilogue ? &tile : nullptr;
-            info.rowKernels[rows](kc, aPanel, bPanel, cTile, p.ldc, last);
+            TileEpilogue tile;
+            info.rowKernels[rows](kc, aPanel, bPanel, cTile, p.ldc,
+                                  updateAt(ir, jr, tile));
             return;
           }
           // The full tile into `edge`, then the same combine as the
@@ -1913,7 +1911,7 @@ bool gemmBlockBF16(const BF16Problem &p, const BF16KernelInfo &info,
               applyEpilogueAt(p.epilogue, p.c, p.ldc, cTile, mr, nr);
           },
           [&](const uint32_t *aPanel, const uint32_t *bPanel, float *cTile,
-              int64_t rows, int64_t cols) {
+              int64_t rows, int64_t cols, int64_t, int64_t) {
             // The rounded product into `edge`, then the same update.
             info.kernel(kp, aPanel, bPanel, edge, nr, p.alpha, 0.0f);
             for (int64_t i = 0; i < rows; ++i)
