@@ -373,24 +373,30 @@ struct Epilogue {
   bool empty() const { return !bias && !addend && act == PD_CPU_ACT_NONE; }
 };
 
-/// The epilogue on the finished rows x cols block of C at `c` whose first
-/// element is row i0, column j0 of the row-major problem. Called on a
-/// register tile right after its last update, while it is in L1.
-void applyEpilogue(const Epilogue &e, float *c, int64_t ldc, int64_t i0,
-                   int64_t j0, int64_t rows, int64_t cols) {
+/// `e` on the register tile at row i, column j of C.
+inline TileEpilogue tileEpilogue(const Epilogue &e, int64_t i, int64_t j) {
+  return TileEpilogue{
+      e.bias ? e.bias + (e.biasPerRow ? i : j) : nullptr, e.biasPerRow,
+      e.addend ? e.addend + i * e.ldAddend + j : nullptr, e.ldAddend, e.act};
+}
+
+/// The tile epilogue `e` on the finished rows x cols block of C at `c`
+/// (a partial tile, or the generic kernel's), while it is in L1; the
+/// vector kernels do the same in their registers.
+void applyTileEpilogue(const TileEpilogue &e, float *c, int64_t ldc,
+                       int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i) {
     float *row = c + i * ldc;
     if (e.bias && e.biasPerRow) {
-      float b = e.bias[i0 + i];
+      float b = e.bias[i];
       for (int64_t j = 0; j < cols; ++j)
         row[j] += b;
     } else if (e.bias) {
-      const float *b = e.bias + j0;
       for (int64_t j = 0; j < cols; ++j)
-        row[j] += b[j];
+        row[j] += e.bias[j];
     }
     if (e.addend) {
-      const float *r = e.addend + (i0 + i) * e.ldAddend + j0;
+      const float *r = e.addend + i * e.ldAddend;
       for (int64_t j = 0; j < cols; ++j)
         row[j] += r[j];
     }
@@ -403,32 +409,18 @@ void applyEpilogue(const Epilogue &e, float *c, int64_t ldc, int64_t i0,
   }
 }
 
+/// The epilogue on the finished rows x cols block of C at `c` whose first
+/// element is row i0, column j0 of the row-major problem.
+void applyEpilogue(const Epilogue &e, float *c, int64_t ldc, int64_t i0,
+                   int64_t j0, int64_t rows, int64_t cols) {
+  applyTileEpilogue(tileEpilogue(e, i0, j0), c, ldc, rows, cols);
+}
+
 /// applyEpilogue on the tile at `tile` of a C that starts at `c`.
 inline void applyEpilogueAt(const Epilogue &e, float *c, int64_t ldc,
                             float *tile, int64_t rows, int64_t cols) {
   int64_t offset = tile - c;
   applyEpilogue(e, tile, ldc, offset / ldc, offset % ldc, rows, cols);
-}
-
-/// `e` on the register tile at row i, column j of C.
-inline TileEpilogue tileEpilogue(const Epilogue &e, int64_t i, int64_t j) {
-  return TileEpilogue{
-      e.bias ? e.bias + (e.biasPerRow ? i : j) : nullptr, e.biasPerRow,
-      e.addend ? e.addend + i * e.ldAddend + j : nullptr, e.ldAddend, e.act};
-}
-
-/// A tile epilogue on the value `x` of the tile's row i, column j (the
-/// scalar form of what kernelVector does in registers).
-inline float epilogueOn(const TileEpilogue &e, float x, int i, int j) {
-  if (e.bias)
-    x += e.biasPerRow ? e.bias[i] : e.bias[j];
-  if (e.addend)
-    x += e.addend[i * e.ldAddend + j];
-  if (e.act == PD_CPU_ACT_RELU)
-    x = x <= 0.0f ? 0.0f : x;
-  else if (e.act == PD_CPU_ACT_RELU_NUM)
-    x = x > 0.0f ? x : 0.0f;
-  return x;
 }
 
 template <int MR, int NR>
@@ -440,10 +432,10 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
       for (int j = 0; j < NR; ++j)
         acc[i][j] += ap[i] * bp[j];
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) {
-      float x = combine(acc[i][j], c[i * ldc + j], u);
-      c[i * ldc + j] = u.epilogue ? epilogueOn(*u.epilogue, x, i, j) : x;
-    }
+    for (int j = 0; j < NR; ++j)
+      c[i * ldc + j] = combine(acc[i][j], c[i * ldc + j], u);
+  if (u.epilogue)
+    applyTileEpilogue(*u.epilogue, c, ldc, MR, NR);
 }
 
 #if PD_X86
