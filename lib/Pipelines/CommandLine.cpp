@@ -110,6 +110,12 @@ struct CodegenFlags::Flags {
                      "any order, so they vectorize (default true; false: "
                      "in order)"),
             cl::init(true), cl::cat(category)),
+        vectorizeReductions(
+            "vectorize-reductions",
+            cl::desc("Compute the 16 lanes of a reassociated reduction as "
+                     "vector operations (default true; false: as 16 scalar "
+                     "chains, the same bits)"),
+            cl::init(true), cl::cat(category)),
         cacheDir("cache-dir",
                  cl::desc("Cache of compiled objects, keyed by a hash of "
                           "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
@@ -127,6 +133,7 @@ struct CodegenFlags::Flags {
   cl::opt<bool> outlineKernels;
   cl::opt<bool> mergeFunctions;
   cl::opt<bool> reassociateReductions;
+  cl::opt<bool> vectorizeReductions;
   cl::opt<std::string> cacheDir;
   cl::opt<bool> noCache;
 };
@@ -144,6 +151,7 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.outlineKernels = flags->outlineKernels;
   o.mergeFunctions = flags->mergeFunctions;
   o.reassociateReductions = flags->reassociateReductions;
+  o.vectorizeReductions = flags->vectorizeReductions;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

@@ -142,6 +142,7 @@ pipedream::resolveCodegenOptions(MLIRContext *context,
   codegen.cpu.outlineKernels = o.outlineKernels;
   codegen.cpu.mergeFunctions = o.mergeFunctions;
   codegen.cpu.reassociateReductions = o.reassociateReductions;
+  codegen.cpu.vectorizeReductions = o.vectorizeReductions;
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.

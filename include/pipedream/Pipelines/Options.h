@@ -144,6 +144,9 @@ struct CompileOptions {
   /// --reassociate-reductions=false sums innermost reductions in order (not
   /// vectorized).
   bool reassociateReductions = true;
+  /// --vectorize-reductions=false leaves the lanes of a reassociated
+  /// reduction to LLVM's SLP vectorizer (the same bits, slower).
+  bool vectorizeReductions = true;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;

@@ -9,19 +9,22 @@
 // loops that carry the accumulator in an `scf.for` iter_arg and store it
 // once, instead of convert-linalg-to-loops' load and store of the output
 // element at every step; with `reassociate`, a floating-point sum or
-// product is split into 16 lanes in a fixed order, which LLVM's SLP
-// vectorizer vectorizes (see Passes.td).
+// product is split into 16 lanes in a fixed order, the elements of
+// vector<16xT> values where the body allows (`vectorize`), else scalar
+// chains for LLVM's SLP vectorizer (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
 #include "pipedream/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/PatternMatch.h"
@@ -166,17 +169,162 @@ scf::ForOp promote(RewriterBase &rewriter, scf::ForOp loop, memref::LoadOp load,
 /// one AVX-512 register).
 constexpr int64_t kLanes = 16;
 
+/// A value of the body of a reduction loop being put in vector lanes.
+enum class LaneKind {
+  /// The same in every lane: defined outside the loop, or computed from
+  /// such values only (a constant, a broadcast element).
+  Uniform,
+  /// The induction variable (or an identity affine.apply of it): only the
+  /// last index of a load.
+  Iv,
+  /// Lane l holds the step's value at iv + l: a vector.
+  Lanes,
+};
+
+/// Whether `loop`'s body (every op but the terminator) can run as vector
+/// ops of kLanes elements, one step per lane: loads contiguous along the
+/// induction variable in their last index (unit stride) or not depending on
+/// it, elementwise ops on integers and floats, and nothing else depending
+/// on the induction variable. `kinds` gets every body value's kind.
+bool vectorizableLanes(scf::ForOp loop, DenseMap<Value, LaneKind> &kinds) {
+  Value iv = loop.getInductionVar();
+  kinds[iv] = LaneKind::Iv;
+  kinds[loop.getRegionIterArgs().front()] = LaneKind::Lanes;
+  auto kindOf = [&](Value v) {
+    auto it = kinds.find(v);
+    return it == kinds.end() ? LaneKind::Uniform : it->second;
+  };
+  auto scalarType = [](Type t) { return t.isIntOrFloat(); };
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0 || op.getNumResults() != 1)
+      return false;
+    bool anyIv = false, anyLanes = false;
+    for (Value operand : op.getOperands()) {
+      anyIv |= kindOf(operand) == LaneKind::Iv;
+      anyLanes |= kindOf(operand) == LaneKind::Lanes;
+    }
+    Value result = op.getResult(0);
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (!anyIv)
+        continue; // Uniform: no store in the body (findAccumulator).
+      ValueRange indices = load.getIndices();
+      auto type = load.getMemRefType();
+      if (indices.empty() || kindOf(indices.back()) != LaneKind::Iv ||
+          !scalarType(type.getElementType()) || !type.isLastDimUnitStride() ||
+          llvm::any_of(indices.drop_back(), [&](Value index) {
+            return kindOf(index) != LaneKind::Uniform;
+          }))
+        return false;
+      kinds[result] = LaneKind::Lanes;
+      continue;
+    }
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(op); apply && anyIv) {
+      if (!apply.getAffineMap().isIdentity() || apply.getNumOperands() != 1)
+        return false;
+      kinds[result] = LaneKind::Iv;
+      continue;
+    }
+    if (anyIv)
+      return false;
+    if (!anyLanes) {
+      if (!isPure(&op))
+        return false;
+      continue; // Uniform.
+    }
+    if (!OpTrait::hasElementwiseMappableTraits(&op) || !isPure(&op) ||
+        !scalarType(result.getType()) ||
+        !llvm::all_of(op.getOperandTypes(), scalarType))
+      return false;
+    kinds[result] = LaneKind::Lanes;
+  }
+  return true;
+}
+
+/// The kLanes partial results of splitIntoLanes from one loop over
+/// vector<kLanes x T> values (see vectorizableLanes): lane l of every
+/// vector is the scalar lane l's value, so the partial results are the
+/// same bits; LLVM gets vector loads and ops rather than having to find
+/// them (its SLP vectorizer paired the scalar lanes into shuffled
+/// <2 x float> halves of each load).
+SmallVector<Value> vectorLanes(RewriterBase &rewriter, scf::ForOp loop,
+                               Operation *combiner,
+                               const DenseMap<Value, LaneKind> &kinds,
+                               Value lowerBound, Value upperBound, Value step,
+                               Value identity) {
+  Location loc = loop.getLoc();
+  Value acc = loop.getRegionIterArgs().front();
+  auto vectorOf = [](Type t) { return VectorType::get({kLanes}, t); };
+  Value init = vector::BroadcastOp::create(rewriter, loc,
+                                           vectorOf(acc.getType()), identity);
+  init = vector::InsertOp::create(rewriter, loc, loop.getInitArgs().front(),
+                                  init, ArrayRef<int64_t>{0});
+  auto lanes = scf::ForOp::create(
+      rewriter, loc, lowerBound, upperBound, step, ValueRange{init},
+      [&](OpBuilder &b, Location, Value iv, ValueRange partial) {
+        IRMapping uniform;
+        DenseMap<Value, Value> vectors;
+        vectors[acc] = partial.front();
+        auto kindOf = [&](Value v) {
+          auto it = kinds.find(v);
+          return it == kinds.end() ? LaneKind::Uniform : it->second;
+        };
+        // An operand of a vector op: its vector, or the uniform value
+        // broadcast.
+        auto lanesOf = [&](Value v) -> Value {
+          if (kindOf(v) == LaneKind::Lanes)
+            return vectors.lookup(v);
+          return vector::BroadcastOp::create(b, loc, vectorOf(v.getType()),
+                                             uniform.lookupOrDefault(v));
+        };
+        for (Operation &op : loop.getBody()->without_terminator()) {
+          Value result = op.getResult(0);
+          LaneKind kind = kindOf(result);
+          if (kind == LaneKind::Uniform) {
+            b.clone(op, uniform);
+            continue;
+          }
+          if (kind == LaneKind::Iv)
+            continue; // Only a load's last index: the vector's first lane.
+          if (auto load = dyn_cast<memref::LoadOp>(op)) {
+            SmallVector<Value> indices;
+            for (Value index : load.getIndices().drop_back())
+              indices.push_back(uniform.lookupOrDefault(index));
+            indices.push_back(iv);
+            vectors[result] = vector::LoadOp::create(
+                b, op.getLoc(), vectorOf(result.getType()),
+                uniform.lookupOrDefault(load.getMemRef()), indices);
+            continue;
+          }
+          OperationState state(op.getLoc(), op.getName());
+          for (Value operand : op.getOperands())
+            state.operands.push_back(lanesOf(operand));
+          state.types.push_back(vectorOf(result.getType()));
+          state.attributes = op.getAttrs();
+          vectors[result] = b.create(state)->getResult(0);
+        }
+        scf::YieldOp::create(b, loc, vectors.lookup(combiner->getResult(0)));
+      });
+  SmallVector<Value> values;
+  for (int64_t l = 0; l < kLanes; ++l)
+    values.push_back(vector::ExtractOp::create(
+        rewriter, loc, lanes.getResult(0), ArrayRef<int64_t>{l}));
+  return values;
+}
+
 /// Splits the sum (or product) `loop` carries in its one iter_arg into
 /// kLanes partial ones: the first kLanes * floor(n / kLanes) steps go
 /// round-robin to the lanes (lane l takes steps l, l + kLanes, ...), the
 /// lanes are combined pairwise in a fixed tree, and the remaining steps
-/// add to that in order (`loop` itself, its lower bound moved). The lanes
-/// are independent chains that LLVM's SLP vectorizer puts in vector
-/// registers; no fast-math flag lets LLVM choose another order, so the
-/// result is the same whatever the code generator does. False (nothing
-/// changed) unless the body is `acc' = acc + f(iv)` (or `*`) with f not
-/// reading acc, static bounds and at least 2 kLanes steps.
-bool splitIntoLanes(RewriterBase &rewriter, scf::ForOp loop) {
+/// add to that in order (`loop` itself, its lower bound moved). With
+/// `vectorize` and a body vectorizableLanes accepts (unit steps), the lanes
+/// are the elements of vectors (vectorLanes); otherwise independent scalar
+/// chains that LLVM's SLP vectorizer may put in vector registers. No
+/// fast-math flag lets LLVM choose another order, so the result is the same
+/// whatever the code generator does (but for its FMA contractions), and
+/// the same order with and without `vectorize`. False (nothing changed) unless
+/// the body is `acc' = acc + f(iv)` (or `*`) with f not reading acc, static
+/// bounds and at least 2 kLanes steps.
+bool splitIntoLanes(RewriterBase &rewriter, scf::ForOp loop, bool vectorize) {
   if (loop.getNumRegionIterArgs() != 1)
     return false;
   Value acc = loop.getRegionIterArgs().front();
@@ -211,30 +359,37 @@ bool splitIntoLanes(RewriterBase &rewriter, scf::ForOp loop) {
   // even for x = -0), 1 for a product.
   Value identity = arith::ConstantOp::create(
       rewriter, loc, type, rewriter.getFloatAttr(type, sum ? -0.0 : 1.0));
-  SmallVector<Value> inits(kLanes, identity);
-  inits.front() = loop.getInitArgs().front();
-  auto lanes = scf::ForOp::create(
-      rewriter, loc, index(*lb), index(mainEnd), index(kLanes * *step), inits,
-      [&](OpBuilder &b, Location, Value iv, ValueRange partial) {
-        SmallVector<Value> next;
-        for (int64_t l = 0; l < kLanes; ++l) {
-          IRMapping map;
-          Value laneIv =
-              l == 0 ? iv
-                     : arith::AddIOp::create(
-                           b, loc, iv,
-                           arith::ConstantIndexOp::create(b, loc, l * *step))
-                           .getResult();
-          map.map(loop.getInductionVar(), laneIv);
-          map.map(acc, partial[l]);
-          for (Operation &op : loop.getBody()->without_terminator())
-            b.clone(op, map);
-          next.push_back(map.lookup(combiner->getResult(0)));
-        }
-        scf::YieldOp::create(b, loc, next);
-      });
+  SmallVector<Value> values;
+  DenseMap<Value, LaneKind> kinds;
+  if (vectorize && *step == 1 && vectorizableLanes(loop, kinds)) {
+    values = vectorLanes(rewriter, loop, combiner, kinds, index(*lb),
+                         index(mainEnd), index(kLanes), identity);
+  } else {
+    SmallVector<Value> inits(kLanes, identity);
+    inits.front() = loop.getInitArgs().front();
+    auto lanes = scf::ForOp::create(
+        rewriter, loc, index(*lb), index(mainEnd), index(kLanes * *step), inits,
+        [&](OpBuilder &b, Location, Value iv, ValueRange partial) {
+          SmallVector<Value> next;
+          for (int64_t l = 0; l < kLanes; ++l) {
+            IRMapping map;
+            Value laneIv =
+                l == 0 ? iv
+                       : arith::AddIOp::create(
+                             b, loc, iv,
+                             arith::ConstantIndexOp::create(b, loc, l * *step))
+                             .getResult();
+            map.map(loop.getInductionVar(), laneIv);
+            map.map(acc, partial[l]);
+            for (Operation &op : loop.getBody()->without_terminator())
+              b.clone(op, map);
+            next.push_back(map.lookup(combiner->getResult(0)));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    values.assign(lanes.getResults().begin(), lanes.getResults().end());
+  }
   // Pairwise, in a fixed order.
-  SmallVector<Value> values(lanes.getResults());
   while (values.size() > 1) {
     SmallVector<Value> pairs;
     for (size_t i = 0; i + 1 < values.size(); i += 2) {
@@ -300,7 +455,7 @@ struct LowerReductionsToLoopsPass
       // The enclosing loops stay the same ops.
       scf::ForOp promoted = promote(rewriter, loop, load, store);
       if (reassociate && d == numLoops - 1)
-        splitIntoLanes(rewriter, promoted);
+        splitIntoLanes(rewriter, promoted, vectorize);
     }
     return success();
   }

@@ -250,6 +250,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // the ops really share, not a kernel's separate arguments.
   LowerReductionsToLoopsPassOptions reductions;
   reductions.reassociate = options.reassociateReductions;
+  reductions.vectorize = options.vectorizeReductions;
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
 
   // Every loop nest in a function of its own, equal nests shared: LLVM's

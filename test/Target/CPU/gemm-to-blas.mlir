@@ -179,7 +179,7 @@ func.func @negated_dot(%a: tensor<4x8xf64>, %b: tensor<4x8xf64>) -> tensor<4xf64
 // batch loop, is still one call.
 // CHECK-LABEL: define void @pipedream_row_dots(
 // CHECK-NOT: cblas
-// CHECK: fmul float
+// CHECK: fmul <16 x float>
 // CHECK-NOT: cblas
 // CHECK: ret void
 #rd_in = affine_map<(d0, d1) -> (d0, d1)>

@@ -111,6 +111,9 @@ struct CPUCodegenOptions {
   /// cpu-lower-reductions-to-loops' `reassociate`: innermost floating-point
   /// sums and products may be computed in any order (vectorized).
   bool reassociateReductions = true;
+  /// cpu-lower-reductions-to-loops' `vectorize`: the lanes of a reassociated
+  /// reduction as vector<16xT> values (false: scalar chains, the same bits).
+  bool vectorizeReductions = true;
   /// Object cache directory ("" = the default, see resolveObjectCacheDir).
   std::string cacheDir;
   /// False: neither read nor write the object cache.

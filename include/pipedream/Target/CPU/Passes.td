@@ -509,8 +509,17 @@ def LowerReductionsToLoopsPass
     With `reassociate` (the default), an innermost sum or product of at
     least 32 static steps is split into 16 lanes: the steps go round-robin
     to the lanes, the lanes are combined pairwise in a fixed tree and the
-    remaining steps are added in order. LLVM's SLP vectorizer puts the lanes
-    in vector registers. The order is fixed in the IR, with no fast-math
+    remaining steps are added in order. With `vectorize` (the default) the
+    lanes are the elements of `vector<16xT>` values when the body allows
+    (every load contiguous along the reduction in its last index or not
+    depending on it, elementwise ops): vector loads, vector ops and one
+    vector accumulator, the 16 lanes extracted after the loop. Otherwise
+    they are 16 scalar chains for LLVM's SLP vectorizer (which paired them
+    into shuffled halves of each load: a row sum ran at a fraction of the
+    vector speed). Both sum in the same order: the same bits, but for
+    where LLVM contracts a product and a sum into an FMA (pipedream compiles
+    with contraction on), which differs between the scalar and the vector
+    code. The order is fixed in the IR, with no fast-math
     flag, so the result does not depend on LLVM's choices (codegen threads,
     outlining, -O); it differs from the sequential sum by rounding only, as
     any blocked or vectorized sum (onnxruntime's, PyTorch's, and pipedream's
@@ -526,10 +535,14 @@ def LowerReductionsToLoopsPass
     Option<"reassociate", "reassociate", "bool", /*default=*/"true",
            "Split the innermost sum or product into 16 lanes in a fixed "
            "order (vectorizable)">,
+    Option<"vectorize", "vectorize", "bool", /*default=*/"true",
+           "Carry the 16 lanes in vector<16xT> values where the body allows "
+           "(the same bits as the scalar lanes)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::arith::ArithDialect"];
+                           "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 //===----------------------------------------------------------------------===//
