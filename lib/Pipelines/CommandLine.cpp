@@ -116,6 +116,12 @@ struct CodegenFlags::Flags {
                      "vector operations (default true; false: as 16 scalar "
                      "chains, the same bits)"),
             cl::init(true), cl::cat(category)),
+        fuseRowLoops(
+            "fuse-row-loops",
+            cl::desc("Run consecutive loop nests over the same rows "
+                     "(LayerNorm, softmax, losses) as one nest, row by row "
+                     "(default true)"),
+            cl::init(true), cl::cat(category)),
         cacheDir("cache-dir",
                  cl::desc("Cache of compiled objects, keyed by a hash of "
                           "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
@@ -134,6 +140,7 @@ struct CodegenFlags::Flags {
   cl::opt<bool> mergeFunctions;
   cl::opt<bool> reassociateReductions;
   cl::opt<bool> vectorizeReductions;
+  cl::opt<bool> fuseRowLoops;
   cl::opt<std::string> cacheDir;
   cl::opt<bool> noCache;
 };
@@ -152,6 +159,7 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.mergeFunctions = flags->mergeFunctions;
   o.reassociateReductions = flags->reassociateReductions;
   o.vectorizeReductions = flags->vectorizeReductions;
+  o.fuseRowLoops = flags->fuseRowLoops;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

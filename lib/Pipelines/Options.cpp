@@ -143,6 +143,7 @@ pipedream::resolveCodegenOptions(MLIRContext *context,
   codegen.cpu.mergeFunctions = o.mergeFunctions;
   codegen.cpu.reassociateReductions = o.reassociateReductions;
   codegen.cpu.vectorizeReductions = o.vectorizeReductions;
+  codegen.cpu.fuseRowLoops = o.fuseRowLoops;
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.

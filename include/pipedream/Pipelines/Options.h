@@ -147,6 +147,9 @@ struct CompileOptions {
   /// --vectorize-reductions=false leaves the lanes of a reassociated
   /// reduction to LLVM's SLP vectorizer (the same bits, slower).
   bool vectorizeReductions = true;
+  /// --fuse-row-loops=false leaves each loop nest over the rows of a
+  /// LayerNorm, softmax or loss a pass of its own.
+  bool fuseRowLoops = true;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;

@@ -252,6 +252,10 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   reductions.reassociate = options.reassociateReductions;
   reductions.vectorize = options.vectorizeReductions;
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
+  // A LayerNorm's or softmax's chain of passes over the rows as one pass,
+  // row by row (in L1).
+  if (options.fuseRowLoops)
+    pm.addNestedPass<func::FuncOp>(createFuseRowLoopsPass());
 
   // Every loop nest in a function of its own, equal nests shared: LLVM's
   // cost grows faster than linearly with function size (issue 16).

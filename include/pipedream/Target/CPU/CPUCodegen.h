@@ -114,6 +114,8 @@ struct CPUCodegenOptions {
   /// cpu-lower-reductions-to-loops' `vectorize`: the lanes of a reassociated
   /// reduction as vector<16xT> values (false: scalar chains, the same bits).
   bool vectorizeReductions = true;
+  /// cpu-fuse-row-loops: consecutive nests over the same rows as one nest.
+  bool fuseRowLoops = true;
   /// Object cache directory ("" = the default, see resolveObjectCacheDir).
   std::string cacheDir;
   /// False: neither read nor write the object cache.

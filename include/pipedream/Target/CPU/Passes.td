@@ -667,6 +667,67 @@ def CacheAllocationsPass
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-fuse-row-loops
+//===----------------------------------------------------------------------===//
+
+def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
+  let summary = "Run consecutive loop nests over the same rows in one nest, "
+                "row by row";
+  let description = [{
+    Runs on buffers, after `cpu-lower-reductions-to-loops` and before
+    `cpu-outline-kernels`. A LayerNorm, softmax or loss is a chain of loop
+    nests over the same rows (a row sum, then an elementwise op reading it,
+    then another row sum...), each a pass over the whole tensor: a
+    LayerNorm's backward makes eight, and each pass reads its rows back
+    from L2 or memory. This pass runs such a chain as one nest over the
+    rows whose body runs each nest's row in turn, while the row is in L1.
+
+    First the function body's linalg ops on buffers whose first loop is
+    parallel (static bounds), and copies between identity-layout buffers,
+    become the loops `convert-linalg-to-loops` makes of them later. Then
+    consecutive top-level `scf.for` nests join a group when:
+    - their outer loops (from 0, step 1, constant trip counts, perfectly
+      nested up to the fused depth, only pure ops between the levels)
+      agree over the fused depth;
+    - every load and store to a buffer that a nest of the group writes
+      (and, when a nest writes a buffer that is not an allocation of the
+      function, to every such buffer: the entry point's buffers may alias)
+      is on the buffer itself, not a view, with the fused loops' induction
+      variables as its leading indices. Then iteration (i, j) of one nest
+      and iteration (i', j') != (i, j) of another touch different elements
+      of every written buffer, and running the nests row by row computes
+      what running them one after the other did;
+    - every op between them is pure or an allocation (moved before the
+      group) or a deallocation (left after it); anything else ends the
+      group.
+    The depth is the deepest at which the group is legal (the chain's row
+    dimensions); at most 16 nests a group. Nests with other memory effects
+    (calls, GEMMs) are left alone.
+
+    ```mlir
+    scf.for %i = %c0 to %c8 step %c1 {            // sum of each row
+      ... memref.store %s, %sum[%i] ...
+    }
+    scf.for %i = %c0 to %c8 step %c1 {            // x / sum
+      scf.for %k = %c0 to %c64 step %c1 { ... %sum[%i] ... %y[%i, %k] }
+    }
+    // becomes
+    scf.for %i = %c0 to %c8 step %c1 {
+      ... memref.store %s, %sum[%i] ...
+      scf.for %k = %c0 to %c64 step %c1 { ... %sum[%i] ... %y[%i, %k] }
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::affine::AffineDialect",
+                           "mlir::linalg::LinalgDialect"];
+  let statistics = [
+    Statistic<"numFused", "fused-nests", "Nests merged into the nest before them">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-outline-kernels
 //===----------------------------------------------------------------------===//
 
