@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -36,18 +37,6 @@ namespace pipedream::cpu {
 using namespace mlir;
 
 namespace {
-
-/// The buffer `value` is a view of (through subviews, reshapes, casts), or
-/// `value` itself.
-Value baseBuffer(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    value = view.getViewSource();
-  }
-  return value;
-}
 
 /// Whether `buffer` is a fresh allocation of the function: it aliases no
 /// other buffer. Anything else (the entry point's buffers, globals) may
@@ -179,7 +168,7 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
   bool externalWritten = false;
   for (const Nest &nest : nests)
     for (const Access &a : nest.accesses) {
-      Value base = baseBuffer(a.memref);
+      Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
       if (!isAllocation(base))
         external.insert(base);
       if (a.write) {
@@ -194,7 +183,7 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
     return false;
   for (Nest &nest : nests)
     for (const Access &a : nest.accesses) {
-      Value base = baseBuffer(a.memref);
+      Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
       if (!written.contains(base))
         continue; // Only read: any element, any view.
       std::optional<SmallVector<Value>> row =

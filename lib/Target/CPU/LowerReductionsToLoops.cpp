@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -41,17 +42,10 @@ using namespace mlir;
 
 namespace {
 
-/// The buffer `value` is a view of (through subviews, casts and other view
-/// ops), or `value` itself.
+/// The buffer `value` is a view of (through subviews, reshapes, casts), or
+/// `value` itself.
 Value baseBuffer(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
-      value = view.getViewSource();
-      continue;
-    }
-    break;
-  }
-  return value;
+  return memref::skipViewLikeOps(cast<MemrefValue>(value));
 }
 
 /// Whether `op` qualifies: on buffers, one output, its reduction loops
