@@ -155,11 +155,11 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.gemm = flags->gemm;
   o.runTimeChecks = !flags->noRunTimeChecks;
   o.codegenThreads = flags->codegenThreads;
-  o.outlineKernels = flags->outlineKernels;
-  o.mergeFunctions = flags->mergeFunctions;
-  o.reassociateReductions = flags->reassociateReductions;
-  o.vectorizeReductions = flags->vectorizeReductions;
-  o.fuseRowLoops = flags->fuseRowLoops;
+  o.loops.outlineKernels = flags->outlineKernels;
+  o.loops.mergeFunctions = flags->mergeFunctions;
+  o.loops.reassociateReductions = flags->reassociateReductions;
+  o.loops.vectorizeReductions = flags->vectorizeReductions;
+  o.loops.fuseRowLoops = flags->fuseRowLoops;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

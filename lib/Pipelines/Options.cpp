@@ -139,11 +139,7 @@ pipedream::resolveCodegenOptions(MLIRContext *context,
     return failure();
   codegen.cpu.runTimeChecks = o.runTimeChecks;
   codegen.cpu.codegenThreads = o.codegenThreads;
-  codegen.cpu.outlineKernels = o.outlineKernels;
-  codegen.cpu.mergeFunctions = o.mergeFunctions;
-  codegen.cpu.reassociateReductions = o.reassociateReductions;
-  codegen.cpu.vectorizeReductions = o.vectorizeReductions;
-  codegen.cpu.fuseRowLoops = o.fuseRowLoops;
+  codegen.cpu.loops = o.loops;
   codegen.cpu.cacheDir = o.cacheDir;
   codegen.cpu.useCache = !o.noCache;
   // A bad --target-cpu fails here, before the (longer) import.

@@ -137,19 +137,9 @@ struct CompileOptions {
   /// --codegen-threads: threads for LLVM optimization and code generation
   /// (the module is split); 0 picks the hardware's, 1 compiles one module.
   unsigned codegenThreads = 0;
-  /// --outline-kernels=false keeps every loop nest inside its function.
-  bool outlineKernels = true;
-  /// --merge-functions=false lowers every bundle function, even equal ones.
-  bool mergeFunctions = true;
-  /// --reassociate-reductions=false sums innermost reductions in order (not
-  /// vectorized).
-  bool reassociateReductions = true;
-  /// --vectorize-reductions=false leaves the lanes of a reassociated
-  /// reduction to LLVM's SLP vectorizer (the same bits, slower).
-  bool vectorizeReductions = true;
-  /// --fuse-row-loops=false leaves each loop nest over the rows of a
-  /// LayerNorm, softmax or loss a pass of its own.
-  bool fuseRowLoops = true;
+  /// --outline-kernels, --merge-functions, --reassociate-reductions,
+  /// --vectorize-reductions, --fuse-row-loops.
+  cpu::CPULoopOptions loops;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;
   bool noCache = false;

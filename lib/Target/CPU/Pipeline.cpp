@@ -203,7 +203,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
                               const CPUCodegenOptions &options) {
   // Equal functions (the stages of a pipeline holding equal blocks) are
   // lowered once (issue 16).
-  if (options.mergeFunctions) {
+  if (options.loops.mergeFunctions) {
     MergeEqualFunctionsPassOptions merge;
     merge.symbolPrefix = options.symbolPrefix;
     pm.addPass(createMergeEqualFunctionsPass(merge));
@@ -249,17 +249,17 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // (vectorizable). Before the outlining: the alias check sees the buffers
   // the ops really share, not a kernel's separate arguments.
   LowerReductionsToLoopsPassOptions reductions;
-  reductions.reassociate = options.reassociateReductions;
-  reductions.vectorize = options.vectorizeReductions;
+  reductions.reassociate = options.loops.reassociateReductions;
+  reductions.vectorize = options.loops.vectorizeReductions;
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToLoopsPass(reductions));
   // A LayerNorm's or softmax's chain of passes over the rows as one pass,
   // row by row (in L1).
-  if (options.fuseRowLoops)
+  if (options.loops.fuseRowLoops)
     pm.addNestedPass<func::FuncOp>(createFuseRowLoopsPass());
 
   // Every loop nest in a function of its own, equal nests shared: LLVM's
   // cost grows faster than linearly with function size (issue 16).
-  if (options.outlineKernels)
+  if (options.loops.outlineKernels)
     pm.addPass(createOutlineKernelsPass());
 
   // Loops and the LLVM dialect.
@@ -295,7 +295,7 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   // superlinear in the length of a block (issue 16).
   // 250 operations a run: linear in LLVM at 125 and 250 layers of a
   // MatMul + Tanh chain (docs/CompileTime.md).
-  if (options.outlineKernels) {
+  if (options.loops.outlineKernels) {
     SplitLargeFunctionsPassOptions split;
     split.maxOps = 250;
     pm.addPass(createSplitLargeFunctionsPass(split));

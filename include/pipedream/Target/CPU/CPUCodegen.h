@@ -70,6 +70,30 @@ enum class GemmLowering {
 /// Parses "auto", "kernel", "vectorize", "blas" or "loops".
 std::optional<GemmLowering> parseGemmLowering(llvm::StringRef text);
 
+/// The switches of the CPU pipeline's loop-level passes, one flag each of
+/// pipedream-compile (docs/CLI.md): CompileOptions holds them as parsed,
+/// CPUCodegenOptions as the pipeline reads them.
+struct CPULoopOptions {
+  /// cpu-outline-kernels (--outline-kernels): every loop nest in a function
+  /// of its own, structurally equal ones shared.
+  bool outlineKernels = true;
+  /// cpu-merge-equal-functions (--merge-functions): bundle functions equal
+  /// but for their names and annotations (pipeline stages holding equal
+  /// blocks) lowered once.
+  bool mergeFunctions = true;
+  /// cpu-lower-reductions-to-loops' `reassociate`
+  /// (--reassociate-reductions): innermost floating-point sums and products
+  /// in 16 lanes, in a fixed order (vectorized); false: in order.
+  bool reassociateReductions = true;
+  /// cpu-lower-reductions-to-loops' `vectorize` (--vectorize-reductions):
+  /// the lanes as vector<16xT> values; false: 16 scalar chains for LLVM's
+  /// SLP vectorizer (the same order).
+  bool vectorizeReductions = true;
+  /// cpu-fuse-row-loops (--fuse-row-loops): consecutive nests over the
+  /// same rows (LayerNorm, softmax, losses) as one nest, row by row.
+  bool fuseRowLoops = true;
+};
+
 /// Options of the CPU code generator.
 struct CPUCodegenOptions {
   /// LLVM optimization level, 0 to 3.
@@ -102,20 +126,8 @@ struct CPUCodegenOptions {
   /// Threads for the LLVM optimization and code generation of the split
   /// module; 0: one per hardware thread; 1: the whole module on one thread.
   unsigned codegenThreads = 0;
-  /// cpu-outline-kernels: every loop nest in a function of its own,
-  /// structurally equal ones shared.
-  bool outlineKernels = true;
-  /// cpu-merge-equal-functions: bundle functions equal but for their names
-  /// and annotations (pipeline stages holding equal blocks) lowered once.
-  bool mergeFunctions = true;
-  /// cpu-lower-reductions-to-loops' `reassociate`: innermost floating-point
-  /// sums and products may be computed in any order (vectorized).
-  bool reassociateReductions = true;
-  /// cpu-lower-reductions-to-loops' `vectorize`: the lanes of a reassociated
-  /// reduction as vector<16xT> values (false: scalar chains, the same bits).
-  bool vectorizeReductions = true;
-  /// cpu-fuse-row-loops: consecutive nests over the same rows as one nest.
-  bool fuseRowLoops = true;
+  /// The loop-level passes' switches.
+  CPULoopOptions loops;
   /// Object cache directory ("" = the default, see resolveObjectCacheDir).
   std::string cacheDir;
   /// False: neither read nor write the object cache.
