@@ -158,15 +158,18 @@ leadingIndices(Value memref, ValueRange indices, Value base, unsigned depth) {
 
 /// Whether the nests, fused over their first `depth` band loops, compute
 /// what they computed one after the other: every access to a buffer that
-/// one of them writes selects the row of the buffer (itself or through a
-/// keepdims view, leadingIndices) by the band's induction variables; when
-/// they write a buffer of the entry point, it is the only one they access. Then
+/// one of them writes and another one accesses selects the row of the
+/// buffer (itself or through a keepdims view, leadingIndices) by the band's
+/// induction variables (a buffer that one nest alone accesses, such as a
+/// column sum's, sees that nest's iterations in their order); when they
+/// write a buffer of the entry point, it is the only one they access. Then
 /// iteration (i, j) of one nest and iteration (i', j') != (i, j) of another
 /// touch different elements of every written buffer.
 bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
-  llvm::SmallPtrSet<Value, 8> written, external;
+  llvm::SmallPtrSet<Value, 8> written, external, shared;
+  llvm::DenseMap<Value, size_t> accessedBy;
   bool externalWritten = false;
-  for (const Nest &nest : nests)
+  for (auto [index, nest] : llvm::enumerate(nests))
     for (const Access &a : nest.accesses) {
       Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
       if (!isAllocation(base))
@@ -175,6 +178,9 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
         written.insert(base);
         externalWritten |= !isAllocation(base);
       }
+      auto [it, inserted] = accessedBy.try_emplace(base, index);
+      if (!inserted && it->second != index)
+        shared.insert(base);
     }
   // Two buffers of the entry point may overlap in any way (an output
   // updated in place is its input's buffer, and a caller may pass views
@@ -184,8 +190,10 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
   for (Nest &nest : nests)
     for (const Access &a : nest.accesses) {
       Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
-      if (!written.contains(base))
-        continue; // Only read: any element, any view.
+      // Only read, or only one nest's: any element, any view (fused, a
+      // nest's own iterations keep their order).
+      if (!written.contains(base) || !shared.contains(base))
+        continue;
       std::optional<SmallVector<Value>> row =
           leadingIndices(a.memref, a.indices, base, depth);
       if (!row)
@@ -195,6 +203,36 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
           return false;
     }
   return true;
+}
+
+/// Whether `nest` and the nests of `group` can run in either order: no
+/// buffer one of them writes is accessed by the other, and they do not both
+/// access buffers of the entry point (which may alias) when one writes one.
+bool independent(ArrayRef<Nest> group, const Nest &nest) {
+  auto bases = [](const Nest &n, bool writes,
+                  llvm::SmallPtrSetImpl<Value> &out) {
+    for (const Access &a : n.accesses)
+      if (!writes || a.write)
+        out.insert(memref::skipViewLikeOps(cast<MemrefValue>(a.memref)));
+  };
+  llvm::SmallPtrSet<Value, 16> groupWrites, groupAll, nestWrites, nestAll;
+  for (const Nest &n : group) {
+    bases(n, true, groupWrites);
+    bases(n, false, groupAll);
+  }
+  bases(nest, true, nestWrites);
+  bases(nest, false, nestAll);
+  auto external = [](Value base) { return !isAllocation(base); };
+  bool groupExternal = llvm::any_of(groupAll, external),
+       nestExternal = llvm::any_of(nestAll, external);
+  if (groupExternal && nestExternal &&
+      (llvm::any_of(groupWrites, external) ||
+       llvm::any_of(nestWrites, external)))
+    return false;
+  return llvm::none_of(nestWrites,
+                       [&](Value b) { return groupAll.contains(b); }) &&
+         llvm::none_of(groupWrites,
+                       [&](Value b) { return nestAll.contains(b); });
 }
 
 /// The number of leading band loops `a` and `b` share (equal trip counts).
@@ -272,8 +310,6 @@ struct FuseRowLoopsPass
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
       if (linalgOp && linalgOp.hasPureBufferSemantics() &&
           linalgOp.getNumLoops() > 0 &&
-          linalgOp.getIteratorTypesArray().front() ==
-              utils::IteratorType::parallel &&
           llvm::none_of(linalgOp.getStaticLoopRanges(), ShapedType::isDynamic))
         ops.push_back(&op);
     }
@@ -344,6 +380,20 @@ struct FuseRowLoopsPass
           chosen = d;
       if (!chosen) {
         group.pop_back();
+        // A nest the group does not depend on (a column sum's zero fill
+        // between a LayerNorm's row nests and its column sums) moves before
+        // the group, which goes on.
+        if (independent(group, nest)) {
+          Operation *first = group.front().root;
+          for (Operation *b : between)
+            if (!isa<memref::DeallocOp>(b))
+              rewriter.moveOpBefore(b, first);
+          between.clear();
+          rewriter.moveOpBefore(nest.root, first);
+          ++numHoisted;
+          op = next;
+          continue;
+        }
         restart(&nest);
         op = next;
         continue;

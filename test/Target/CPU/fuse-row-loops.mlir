@@ -196,3 +196,56 @@ func.func @transposed_view(%x: memref<8x8xf32>, %y: memref<8x8xf32>) {
   memref.dealloc %t : memref<8x8xf32>
   return
 }
+
+// -----
+
+// A LayerNorm backward's column sums (dscale): the zero fill of the sum
+// (another trip count, and independent of the row nest) moves before it;
+// the column sum joins the row nest (both are over [16, 32]: fused at
+// depth 2), since no other nest of the group touches its buffer (its rows
+// still add in order). A third nest reading the sum needs every row
+// first: it stays out.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: %[[T:.*]] = memref.alloc() : memref<16x32xf32>
+// CHECK: %[[COL:.*]] = memref.alloc() : memref<32xf32>
+// CHECK: scf.for %[[K0:.*]] = %c0 to %c32 step %c1 {
+// CHECK-NEXT: memref.store %{{.*}}, %[[COL]][%[[K0]]]
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.for %[[I:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c32
+// CHECK: memref.store %{{.*}}, %[[T]][%[[I]], %[[K]]]
+// CHECK-NEXT: memref.load %[[T]][%[[I]], %[[K]]]
+// CHECK-NEXT: memref.load %[[COL]][%[[K]]]
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: memref.store %{{.*}}, %[[COL]][%[[K]]]
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c16
+// CHECK: memref.load %[[COL]]
+func.func @column_sum(%g: memref<16x32xf32>, %x: memref<16x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %x : memref<16x32xf32>, memref<16x32xf32>) outs(%t : memref<16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  }
+  %col = memref.alloc() : memref<32xf32>
+  linalg.fill ins(%zero : f32) outs(%col : memref<32xf32>)
+  linalg.reduce ins(%t : memref<16x32xf32>) outs(%col : memref<32xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %acc, %in : f32
+      linalg.yield %s : f32
+    }
+  %u = memref.alloc() : memref<16x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%t, %col : memref<16x32xf32>, memref<32xf32>) outs(%u : memref<16x32xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %d = arith.subf %a, %c : f32
+    linalg.yield %d : f32
+  }
+  "test.use"(%u) : (memref<16x32xf32>) -> ()
+  return
+}

@@ -682,27 +682,33 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
     from L2 or memory. This pass runs such a chain as one nest over the
     rows whose body runs each nest's row in turn, while the row is in L1.
 
-    First the function body's linalg ops on buffers whose first loop is
-    parallel (static bounds), and copies between identity-layout buffers,
-    become the loops `convert-linalg-to-loops` makes of them later. Then
-    consecutive top-level `scf.for` nests join a group when:
+    First the function body's linalg ops on buffers with static bounds, and
+    copies between identity-layout buffers, become the loops
+    `convert-linalg-to-loops` makes of them later. Then consecutive
+    top-level `scf.for` nests join a group when:
     - their outer loops (from 0, step 1, constant trip counts, perfectly
       nested up to the fused depth, only pure ops between the levels)
       agree over the fused depth;
-    - every load and store to a buffer that a nest of the group writes
-      (and, when a nest writes a buffer that is not an allocation of the
-      function, to every such buffer: the entry point's buffers may alias)
-      is on the buffer itself, not a view, with the fused loops' induction
-      variables as its leading indices. Then iteration (i, j) of one nest
-      and iteration (i', j') != (i, j) of another touch different elements
-      of every written buffer, and running the nests row by row computes
-      what running them one after the other did;
+    - every load and store to a buffer that a nest of the group writes and
+      another one accesses selects the row by the fused loops' induction
+      variables as its leading indices, on the buffer itself or through a
+      keepdims `expand_shape` view ([8, 128] -> [8, 128, 1]). Then
+      iteration (i, j) of one nest and iteration (i', j') != (i, j) of
+      another touch different elements of every such buffer, and running
+      the nests row by row computes what running them one after the other
+      did. A buffer one nest alone accesses (a column sum's, LayerNorm's
+      dscale) needs nothing: that nest's iterations keep their order;
+    - a group that writes a buffer that is not an allocation of the
+      function accesses no other such buffer (the entry point's buffers
+      may alias);
     - every op between them is pure or an allocation (moved before the
       group) or a deallocation (left after it); anything else ends the
       group.
-    The depth is the deepest at which the group is legal (the chain's row
-    dimensions); at most 16 nests a group. Nests with other memory effects
-    (calls, GEMMs) are left alone.
+    A nest that cannot join but is independent of the group (no buffer
+    that one writes is accessed by the other; a column sum's zero fill)
+    moves before the group, which goes on. The depth is the deepest at
+    which the group is legal (the chain's row dimensions); at most 16 nests
+    a group. Nests with other memory effects (calls, GEMMs) are left alone.
 
     ```mlir
     scf.for %i = %c0 to %c8 step %c1 {            // sum of each row
@@ -724,6 +730,7 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
                            "mlir::linalg::LinalgDialect"];
   let statistics = [
     Statistic<"numFused", "fused-nests", "Nests merged into the nest before them">,
+    Statistic<"numHoisted", "hoisted-nests", "Independent nests moved before a group">,
   ];
 }
 
