@@ -436,7 +436,7 @@ struct FuseRowLoopsPass
   /// Bounds of the work: band levels looked at, nests per fused nest (a
   /// kernel LLVM compiles in reasonable time).
   static constexpr unsigned kMaxDepth = 8;
-  static constexpr size_t kMaxNests = 16;
+  static constexpr size_t kMaxNests = 32;
 };
 
 } // namespace

@@ -707,7 +707,7 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
     A nest that cannot join but is independent of the group (no buffer
     that one writes is accessed by the other; a column sum's zero fill)
     moves before the group, which goes on. The depth is the deepest at
-    which the group is legal (the chain's row dimensions); at most 16 nests
+    which the group is legal (the chain's row dimensions); at most 32 nests
     a group. Nests with other memory effects (calls, GEMMs) are left alone.
 
     ```mlir
