@@ -9,8 +9,9 @@
 // softmax or loss: statistics, then the elementwise ops that use them)
 // become one nest over those dimensions whose body runs each nest's row in
 // turn, while the row is in L1. Legal when every access to a buffer that
-// one of the nests writes selects the row by the loops' induction
-// variables: then the nests touch different rows in different iterations.
+// one nest writes and another accesses selects the row by the loops'
+// induction variables: then the nests touch different rows in different
+// iterations (legal() below has the whole rule).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,9 +25,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace pipedream::cpu {
@@ -47,11 +46,13 @@ bool isAllocation(Value buffer) {
       buffer.getDefiningOp());
 }
 
-/// A load or store in a nest: its buffer and indices.
+/// A load or store in a nest: its memref, indices, and the buffer the
+/// memref is a view of (or itself).
 struct Access {
   Value memref;
   ValueRange indices;
   bool write;
+  Value base;
 };
 
 /// A loop nest of the group being formed: its root and its band (the
@@ -97,15 +98,19 @@ SmallVector<scf::ForOp> bandOf(scf::ForOp root, unsigned limit) {
 /// The loads and stores of `root` into `out`; false when the nest has
 /// another op with memory effects (a call, a copy).
 bool collectAccesses(scf::ForOp root, SmallVectorImpl<Access> &out) {
+  auto add = [&](Value memref, ValueRange indices, bool write) {
+    out.push_back({memref, indices, write,
+                   memref::skipViewLikeOps(cast<MemrefValue>(memref))});
+  };
   WalkResult result = root->walk([&](Operation *op) {
     if (auto load = dyn_cast<memref::LoadOp>(op))
-      out.push_back({load.getMemRef(), load.getIndices(), false});
+      add(load.getMemRef(), load.getIndices(), false);
     else if (auto store = dyn_cast<memref::StoreOp>(op))
-      out.push_back({store.getMemRef(), store.getIndices(), true});
+      add(store.getMemRef(), store.getIndices(), true);
     else if (auto load = dyn_cast<vector::LoadOp>(op))
-      out.push_back({load.getBase(), load.getIndices(), false});
+      add(load.getBase(), load.getIndices(), false);
     else if (auto store = dyn_cast<vector::StoreOp>(op))
-      out.push_back({store.getBase(), store.getIndices(), true});
+      add(store.getBase(), store.getIndices(), true);
     else if (!isa<scf::ForOp, scf::YieldOp>(op) && !isMemoryEffectFree(op))
       return WalkResult::interrupt();
     return WalkResult::advance();
@@ -171,7 +176,7 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
   bool externalWritten = false;
   for (auto [index, nest] : llvm::enumerate(nests))
     for (const Access &a : nest.accesses) {
-      Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
+      Value base = a.base;
       if (!isAllocation(base))
         external.insert(base);
       if (a.write) {
@@ -189,7 +194,7 @@ bool legal(MutableArrayRef<Nest> nests, unsigned depth) {
     return false;
   for (Nest &nest : nests)
     for (const Access &a : nest.accesses) {
-      Value base = memref::skipViewLikeOps(cast<MemrefValue>(a.memref));
+      Value base = a.base;
       // Only read, or only one nest's: any element, any view (fused, a
       // nest's own iterations keep their order).
       if (!written.contains(base) || !shared.contains(base))
@@ -213,7 +218,7 @@ bool independent(ArrayRef<Nest> group, const Nest &nest) {
                   llvm::SmallPtrSetImpl<Value> &out) {
     for (const Access &a : n.accesses)
       if (!writes || a.write)
-        out.insert(memref::skipViewLikeOps(cast<MemrefValue>(a.memref)));
+        out.insert(a.base);
   };
   llvm::SmallPtrSet<Value, 16> groupWrites, groupAll, nestWrites, nestAll;
   for (const Nest &n : group) {
@@ -385,10 +390,7 @@ struct FuseRowLoopsPass
         // the group, which goes on.
         if (independent(group, nest)) {
           Operation *first = group.front().root;
-          for (Operation *b : between)
-            if (!isa<memref::DeallocOp>(b))
-              rewriter.moveOpBefore(b, first);
-          between.clear();
+          moveBefore(rewriter, between, first);
           rewriter.moveOpBefore(nest.root, first);
           ++numHoisted;
           op = next;
@@ -400,10 +402,7 @@ struct FuseRowLoopsPass
       }
       depth = chosen;
       Nest &first = group.front();
-      for (Operation *b : between)
-        if (!isa<memref::DeallocOp>(b))
-          rewriter.moveOpBefore(b, first.root);
-      between.clear();
+      moveBefore(rewriter, between, first.root);
       merge(rewriter, first.band, group.back().band, depth);
       ++numFused;
       // The merged accesses now index with the first nest's loops.
@@ -411,6 +410,17 @@ struct FuseRowLoopsPass
       group.back().root = first.root;
       op = next;
     }
+  }
+
+  /// The ops waiting `between` nests of a group (see movable) out of its
+  /// way: all but the deallocations move before `first`, in their order.
+  static void moveBefore(RewriterBase &rewriter,
+                         SmallVectorImpl<Operation *> &between,
+                         Operation *first) {
+    for (Operation *op : between)
+      if (!isa<memref::DeallocOp>(op))
+        rewriter.moveOpBefore(op, first);
+    between.clear();
   }
 
   /// Whether `op`, between nests of a group, can stay out of the fused

@@ -175,6 +175,13 @@ enum class LaneKind {
   Lanes,
 };
 
+/// The kind of `value` in `kinds` (Uniform when absent: defined outside
+/// the loop or from uniform values only).
+LaneKind laneKind(const DenseMap<Value, LaneKind> &kinds, Value value) {
+  auto it = kinds.find(value);
+  return it == kinds.end() ? LaneKind::Uniform : it->second;
+}
+
 /// Whether `loop`'s body (every op but the terminator) can run as vector
 /// ops of kLanes elements, one step per lane: loads contiguous along the
 /// induction variable in their last index (unit stride) or not depending on
@@ -184,10 +191,7 @@ bool vectorizableLanes(scf::ForOp loop, DenseMap<Value, LaneKind> &kinds) {
   Value iv = loop.getInductionVar();
   kinds[iv] = LaneKind::Iv;
   kinds[loop.getRegionIterArgs().front()] = LaneKind::Lanes;
-  auto kindOf = [&](Value v) {
-    auto it = kinds.find(v);
-    return it == kinds.end() ? LaneKind::Uniform : it->second;
-  };
+  auto kindOf = [&](Value v) { return laneKind(kinds, v); };
   auto scalarType = [](Type t) { return t.isIntOrFloat(); };
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (op.getNumRegions() != 0 || op.getNumResults() != 1)
@@ -236,10 +240,9 @@ bool vectorizableLanes(scf::ForOp loop, DenseMap<Value, LaneKind> &kinds) {
 
 /// The kLanes partial results of splitIntoLanes from one loop over
 /// vector<kLanes x T> values (see vectorizableLanes): lane l of every
-/// vector is the scalar lane l's value, so the partial results are the
-/// same bits; LLVM gets vector loads and ops rather than having to find
-/// them (its SLP vectorizer paired the scalar lanes into shuffled
-/// <2 x float> halves of each load).
+/// vector computes what scalar lane l did, in the same order; LLVM gets
+/// vector loads and ops rather than having to find them (its SLP vectorizer
+/// paired the scalar lanes into shuffled <2 x float> halves of each load).
 SmallVector<Value> vectorLanes(RewriterBase &rewriter, scf::ForOp loop,
                                Operation *combiner,
                                const DenseMap<Value, LaneKind> &kinds,
@@ -258,10 +261,7 @@ SmallVector<Value> vectorLanes(RewriterBase &rewriter, scf::ForOp loop,
         IRMapping uniform;
         DenseMap<Value, Value> vectors;
         vectors[acc] = partial.front();
-        auto kindOf = [&](Value v) {
-          auto it = kinds.find(v);
-          return it == kinds.end() ? LaneKind::Uniform : it->second;
-        };
+        auto kindOf = [&](Value v) { return laneKind(kinds, v); };
         // An operand of a vector op: its vector, or the uniform value
         // broadcast.
         auto lanesOf = [&](Value v) -> Value {
