@@ -287,6 +287,8 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Masks (i1 buffers) read a byte at a time, not element by element.
+  pm.addPass(createBoolMemoryAsBytesPass());
   // Steps allocate the same temporaries every call: reuse them.
   pm.addPass(createCacheAllocationsPass());
   pm.addPass(createCanonicalizerPass());

@@ -622,6 +622,42 @@ def GenerateEntryPointsPass
 // cpu-cache-allocations
 //===----------------------------------------------------------------------===//
 
+def BoolMemoryAsBytesPass
+    : Pass<"cpu-bool-memory-as-bytes", "mlir::ModuleOp"> {
+  let summary = "Load and store i1 values in memory as the bytes they are";
+  let description = [{
+    Runs on the LLVM dialect. A `memref<...xi1>` (a boolean mask: a causal
+    attention mask, a `Where` condition kept for the backward) lowers to
+    `llvm.load` / `llvm.store` of `i1`, one byte per element. LLVM's loop
+    vectorizer cannot widen those accesses: a `<8 x i1>` in memory is 8
+    bits, not 8 bytes, so it loads every element on its own and assembles
+    the mask bit by bit (on AVX-512, 2-3 mask-register instructions per
+    element: a third of the time of gpt256's softmax rows).
+
+    Each scalar `i1` load becomes a load of the byte and an `llvm.trunc` to
+    `i1`, each `i1` store a `llvm.zext` to `i8` and a store of the byte.
+    Same memory, same values (an `i1` is stored as the byte 0 or 1, and
+    `trunc` reads its low bit); the vectorizer then loads 8 or 16 bytes at
+    once. Vector-typed accesses are left as they are (LLVM's `<N x i1>` in
+    memory is bit-packed; the memref lowering does not make them).
+
+    ```mlir
+    %m = llvm.load %p : !llvm.ptr -> i1
+    // becomes
+    %b = llvm.load %p : !llvm.ptr -> i8
+    %m = llvm.trunc %b : i8 to i1
+    ```
+
+    Refuses (an error at the op) a module that still has `memref.load` or
+    `memref.store` of `i1`: those would reach LLVM unrewritten.
+  }];
+  let statistics = [
+    Statistic<"numLoads", "loads", "i1 loads made byte loads">,
+    Statistic<"numStores", "stores", "i1 stores made byte stores">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def CacheAllocationsPass
     : Pass<"cpu-cache-allocations", "mlir::ModuleOp"> {
   let summary = "Keep each allocation site's last freed buffer for its next "
