@@ -18,6 +18,7 @@
 #include "pipedream/Target/CPU/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,6 +26,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -36,6 +38,9 @@ namespace pipedream::cpu {
 using namespace mlir;
 
 namespace {
+
+/// Band levels looked at (the pass's and the row temporaries').
+constexpr unsigned kMaxBandDepth = 8;
 
 /// Whether `buffer` is a fresh allocation of the function: it aliases no
 /// other buffer. Anything else (the entry point's buffers, globals) may
@@ -276,6 +281,97 @@ void merge(RewriterBase &rewriter, MutableArrayRef<scf::ForOp> target,
   }
 }
 
+/// The loads and stores of `buffer` (an allocation) and of its
+/// expand_shape views into `accesses` (the op, its memref, its indices), its
+/// views into `views` (each after the memref it views); false when it has
+/// another user than these and its deallocation.
+bool collectRowUsers(Value buffer, SmallVectorImpl<Operation *> &accesses,
+                     SmallVectorImpl<memref::ExpandShapeOp> &views) {
+  SmallVector<Value> memrefs = {buffer};
+  for (size_t i = 0; i < memrefs.size(); ++i)
+    for (Operation *user : memrefs[i].getUsers()) {
+      if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp>(
+              user)) {
+        // A stored value is not an address.
+        if (auto store = dyn_cast<memref::StoreOp>(user);
+            store && store.getMemRef() != memrefs[i])
+          return false;
+        if (auto store = dyn_cast<vector::StoreOp>(user);
+            store && store.getBase() != memrefs[i])
+          return false;
+        accesses.push_back(user);
+      } else if (auto view = dyn_cast<memref::ExpandShapeOp>(user)) {
+        views.push_back(view);
+        memrefs.push_back(view.getResult());
+      } else if (!(isa<memref::DeallocOp>(user) && i == 0)) {
+        return false;
+      }
+    }
+  return true;
+}
+
+/// The memref operand and the indices of a load or store collectRowUsers
+/// accepts.
+std::pair<OpOperand *, OperandRange> addressOf(Operation *access) {
+  if (auto load = dyn_cast<memref::LoadOp>(access))
+    return {&load.getMemrefMutable(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(access))
+    return {&store.getMemrefMutable(), store.getIndices()};
+  if (auto load = dyn_cast<vector::LoadOp>(access))
+    return {&load.getBaseMutable(), load.getIndices()};
+  auto store = cast<vector::StoreOp>(access);
+  return {&store.getBaseMutable(), store.getIndices()};
+}
+
+/// The number of leading dimensions of `buffer` that every access indexes
+/// by the induction variables of the band loops of one top-level nest (at
+/// depth 0, 1, ...), on the buffer or through keepdims views
+/// (leadingIndices); 0 when there is none, or the accesses are in
+/// different nests.
+unsigned rowDepth(Value buffer, ArrayRef<Operation *> accesses) {
+  Block *block = buffer.getParentBlock();
+  Operation *root = nullptr;
+  for (Operation *access : accesses) {
+    Operation *top = block->findAncestorOpInBlock(*access);
+    if (!top || (root && top != root))
+      return 0;
+    root = top;
+  }
+  auto loop = dyn_cast_or_null<scf::ForOp>(root);
+  if (!loop)
+    return 0;
+  SmallVector<scf::ForOp> band = bandOf(loop, kMaxBandDepth);
+  unsigned depth = std::min<unsigned>(
+      band.size(), cast<MemRefType>(buffer.getType()).getRank());
+  for (Operation *access : accesses) {
+    auto [memref, indices] = addressOf(access);
+    // A vector access spans the memref's last dimensions from its
+    // indices: those stay whole.
+    VectorType vector;
+    if (auto load = dyn_cast<vector::LoadOp>(access))
+      vector = load.getVectorType();
+    else if (auto store = dyn_cast<vector::StoreOp>(access))
+      vector = store.getVectorType();
+    if (vector) {
+      int64_t rank = cast<MemRefType>(memref->get().getType()).getRank();
+      depth = std::min<int64_t>(depth, rank - vector.getRank());
+    }
+    unsigned matched = 0;
+    for (unsigned d = depth; d > 0 && !matched; --d) {
+      std::optional<SmallVector<Value>> row =
+          leadingIndices(memref->get(), indices, buffer, d);
+      if (row && llvm::all_of(llvm::seq(d), [&](unsigned level) {
+            return isIv((*row)[level], band[level].getInductionVar());
+          }))
+        matched = d;
+    }
+    depth = matched;
+    if (depth == 0)
+      return 0;
+  }
+  return depth;
+}
+
 struct FuseRowLoopsPass
     : pipedream::cpu::impl::FuseRowLoopsPassBase<FuseRowLoopsPass> {
   void runOnOperation() override {
@@ -296,6 +392,73 @@ struct FuseRowLoopsPass
         return signalPassFailure();
     for (Block &block : function.getBody())
       fuseBlock(rewriter, block);
+    shrinkRowTemporaries(rewriter, function);
+  }
+
+  /// A temporary that only one nest accesses, each access at the row of
+  /// the nest's band iteration (leading indices the band's induction
+  /// variables, rowDepth), holds one row at a time: iteration (i, j)
+  /// writes and reads only row (i, j), so the values of a row live within
+  /// its iteration. The buffer becomes that one row (leading dimensions
+  /// of size 1, indexed by 0) and stays in L1, instead of a tensor written
+  /// to memory and read back (a fused LayerNorm backward's 4 row-sized
+  /// intermediates of [8, 128, 256]).
+  void shrinkRowTemporaries(RewriterBase &rewriter, func::FuncOp function) {
+    SmallVector<memref::AllocOp> allocs;
+    function.walk([&](memref::AllocOp alloc) {
+      MemRefType type = alloc.getType();
+      if (type.hasStaticShape() && type.getLayout().isIdentity())
+        allocs.push_back(alloc);
+    });
+    for (memref::AllocOp alloc : allocs) {
+      SmallVector<Operation *> accesses;
+      SmallVector<memref::ExpandShapeOp> views;
+      if (!collectRowUsers(alloc, accesses, views) || accesses.empty())
+        continue;
+      unsigned depth = rowDepth(alloc, accesses);
+      if (depth == 0)
+        continue;
+      auto rowOf = [&](MemRefType type) {
+        SmallVector<int64_t> shape(type.getShape());
+        std::fill_n(shape.begin(), depth, 1);
+        return MemRefType::get(shape, type.getElementType(),
+                               MemRefLayoutAttrInterface(),
+                               type.getMemorySpace());
+      };
+      rewriter.setInsertionPoint(alloc);
+      auto row = memref::AllocOp::create(rewriter, alloc.getLoc(),
+                                         rowOf(alloc.getType()),
+                                         alloc.getAlignmentAttr());
+      IRMapping mapped;
+      mapped.map(alloc.getResult(), row.getResult());
+      for (memref::ExpandShapeOp view : views) {
+        rewriter.setInsertionPoint(view);
+        auto rowView = memref::ExpandShapeOp::create(
+            rewriter, view.getLoc(), rowOf(view.getResultType()),
+            mapped.lookup(view.getSrc()), view.getReassociationIndices());
+        mapped.map(view.getResult(), rowView.getResult());
+      }
+      Value zero;
+      {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointAfter(row);
+        zero = arith::ConstantIndexOp::create(rewriter, alloc.getLoc(), 0);
+      }
+      for (Operation *access : accesses) {
+        auto [memref, indices] = addressOf(access);
+        unsigned first = indices.getBeginOperandIndex();
+        OpOperand *address = memref;
+        rewriter.modifyOpInPlace(access, [&] {
+          address->set(mapped.lookup(address->get()));
+          for (unsigned d = 0; d < depth; ++d)
+            access->setOperand(first + d, zero);
+        });
+      }
+      for (memref::ExpandShapeOp view : llvm::reverse(views))
+        rewriter.eraseOp(view);
+      rewriter.replaceOp(alloc, row);
+      ++numShrunk;
+    }
   }
 
   /// The block's linalg ops on buffers (and copies between buffers of the
@@ -445,7 +608,7 @@ struct FuseRowLoopsPass
 
   /// Bounds of the work: band levels looked at, nests per fused nest (a
   /// kernel LLVM compiles in reasonable time).
-  static constexpr unsigned kMaxDepth = 8;
+  static constexpr unsigned kMaxDepth = kMaxBandDepth;
   static constexpr size_t kMaxNests = 32;
 };
 

@@ -3,17 +3,20 @@
 // Row sums, then each row divided by its sum (softmax's last steps): the
 // fill, the sum and the division run row by row in one loop over the 8
 // rows; the allocation moves before it, the deallocation stays after it.
+// The sums, used by this nest alone and each in its row's iteration, are
+// one element (row temporaries); %y, used after the nest, stays whole.
 // CHECK-LABEL: func.func @normalize_rows
 // CHECK-SAME: (%[[X:.*]]: memref<8x64xf32>)
-// CHECK: %[[SUM:.*]] = memref.alloc() : memref<8xf32>
+// CHECK: %[[SUM:.*]] = memref.alloc() : memref<1xf32>
 // CHECK: %[[Y:.*]] = memref.alloc() : memref<8x64xf32>
 // CHECK: scf.for %[[I:.*]] = %c0 to %c8 step %c1 {
-// CHECK-NEXT: memref.store %{{.*}}, %[[SUM]][%[[I]]]
+// CHECK-NEXT: memref.store %{{.*}}, %[[SUM]][%c0]
 // CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c64
 // CHECK: memref.load %[[X]][%[[I]], %[[K]]]
-// CHECK: memref.store %{{.*}}, %[[SUM]][%[[I]]]
+// CHECK: memref.store %{{.*}}, %[[SUM]][%c0]
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.for %[[K2:.*]] = %c0 to %c64
+// CHECK: memref.load %[[SUM]][%c0]
 // CHECK: arith.divf
 // CHECK: memref.store %{{.*}}, %[[Y]][%[[I]], %[[K2]]]
 // CHECK-NEXT: }
@@ -48,16 +51,17 @@ func.func @normalize_rows(%x: memref<8x64xf32>) {
 // [2, 4] and read through its keepdims view [2, 4, 1]; the scale is a
 // weight read whole (broadcast: only read, and no buffer of the entry
 // point is written). Fused over both row dimensions (depth 2); the view
-// and the allocation move before the nest.
+// and the allocation move before the nest. The mean is a row temporary:
+// one element, its view too.
 // CHECK-LABEL: func.func @center_rows
-// CHECK: %[[MEAN:.*]] = memref.alloc() : memref<2x4xf32>
-// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[MEAN]]
+// CHECK: %[[MEAN:.*]] = memref.alloc() : memref<1x1xf32>
+// CHECK: %[[VIEW:.*]] = memref.expand_shape %[[MEAN]] {{\[\[}}0], [1, 2]] output_shape [1, 1, 1]
 // CHECK: %[[OUT:.*]] = memref.alloc() : memref<2x4x32xf32>
 // CHECK: scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
 // CHECK-NEXT: scf.for %[[J:.*]] = %c0 to %c4 step %c1 {
-// CHECK: memref.store %{{.*}}, %[[MEAN]][%[[I]], %[[J]]]
+// CHECK: memref.store %{{.*}}, %[[MEAN]][%c0, %c0]
 // CHECK: scf.for %[[K:.*]] = %c0 to %c32
-// CHECK: memref.load %[[VIEW]][%[[I]], %[[J]], %c0]
+// CHECK: memref.load %[[VIEW]][%c0, %c0, %c0]
 // CHECK: memref.load %{{.*}}[%[[K]]] : memref<32xf32>
 // CHECK: memref.store %{{.*}}, %[[OUT]][%[[I]], %[[J]], %[[K]]]
 // CHECK-NOT: scf.for
@@ -247,5 +251,54 @@ func.func @column_sum(%g: memref<16x32xf32>, %x: memref<16x32xf32>) {
     linalg.yield %d : f32
   }
   "test.use"(%u) : (memref<16x32xf32>) -> ()
+  return
+}
+
+// -----
+
+// Row temporaries: %t, written and read element by element in the nest
+// fused over both loops and nowhere else, becomes one element (1x1, index
+// 0). %kept is used
+// after the nest and %first is read at row 0 by a nest that cannot join
+// (every row of it reads another iteration's row): both stay whole.
+// CHECK-LABEL: func.func @row_temporaries
+// CHECK-DAG: %[[T:.*]] = memref.alloc() : memref<1x1xf32>
+// CHECK-DAG: %[[KEPT:.*]] = memref.alloc() : memref<4x32xf32>
+// CHECK-DAG: %[[FIRST:.*]] = memref.alloc() : memref<4x32xf32>
+// CHECK: scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK: memref.store %{{.*}}, %[[T]][%c0, %c0]
+// CHECK: memref.load %[[T]][%c0, %c0]
+// CHECK: memref.store %{{.*}}, %[[KEPT]][%[[I]], %{{.*}}]
+// CHECK: memref.store %{{.*}}, %[[FIRST]][%[[I]], %{{.*}}]
+// CHECK: scf.for
+// CHECK: memref.load %[[FIRST]][%c0, %{{.*}}]
+// CHECK: memref.dealloc %[[T]]
+// CHECK: "test.use"(%[[KEPT]], %{{.*}})
+func.func @row_temporaries(%x: memref<4x32xf32>) {
+  %two = arith.constant 2.0 : f32
+  %t = memref.alloc() : memref<4x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x32xf32>) outs(%t : memref<4x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  }
+  %kept = memref.alloc() : memref<4x32xf32>
+  %first = memref.alloc() : memref<4x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%t : memref<4x32xf32>) outs(%kept, %first : memref<4x32xf32>, memref<4x32xf32>) {
+  ^bb0(%a: f32, %o: f32, %p: f32):
+    %s = arith.addf %a, %two : f32
+    linalg.yield %s, %a : f32, f32
+  }
+  memref.dealloc %t : memref<4x32xf32>
+  %row0 = memref.alloc() : memref<4x32xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, k) -> (0, k)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%first : memref<4x32xf32>) outs(%row0 : memref<4x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  memref.dealloc %first : memref<4x32xf32>
+  "test.use"(%kept, %row0) : (memref<4x32xf32>, memref<4x32xf32>) -> ()
   return
 }

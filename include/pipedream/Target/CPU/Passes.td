@@ -746,6 +746,17 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
     which the group is legal (the chain's row dimensions); at most 32 nests
     a group. Nests with other memory effects (calls, GEMMs) are left alone.
 
+    Last, row temporaries shrink: an allocation whose only users are loads
+    and stores in one top-level nest (directly or through keepdims
+    `expand_shape` views) and its deallocation, every access indexing its
+    first d dimensions by the nest's first d band induction variables,
+    holds in iteration (i, j) only row (i, j), written and read there. It
+    becomes one row: those d dimensions of size 1, indexed by 0 (memref<8x
+    128x256xf32> -> memref<1x1x256xf32>), which stays in L1 instead of a
+    tensor written to memory and read back (a fused LayerNorm backward has
+    four such intermediates). This relies on the band's iterations running
+    one after the other, as every later pass keeps them.
+
     ```mlir
     scf.for %i = %c0 to %c8 step %c1 {            // sum of each row
       ... memref.store %s, %sum[%i] ...
@@ -767,6 +778,7 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numFused", "fused-nests", "Nests merged into the nest before them">,
     Statistic<"numHoisted", "hoisted-nests", "Independent nests moved before a group">,
+    Statistic<"numShrunk", "row-temporaries", "Temporaries reduced to the one row a band iteration uses">,
   ];
 }
 
