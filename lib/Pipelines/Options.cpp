@@ -14,6 +14,7 @@
 
 #include "pipedream/Dialect/Pipe/Transforms/ScheduleCSV.h"
 #include "pipedream/Support/Diagnostics.h"
+#include "pipedream/Support/EnumNames.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
@@ -24,39 +25,23 @@ using namespace mlir;
 using namespace pipedream;
 namespace sched = pipedream::pipe::schedule;
 
+/// The names of --emit's phases, for parsing and printing alike.
+static constexpr EnumName<CompilePhase> kCompilePhaseNames[] = {
+    {"nn", CompilePhase::NN},
+    {"train", CompilePhase::Train},
+    {"partitioned", CompilePhase::Partitioned},
+    {"scheduled", CompilePhase::Scheduled},
+    {"linalg", CompilePhase::Linalg},
+    {"llvm-dialect", CompilePhase::LLVMDialect},
+    {"llvm", CompilePhase::LLVM},
+    {"bundle", CompilePhase::Bundle}};
+
 std::optional<CompilePhase> pipedream::parseCompilePhase(StringRef name) {
-  return llvm::StringSwitch<std::optional<CompilePhase>>(name)
-      .Case("nn", CompilePhase::NN)
-      .Case("train", CompilePhase::Train)
-      .Case("partitioned", CompilePhase::Partitioned)
-      .Case("scheduled", CompilePhase::Scheduled)
-      .Case("linalg", CompilePhase::Linalg)
-      .Case("llvm-dialect", CompilePhase::LLVMDialect)
-      .Case("llvm", CompilePhase::LLVM)
-      .Case("bundle", CompilePhase::Bundle)
-      .Default(std::nullopt);
+  return parseEnumName(kCompilePhaseNames, name);
 }
 
 StringRef pipedream::stringifyCompilePhase(CompilePhase phase) {
-  switch (phase) {
-  case CompilePhase::NN:
-    return "nn";
-  case CompilePhase::Train:
-    return "train";
-  case CompilePhase::Partitioned:
-    return "partitioned";
-  case CompilePhase::Scheduled:
-    return "scheduled";
-  case CompilePhase::Linalg:
-    return "linalg";
-  case CompilePhase::LLVMDialect:
-    return "llvm-dialect";
-  case CompilePhase::LLVM:
-    return "llvm";
-  case CompilePhase::Bundle:
-    return "bundle";
-  }
-  return "bundle";
+  return stringifyEnumName(kCompilePhaseNames, phase).value_or("bundle");
 }
 
 std::optional<CompileTarget> pipedream::parseCompileTarget(StringRef name) {

@@ -29,6 +29,7 @@
 #include "pipedream/Dialect/NN/IR/NNOps.h"
 #include "pipedream/Dialect/NN/Transforms/Autodiff.h"
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
+#include "pipedream/Support/EnumNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,52 +38,41 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
 namespace pipedream::nn {
 
+/// The loss and optimizer kinds' names, parsed and printed from one table
+/// each.
+constexpr EnumName<LossKind> kLossKindNames[] = {
+    {"cross-entropy", LossKind::CrossEntropy},
+    {"mse", LossKind::MSE},
+    {"none", LossKind::None}};
+constexpr EnumName<OptimizerKind> kOptimizerKindNames[] = {
+    {"sgd", OptimizerKind::SGD},
+    {"momentum", OptimizerKind::Momentum},
+    {"adam", OptimizerKind::Adam},
+    {"adamw", OptimizerKind::AdamW}};
+
 std::optional<LossKind> parseLossKind(StringRef text) {
-  return llvm::StringSwitch<std::optional<LossKind>>(text)
-      .Case("cross-entropy", LossKind::CrossEntropy)
-      .Case("mse", LossKind::MSE)
-      .Case("none", LossKind::None)
-      .Default(std::nullopt);
+  return parseEnumName(kLossKindNames, text);
 }
 
 StringRef stringifyLossKind(LossKind kind) {
-  switch (kind) {
-  case LossKind::CrossEntropy:
-    return "cross-entropy";
-  case LossKind::MSE:
-    return "mse";
-  case LossKind::None:
-    return "none";
-  }
+  if (std::optional<StringRef> name = stringifyEnumName(kLossKindNames, kind))
+    return *name;
   llvm_unreachable("unknown loss kind");
 }
 
 std::optional<OptimizerKind> parseOptimizerKind(StringRef text) {
-  return llvm::StringSwitch<std::optional<OptimizerKind>>(text)
-      .Case("sgd", OptimizerKind::SGD)
-      .Case("momentum", OptimizerKind::Momentum)
-      .Case("adam", OptimizerKind::Adam)
-      .Case("adamw", OptimizerKind::AdamW)
-      .Default(std::nullopt);
+  return parseEnumName(kOptimizerKindNames, text);
 }
 
 StringRef stringifyOptimizerKind(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Momentum:
-    return "momentum";
-  case OptimizerKind::Adam:
-    return "adam";
-  case OptimizerKind::AdamW:
-    return "adamw";
-  }
+  if (std::optional<StringRef> name =
+          stringifyEnumName(kOptimizerKindNames, kind))
+    return *name;
   llvm_unreachable("unknown optimizer kind");
 }
 
