@@ -265,27 +265,25 @@ struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
 };
 
 /// `nn.dropout_mask` at inference: nothing is dropped, all true.
-struct DropoutMaskLowering : OpConversionPattern<nn::DropoutMaskOp> {
-  using OpConversionPattern::OpConversionPattern;
+TypedAttr getConstantValue(nn::DropoutMaskOp op, Builder &b) {
+  return DenseElementsAttr::get(cast<RankedTensorType>(op.getType()),
+                                b.getBoolAttr(true));
+}
+
+/// `nn.constant`: its elements attribute (null unless typed).
+TypedAttr getConstantValue(nn::ConstantOp op, Builder &) {
+  return dyn_cast<TypedAttr>(op.getValue());
+}
+
+/// An op whose value is known at compile time -> `arith.constant` of the
+/// attribute its getConstantValue overload gives.
+template <typename OpTy> struct ConstantLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
 
   LogicalResult
-  matchAndRewrite(nn::DropoutMaskOp op, OpAdaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, DenseElementsAttr::get(type, rewriter.getBoolAttr(true)));
-    return success();
-  }
-};
-
-/// `nn.constant` -> `arith.constant` with the same elements attribute.
-struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(nn::ConstantOp op, OpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto value = dyn_cast<TypedAttr>(op.getValue());
+    TypedAttr value = getConstantValue(op, rewriter);
     if (!value)
       return rewriter.notifyMatchFailure(op, "value is not a typed attribute");
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
@@ -307,8 +305,9 @@ void populateElementwisePatterns(RewritePatternSet &patterns) {
       ElementwiseLowering<nn::NegOp>, ElementwiseLowering<nn::SigmoidOp>,
       ElementwiseLowering<nn::ReluOp>, ElementwiseLowering<nn::LeakyReluOp>,
       ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ClipOp>,
-      ElementwiseLowering<nn::CastOp>, DropoutLowering, DropoutMaskLowering,
-      ConstantLowering>(ctx);
+      ElementwiseLowering<nn::CastOp>, DropoutLowering,
+      ConstantLowering<nn::DropoutMaskOp>, ConstantLowering<nn::ConstantOp>>(
+      ctx);
 }
 
 } // namespace pipedream::nn_to_linalg
