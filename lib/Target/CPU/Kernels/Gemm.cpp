@@ -445,8 +445,10 @@ void kernelGeneric(int64_t kc, const float *ap, const float *bp, float *c,
 /// an MR x 2W tile, 2 MR accumulators, per k one B row of 2 vectors and MR
 /// broadcast A elements. ROWS < MR: only the first ROWS rows of the tile
 /// (the A panel keeps its MR stride; the last panel of an M that MR does
-/// not divide), the same operations on each of them.
-template <int W, int MR, int ROWS = MR>
+/// not divide), the same operations on each of them. HALVES = 1: only the
+/// tile's first W columns (a B panel's first vector; the last columns of
+/// an N that NR does not divide, such as a 10-class head), half the work.
+template <int W, int MR, int ROWS = MR, int HALVES = 2>
 __attribute__((always_inline)) inline void
 kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
              int64_t ldc, const Update &u) {
@@ -471,9 +473,9 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
     // is read and written once, after it): 2-4% on 256 x 2048 x 2048 and
     // 1024 x 1024 x 256, AVX2, Zen 2.
 #pragma clang loop unroll(full)
-    for (int j = 0; j < 2 * W; j += 16)
+    for (int j = 0; j < HALVES * W; j += 16)
       __builtin_prefetch(c + i * ldc + j, 1, 3);
-    __builtin_prefetch(c + i * ldc + 2 * W - 1, 1, 3);
+    __builtin_prefetch(c + i * ldc + HALVES * W - 1, 1, 3);
   }
   for (int64_t k = 0; k < kc; ++k, ap += MR, bp += 2 * W) {
     // The B panel 32 rows ahead (a hint: past the panel's end it is
@@ -481,19 +483,20 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
     // memory (a weight packed once, 16 MiB for 2048 x 2048). +8-10% on
     // 256 x 2048 x 2048 with B packed whole; GPT shapes unchanged.
     __builtin_prefetch(bp + 32 * 2 * W, 0, 3);
-    Vec b0 = loadAligned(bp), b1 = loadAligned(bp + W);
+    Vec b0 = loadAligned(bp), b1 = HALVES > 1 ? loadAligned(bp + W) : b0;
 #pragma clang loop unroll(full)
     for (int i = 0; i < ROWS; ++i) {
       Vec a = Vec(ap[i]);
       acc[i][0] = __builtin_elementwise_fma(a, b0, acc[i][0]);
-      acc[i][1] = __builtin_elementwise_fma(a, b1, acc[i][1]);
+      if (HALVES > 1)
+        acc[i][1] = __builtin_elementwise_fma(a, b1, acc[i][1]);
     }
   }
   Vec alpha = Vec(u.alpha), beta = Vec(u.beta);
 #pragma clang loop unroll(full)
   for (int i = 0; i < ROWS; ++i)
 #pragma clang loop unroll(full)
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < HALVES; ++h) {
       Vec r = alpha * acc[i][h];
       if (!u.first)
         r = r + load(c + i * ldc + W * h);
@@ -507,7 +510,7 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
 #pragma clang loop unroll(full)
     for (int i = 0; i < ROWS; ++i)
 #pragma clang loop unroll(full)
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < HALVES; ++h) {
         Vec r = acc[i][h];
         if (e->bias)
           r = r + (e->biasPerRow ? Vec(e->bias[i]) : load(e->bias + W * h));
@@ -523,7 +526,7 @@ kernelVector(int64_t kc, const float *ap, const float *bp, float *c,
 #pragma clang loop unroll(full)
   for (int i = 0; i < ROWS; ++i)
 #pragma clang loop unroll(full)
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < HALVES; ++h)
       store(c + i * ldc + W * h, acc[i][h]);
 }
 
@@ -537,6 +540,19 @@ __attribute__((target("avx512f,fma"))) void
 kernelAvx512(int64_t kc, const float *ap, const float *bp, float *c,
              int64_t ldc, const Update &u) {
   kernelVector<16, 12>(kc, ap, bp, c, ldc, u);
+}
+
+/// The first W columns of kernelAvx2's and kernelAvx512's tiles.
+__attribute__((target("avx2,fma"))) void
+kernelAvx2Half(int64_t kc, const float *ap, const float *bp, float *c,
+               int64_t ldc, const Update &u) {
+  kernelVector<8, 6, 6, 1>(kc, ap, bp, c, ldc, u);
+}
+
+__attribute__((target("avx512f,fma"))) void
+kernelAvx512Half(int64_t kc, const float *ap, const float *bp, float *c,
+                 int64_t ldc, const Update &u) {
+  kernelVector<16, 12, 12, 1>(kc, ap, bp, c, ldc, u);
 }
 
 /// The first ROWS rows of kernelAvx2's and kernelAvx512's tiles.
@@ -587,6 +603,9 @@ struct KernelInfo {
   /// for the last rows of an M that MR does not divide (null: the generic
   /// kernel, whose partial tiles go through a full tile in a buffer).
   const MicroKernel *rowKernels = nullptr;
+  /// The kernel on a tile's first NR / 2 columns (null: none; then a tile
+  /// of fewer columns costs a whole one).
+  MicroKernel halfKernel = nullptr;
 };
 
 // Measured (thread CPU time, 256 x 2048 x 2048 with B transposed, the MLP's
@@ -597,8 +616,16 @@ struct KernelInfo {
 const KernelInfo kKernels[] = {
     {"generic", kernelGeneric<4, 8>, {4, 8, 256, 128, 1024}},
 #if PD_X86
-    {"avx2", kernelAvx2, {6, 16, 512, 96, 1024}, kAvx2RowKernels},
-    {"avx512", kernelAvx512, {12, 32, 512, 96, 1024}, kAvx512RowKernels},
+    {"avx2",
+     kernelAvx2,
+     {6, 16, 512, 96, 1024},
+     kAvx2RowKernels,
+     kernelAvx2Half},
+    {"avx512",
+     kernelAvx512,
+     {12, 32, 512, 96, 1024},
+     kAvx512RowKernels,
+     kernelAvx512Half},
 #endif
 };
 
@@ -860,9 +887,12 @@ bool gemmBlock(const Problem &p, const KernelInfo &info, int64_t i0,
                                   updateAt(ir, jr, tile));
             return;
           }
-          // The full tile into `edge`, then the same combine as the
-          // kernel's on the valid part.
-          info.kernel(kc, aPanel, bPanel, edge, nr, Update{1.0f, 0.0f, true});
+          // The full tile into `edge` (its first NR / 2 columns when the
+          // rest are padding), then the same combine as the kernel's on
+          // the valid part.
+          MicroKernel kernel =
+              info.halfKernel && 2 * cols <= nr ? info.halfKernel : info.kernel;
+          kernel(kc, aPanel, bPanel, edge, nr, Update{1.0f, 0.0f, true});
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < cols; ++j)
               cTile[i * p.ldc + j] =
