@@ -323,11 +323,37 @@ std::pair<OpOperand *, OperandRange> addressOf(Operation *access) {
   return {&store.getBaseMutable(), store.getIndices()};
 }
 
+/// The loops around `access` up to and including `root`, outermost first,
+/// as far as they step by 1 from 0 (an induction variable is then the
+/// index of its iteration).
+SmallVector<scf::ForOp> loopsAround(Operation *access, Operation *root) {
+  SmallVector<scf::ForOp> loops;
+  for (Operation *op = access->getParentOp(); op; op = op->getParentOp()) {
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      loops.push_back(loop);
+    if (op == root)
+      break;
+  }
+  std::reverse(loops.begin(), loops.end());
+  for (auto [level, loop] : llvm::enumerate(loops)) {
+    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                           step = getConstantIntValue(loop.getStep());
+    if (!lb || *lb != 0 || !step || *step != 1) {
+      loops.truncate(level);
+      break;
+    }
+  }
+  return loops;
+}
+
 /// The number of leading dimensions of `buffer` that every access indexes
-/// by the induction variables of the band loops of one top-level nest (at
-/// depth 0, 1, ...), on the buffer or through keepdims views
-/// (leadingIndices); 0 when there is none, or the accesses are in
-/// different nests.
+/// by the induction variables of the same loops (the outermost ones of one
+/// top-level nest, at levels 0, 1, ...), on the buffer or through keepdims
+/// views (leadingIndices); 0 when there is none, or the accesses are in
+/// different nests. The loops need not be perfectly nested: what counts is
+/// that every access of the buffer is inside them (a nest fused at depth 2
+/// whose last member joined at depth 1 still has its rows at depth 2 for
+/// the buffers its other members alone access).
 unsigned rowDepth(Value buffer, ArrayRef<Operation *> accesses) {
   Block *block = buffer.getParentBlock();
   Operation *root = nullptr;
@@ -337,12 +363,25 @@ unsigned rowDepth(Value buffer, ArrayRef<Operation *> accesses) {
       return 0;
     root = top;
   }
-  auto loop = dyn_cast_or_null<scf::ForOp>(root);
-  if (!loop)
+  if (!isa_and_present<scf::ForOp>(root))
     return 0;
-  SmallVector<scf::ForOp> band = bandOf(loop, kMaxBandDepth);
+  // The loops around every access: their common outer ones.
+  SmallVector<scf::ForOp> band;
+  for (auto [index, access] : llvm::enumerate(accesses)) {
+    SmallVector<scf::ForOp> loops = loopsAround(access, root);
+    if (index == 0) {
+      band = std::move(loops);
+      continue;
+    }
+    size_t common = 0;
+    while (common < band.size() && common < loops.size() &&
+           band[common] == loops[common])
+      ++common;
+    band.truncate(common);
+  }
   unsigned depth = std::min<unsigned>(
-      band.size(), cast<MemRefType>(buffer.getType()).getRank());
+      {static_cast<unsigned>(band.size()), kMaxBandDepth,
+       static_cast<unsigned>(cast<MemRefType>(buffer.getType()).getRank())});
   for (Operation *access : accesses) {
     auto [memref, indices] = addressOf(access);
     // A vector access spans the memref's last dimensions from its

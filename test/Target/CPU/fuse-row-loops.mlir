@@ -302,3 +302,52 @@ func.func @row_temporaries(%x: memref<4x32xf32>) {
   "test.use"(%kept, %row0) : (memref<4x32xf32>, memref<4x32xf32>) -> ()
   return
 }
+
+// -----
+
+// Row temporaries in a nest that is not perfectly nested (a member joined
+// at depth 1 after others at depth 2): %t, accessed only inside the first
+// inner loops, shrinks over all three of them (1x1x1); %u, written in the
+// first j loop and read in the second, shares only the i loop with all
+// its accesses: it keeps its rows (1x8x32).
+// CHECK-LABEL: func.func @sibling_loops
+// CHECK-DAG: %[[T:.*]] = memref.alloc() : memref<1x1x1xf32>
+// CHECK-DAG: %[[U:.*]] = memref.alloc() : memref<1x8x32xf32>
+// CHECK: scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK: scf.for %[[J:.*]] = %c0 to %c8 step %c1 {
+// CHECK: memref.store %{{.*}}, %[[T]][%c0, %c0, %c0]
+// CHECK: memref.load %[[T]][%c0, %c0, %c0]
+// CHECK: memref.store %{{.*}}, %[[U]][%c0, %[[J]], %{{.*}}]
+// CHECK: scf.for %[[J2:.*]] = %c0 to %c8 step %c1 {
+// CHECK: memref.load %[[U]][%c0, %[[J2]], %{{.*}}]
+func.func @sibling_loops(%x: memref<4x8x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %t = memref.alloc() : memref<4x8x32xf32>
+  %u = memref.alloc() : memref<4x8x32xf32>
+  %out = memref.alloc() : memref<4x8x32xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      scf.for %k = %c0 to %c32 step %c1 {
+        %v = memref.load %x[%i, %j, %k] : memref<4x8x32xf32>
+        memref.store %v, %t[%i, %j, %k] : memref<4x8x32xf32>
+        %w = memref.load %t[%i, %j, %k] : memref<4x8x32xf32>
+        %d = arith.addf %w, %w : f32
+        memref.store %d, %u[%i, %j, %k] : memref<4x8x32xf32>
+      }
+    }
+    scf.for %j2 = %c0 to %c8 step %c1 {
+      scf.for %k = %c0 to %c32 step %c1 {
+        %w = memref.load %u[%i, %j2, %k] : memref<4x8x32xf32>
+        memref.store %w, %out[%i, %j2, %k] : memref<4x8x32xf32>
+      }
+    }
+  }
+  memref.dealloc %t : memref<4x8x32xf32>
+  memref.dealloc %u : memref<4x8x32xf32>
+  "test.use"(%out) : (memref<4x8x32xf32>) -> ()
+  return
+}

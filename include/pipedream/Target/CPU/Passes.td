@@ -748,9 +748,11 @@ def FuseRowLoopsPass : Pass<"cpu-fuse-row-loops", "mlir::func::FuncOp"> {
 
     Last, row temporaries shrink: an allocation whose only users are loads
     and stores in one top-level nest (directly or through keepdims
-    `expand_shape` views) and its deallocation, every access indexing its
-    first d dimensions by the nest's first d band induction variables,
-    holds in iteration (i, j) only row (i, j), written and read there. It
+    `expand_shape` views) and its deallocation, all of them inside the
+    same d outer loops of the nest (from 0, step 1; not necessarily
+    perfectly nested) and indexing the buffer's first d dimensions by
+    their induction variables, holds in iteration (i, j) only row (i, j),
+    written and read there. It
     becomes one row: those d dimensions of size 1, indexed by 0 (memref<8x
     128x256xf32> -> memref<1x1x256xf32>), which stays in L1 instead of a
     tensor written to memory and read back (a fused LayerNorm backward has
