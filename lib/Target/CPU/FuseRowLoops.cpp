@@ -282,9 +282,9 @@ void merge(RewriterBase &rewriter, MutableArrayRef<scf::ForOp> target,
 }
 
 /// The loads and stores of `buffer` (an allocation) and of its
-/// expand_shape views into `accesses` (the op, its memref, its indices), its
-/// views into `views` (each after the memref it views); false when it has
-/// another user than these and its deallocation.
+/// expand_shape views into `accesses`, the views into `views` (each after
+/// the memref it views); false when it has another user than these and
+/// its deallocation.
 bool collectRowUsers(Value buffer, SmallVectorImpl<Operation *> &accesses,
                      SmallVectorImpl<memref::ExpandShapeOp> &views) {
   SmallVector<Value> memrefs = {buffer};
