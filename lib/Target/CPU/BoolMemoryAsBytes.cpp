@@ -49,27 +49,25 @@ struct BoolMemoryAsBytesPass
     if (early.wasInterrupted())
       return signalPassFailure();
 
-    Builder types(&getContext());
-    Type byte = types.getI8Type();
-    module.walk([&](LLVM::LoadOp load) {
-      if (!isBool(load.getType()))
-        return;
-      OpBuilder b(load->getContext());
-      b.setInsertionPointAfter(load);
-      load.getResult().setType(byte);
-      auto bit = LLVM::TruncOp::create(b, load.getLoc(), types.getI1Type(),
-                                       load.getResult());
-      load.getResult().replaceAllUsesExcept(bit, bit);
-      ++numLoads;
-    });
-    module.walk([&](LLVM::StoreOp store) {
-      if (!isBool(store.getValue().getType()))
-        return;
-      OpBuilder b(store);
-      auto wide =
-          LLVM::ZExtOp::create(b, store.getLoc(), byte, store.getValue());
-      store.getValueMutable().assign(wide);
-      ++numStores;
+    OpBuilder b(&getContext());
+    Type bit = b.getI1Type(), byte = b.getI8Type();
+    module.walk([&](Operation *op) {
+      if (auto load = dyn_cast<LLVM::LoadOp>(op);
+          load && isBool(load.getType())) {
+        b.setInsertionPointAfter(load);
+        load.getResult().setType(byte);
+        auto low =
+            LLVM::TruncOp::create(b, load.getLoc(), bit, load.getResult());
+        load.getResult().replaceAllUsesExcept(low, low);
+        ++numLoads;
+      } else if (auto store = dyn_cast<LLVM::StoreOp>(op);
+                 store && isBool(store.getValue().getType())) {
+        b.setInsertionPoint(store);
+        auto wide =
+            LLVM::ZExtOp::create(b, store.getLoc(), byte, store.getValue());
+        store.getValueMutable().assign(wide);
+        ++numStores;
+      }
     });
   }
 };

@@ -39,9 +39,6 @@ using namespace mlir;
 
 namespace {
 
-/// Band levels looked at (the pass's and the row temporaries').
-constexpr unsigned kMaxBandDepth = 8;
-
 /// Whether `buffer` is a fresh allocation of the function: it aliases no
 /// other buffer. Anything else (the entry point's buffers, globals) may
 /// alias every other such buffer (an output updated in place is its
@@ -100,23 +97,34 @@ SmallVector<scf::ForOp> bandOf(scf::ForOp root, unsigned limit) {
   return band;
 }
 
+/// Whether `op` is a load or store the pass reads the indices of.
+bool isAccess(Operation *op) {
+  return isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp>(
+      op);
+}
+
+/// The memref operand and the indices of an access (isAccess).
+std::pair<OpOperand *, OperandRange> addressOf(Operation *access) {
+  if (auto load = dyn_cast<memref::LoadOp>(access))
+    return {&load.getMemrefMutable(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(access))
+    return {&store.getMemrefMutable(), store.getIndices()};
+  if (auto load = dyn_cast<vector::LoadOp>(access))
+    return {&load.getBaseMutable(), load.getIndices()};
+  auto store = cast<vector::StoreOp>(access);
+  return {&store.getBaseMutable(), store.getIndices()};
+}
+
 /// The loads and stores of `root` into `out`; false when the nest has
 /// another op with memory effects (a call, a copy).
 bool collectAccesses(scf::ForOp root, SmallVectorImpl<Access> &out) {
-  auto add = [&](Value memref, ValueRange indices, bool write) {
-    out.push_back({memref, indices, write,
-                   memref::skipViewLikeOps(cast<MemrefValue>(memref))});
-  };
   WalkResult result = root->walk([&](Operation *op) {
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      add(load.getMemRef(), load.getIndices(), false);
-    else if (auto store = dyn_cast<memref::StoreOp>(op))
-      add(store.getMemRef(), store.getIndices(), true);
-    else if (auto load = dyn_cast<vector::LoadOp>(op))
-      add(load.getBase(), load.getIndices(), false);
-    else if (auto store = dyn_cast<vector::StoreOp>(op))
-      add(store.getBase(), store.getIndices(), true);
-    else if (!isa<scf::ForOp, scf::YieldOp>(op) && !isMemoryEffectFree(op))
+    if (isAccess(op)) {
+      auto [address, indices] = addressOf(op);
+      Value memref = address->get();
+      out.push_back({memref, indices, isa<memref::StoreOp, vector::StoreOp>(op),
+                     memref::skipViewLikeOps(cast<MemrefValue>(memref))});
+    } else if (!isa<scf::ForOp, scf::YieldOp>(op) && !isMemoryEffectFree(op))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
@@ -290,15 +298,7 @@ bool collectRowUsers(Value buffer, SmallVectorImpl<Operation *> &accesses,
   SmallVector<Value> memrefs = {buffer};
   for (size_t i = 0; i < memrefs.size(); ++i)
     for (Operation *user : memrefs[i].getUsers()) {
-      if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp>(
-              user)) {
-        // A stored value is not an address.
-        if (auto store = dyn_cast<memref::StoreOp>(user);
-            store && store.getMemRef() != memrefs[i])
-          return false;
-        if (auto store = dyn_cast<vector::StoreOp>(user);
-            store && store.getBase() != memrefs[i])
-          return false;
+      if (isAccess(user)) {
         accesses.push_back(user);
       } else if (auto view = dyn_cast<memref::ExpandShapeOp>(user)) {
         views.push_back(view);
@@ -308,19 +308,6 @@ bool collectRowUsers(Value buffer, SmallVectorImpl<Operation *> &accesses,
       }
     }
   return true;
-}
-
-/// The memref operand and the indices of a load or store collectRowUsers
-/// accepts.
-std::pair<OpOperand *, OperandRange> addressOf(Operation *access) {
-  if (auto load = dyn_cast<memref::LoadOp>(access))
-    return {&load.getMemrefMutable(), load.getIndices()};
-  if (auto store = dyn_cast<memref::StoreOp>(access))
-    return {&store.getMemrefMutable(), store.getIndices()};
-  if (auto load = dyn_cast<vector::LoadOp>(access))
-    return {&load.getBaseMutable(), load.getIndices()};
-  auto store = cast<vector::StoreOp>(access);
-  return {&store.getBaseMutable(), store.getIndices()};
 }
 
 /// The loops around `access` up to and including `root`, outermost first,
@@ -379,9 +366,8 @@ unsigned rowDepth(Value buffer, ArrayRef<Operation *> accesses) {
       ++common;
     band.truncate(common);
   }
-  unsigned depth = std::min<unsigned>(
-      {static_cast<unsigned>(band.size()), kMaxBandDepth,
-       static_cast<unsigned>(cast<MemRefType>(buffer.getType()).getRank())});
+  unsigned depth = std::min<int64_t>(
+      band.size(), cast<MemRefType>(buffer.getType()).getRank());
   for (Operation *access : accesses) {
     auto [memref, indices] = addressOf(access);
     // A vector access spans the memref's last dimensions from its
@@ -647,7 +633,7 @@ struct FuseRowLoopsPass
 
   /// Bounds of the work: band levels looked at, nests per fused nest (a
   /// kernel LLVM compiles in reasonable time).
-  static constexpr unsigned kMaxDepth = kMaxBandDepth;
+  static constexpr unsigned kMaxDepth = 8;
   static constexpr size_t kMaxNests = 32;
 };
 
