@@ -149,6 +149,9 @@ class CompiledTrainer:
         hook = getattr(self.lib, "pipedream_cpu_gemm_constants", None)
         if hook is None or os.environ.get("PIPEDREAM_GEMM_PACK_WEIGHTS") == "0":
             return
+        # As the runtime: one micro-batch would not reuse the copies.
+        if self.training["microbatches"] < 2:
+            return
         hook.restype = None
         if not declare:
             hook(None, None, ctypes.c_int32(0))

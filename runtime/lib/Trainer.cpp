@@ -230,9 +230,13 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
       pipedream::runtime::zeroBuffer(*grad);
     trainer->stepSnapshot.save();
     // The micro-batches' GEMMs pack the weights once (released before the
-    // update, or by an exception).
-    pipedream::runtime::ConstantWeights constants(*trainer->bundle,
-                                                  {trainer->step});
+    // update, or by an exception) when there are several: a copy that one
+    // micro-batch uses costs more than the per-call packing it replaces
+    // (lib/Target/CPU/README.md, "Weights packed once").
+    std::vector<pd_function *> reused;
+    if (spec.microbatches > 1)
+      reused.push_back(trainer->step);
+    pipedream::runtime::ConstantWeights constants(*trainer->bundle, reused);
     // A failed check: the step's persistent changes are undone, the update
     // does not run.
     auto failStep = [&](const std::string &message) {

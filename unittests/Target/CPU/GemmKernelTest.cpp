@@ -289,6 +289,36 @@ TEST(GemmKernel, ConstantBPackedOnce) {
   checkConstantB(5, 33, 700, true, 4, 25);
 }
 
+TEST(GemmKernel, WholeCopiesOnlyForFewRows) {
+  // A constant B of 4 MiB: a call of 520 rows packs it per call (520 x 4
+  // MiB is past kWholeCopyRowBytes, 2 GiB; the copy would cost more than
+  // it saves), a call of 8 rows makes the copy and the next one reuses it.
+  const int n = 1024, k = 1024;
+  std::vector<float> a(size_t(520) * k, 0.25f), b(size_t(k) * n, 0.5f);
+  std::vector<float> c(size_t(520) * n);
+  const void *range = b.data();
+  int64_t bytes = int64_t(b.size() * sizeof(float));
+  pipedream_cpu_gemm_constants(&range, &bytes, 1);
+  int64_t packed = -1, reused = -1;
+  for (int m : {520, 520}) {
+    pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), k,
+                 b.data(), n, 0.0f, c.data(), n);
+    ASSERT_EQ(c[size_t(m) * n - 1], 0.125f * k);
+  }
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 0);
+  EXPECT_EQ(reused, 0);
+  for (int m : {8, 8}) {
+    pd_cpu_sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a.data(), k,
+                 b.data(), n, 0.0f, c.data(), n);
+    ASSERT_EQ(c[size_t(m) * n - 1], 0.125f * k);
+  }
+  pipedream_cpu_gemm_packed_stats(&packed, &reused);
+  EXPECT_EQ(packed, 1);
+  EXPECT_EQ(reused, 1);
+  pipedream_cpu_gemm_constants(nullptr, nullptr, 0);
+}
+
 /// PrepackMakesThePreviousStepsCopies's body, on a thread of its own (the
 /// declarations and recipes are per thread; the other tests' are not
 /// there).
