@@ -97,11 +97,13 @@ class Bundle:
             [a for a, b in zip(arrays, fn["buffers"]) if b["role"] == "weight"])
 
     def register_constant_weights(self, weights):
-        """Tells program.so's GEMM which buffers are constant weights, as
-        the runtime does when it loads an inference bundle
-        (runtime/lib/ConstantWeights.cpp): their packed copies are made once
-        and reused by every call, as onnxruntime prepacks its constant
-        initializers. PIPEDREAM_GEMM_PACK_WEIGHTS=0 turns it off there and
+        """Tells program.so's GEMM which buffers are constant weights
+        (pipedream_cpu_gemm_constants, Kernels.h), as an embedder of
+        program.so that never writes them may: their packed copies are
+        made once (where a copy pays) and reused by every call, as
+        onnxruntime prepacks its constant initializers. The runtime's
+        forward-only calls declare nothing (their caller may write the
+        weights between calls). PIPEDREAM_GEMM_PACK_WEIGHTS=0 turns it off
         here."""
         hook = getattr(self.lib, "pipedream_cpu_gemm_constants", None)
         if (hook is None or not weights or
