@@ -167,9 +167,12 @@ class CompiledTrainer:
     def step(self, data):
         t = self.training
         m, b = t["microbatches"], t["microbatch_size"]
-        for name, arr in self.persistent.items():
-            if name.startswith("grad:"):
-                arr[...] = 0
+        # The runtime zeroes accumulated gradients; a step of one
+        # micro-batch writes them ("gradients": "written").
+        if t.get("gradients", "accumulated") == "accumulated":
+            for name, arr in self.persistent.items():
+                if name.startswith("grad:"):
+                    arr[...] = 0
         _, inputs, _ = self.calls[t["step_function"]]
         total = 0.0
         self.declare_constant_weights(True)

@@ -107,6 +107,10 @@ struct TrainingSpec {
   /// Cross-entropy: labels lie in [0, numClasses); 0 for mse.
   int64_t numClasses = 0;
   size_t microbatches = 1;
+  /// `gradients`: "written" (true) when the step function writes each
+  /// `grad` buffer instead of adding to it (one micro-batch a step), so
+  /// the runtime need not zero them; "accumulated" (the default).
+  bool gradientsWritten = false;
   size_t microbatchSize = 1;
   size_t batchSize = 1;
   /// The step function's data inputs besides the labels.

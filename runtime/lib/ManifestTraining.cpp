@@ -101,6 +101,18 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
   const FunctionSpec &update = manifest.functions[t.updateFunctionIndex];
 
   t.microbatches = positive(v, object, "microbatches");
+  if (object.contains("gradients")) {
+    std::string mode = v.string(object["gradients"], "training.gradients");
+    if (mode != "accumulated" && mode != "written")
+      v.fail("training.gradients",
+             "unknown mode '" + mode + "' (expected accumulated or written)");
+    t.gradientsWritten = mode == "written";
+    if (t.gradientsWritten && t.microbatches != 1)
+      v.fail("training.gradients",
+             "'written' gradients need one micro-batch a step, got "
+             "microbatches " +
+                 std::to_string(t.microbatches));
+  }
   t.microbatchSize = positive(v, object, "microbatch_size");
   t.batchSize = positive(v, object, "batch_size");
   if (t.microbatchSize >

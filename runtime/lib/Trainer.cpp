@@ -226,8 +226,11 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     pipedream::runtime::TraceLog &trace = trainer->trace;
     using pipedream::runtime::traceNow;
     const double stepStart = trace.enabled ? traceNow() : 0;
-    for (pd_buffer *grad : trainer->grads)
-      pipedream::runtime::zeroBuffer(*grad);
+    // Accumulated gradients start from zero; written ones (one
+    // micro-batch) are the step function's to write.
+    if (!spec.gradientsWritten)
+      for (pd_buffer *grad : trainer->grads)
+        pipedream::runtime::zeroBuffer(*grad);
     trainer->stepSnapshot.save();
     // The micro-batches' GEMMs pack the weights once (released before the
     // update, or by an exception) when there are several: a copy that one

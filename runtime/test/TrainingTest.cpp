@@ -148,7 +148,8 @@ const BadCase kBadCases[] = {
     {"TrainingNotObject", [](json &m) { m["training"] = "mse"; },
      "training: expected an object, got a string"},
     {"UnknownLoss", [](json &m) { m["training"]["loss"] = "hinge"; },
-     "training.loss: unknown loss 'hinge' (expected cross-entropy, mse or none)"},
+     "training.loss: unknown loss 'hinge' (expected cross-entropy, mse or "
+     "none)"},
     {"NoneLossWithLabels", [](json &m) { m["training"]["loss"] = "none"; },
      "training.labels: loss 'none' has no labels (they are ordinary inputs); "
      "remove the member"},
@@ -164,6 +165,13 @@ const BadCase kBadCases[] = {
      "differ"},
     {"ZeroMicrobatches", [](json &m) { m["training"]["microbatches"] = 0; },
      "training.microbatches: must be at least 1"},
+    {"UnknownGradients", [](json &m) { m["training"]["gradients"] = "summed"; },
+     "training.gradients: unknown mode 'summed' (expected accumulated or "
+     "written)"},
+    {"WrittenGradientsOfTwoMicrobatches",
+     [](json &m) { m["training"]["gradients"] = "written"; },
+     "training.gradients: 'written' gradients need one micro-batch a step, "
+     "got microbatches 2"},
     {"BatchSize", [](json &m) { m["training"]["batch_size"] = 8; },
      "training.batch_size: 8 is not microbatches x microbatch_size = 2 x 2"},
     {"FirstAxis",
@@ -476,6 +484,42 @@ TEST_F(TrainingTest, StepsMatchTheReference) {
       want += data.x.values[r * 3 + j] * reference.w[j];
     EXPECT_NEAR(p[r], want, 1e-5) << r;
   }
+}
+
+TEST_F(TrainingTest, WrittenGradientsAreTheStepFunctionsToWrite) {
+  // One micro-batch a step. "accumulated" (the default): the trainer
+  // zeroes grad:w before the step. "written" (what pipedream-compile
+  // writes for M = 1, whose step function writes the gradient): it leaves
+  // grad:w alone, so this test program, which adds to it, is seen adding
+  // to the value set before the step.
+  LinearData data(2);
+  std::vector<pd_named_array> arrays = data.arrays();
+  std::vector<float> grads[2];
+  for (int written = 0; written < 2; ++written) {
+    json manifest = json::parse(linearManifest());
+    manifest["training"]["microbatches"] = 1;
+    manifest["training"]["batch_size"] = 2;
+    if (written)
+      manifest["training"]["gradients"] = "written";
+    // A bundle directory each (the first program.so stays mapped).
+    std::string path = dir.path() + (written ? "/written" : "/accumulated");
+    std::filesystem::create_directories(path);
+    makeBundle(path, manifest.dump(), linearWeights());
+    ASSERT_TRUE(ok(pd_bundle_open(path.c_str(), &bundle)));
+    ASSERT_TRUE(ok(pd_trainer_create(bundle, &trainer)));
+    std::vector<float> before = {100.0f, 200.0f, 300.0f};
+    const int64_t shape[] = {3};
+    ASSERT_TRUE(ok(pd_buffer_write(persistent("grad:w"), PD_DTYPE_F32, 1, shape,
+                                   before.data(), 12)));
+    ASSERT_TRUE(
+        ok(pd_trainer_step(trainer, arrays.data(), arrays.size(), 0, nullptr)));
+    grads[written] = floats(persistent("grad:w"));
+    TearDown();
+    trainer = nullptr;
+    bundle = nullptr;
+  }
+  for (int j = 0; j < 3; ++j)
+    EXPECT_FLOAT_EQ(grads[1][j], 100.0f * (j + 1) + grads[0][j]) << j;
 }
 
 TEST_F(TrainingTest, ExactBatchesAndSmallData) {

@@ -17,8 +17,9 @@
 // 2. Its joint function with respect to the trainable weights, only the
 //    loss differentiated (running statistics are not).
 // 3. `@train_microbatch`: the joint body with `d_loss = 1/M`, the gradients
-//    added to the accumulators; `@update`: torch.optim's update rule written
-//    with nn ops on rank-0 hyper-parameter constants.
+//    added to the accumulators (for M = 1 written instead: nothing to add
+//    to, so the runtime need not zero them); `@update`: torch.optim's
+//    update rule written with nn ops on rank-0 hyper-parameter constants.
 //
 //===----------------------------------------------------------------------===//
 
@@ -593,8 +594,13 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   unsigned numLossResults = lossResults.size();
   for (auto [n, k] : llvm::enumerate(wrt)) {
     Value grad = stepMapping.lookup(jointReturn.getOperand(numLossResults + n));
+    // One micro-batch a step: nothing to accumulate, the gradient is
+    // written (the accumulator argument stays, unread, for the one ABI).
     Value accumulated =
-        AddOp::create(b, loc, stepEntry->getArgument(numLossArgs + n), grad);
+        options.microbatches == 1
+            ? grad
+            : Value(AddOp::create(
+                  b, loc, stepEntry->getArgument(numLossArgs + n), grad));
     std::string name = "grad:" + argName(main, k);
     stepResults.push_back(accumulated);
     stepResultNames.push_back({name + ".next", name});

@@ -1,6 +1,7 @@
 // RUN: pipedream-opt %s --nn-build-training="loss=cross-entropy microbatches=4 optimizer=sgd lr=0.5" | FileCheck %s --check-prefix=SGD
 // RUN: pipedream-opt %s --nn-build-training="loss=mse optimizer=momentum momentum=0.8 weight-decay=0.01" | FileCheck %s --check-prefix=MOM
 // RUN: pipedream-opt %s --nn-build-training="loss=cross-entropy optimizer=adam lr=0.001" | FileCheck %s --check-prefix=ADAM
+// RUN: pipedream-opt %s --nn-build-training="loss=cross-entropy microbatches=1" | FileCheck %s --check-prefix=ONE
 
 // A linear classifier with a BatchNorm whose running statistics are weights
 // that are updated, not trained.
@@ -77,3 +78,18 @@ func.func @main(%x: tensor<8x4xf32> {nn.name = "x"},
 // ADAM: nn.pow %{{.*}}, %[[T1]]
 // ADAM: nn.sqrt
 // ADAM: return
+
+// One micro-batch a step: nothing to accumulate. The step function returns
+// each gradient as computed (its accumulator argument stays in the
+// signature, unread; the manifest says "gradients": "written").
+// ONE-LABEL: func.func @train_microbatch(
+// ONE-SAME: %[[GW:[^:]*]]: tensor<4x3xf32> {nn.name = "grad:w", nn.role = "grad"}
+// ONE-SAME: %[[GS:[^:]*]]: tensor<3xf32> {nn.name = "grad:bn.weight", nn.role = "grad"}
+// ONE-SAME: %[[GB:[^:]*]]: tensor<3xf32> {nn.name = "grad:bn.bias", nn.role = "grad"}
+// ONE-SAME: tensor<4x3xf32> {nn.name = "grad:w.next", nn.updates = "grad:w"}
+// ONE: nn.constant dense<1.000000e+00> : tensor<f32>
+// ONE-NOT: %[[GW]]
+// ONE-NOT: %[[GS]]
+// ONE-NOT: %[[GB]]
+// ONE: return
+// ONE-LABEL: func.func @update(
