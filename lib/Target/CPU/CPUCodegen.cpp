@@ -139,12 +139,15 @@ translateToLLVMIR(ModuleOp module, llvm::LLVMContext &llvmContext,
   llvmModule->setDataLayout(machine.createDataLayout());
   llvmModule->setTargetTriple(machine.getTargetTriple());
   // The vectorizers and instruction selection read the CPU per function.
+  const bool avx512 = machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
   for (llvm::Function &function : *llvmModule) {
     if (function.isDeclaration())
       continue;
     function.addFnAttr("target-cpu", machine.getTargetCPU());
     if (!machine.getTargetFeatureString().empty())
       function.addFnAttr("target-features", machine.getTargetFeatureString());
+    if (avx512)
+      function.addFnAttr("prefer-vector-width", "512");
   }
   return llvmModule;
 }
