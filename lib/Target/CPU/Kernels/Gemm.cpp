@@ -1084,6 +1084,11 @@ struct PackRecipe {
   int layout;
 };
 
+inline bool sameRecipe(const PackRecipe &x, const PackRecipe &y) {
+  return x.p == y.p && x.ld == y.ld && x.k == y.k && x.n == y.n &&
+         x.trans == y.trans && x.layout == y.layout;
+}
+
 /// Appends `r` to the `count` recipes at `list` (capacity `cap`); false
 /// when out of memory.
 bool appendRecipe(PackRecipe *&list, int32_t &count, int32_t &cap,
@@ -1106,7 +1111,9 @@ bool appendRecipe(PackRecipe *&list, int32_t &count, int32_t &cap,
 /// each step's copies cost as much as the packing saved). `made`: the
 /// recipes of the copies packed since the last declaration; `pending`:
 /// those of the declaration before (the previous step's), which
-/// pipedream_cpu_gemm_prepack packs from `nextPending` on.
+/// pipedream_cpu_gemm_prepack packs from `nextPending` on. `seen`: a
+/// recipe per call that packed a deferred copy's B per call under this
+/// declaration (constantPackedB).
 struct Constants {
   const unsigned char **begin = nullptr, **end = nullptr;
   int32_t ranges = 0, rangeCap = 0;
@@ -1120,6 +1127,8 @@ struct Constants {
   PackRecipe *made = nullptr, *pending = nullptr;
   int32_t numMade = 0, madeCap = 0, numPending = 0, pendingCap = 0;
   int32_t nextPending = 0;
+  PackRecipe *seen = nullptr;
+  int32_t numSeen = 0, seenCap = 0;
 };
 
 __thread Constants *tConstants;
@@ -1189,6 +1198,7 @@ void freeConstants(void *p) {
   free(c->packs);
   free(c->made);
   free(c->pending);
+  free(c->seen);
   free(c->begin);
   free(c->end);
   free(c);
@@ -1235,17 +1245,37 @@ size_t packBudget() {
   return size_t(b) << 20;
 }
 
-/// op(B) of `p` packed whole for `info`, from the thread's cache or packed
-/// now; NULL when B is not in a constant range, over the budget or out of
-/// memory (the caller packs per block).
+/// A call of M rows makes a whole packed copy of a constant op(B) on its
+/// first use while M x the copy's bytes stays within this; past it, on its
+/// use after kDeferredUses that packed per call under the same
+/// declaration. Such a copy is written out of cache and each use streams
+/// it from L3, where the per-call packing fills an L2-sized block the
+/// kernel then reads from L2, and the pack it saves is 1/M of a call: it
+/// pays over many calls (weights declared once for every call, as
+/// bench.py does for an inference bundle), not over the few of a training
+/// step. Measured (one thread, the weight written between declarations
+/// and 32 MiB touched between calls, R calls per declaration; time with
+/// the copy on first use / without): 256 x 2048 x 2048 (16 MiB) 1.08-1.20
+/// at R = 1, 1.02-1.05 at R = 4, 0.96-1.08 at R = 8; 128 x 2048 x 2048
+/// 0.93-0.98 at R = 4-8; 32 x 2048 x 2048 0.70-0.90 at R = 4-8; 256 x
+/// 2048 x 512 (4 MiB) 0.89-0.97 at R = 4-8; 1024 rows of any of these
+/// 0.97-1.07. mlp2048 (256 rows): a training step of M = 2 micro-batches
+/// took 101-110 ms with the copies of its 16 MiB weight made on first
+/// use, 103-105 on second use, 93-97 without; its forward, declared once,
+/// 15.5-16.0 ms with them, 16.0-16.2 without.
+constexpr int64_t kWholeCopyRowBytes = int64_t(2048) << 20;
+constexpr int32_t kDeferredUses = 2;
+
 /// The calling thread's packed copy of a constant op(B) (stored at `b`,
 /// K x N, `layout` telling packings apart: the f32 kernels' ISA, the bf16
 /// ones' 16 + index), from the cache or packed now by pack(buffer) into
-/// `bytes`; NULL when B is not in a constant range, over the budget or out
-/// of memory (the caller packs per block).
+/// `bytes`; NULL when B is not in a constant range, over the budget, out
+/// of memory, or `deferred` and met fewer than kDeferredUses times before
+/// under this declaration (the caller packs per block).
 template <typename Pack>
 void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
-                     size_t bytes, Pack pack, bool prepack = false) {
+                     size_t bytes, Pack pack, bool prepack = false,
+                     bool deferred = false) {
   Constants *c = tConstants;
   if (!c || c->ranges == 0)
     return nullptr;
@@ -1270,6 +1300,16 @@ void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
   }
   if (c->packedBytes + bytes > packBudget())
     return nullptr;
+  if (deferred && !prepack) {
+    PackRecipe key{b.p, b.ld, k, n, b.trans, layout};
+    int32_t met = 0;
+    for (int32_t i = 0; i < c->numSeen; ++i)
+      met += sameRecipe(c->seen[i], key);
+    if (met < kDeferredUses) {
+      appendRecipe(c->seen, c->numSeen, c->seenCap, key);
+      return nullptr;
+    }
+  }
   if (c->numPacks == c->packCap) {
     int32_t cap = c->packCap ? 2 * c->packCap : 16;
     auto *grown =
@@ -1293,20 +1333,6 @@ void *constantPacked(const Operand &b, int64_t k, int64_t n, int layout,
   return packed;
 }
 
-/// A whole packed copy of a constant op(B) is made for a call of M rows
-/// only while M x the copy's bytes stays within this. The copy is written
-/// out of cache and each use streams it from L3, where the per-call
-/// packing fills an L2-sized block the kernel then reads from L2; the
-/// pack it saves is 1/M of a call's work. Measured (one thread, the
-/// weight written between steps and 32 MiB touched between calls, R calls
-/// per declaration; time with the copy / without): 256 x 2048 x 2048 (16
-/// MiB) 1.08-1.20 at R = 1, 1.02-1.05 at R = 4, 0.96-1.08 at R = 8; 128
-/// x 2048 x 2048 0.93-0.98 at R = 4-8; 32 x 2048 x 2048 0.70-0.90 at R =
-/// 4-8; 256 x 2048 x 512 (4 MiB) 0.89-0.97 at R = 4-8; 1024 rows of any
-/// of these 0.97-1.07. In a whole mlp2048 training step (256 rows, M = 2
-/// micro-batches) the copies cost 6-11 ms of 95-99.
-constexpr int64_t kWholeCopyRowBytes = int64_t(2048) << 20;
-
 /// op(B) = `b` (K x N) packed whole for `info` (constantPacked), for a
 /// call of `rows` rows (kWholeCopyRowBytes; prepack: a copy made before).
 const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
@@ -1315,8 +1341,6 @@ const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
   const Blocking &bl = info.blocking;
   int64_t nPad = (n + bl.nr - 1) / bl.nr * bl.nr;
   size_t bytes = size_t(nPad) * size_t(k) * sizeof(float);
-  if (!prepack && rows * int64_t(bytes) > kWholeCopyRowBytes)
-    return nullptr;
   const bool simd = info.kernel != kKernels[0].kernel;
   return static_cast<const float *>(constantPacked(
       b, k, n, int(&info - kKernels), bytes,
@@ -1332,7 +1356,7 @@ const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
           }
         }
       },
-      prepack));
+      prepack, rows *int64_t(bytes) > kWholeCopyRowBytes));
 }
 
 //===----------------------------------------------------------------------===//
@@ -2191,6 +2215,7 @@ PD_EXPORT void pipedream_cpu_gemm_constants(const void *const *ptrs,
   }
   dropPacks(*c);
   c->ranges = 0;
+  c->numSeen = 0;
   c->packed = c->reused = 0;
   if (count <= 0 || packBudget() == 0)
     return;
