@@ -32,3 +32,24 @@ func.func @vector_math(%x: vector<8xf32>) -> vector<8xf32> {
   %0 = math.exp %x : vector<8xf32>
   return %0 : vector<8xf32>
 }
+
+// erf: one rational function, clamped (no per-element choice of
+// coefficients): x P(x^2) / Q(x^2), 6 + 5 FMAs (erf.mlir checks its
+// accuracy).
+// CHECK-LABEL: func.func @erf_rational
+// CHECK-SAME: (%[[X:.*]]: vector<16xf32>)
+// CHECK-NOT: arith.select
+// CHECK: %[[LO:.*]] = arith.minimumf %[[X]], %{{.*}} : vector<16xf32>
+// CHECK: %[[C:.*]] = arith.maximumf %[[LO]], %{{.*}} : vector<16xf32>
+// CHECK: %[[T:.*]] = arith.mulf %[[C]], %[[C]]
+// CHECK-COUNT-11: math.fma %{{.*}}, %[[T]], %{{.*}} : vector<16xf32>
+// CHECK: %[[N:.*]] = arith.mulf %[[C]], %{{.*}}
+// CHECK: %[[R:.*]] = arith.divf %[[N]], %{{.*}}
+// CHECK: arith.minimumf %[[R]]
+// CHECK: arith.maximumf
+// CHECK-NOT: arith.select
+// CHECK: return
+func.func @erf_rational(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.erf %x : vector<16xf32>
+  return %0 : vector<16xf32>
+}
