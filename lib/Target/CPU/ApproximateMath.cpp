@@ -29,7 +29,7 @@ namespace {
 
 /// erf on f32 (scalars and vectors) as one odd rational function on
 /// |x| <= 3.85, x P(x^2) / Q(x^2), P of degree 6 and Q of degree 5 in
-/// x^2, fitted here to erf (weighted least squares refined towards the
+/// x^2, fitted to erf by scripts/fit-erf.py (weighted least squares towards the
 /// minimax error, in float64), the result clamped to [-1, 1]. Upstream's
 /// approximation picks one of three rational functions per element (36
 /// selects a vector); this one is 11 FMAs, two clamps and a division: the
