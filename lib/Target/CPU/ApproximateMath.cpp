@@ -29,12 +29,13 @@ namespace {
 
 /// erf on f32 (scalars and vectors) as one odd rational function on
 /// |x| <= 3.85, x P(x^2) / Q(x^2), P of degree 6 and Q of degree 5 in
-/// x^2, fitted to erf by scripts/fit-erf.py (weighted least squares towards the
-/// minimax error, in float64), the result clamped to [-1, 1]. Upstream's
-/// approximation picks one of three rational functions per element (36
-/// selects a vector); this one is 11 FMAs, two clamps and a division: the
-/// GELU forward and backward loops of a GPT block's training step are the
-/// largest outside its GEMMs (gpt256's step: 0.9-1.4 ms of 44 faster).
+/// x^2, fitted to erf by scripts/fit-erf.py (weighted least squares
+/// towards the minimax error, in float64), the result clamped to [-1, 1].
+/// Upstream's approximation picks one of three rational functions per
+/// element (36 selects a vector); this one is 11 FMAs, two clamps and a
+/// division: the GELU forward and backward loops of a GPT block's
+/// training step are the largest outside its GEMMs (gpt256's step: 0.9-1.4
+/// ms of 44 faster).
 /// Against float64 erf on 4 million f32 points of [0, 4.5] and 2^-126 ..
 /// 4: at most 3.6e-7 absolute and relative error, 6.0 units in the last
 /// place (upstream's: 2.7e-7, 4.6); odd, NaN stays NaN, +-inf gives +-1,
