@@ -1261,8 +1261,9 @@ size_t packBudget() {
 /// 2048 x 512 (4 MiB) 0.89-0.97 at R = 4-8; 1024 rows of any of these
 /// 0.97-1.07. mlp2048 (256 rows): a training step of M = 2 micro-batches
 /// took 101-110 ms with the copies of its 16 MiB weight made on first
-/// use, 103-105 on second use, 93-97 without; its forward, declared once,
-/// 15.5-16.0 ms with them, 16.0-16.2 without.
+/// use, 103-105 on second use, 93-99 without (as on third use); its
+/// forward, weights declared once, 13.1-13.6 ms with copies on third use,
+/// 13.4-13.6 on first use, 14.4-14.5 without.
 constexpr int64_t kWholeCopyRowBytes = int64_t(2048) << 20;
 constexpr int32_t kDeferredUses = 2;
 
@@ -1356,7 +1357,7 @@ const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
           }
         }
       },
-      prepack, rows *int64_t(bytes) > kWholeCopyRowBytes));
+      prepack, int64_t(bytes) * rows > kWholeCopyRowBytes));
 }
 
 //===----------------------------------------------------------------------===//
