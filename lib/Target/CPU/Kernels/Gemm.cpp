@@ -1357,7 +1357,7 @@ const float *constantPackedB(const Operand &b, int64_t k, int64_t n,
           }
         }
       },
-      prepack, int64_t(bytes) * rows > kWholeCopyRowBytes));
+      prepack, rows > 0 && int64_t(bytes) > kWholeCopyRowBytes / rows));
 }
 
 //===----------------------------------------------------------------------===//
