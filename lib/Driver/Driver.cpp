@@ -370,9 +370,7 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
   llvm::json::Object section{
       {"loss", nn::stringifyLossKind(t.loss)},
       {"microbatches", t.microbatches},
-      // nn-build-training writes the gradients of a step of one
-      // micro-batch instead of adding them to the accumulators.
-      {"gradients", t.microbatches == 1 ? "written" : "accumulated"},
+      {"gradients", info->gradientsWritten ? "written" : "accumulated"},
       {"microbatch_size", info->microbatchSize},
       {"batch_size", t.microbatches * info->microbatchSize},
       {"inputs", std::move(inputs)},

@@ -35,11 +35,10 @@ namespace {
 /// element (36 selects a vector); this one is 11 FMAs, two clamps and a
 /// division: the GELU forward and backward loops of a GPT block's
 /// training step are the largest outside its GEMMs (gpt256's step: 0.9-1.4
-/// ms of 44 faster).
-/// Against float64 erf on 4 million f32 points of [0, 4.5] and 2^-126 ..
-/// 4: at most 3.6e-7 absolute and relative error, 6.0 units in the last
-/// place (upstream's: 2.7e-7, 4.6); odd, NaN stays NaN, +-inf gives +-1,
-/// -0 gives -0 (test/Target/CPU/erf.mlir).
+/// ms of 44 faster). Against float64 erf on 4 million f32 points of [0,
+/// 4.5] and 2^-126 .. 4: at most 3.6e-7 absolute and relative error, 6.0 units
+/// in the last place (upstream's: 2.7e-7, 4.6); odd, NaN stays NaN, +-inf gives
+/// +-1, -0 gives -0 (test/Target/CPU/erf.mlir).
 struct ErfRational : OpRewritePattern<math::ErfOp> {
   ErfRational(MLIRContext *context)
       : OpRewritePattern<math::ErfOp>(context, /*benefit=*/2) {}

@@ -592,12 +592,13 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   SmallVector<std::pair<std::string, std::string>> stepResultNames{
       {"loss", ""}};
   unsigned numLossResults = lossResults.size();
+  info.gradientsWritten = options.microbatches == 1;
   for (auto [n, k] : llvm::enumerate(wrt)) {
     Value grad = stepMapping.lookup(jointReturn.getOperand(numLossResults + n));
     // One micro-batch a step: nothing to accumulate, the gradient is
     // written (the accumulator argument stays, unread, for the one ABI).
     Value accumulated =
-        options.microbatches == 1
+        info.gradientsWritten
             ? grad
             : Value(AddOp::create(
                   b, loc, stepEntry->getArgument(numLossArgs + n), grad));

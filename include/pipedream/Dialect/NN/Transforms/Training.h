@@ -84,6 +84,10 @@ struct TrainingInfo {
   llvm::SmallVector<std::string> trainableWeights, frozenWeights;
   /// Whether the step function uses a random seed state (Dropout).
   bool usesRandomSeed = false;
+  /// Whether the step function writes the gradients instead of adding
+  /// them to the accumulators (one micro-batch a step; bundle.json
+  /// `training.gradients`).
+  bool gradientsWritten = false;
 };
 
 /// Clones the ops of `body` (not its terminator) at `b` in training mode:
