@@ -50,6 +50,39 @@ inline void scatterParts(const unsigned char *in, const MessagePart *parts,
     if (parts[k].bytes)
       std::memcpy(parts[k].data, in, parts[k].bytes);
 }
+/// `fn(data, bytes)` on each piece of bytes [from, to) of the message the
+/// parts make, in order (a piece: the range's part of one part).
+template <typename Fn>
+inline void forPartsRange(const MessagePart *parts, size_t count, size_t from,
+                          size_t to, Fn fn) {
+  size_t start = 0;
+  for (size_t k = 0; k < count && start < to; start += parts[k++].bytes) {
+    size_t lo = from > start ? from : start;
+    size_t end = start + parts[k].bytes;
+    size_t hi = to < end ? to : end;
+    if (lo < hi)
+      fn(static_cast<unsigned char *>(parts[k].data) + (lo - start), hi - lo);
+  }
+}
+
+/// Bytes [from, to) of the message the parts make, into `out`.
+inline void gatherPartsRange(const MessagePart *parts, size_t count,
+                             size_t from, size_t to, unsigned char *out) {
+  forPartsRange(parts, count, from, to, [&](unsigned char *data, size_t n) {
+    std::memcpy(out, data, n);
+    out += n;
+  });
+}
+
+/// `in` as bytes [from, to) of the message, into the parts.
+inline void scatterPartsRange(const unsigned char *in, const MessagePart *parts,
+                              size_t count, size_t from, size_t to) {
+  forPartsRange(parts, count, from, to, [&](unsigned char *data, size_t n) {
+    std::memcpy(data, in, n);
+    in += n;
+  });
+}
+
 /// A transport's own send and receive of a message in parts, matched as
 /// pd_transport_send / pd_transport_recv of the parts' total size are:
 /// the send copies each part once into its buffer (as a whole message
@@ -70,7 +103,7 @@ struct pd_transport {
   double timeout = 60;
   pd_transport_ops ops{};
   void *state = nullptr;
-  /// Messages in parts of the transport's own (threads: both; MPI: sends);
+  /// Messages in parts of the transport's own (threads and MPI);
   /// where null, sendParts / recvParts gather into or scatter from a
   /// buffer around one contiguous message.
   pipedream::runtime::SendPartsFn sendParts = nullptr;
@@ -132,6 +165,10 @@ bool mpiAvailable();
 /// Whether the MPI `transport` buffers its sends (MPI_THREAD_MULTIPLE and
 /// not PIPEDREAM_MPI_BUFFERED_SENDS=0).
 bool mpiBuffersSends(const pd_transport &transport);
+/// How many ranks the MPI `transport` exchanges program messages with
+/// through shared-memory channels (ShmChannel.h): the other ranks of its
+/// host, or 0 when the channels are off.
+size_t mpiSharedMemoryPeers(const pd_transport &transport);
 
 /// TransportMpi.cpp, for the replica groups (ReplicaGroup.cpp): the MPI
 /// transport's program-message communicator (points at an MPI_Comm; void

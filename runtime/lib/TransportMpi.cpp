@@ -33,6 +33,7 @@
 
 #include "Bundle.h"
 #include "IdleWork.h"
+#include "ShmChannel.h"
 
 #if PIPEDREAM_HAVE_MPI
 
@@ -46,13 +47,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <fcntl.h>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
 #include <sstream>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace pipedream {
@@ -107,6 +113,17 @@ struct MpiState {
   std::string failure;
   bool stop = false;
   std::thread progress;
+
+  /// Program messages between the ranks of one machine (ShmChannel.h):
+  /// the shared memory mapped (address, bytes; empty when the channels are
+  /// off); per rank of `data`, the channel to it and the one from it
+  /// (null: another machine, or this rank), and the notices collected from
+  /// it and not yet received.
+  struct SharedMemory {
+    std::vector<std::pair<void *, size_t>> mappings;
+    std::vector<std::unique_ptr<ShmChannel>> to, from;
+    std::vector<std::deque<ShmNotice>> pending;
+  } shm;
 };
 
 std::string mpiError(int code) {
@@ -157,11 +174,21 @@ long spinMilliseconds() {
   return value;
 }
 
-/// Polls `request` until it completes, an abort notice arrives or the
-/// deadline passes (then the request is cancelled and an error thrown).
-void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
-             double timeout, const std::string &waitingFor,
-             bool cancellable = true) {
+/// Every notice that has arrived on this rank's channels (ShmChannel.h),
+/// into their ranks' pending lists: while a rank waits for one peer, the
+/// others' notice rings drain, so that no sender waits on a full ring for
+/// a rank that waits for something else.
+void collectNotices(MpiState &state) {
+  for (size_t peer = 0; peer < state.shm.from.size(); ++peer)
+    if (ShmChannel *channel = state.shm.from[peer].get())
+      channel->collect(state.shm.pending[peer]);
+}
+
+/// Polls `ready()` until it returns true, an abort notice arrives or the
+/// deadline passes; then `giveUp()` runs and an error is thrown.
+template <typename Ready, typename GiveUp>
+void waitUntil(MpiState &state, Ready ready, GiveUp giveUp, double timeout,
+               const std::string &waitingFor) {
   auto start = std::chrono::steady_clock::now();
   auto deadline =
       start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -172,28 +199,19 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
   // to 1 ms late; issue 21.)
   auto sleep = std::chrono::microseconds(10);
   for (;;) {
-    int done = 0;
-    check(MPI_Test(&request, &done, &status), "MPI_Test " + waitingFor);
-    if (done)
+    if (ready())
       return;
+    collectNotices(state);
     testSendsInline(state);
     try {
       checkAbortNotices(state);
     } catch (...) {
-      // NOTE: a collective's request cannot be cancelled (MPI 4.0, 3.8.4);
-      // the rank is failing and exits.
-      if (cancellable) {
-        MPI_Cancel(&request);
-        MPI_Request_free(&request);
-      }
+      giveUp();
       throw;
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      if (cancellable) {
-        MPI_Cancel(&request);
-        MPI_Request_free(&request);
-      }
+      giveUp();
       throw Error(PD_ERROR_TIMEOUT,
                   "timed out after " + seconds(timeout) + " waiting for " +
                       waitingFor);
@@ -210,6 +228,29 @@ void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
     if (sleep < std::chrono::microseconds(100))
       sleep *= 2;
   }
+}
+
+/// Polls `request` until it completes, an abort notice arrives or the
+/// deadline passes (then the request is cancelled and an error thrown).
+void waitFor(MpiState &state, MPI_Request &request, MPI_Status &status,
+             double timeout, const std::string &waitingFor,
+             bool cancellable = true) {
+  waitUntil(
+      state,
+      [&] {
+        int done = 0;
+        check(MPI_Test(&request, &done, &status), "MPI_Test " + waitingFor);
+        return done != 0;
+      },
+      [&] {
+        // NOTE: a collective's request cannot be cancelled (MPI 4.0,
+        // 3.8.4); the rank is failing and exits.
+        if (cancellable) {
+          MPI_Cancel(&request);
+          MPI_Request_free(&request);
+        }
+      },
+      timeout, waitingFor);
 }
 
 /// One round over the buffered sends: takes those posted since the last
@@ -405,6 +446,119 @@ std::string peerStuck(size_t peer) {
          " is stuck, dead or running a program that does not match";
 }
 
+/// The pieces a message is copied in through a channel's slot.
+constexpr size_t kShmPiece = 16 * 1024;
+
+/// The channel of a program message (tag >= 0) to (from) `peer`, or null:
+/// it goes over MPI.
+ShmChannel *channelTo(MpiState &state, size_t peer, int64_t tag) {
+  return tag >= 0 && peer < state.shm.to.size() ? state.shm.to[peer].get()
+                                                : nullptr;
+}
+
+ShmChannel *channelFrom(MpiState &state, size_t peer, int64_t tag) {
+  return tag >= 0 && peer < state.shm.from.size() ? state.shm.from[peer].get()
+                                                  : nullptr;
+}
+
+/// The first notice of `tag` collected from `peer`, taken off its pending
+/// list; false if none has arrived.
+bool takeNotice(MpiState &state, size_t peer, int64_t tag, ShmNotice &notice) {
+  std::deque<ShmNotice> &pending = state.shm.pending[peer];
+  state.shm.from[peer]->collect(pending);
+  for (auto it = pending.begin(); it != pending.end(); ++it)
+    if (it->tag == tag) {
+      notice = *it;
+      pending.erase(it);
+      return true;
+    }
+  return false;
+}
+
+std::string sendWaitingFor(size_t peer, int64_t tag, size_t numBytes) {
+  return "rank " + std::to_string(peer) + " to receive " + describeTag(tag) +
+         " (" + std::to_string(numBytes) + " bytes): " + peerStuck(peer);
+}
+
+/// The message in parts over MPI (tag routed to its communicator).
+void sendOverMpi(MpiState &state, size_t peer, int64_t tag,
+                 const MessagePart *parts, size_t count, size_t numBytes,
+                 double timeout) {
+  MPI_Comm comm;
+  int mpiTag;
+  route(state, tag, comm, mpiTag);
+  std::string waitingFor = sendWaitingFor(peer, tag, numBytes);
+  if (!state.threaded) {
+    // Sent from the caller's memory (gathered first when in parts).
+    std::vector<unsigned char> gathered;
+    void *data = count == 1 ? parts[0].data : nullptr;
+    if (count != 1) {
+      gathered.resize(numBytes);
+      gatherParts(parts, count, gathered.data());
+      data = gathered.data();
+    }
+    MPI_Request request;
+    check(MPI_Isend(data, static_cast<int>(numBytes), MPI_BYTE,
+                    static_cast<int>(peer), mpiTag, comm, &request),
+          "MPI_Isend to rank " + std::to_string(peer));
+    MPI_Status status;
+    waitFor(state, request, status, timeout, waitingFor);
+    return;
+  }
+  drainSends(state, kMaxPendingBytes - std::min(numBytes, kMaxPendingBytes));
+  MpiState::PendingSend send;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    for (size_t i = 0; i < state.spare.size(); ++i)
+      if (state.spare[i].capacity >= numBytes) {
+        send.buffer = std::move(state.spare[i]);
+        state.spare.erase(state.spare.begin() + static_cast<long>(i));
+        break;
+      }
+  }
+  if (send.buffer.capacity < numBytes) {
+    send.buffer.data.reset(new unsigned char[numBytes ? numBytes : 1]);
+    send.buffer.capacity = numBytes;
+  }
+  gatherParts(parts, count, send.buffer.data.get());
+  send.bytes = numBytes;
+  send.timeout = timeout;
+  send.deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(timeout));
+  send.waitingFor = std::move(waitingFor);
+  check(MPI_Isend(send.buffer.data.get(), static_cast<int>(numBytes), MPI_BYTE,
+                  static_cast<int>(peer), mpiTag, comm, &send.request),
+        "MPI_Isend to rank " + std::to_string(peer));
+  // A receiver that is waiting already answers a large message's first
+  // fragment within microseconds: drive the protocol here for a moment
+  // (a progress thread woken from a sleep can take milliseconds on a
+  // loaded machine), then leave the send to the progress thread.
+  auto spinEnd = std::chrono::steady_clock::now() + sendSpin();
+  const bool yields = sendYields();
+  for (;;) {
+    int complete = 0;
+    check(MPI_Test(&send.request, &complete, MPI_STATUS_IGNORE),
+          "MPI_Test " + send.waitingFor);
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (complete) {
+      state.spare.push_back(std::move(send.buffer));
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= spinEnd) {
+      state.pendingBytes += numBytes;
+      state.posted.push_back(std::move(send));
+      state.wake.notify_one();
+      return;
+    }
+    // Not yielding by default: on a loaded machine a yield can hold the
+    // sender for a whole scheduling round (see sendSpin).
+    if (yields)
+      std::this_thread::yield();
+  }
+}
+
 pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
                        const MessagePart *parts, size_t count, double timeout) {
   auto &state = *static_cast<MpiState *>(opaque);
@@ -412,84 +566,34 @@ pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
   if (numBytes > static_cast<size_t>(INT32_MAX))
     return overCountLimit(numBytes);
   return guarded([&] {
-    MPI_Comm comm;
-    int mpiTag;
-    route(state, tag, comm, mpiTag);
-    std::string waitingFor =
-        "rank " + std::to_string(peer) + " to receive " + describeTag(tag) +
-        " (" + std::to_string(numBytes) + " bytes): " + peerStuck(peer);
-    if (!state.threaded) {
-      // Sent from the caller's memory (gathered first when in parts).
-      std::vector<unsigned char> gathered;
-      void *data = count == 1 ? parts[0].data : nullptr;
-      if (count != 1) {
-        gathered.resize(numBytes);
-        gatherParts(parts, count, gathered.data());
-        data = gathered.data();
-      }
-      MPI_Request request;
-      check(MPI_Isend(data, static_cast<int>(numBytes), MPI_BYTE,
-                      static_cast<int>(peer), mpiTag, comm, &request),
-            "MPI_Isend to rank " + std::to_string(peer));
-      MPI_Status status;
-      waitFor(state, request, status, timeout, waitingFor);
-      return PD_OK;
+    if (state.threaded || channelTo(state, peer, tag)) {
+      checkSendFailure(state);
+      checkAbortNotices(state);
     }
-    checkSendFailure(state);
-    checkAbortNotices(state);
-    drainSends(state, kMaxPendingBytes - std::min(numBytes, kMaxPendingBytes));
-    MpiState::PendingSend send;
-    {
-      std::lock_guard<std::mutex> lock(state.mutex);
-      for (size_t i = 0; i < state.spare.size(); ++i)
-        if (state.spare[i].capacity >= numBytes) {
-          send.buffer = std::move(state.spare[i]);
-          state.spare.erase(state.spare.begin() + static_cast<long>(i));
-          break;
+    if (ShmChannel *channel = channelTo(state, peer, tag)) {
+      // Into a slot of the channel when one is free, else over MPI; the
+      // notice first either way (without buffered sends, an MPI send
+      // waits for its receiver, which looks for the notice first). The
+      // slot is filled piece by piece after the notice, so that a waiting
+      // receiver copies each piece out while the next goes in.
+      int32_t slot = channel->claimSlot(numBytes);
+      ShmNotice notice{tag, numBytes, slot};
+      if (!channel->tryPublish(notice))
+        waitUntil(
+            state, [&] { return channel->tryPublish(notice); }, [] {}, timeout,
+            sendWaitingFor(peer, tag, numBytes));
+      if (slot >= 0) {
+        unsigned char *data = channel->slotData(slot);
+        for (size_t from = 0; from < numBytes; from += kShmPiece) {
+          size_t to = std::min(numBytes, from + kShmPiece);
+          gatherPartsRange(parts, count, from, to, data + from);
+          channel->markFilled(slot, to);
         }
-    }
-    if (send.buffer.capacity < numBytes) {
-      send.buffer.data.reset(new unsigned char[numBytes ? numBytes : 1]);
-      send.buffer.capacity = numBytes;
-    }
-    gatherParts(parts, count, send.buffer.data.get());
-    send.bytes = numBytes;
-    send.timeout = timeout;
-    send.deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(timeout));
-    send.waitingFor = std::move(waitingFor);
-    check(MPI_Isend(send.buffer.data.get(), static_cast<int>(numBytes),
-                    MPI_BYTE, static_cast<int>(peer), mpiTag, comm,
-                    &send.request),
-          "MPI_Isend to rank " + std::to_string(peer));
-    // A receiver that is waiting already answers a large message's first
-    // fragment within microseconds: drive the protocol here for a moment
-    // (a progress thread woken from a sleep can take milliseconds on a
-    // loaded machine), then leave the send to the progress thread.
-    auto spinEnd = std::chrono::steady_clock::now() + sendSpin();
-    const bool yields = sendYields();
-    for (;;) {
-      int complete = 0;
-      check(MPI_Test(&send.request, &complete, MPI_STATUS_IGNORE),
-            "MPI_Test " + send.waitingFor);
-      std::lock_guard<std::mutex> lock(state.mutex);
-      if (complete) {
-        state.spare.push_back(std::move(send.buffer));
         return PD_OK;
       }
-      if (std::chrono::steady_clock::now() >= spinEnd) {
-        state.pendingBytes += numBytes;
-        state.posted.push_back(std::move(send));
-        state.wake.notify_one();
-        return PD_OK;
-      }
-      // Not yielding by default: on a loaded machine a yield can hold the
-      // sender for a whole scheduling round (see sendSpin).
-      if (yields)
-        std::this_thread::yield();
     }
+    sendOverMpi(state, peer, tag, parts, count, numBytes, timeout);
+    return PD_OK;
   });
 }
 
@@ -499,43 +603,106 @@ pd_status mpiSend(void *opaque, size_t peer, int64_t tag, const void *data,
   return mpiSendParts(opaque, peer, tag, &part, 1, timeout);
 }
 
-pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
-                  size_t numBytes, double timeout) {
+/// A message of `numBytes` over MPI into `data`.
+void recvOverMpi(MpiState &state, size_t peer, int64_t tag, void *data,
+                 size_t numBytes, double timeout) {
+  MPI_Comm comm;
+  int mpiTag;
+  route(state, tag, comm, mpiTag);
+  MPI_Request request;
+  check(MPI_Irecv(data, static_cast<int>(numBytes), MPI_BYTE,
+                  static_cast<int>(peer), mpiTag, comm, &request),
+        "MPI_Irecv from rank " + std::to_string(peer));
+  MPI_Status status;
+  try {
+    waitFor(state, request, status, timeout,
+            "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
+                std::to_string(numBytes) + " bytes): " + peerStuck(peer));
+  } catch (const Error &e) {
+    if (e.status == PD_ERROR_IO &&
+        std::string(e.what()).find("TRUNCATE") != std::string::npos)
+      throw Error(PD_ERROR_MISMATCH, "the message from rank " +
+                                         std::to_string(peer) + " with " +
+                                         describeTag(tag) + " is longer than " +
+                                         std::to_string(numBytes) + " bytes");
+    throw;
+  }
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  if (static_cast<size_t>(count) != numBytes)
+    throw Error(PD_ERROR_MISMATCH,
+                "the message from rank " + std::to_string(peer) + " with " +
+                    describeTag(tag) + " has " + std::to_string(count) +
+                    " bytes, expected " + std::to_string(numBytes));
+}
+
+/// A message into `parts`: out of its slot when it came through the
+/// channel from `peer`, else over MPI (in parts: whole into a buffer, then
+/// scattered; receiving in place through an hindexed datatype made the
+/// K=2 GPT of bench/pipeline.py spend 16 ms a step in receives instead of
+/// 4).
+pd_status mpiRecvParts(void *opaque, size_t peer, int64_t tag,
+                       const MessagePart *parts, size_t count, double timeout) {
   auto &state = *static_cast<MpiState *>(opaque);
+  size_t numBytes = partsBytes(parts, count);
   if (numBytes > static_cast<size_t>(INT32_MAX))
     return overCountLimit(numBytes);
   return guarded([&] {
     checkSendFailure(state);
-    MPI_Comm comm;
-    int mpiTag;
-    route(state, tag, comm, mpiTag);
-    MPI_Request request;
-    check(MPI_Irecv(data, static_cast<int>(numBytes), MPI_BYTE,
-                    static_cast<int>(peer), mpiTag, comm, &request),
-          "MPI_Irecv from rank " + std::to_string(peer));
-    MPI_Status status;
-    try {
-      waitFor(state, request, status, timeout,
-              "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
-                  std::to_string(numBytes) + " bytes): " + peerStuck(peer));
-    } catch (const Error &e) {
-      if (e.status == PD_ERROR_IO &&
-          std::string(e.what()).find("TRUNCATE") != std::string::npos)
+    if (ShmChannel *channel = channelFrom(state, peer, tag)) {
+      ShmNotice notice;
+      if (!takeNotice(state, peer, tag, notice))
+        waitUntil(
+            state, [&] { return takeNotice(state, peer, tag, notice); }, [] {},
+            timeout,
+            "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
+                std::to_string(numBytes) + " bytes): " + peerStuck(peer));
+      if (notice.bytes != numBytes) {
+        if (notice.slot >= 0)
+          channel->releaseSlot(notice.slot);
         throw Error(PD_ERROR_MISMATCH,
-                    "the message from rank " + std::to_string(peer) +
-                        " with " + describeTag(tag) + " is longer than " +
-                        std::to_string(numBytes) + " bytes");
-      throw;
+                    "the message from rank " + std::to_string(peer) + " with " +
+                        describeTag(tag) + " has " +
+                        std::to_string(notice.bytes) + " bytes, expected " +
+                        std::to_string(numBytes));
+      }
+      if (notice.slot >= 0) {
+        // Each piece as soon as the sender has filled it.
+        const unsigned char *data = channel->slotData(notice.slot);
+        size_t copied = 0;
+        auto copyFilled = [&] {
+          size_t filled = channel->filled(notice.slot);
+          if (filled > copied) {
+            scatterPartsRange(data + copied, parts, count, copied, filled);
+            copied = filled;
+          }
+          return copied == numBytes;
+        };
+        if (!copyFilled())
+          waitUntil(
+              state, copyFilled, [] {}, timeout,
+              "rank " + std::to_string(peer) + " to fill its message (" +
+                  describeTag(tag) + "): " + peerStuck(peer));
+        channel->releaseSlot(notice.slot);
+        return PD_OK;
+      }
     }
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    if (static_cast<size_t>(count) != numBytes)
-      throw Error(PD_ERROR_MISMATCH,
-                  "the message from rank " + std::to_string(peer) + " with " +
-                      describeTag(tag) + " has " + std::to_string(count) +
-                      " bytes, expected " + std::to_string(numBytes));
+    if (count == 1) {
+      recvOverMpi(state, peer, tag, parts[0].data, numBytes, timeout);
+      return PD_OK;
+    }
+    static thread_local std::vector<unsigned char> whole;
+    whole.resize(numBytes);
+    recvOverMpi(state, peer, tag, whole.data(), numBytes, timeout);
+    scatterParts(whole.data(), parts, count);
     return PD_OK;
   });
+}
+
+pd_status mpiRecv(void *opaque, size_t peer, int64_t tag, void *data,
+                  size_t numBytes, double timeout) {
+  MessagePart part{data, numBytes};
+  return mpiRecvParts(opaque, peer, tag, &part, 1, timeout);
 }
 
 void mpiAbort(void *opaque, const char *reason) {
@@ -644,6 +811,12 @@ void stopProgress(MpiState &state) {
 void mpiDestroy(void *opaque) {
   auto *state = static_cast<MpiState *>(opaque);
   stopProgress(*state);
+  // The peers keep their own mappings of this rank's inbox and their
+  // channels' messages in theirs.
+  state->shm.to.clear();
+  state->shm.from.clear();
+  for (auto &[p, bytes] : state->shm.mappings)
+    munmap(p, bytes);
   // NOTE: after an abort the peers may be gone or stuck; MPI_Finalize could
   // wait for them, so the process just exits (mpirun ends the others).
   if (!state->aborted) {
@@ -671,6 +844,14 @@ bool mpiBuffersSends(const pd_transport &transport) {
          static_cast<const MpiState *>(transport.state)->threaded;
 }
 
+size_t mpiSharedMemoryPeers(const pd_transport &transport) {
+  if (transport.kind != "mpi")
+    return 0;
+  const auto &to = static_cast<const MpiState *>(transport.state)->shm.to;
+  return static_cast<size_t>(
+      std::count_if(to.begin(), to.end(), [](const auto &c) { return !!c; }));
+}
+
 void *mpiDataCommunicator(pd_transport &transport) {
   if (transport.kind != "mpi")
     throw Error(PD_ERROR_INTERNAL, "internal error: the " + transport.kind +
@@ -684,6 +865,158 @@ void mpiWaitCollective(pd_transport &transport, void *request, double timeout,
   MPI_Status status;
   waitFor(state, *static_cast<MPI_Request *>(request), status, timeout,
           waitingFor, /*cancellable=*/false);
+}
+
+/// Whether `bytes` of shared memory fit in /dev/shm with room to spare;
+/// true where it cannot be asked.
+bool sharedMemoryFits(size_t bytes) {
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) != 0)
+    return true;
+  return static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >=
+         2.0 * static_cast<double>(bytes);
+}
+
+/// This machine, as the ranks compare it: its host name and boot id.
+std::string hostKey() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::string key = name;
+  if (FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char boot[64] = {};
+    if (std::fgets(boot, sizeof(boot), f))
+      key += std::string(" ") + boot;
+    std::fclose(f);
+  }
+  return key;
+}
+
+/// The ranks agree (MPI_Allreduce over `data`, MPI_MIN) on `ok`.
+bool allAgree(MpiState &state, bool ok) {
+  int value = ok ? 1 : 0;
+  return MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MIN, state.data) ==
+             MPI_SUCCESS &&
+         value == 1;
+}
+
+/// `bytes` of the shared-memory object `name` from `offset` (page-aligned)
+/// mapped read-write, or null.
+void *mapShared(const std::string &name, int flags, size_t size, size_t offset,
+                size_t bytes) {
+  int fd = shm_open(name.c_str(), flags, 0600);
+  if (fd < 0)
+    return nullptr;
+  void *p = MAP_FAILED;
+  if (!(flags & O_CREAT) || ftruncate(fd, static_cast<off_t>(size)) == 0)
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+             static_cast<off_t>(offset));
+  close(fd);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+/// The channels between the ranks of this machine (ShmChannel.h). Each
+/// rank makes a POSIX shared-memory object, its inbox, holding one channel
+/// from every other rank of the machine; each maps its channel in every
+/// peer's inbox, and the names are unlinked once all are mapped (nothing
+/// is left in /dev/shm, whatever happens later). Ranks are on one machine
+/// when their host names and boot ids match. Off with PIPEDREAM_MPI_SHM=0,
+/// for a rank alone on its machine, or when any rank cannot make or map
+/// its part; every rank takes part in the collectives and all agree.
+/// PIPEDREAM_MPI_SHM_SLOTS (default 4) and PIPEDREAM_MPI_SHM_SLOT_BYTES
+/// (default 1 MiB; less on machines of more than 16 ranks: 64 MiB per
+/// inbox at most) shape the channels. Collective over `state.data`.
+void setupSharedMemory(MpiState &state, int rank, int size) {
+  // Which ranks share this machine.
+  constexpr int kKeyBytes = 320;
+  std::string key = hostKey();
+  key.resize(kKeyBytes, '\0');
+  std::vector<char> keys(static_cast<size_t>(kKeyBytes) * size);
+  if (MPI_Allgather(key.data(), kKeyBytes, MPI_CHAR, keys.data(), kKeyBytes,
+                    MPI_CHAR, state.data) != MPI_SUCCESS)
+    return;
+  std::vector<int> local; // ranks of this machine, ascending
+  for (int q = 0; q < size; ++q)
+    if (std::memcmp(&keys[static_cast<size_t>(q) * kKeyBytes], key.data(),
+                    kKeyBytes) == 0)
+      local.push_back(q);
+  const int localSize = static_cast<int>(local.size());
+  const int localRank = static_cast<int>(
+      std::find(local.begin(), local.end(), rank) - local.begin());
+  ShmChannelShape shape;
+  shape.slots = static_cast<uint32_t>(
+      std::clamp(envLong("PIPEDREAM_MPI_SHM_SLOTS", 4), 1L, 64L));
+  long slotDefault = std::clamp(
+      (64L << 20) / (static_cast<long>(shape.slots) * localSize) / 4096 * 4096,
+      64L << 10, 1L << 20);
+  shape.slotBytes = static_cast<uint64_t>(std::clamp(
+      envLong("PIPEDREAM_MPI_SHM_SLOT_BYTES", slotDefault), 64L, 1L << 30));
+  shape.slotBytes = (shape.slotBytes + 63) / 64 * 64;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t channelBytes =
+      (ShmChannel::bytes(shape) + page - 1) / page * page;
+  const size_t inbox = channelBytes * static_cast<size_t>(localSize);
+  const char *env = std::getenv("PIPEDREAM_MPI_SHM");
+  bool wanted = !(env && std::string(env) == "0") && localSize > 1 &&
+                sharedMemoryFits(inbox * static_cast<size_t>(localSize));
+  // One name per job: rank 0's random number.
+  unsigned long long job = 0;
+  if (rank == 0)
+    job = (static_cast<unsigned long long>(getpid()) << 32) ^
+          static_cast<unsigned long long>(
+              std::chrono::steady_clock::now().time_since_epoch().count());
+  if (!allAgree(state, wanted) ||
+      MPI_Bcast(&job, 1, MPI_UNSIGNED_LONG_LONG, 0, state.data) != MPI_SUCCESS)
+    return;
+  auto nameOf = [&](int q) {
+    return "/pipedream-" + std::to_string(job) + "-" + std::to_string(q);
+  };
+  // This rank's inbox, its channels empty.
+  void *mine =
+      mapShared(nameOf(rank), O_CREAT | O_EXCL | O_RDWR, inbox, 0, inbox);
+  if (mine)
+    for (int q = 0; q < localSize; ++q)
+      if (q != localRank)
+        ShmChannel::initialize(static_cast<unsigned char *>(mine) +
+                                   size_t(q) * channelBytes,
+                               shape);
+  // Every inbox made before any is opened.
+  bool made = allAgree(state, mine != nullptr);
+  std::vector<std::pair<void *, size_t>> mapped;
+  if (mine)
+    mapped.emplace_back(mine, inbox);
+  bool opened = made;
+  if (made)
+    for (int q = 0; q < localSize && opened; ++q) {
+      if (q == localRank)
+        continue;
+      void *p = mapShared(nameOf(local[static_cast<size_t>(q)]), O_RDWR, inbox,
+                          size_t(localRank) * channelBytes, channelBytes);
+      opened = p != nullptr;
+      if (p)
+        mapped.emplace_back(p, channelBytes);
+    }
+  // Every channel mapped (or given up) before the names go.
+  bool ok = allAgree(state, opened);
+  if (mine)
+    shm_unlink(nameOf(rank).c_str());
+  if (!ok) {
+    for (auto &[p, bytes] : mapped)
+      munmap(p, bytes);
+    return;
+  }
+  auto &shm = state.shm;
+  shm.to.resize(static_cast<size_t>(size));
+  shm.from.resize(static_cast<size_t>(size));
+  shm.pending.resize(static_cast<size_t>(size));
+  for (int q = 0, k = 1; q < localSize; ++q) {
+    if (q == localRank)
+      continue;
+    auto peer = static_cast<size_t>(local[static_cast<size_t>(q)]);
+    shm.to[peer] = std::make_unique<ShmChannel>(mapped[k++].first, shape);
+    shm.from[peer] = std::make_unique<ShmChannel>(
+        static_cast<unsigned char *>(mine) + size_t(q) * channelBytes, shape);
+  }
+  shm.mappings = std::move(mapped);
 }
 
 void createMpiTransport(pd_transport &transport) {
@@ -725,11 +1058,9 @@ void createMpiTransport(pd_transport &transport) {
   transport.rank = static_cast<size_t>(rank);
   transport.size = static_cast<size_t>(size);
   transport.ops = kMpiOps;
-  // NOTE: no recvParts: receiving in place through an hindexed datatype
-  // made the K=2 GPT of bench/pipeline.py spend 16 ms a step in receives
-  // instead of 4; a message in parts is received whole and scattered
-  // (Transport.cpp recvParts).
+  setupSharedMemory(*state, rank, size);
   transport.sendParts = mpiSendParts;
+  transport.recvParts = mpiRecvParts;
   state->progressThread = state->threaded && wantProgressThread();
   if (state->progressThread) {
     MpiState *raw = state.get();
@@ -749,6 +1080,8 @@ namespace runtime {
 bool mpiAvailable() { return false; }
 
 bool mpiBuffersSends(const pd_transport &) { return false; }
+
+size_t mpiSharedMemoryPeers(const pd_transport &) { return 0; }
 
 void *mpiDataCommunicator(pd_transport &) {
   throw Error(PD_ERROR_UNSUPPORTED, "this runtime was built without MPI");

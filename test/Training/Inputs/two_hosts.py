@@ -87,6 +87,11 @@ def main():
                   "--mca", "btl", "tcp,self",
                   "--mca", "btl_tcp_if_include", subnet + ".0/24",
                   "--mca", "oob_tcp_if_include", subnet + ".0/24",
+                  # The namespaces share this machine's memory (and host
+                  # name): without this the runtime would pass the
+                  # program's messages through shared memory
+                  # (TransportMpi.cpp), not over TCP as between hosts.
+                  "-x", "PIPEDREAM_MPI_SHM=0",
                   "-np", str(args.ranks), "--map-by", args.map_by]
         if os.geteuid() == 0:
             launch.insert(5, "--allow-run-as-root")
