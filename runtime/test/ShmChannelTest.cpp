@@ -37,6 +37,14 @@ using pipedream::runtime::ShmNotice;
 
 namespace {
 
+ShmChannelShape shapeOf(uint32_t slots, uint64_t slotBytes, uint32_t notices) {
+  ShmChannelShape shape;
+  shape.slots = slots;
+  shape.slotBytes = slotBytes;
+  shape.notices = notices;
+  return shape;
+}
+
 /// A channel's memory, 64-byte aligned, initialized.
 struct Memory {
   explicit Memory(const ShmChannelShape &shape)
@@ -57,10 +65,7 @@ unsigned char byteOf(uint64_t message, uint64_t i) {
 } // namespace
 
 TEST(ShmChannelTest, SlotsAreClaimedUntilNoneIsFree) {
-  ShmChannelShape shape;
-  shape.slots = 3;
-  shape.slotBytes = 256;
-  shape.notices = 8;
+  ShmChannelShape shape = shapeOf(3, 256, 8);
   Memory memory(shape);
   ShmChannel sender(memory.data, shape), receiver(memory.data, shape);
   EXPECT_EQ(sender.claimSlot(257), -1) << "larger than a slot";
@@ -90,10 +95,7 @@ TEST(ShmChannelTest, SlotsAreClaimedUntilNoneIsFree) {
 }
 
 TEST(ShmChannelTest, NoticeRingRefusesWhileFullAndKeepsOrder) {
-  ShmChannelShape shape;
-  shape.slots = 1;
-  shape.slotBytes = 64;
-  shape.notices = 4;
+  ShmChannelShape shape = shapeOf(1, 64, 4);
   Memory memory(shape);
   ShmChannel sender(memory.data, shape), receiver(memory.data, shape);
   std::deque<ShmNotice> pending;
@@ -122,10 +124,7 @@ TEST(ShmChannelTest, NoticeRingRefusesWhileFullAndKeepsOrder) {
 // has no slot (too large, or all slots taken) goes "elsewhere" (here: a
 // queue of its own, as MPI would carry it) with a notice of slot -1.
 TEST(ShmChannelTest, ThreadsMoveManyMessagesInOrder) {
-  ShmChannelShape shape;
-  shape.slots = 4;
-  shape.slotBytes = 4096;
-  shape.notices = 16;
+  ShmChannelShape shape = shapeOf(4, 4096, 16);
   Memory memory(shape);
   const int messages = 20000;
   const size_t piece = 1000;
