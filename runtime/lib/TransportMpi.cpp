@@ -27,6 +27,10 @@
 // sends in flight. Without MPI_THREAD_MULTIPLE, sends are MPI_Isend polled
 // until complete, as receives are.
 //
+// Program messages between ranks of one machine go through shared-memory
+// channels instead (ShmChannel.h, setupSharedMemory below): one copy into a
+// slot, one out, no MPI call; MPI carries what finds no free slot.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Transport.h"
