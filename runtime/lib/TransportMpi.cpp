@@ -915,14 +915,18 @@ bool allAgree(MpiState &state, bool ok) {
 }
 
 /// `bytes` of the shared-memory object `name` from `offset` (page-aligned)
-/// mapped read-write, or null.
+/// mapped read-write, or null. With O_CREAT the object is made `size`
+/// bytes long and its memory reserved (posix_fallocate): a full /dev/shm
+/// refuses it here rather than with SIGBUS at a later write.
 void *mapShared(const std::string &name, int flags, size_t size, size_t offset,
                 size_t bytes) {
   int fd = shm_open(name.c_str(), flags, 0600);
   if (fd < 0)
     return nullptr;
   void *p = MAP_FAILED;
-  if (!(flags & O_CREAT) || ftruncate(fd, static_cast<off_t>(size)) == 0)
+  if (!(flags & O_CREAT) ||
+      (ftruncate(fd, static_cast<off_t>(size)) == 0 &&
+       posix_fallocate(fd, 0, static_cast<off_t>(size)) == 0))
     p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
              static_cast<off_t>(offset));
   close(fd);
