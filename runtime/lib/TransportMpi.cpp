@@ -942,8 +942,9 @@ void *mapShared(const std::string &name, int flags, size_t size, size_t offset,
 /// for a rank alone on its machine, or when any rank cannot make or map
 /// its part; every rank takes part in the collectives and all agree.
 /// PIPEDREAM_MPI_SHM_SLOTS (default 4) and PIPEDREAM_MPI_SHM_SLOT_BYTES
-/// (default 1 MiB; less on machines of more than 16 ranks: 64 MiB per
-/// inbox at most) shape the channels. Collective over `state.data`.
+/// (default 1 MiB, less on machines of more than 8 ranks: 256 MiB for
+/// the machine's inboxes together, 64 KiB slots at least) shape the
+/// channels. Collective over `state.data`.
 void setupSharedMemory(MpiState &state, int rank, int size) {
   // Which ranks share this machine.
   constexpr int kKeyBytes = 320;
@@ -965,7 +966,8 @@ void setupSharedMemory(MpiState &state, int rank, int size) {
   shape.slots = static_cast<uint32_t>(
       std::clamp(envLong("PIPEDREAM_MPI_SHM_SLOTS", 4), 1L, 64L));
   long slotDefault = std::clamp(
-      (64L << 20) / (static_cast<long>(shape.slots) * localSize) / 4096 * 4096,
+      (256L << 20) / (static_cast<long>(shape.slots) * localSize * localSize) /
+          4096 * 4096,
       64L << 10, 1L << 20);
   shape.slotBytes = static_cast<uint64_t>(std::clamp(
       envLong("PIPEDREAM_MPI_SHM_SLOT_BYTES", slotDefault), 64L, 1L << 30));
