@@ -35,21 +35,6 @@ inline size_t partsBytes(const MessagePart *parts, size_t count) {
   return total;
 }
 
-/// The parts one after the other into `out` (partsBytes long).
-inline void gatherParts(const MessagePart *parts, size_t count,
-                        unsigned char *out) {
-  for (size_t k = 0; k < count; out += parts[k++].bytes)
-    if (parts[k].bytes)
-      std::memcpy(out, parts[k].data, parts[k].bytes);
-}
-
-/// `in` (partsBytes long) into the parts, in order.
-inline void scatterParts(const unsigned char *in, const MessagePart *parts,
-                         size_t count) {
-  for (size_t k = 0; k < count; in += parts[k++].bytes)
-    if (parts[k].bytes)
-      std::memcpy(parts[k].data, in, parts[k].bytes);
-}
 /// `fn(data, bytes)` on each piece of bytes [from, to) of the message the
 /// parts make, in order (a piece: the range's part of one part).
 template <typename Fn>
@@ -81,6 +66,18 @@ inline void scatterPartsRange(const unsigned char *in, const MessagePart *parts,
     std::memcpy(data, in, n);
     in += n;
   });
+}
+
+/// The parts one after the other into `out` (partsBytes long).
+inline void gatherParts(const MessagePart *parts, size_t count,
+                        unsigned char *out) {
+  gatherPartsRange(parts, count, 0, partsBytes(parts, count), out);
+}
+
+/// `in` (partsBytes long) into the parts, in order.
+inline void scatterParts(const unsigned char *in, const MessagePart *parts,
+                         size_t count) {
+  scatterPartsRange(in, parts, count, 0, partsBytes(parts, count));
 }
 
 /// A transport's own send and receive of a message in parts, matched as

@@ -491,6 +491,12 @@ std::string sendWaitingFor(size_t peer, int64_t tag, size_t numBytes) {
          " (" + std::to_string(numBytes) + " bytes): " + peerStuck(peer);
 }
 
+/// What a receive from `peer` waits for, for its timeout message.
+std::string recvWaitingFor(size_t peer, int64_t tag, size_t numBytes) {
+  return "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
+         std::to_string(numBytes) + " bytes): " + peerStuck(peer);
+}
+
 /// The message in parts over MPI (tag routed to its communicator).
 void sendOverMpi(MpiState &state, size_t peer, int64_t tag,
                  const MessagePart *parts, size_t count, size_t numBytes,
@@ -631,8 +637,7 @@ void recvOverMpi(MpiState &state, size_t peer, int64_t tag, void *data,
   MPI_Status status;
   try {
     waitFor(state, request, status, timeout,
-            "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
-                std::to_string(numBytes) + " bytes): " + peerStuck(peer));
+            recvWaitingFor(peer, tag, numBytes));
   } catch (const Error &e) {
     if (e.status == PD_ERROR_IO &&
         std::string(e.what()).find("TRUNCATE") != std::string::npos)
@@ -670,8 +675,7 @@ pd_status mpiRecvParts(void *opaque, size_t peer, int64_t tag,
         waitUntil(
             state, [&] { return takeNotice(state, peer, tag, notice); }, [] {},
             timeout,
-            "rank " + std::to_string(peer) + " (" + describeTag(tag) + ", " +
-                std::to_string(numBytes) + " bytes): " + peerStuck(peer));
+            recvWaitingFor(peer, tag, numBytes));
       if (notice.bytes != numBytes) {
         if (notice.slot >= 0)
           channel->releaseSlot(notice.slot);
