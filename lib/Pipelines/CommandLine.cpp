@@ -122,6 +122,12 @@ struct CodegenFlags::Flags {
                      "(LayerNorm, softmax, losses) as one nest, row by row "
                      "(default true)"),
             cl::init(true), cl::cat(category)),
+        planTemporaries(
+            "plan-temporaries",
+            cl::desc("Place each function's temporaries in one buffer by "
+                     "live range, reusing the bytes of dead ones (default "
+                     "true)"),
+            cl::init(true), cl::cat(category)),
         cacheDir("cache-dir",
                  cl::desc("Cache of compiled objects, keyed by a hash of "
                           "their LLVM IR (default: $PIPEDREAM_CACHE_DIR, "
@@ -141,6 +147,7 @@ struct CodegenFlags::Flags {
   cl::opt<bool> reassociateReductions;
   cl::opt<bool> vectorizeReductions;
   cl::opt<bool> fuseRowLoops;
+  cl::opt<bool> planTemporaries;
   cl::opt<std::string> cacheDir;
   cl::opt<bool> noCache;
 };
@@ -160,6 +167,7 @@ void CodegenFlags::read(CompileOptions &o) const {
   o.loops.reassociateReductions = flags->reassociateReductions;
   o.loops.vectorizeReductions = flags->vectorizeReductions;
   o.loops.fuseRowLoops = flags->fuseRowLoops;
+  o.loops.planTemporaries = flags->planTemporaries;
   o.cacheDir = flags->cacheDir;
   o.noCache = flags->noCache;
 }

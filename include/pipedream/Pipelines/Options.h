@@ -138,7 +138,7 @@ struct CompileOptions {
   /// (the module is split); 0 picks the hardware's, 1 compiles one module.
   unsigned codegenThreads = 0;
   /// --outline-kernels, --merge-functions, --reassociate-reductions,
-  /// --vectorize-reductions, --fuse-row-loops.
+  /// --vectorize-reductions, --fuse-row-loops, --plan-temporaries.
   cpu::CPULoopOptions loops;
   /// --cache-dir (empty: the default directory) and --no-cache.
   std::string cacheDir;

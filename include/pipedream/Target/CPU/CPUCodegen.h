@@ -92,6 +92,9 @@ struct CPULoopOptions {
   /// cpu-fuse-row-loops (--fuse-row-loops): consecutive nests over the
   /// same rows (LayerNorm, softmax, losses) as one nest, row by row.
   bool fuseRowLoops = true;
+  /// cpu-plan-temporaries (--plan-temporaries): a function's temporaries
+  /// in one buffer by live range, bytes reused once a temporary is dead.
+  bool planTemporaries = true;
 };
 
 /// Options of the CPU code generator.

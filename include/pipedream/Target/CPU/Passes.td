@@ -836,6 +836,77 @@ def OutlineKernelsPass : Pass<"cpu-outline-kernels", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// cpu-plan-temporaries
+//===----------------------------------------------------------------------===//
+
+def PlanTemporariesPass
+    : Pass<"cpu-plan-temporaries", "mlir::func::FuncOp"> {
+  let summary = "Place a function's temporaries in one buffer, reusing the "
+                "bytes of those no longer used";
+  let description = [{
+    Runs on bufferized IR after the deallocation pipeline (and after
+    `cpu-outline-kernels`). In a straight-line function the deallocation
+    pipeline frees every temporary before the return, so all of them are
+    live at once: a GPT block's training step kept 55 MiB of temporaries,
+    and each step wrote to every byte of them. Reading and writing that
+    much memory is slow when the caches are cold, for example when the
+    step runs after other work.
+
+    The pass gives each temporary a live range and places all of them in
+    one buffer. Two temporaries whose live ranges overlap get disjoint
+    bytes. A temporary is placed when:
+    - it is a `memref.alloc` in the function's top-level block, with a
+      static shape, the identity layout, the default memory space and an
+      integer or float element of whole bytes;
+    - it has a `memref.dealloc` in the same block;
+    - no value derived from it (a view, an extracted pointer or index,
+      anything computed from them) is returned, yielded, passed to a
+      successor block or stored to memory.
+
+    The live range runs from the `memref.alloc` to the last operation of
+    the block that uses the allocation or any value derived from it. A use
+    inside a nested region counts at its parent operation in the block.
+    Callees (kernels, the GEMM library, run-time checks) get
+    memrefs or pointers as arguments and do not keep them after they
+    return. Offsets are chosen greedily, largest first, lowest free offset,
+    aligned to 64 bytes (or more when an alloc asks for it). The placed
+    temporaries become `memref.view`s of one `memref.alloc` at the start of
+    the block, freed before the terminator, and their deallocs go. After
+    `cpu-cache-allocations` that buffer is kept from one call to the next,
+    as each temporary was before.
+
+    ```mlir
+    %a = memref.alloc() : memref<256xf32>
+    call @k(%x, %a) : (memref<256xf32>, memref<256xf32>) -> ()
+    %b = memref.alloc() : memref<256xf32>
+    call @k(%a, %b) : (memref<256xf32>, memref<256xf32>) -> ()
+    %c = memref.alloc() : memref<256xf32>
+    call @k(%b, %c) : (memref<256xf32>, memref<256xf32>) -> ()
+    memref.dealloc %a : memref<256xf32>
+    memref.dealloc %b : memref<256xf32>
+    memref.dealloc %c : memref<256xf32>
+    // becomes (%c reuses %a's bytes)
+    %t = memref.alloc() {alignment = 64 : i64} : memref<2048xi8>
+    %a = memref.view %t[%c0][] : memref<2048xi8> to memref<256xf32>
+    ...
+    %c = memref.view %t[%c0][] : memref<2048xi8> to memref<256xf32>
+    ```
+
+    Refuses (an error at the op) a function that still has a
+    `bufferization.dealloc`: its temporaries' deallocs are not known yet.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numPlaced", "placed", "Temporaries placed in the buffer">,
+    Statistic<"numKept", "kept", "Temporaries left as they were">,
+    Statistic<"bytesBefore", "bytes-before",
+              "Bytes of the placed temporaries, all together">,
+    Statistic<"bytesAfter", "bytes-after", "Bytes of the buffers made">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // cpu-split-large-functions
 //===----------------------------------------------------------------------===//
 
