@@ -36,6 +36,9 @@ def main():
         out = sys.argv[sys.argv.index("-o") + 1]
         names = sys.argv[3:sys.argv.index("-o")]
         arrays = {n: ref[f"data/{n}"] for n in names}
+        # The corpus stores images as float16 (exactly); models take f32.
+        arrays = {n: a.astype(np.float32) if a.dtype == np.float16 else a
+                  for n, a in arrays.items()}
         arrays["labels"] = ref["data/labels"]
         np.savez(out, **arrays)
         return 0
