@@ -45,6 +45,8 @@ private:
   double total = 0, firstLoss = 0, lastLoss = 0;
   uint64_t ran = 0;
   std::chrono::steady_clock::time_point lastDraw;
+  /// Without a terminal: when stdout was last flushed.
+  std::chrono::steady_clock::time_point lastFlush;
 };
 
 /// --skip-failed-steps: the one line for a skipped step (the runtime did
