@@ -576,13 +576,21 @@ void sendOverMpi(MpiState &state, size_t peer, int64_t tag,
   }
 }
 
-pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
-                       const MessagePart *parts, size_t count, double timeout) {
+/// `body(state, numBytes)` for a message of `parts` (its errors as the
+/// status, guarded); one over MPI's int count is refused before.
+template <typename Body>
+pd_status onMessage(void *opaque, const MessagePart *parts, size_t count,
+                    Body body) {
   auto &state = *static_cast<MpiState *>(opaque);
   size_t numBytes = partsBytes(parts, count);
   if (numBytes > static_cast<size_t>(INT32_MAX))
     return overCountLimit(numBytes);
-  return guarded([&] {
+  return guarded([&] { return body(state, numBytes); });
+}
+
+pd_status mpiSendParts(void *opaque, size_t peer, int64_t tag,
+                       const MessagePart *parts, size_t count, double timeout) {
+  return onMessage(opaque, parts, count, [&](MpiState &state, size_t numBytes) {
     ShmChannel *channel = channelTo(state, peer, tag);
     if (state.threaded || channel)
       checkSendFailure(state);
@@ -663,11 +671,7 @@ void recvOverMpi(MpiState &state, size_t peer, int64_t tag, void *data,
 /// 4).
 pd_status mpiRecvParts(void *opaque, size_t peer, int64_t tag,
                        const MessagePart *parts, size_t count, double timeout) {
-  auto &state = *static_cast<MpiState *>(opaque);
-  size_t numBytes = partsBytes(parts, count);
-  if (numBytes > static_cast<size_t>(INT32_MAX))
-    return overCountLimit(numBytes);
-  return guarded([&] {
+  return onMessage(opaque, parts, count, [&](MpiState &state, size_t numBytes) {
     checkSendFailure(state);
     if (ShmChannel *channel = channelFrom(state, peer, tag)) {
       ShmNotice notice;
