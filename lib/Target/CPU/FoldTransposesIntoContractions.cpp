@@ -64,6 +64,42 @@ FailureOr<linalg::GenericOp> asGeneric(PatternRewriter &rewriter,
   return linalg::generalizeNamedOp(rewriter, op);
 }
 
+/// The dims of `role` that `map` reads, in the order of its results, when
+/// they are consecutive results (so a row-major operand lays them out as
+/// one merged dimension); std::nullopt otherwise.
+std::optional<SmallVector<unsigned>> consecutiveRun(AffineMap map,
+                                                    ArrayRef<unsigned> role) {
+  SmallVector<unsigned> order;
+  int64_t first = -1, last = -1;
+  for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim || !llvm::is_contained(role, dim.getPosition()))
+      continue;
+    if (first < 0)
+      first = int64_t(i);
+    last = int64_t(i);
+    order.push_back(dim.getPosition());
+  }
+  if (!order.empty() && last - first + 1 != int64_t(order.size()))
+    return std::nullopt;
+  return order;
+}
+
+/// Whether the contraction with indexing maps `maps` (A, B, C) has the
+/// layout the GEMM lowerings merge into one GEMM per batch index (GemmPlan):
+/// in each operand the M, N and K dimensions it reads are consecutive, and
+/// A and B read the K dimensions (A and C the M ones, B and C the N ones)
+/// in the same order.
+bool gemmLayout(ArrayRef<AffineMap> maps,
+                const linalg::ContractionDimensions &dims) {
+  auto run = [&](unsigned operand, ArrayRef<unsigned> role) {
+    return consecutiveRun(maps[operand], role);
+  };
+  auto a = run(0, dims.k), b = run(1, dims.k), am = run(0, dims.m),
+       cm = run(2, dims.m), bn = run(1, dims.n), cn = run(2, dims.n);
+  return a && b && am && cm && bn && cn && *a == *b && *am == *cm && *bn == *cn;
+}
+
 struct FoldTransposeIntoContraction
     : OpInterfaceRewritePattern<linalg::LinalgOp> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -77,20 +113,37 @@ struct FoldTransposeIntoContraction
     };
     if (llvm::none_of(op.getDpsInputOperands(), isTransposed))
       return failure();
+    // A transpose whose folding would leave the operands in a layout no
+    // GEMM takes (a convolution's weight gradient: dY read as [N, M, O...]
+    // with N and O the reduction, not [M, N, O...]) stays: its copy is
+    // cheaper than the loops the contraction would become.
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    bool wasGemm = succeeded(dims) && gemmLayout(maps, *dims);
+    SmallVector<std::pair<unsigned, linalg::TransposeOp>> folds;
+    for (OpOperand *operand : op.getDpsInputOperands()) {
+      auto transpose = operand->get().getDefiningOp<linalg::TransposeOp>();
+      if (!transpose)
+        continue;
+      unsigned index = operand->getOperandNumber();
+      AffineMap before = maps[index];
+      maps[index] = readThroughTranspose(before, transpose);
+      if (wasGemm && !gemmLayout(maps, *dims)) {
+        maps[index] = before;
+        continue;
+      }
+      folds.emplace_back(index, transpose);
+    }
+    if (folds.empty())
+      return failure();
     FailureOr<linalg::GenericOp> generalized = asGeneric(rewriter, op);
     if (failed(generalized))
       return failure();
     linalg::GenericOp generic = *generalized;
-    SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
     rewriter.modifyOpInPlace(generic, [&] {
-      for (OpOperand *operand : generic.getDpsInputOperands()) {
-        auto transpose = operand->get().getDefiningOp<linalg::TransposeOp>();
-        if (!transpose)
-          continue;
-        unsigned index = operand->getOperandNumber();
-        maps[index] = readThroughTranspose(maps[index], transpose);
-        operand->set(transpose.getInput());
-      }
+      for (auto [index, transpose] : folds)
+        generic->getOpOperand(index).set(transpose.getInput());
       generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
     });
     return success();

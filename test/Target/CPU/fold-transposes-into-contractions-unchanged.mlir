@@ -95,3 +95,27 @@ func.func @accumulating(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %acc: tensor
   %t = linalg.transpose ins(%c : tensor<8x4xf32>) outs(%e : tensor<4x8xf32>) permutation = [1, 0]
   return %t : tensor<4x8xf32>
 }
+
+// -----
+
+// A convolution's weight gradient (NNToLinalg): dW[m, c] = sum over n, p of
+// dYt[m, n, p] * cols[c, n, p], dYt the transpose of dY [N, M, P]. Read in
+// place, dY would put M between the reduction's N and P, which no GEMM
+// merges (the contraction became scalar loops: a small CNN's training step
+// 43 ms instead of 11): the transpose stays.
+// CHECK-LABEL: func.func @conv_weight_gradient
+// CHECK:         linalg.transpose
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<16x32x256xf32>, tensor<144x32x256xf32>)
+func.func @conv_weight_gradient(%dy: tensor<32x16x256xf32>, %cols: tensor<144x32x256xf32>, %init: tensor<16x144xf32>) -> tensor<16x144xf32> {
+  %e = tensor.empty() : tensor<16x32x256xf32>
+  %t = linalg.transpose ins(%dy : tensor<32x16x256xf32>) outs(%e : tensor<16x32x256xf32>) permutation = [1, 0, 2]
+  %r = linalg.generic {indexing_maps = [affine_map<(m, c, n, p) -> (m, n, p)>, affine_map<(m, c, n, p) -> (c, n, p)>, affine_map<(m, c, n, p) -> (m, c)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%t, %cols : tensor<16x32x256xf32>, tensor<144x32x256xf32>) outs(%init : tensor<16x144xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<16x144xf32>
+  return %r : tensor<16x144xf32>
+}

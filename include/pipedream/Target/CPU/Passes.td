@@ -150,7 +150,12 @@ def FoldTransposesIntoContractionsPass
     transposed weight, and with M micro-batches every weight was transposed
     M times per step. A transpose with other users stays for them. Left
     alone: contractions whose body is not a plain multiply-add (mixed
-    precision casts), ops on buffers, transposes feeding other ops.
+    precision casts), ops on buffers, transposes feeding other ops, and a
+    transpose whose folding would turn a contraction the GEMM lowerings
+    take into one they do not (in some operand its M, N or K dimensions no
+    longer consecutive, or not in the order of the other operands: a
+    convolution's weight gradient reading dY as [N, M, OH, OW], the
+    reduction's N and OH x OW apart, became scalar loops).
 
     Through reshapes (attention's head split and merge): when a contraction
     reads a `tensor.collapse_shape` of a transpose, or its result goes
