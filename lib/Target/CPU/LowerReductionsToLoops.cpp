@@ -70,6 +70,45 @@ bool isInnermostReduction(linalg::LinalgOp op) {
   return true;
 }
 
+/// `op` with its parallel loops moved outside its reduction loops, when its
+/// innermost loop is a reduction but a parallel loop sits inside an outer
+/// reduction loop: BatchNorm's and a convolution bias's sums over N, H, W
+/// of [N, C, H, W] into [C], whose loops N, C, H, W become C, N, H, W.
+/// The trailing reduction loops stay innermost, in order (the same memory
+/// order there), and each output element's terms come in the same order.
+/// Null when that does not apply or the interchange fails.
+linalg::LinalgOp moveReductionsInward(RewriterBase &rewriter,
+                                      linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      iterators.empty() || iterators.back() != utils::IteratorType::reduction)
+    return nullptr;
+  SmallVector<unsigned> order;
+  for (auto [i, type] : llvm::enumerate(iterators))
+    if (type != utils::IteratorType::reduction)
+      order.push_back(unsigned(i));
+  for (auto [i, type] : llvm::enumerate(iterators))
+    if (type == utils::IteratorType::reduction)
+      order.push_back(unsigned(i));
+  bool identity = true;
+  for (auto [i, d] : llvm::enumerate(order))
+    identity = identity && d == i;
+  if (identity)
+    return nullptr;
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::GenericOp> generic =
+      isa<linalg::GenericOp>(op.getOperation())
+          ? FailureOr<linalg::GenericOp>(cast<linalg::GenericOp>(op))
+          : linalg::generalizeNamedOp(rewriter, op);
+  if (failed(generic))
+    return nullptr;
+  FailureOr<linalg::GenericOp> swapped =
+      linalg::interchangeGenericOp(rewriter, *generic, order);
+  if (failed(swapped))
+    return nullptr;
+  return cast<linalg::LinalgOp>(swapped->getOperation());
+}
+
 /// Whether two indices are the same value: one SSA value, or equal ops
 /// (the loop lowering computes each access's indices anew).
 bool sameIndex(Value a, Value b) {
@@ -407,14 +446,18 @@ struct LowerReductionsToLoopsPass
 
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> ops;
-    getOperation().walk([&](linalg::LinalgOp op) {
-      if (isInnermostReduction(op))
-        ops.push_back(op);
-    });
+    getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : ops)
+    for (linalg::LinalgOp op : ops) {
+      if (!isInnermostReduction(op)) {
+        linalg::LinalgOp moved = moveReductionsInward(rewriter, op);
+        if (!moved || !isInnermostReduction(moved))
+          continue;
+        op = moved;
+      }
       if (failed(lower(rewriter, op)))
         return signalPassFailure();
+    }
   }
 
   LogicalResult lower(RewriterBase &rewriter, linalg::LinalgOp op) {

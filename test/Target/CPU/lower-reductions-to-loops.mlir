@@ -201,3 +201,29 @@ func.func @index_weighted(%x: memref<2x64xf32>, %y: memref<2xf32>) {
   }
   return
 }
+
+// -----
+
+// A per-channel sum over N, H and W of [N, C, H, W] (BatchNorm's statistics,
+// a convolution bias's gradient): loops N, C, H, W, the parallel C inside
+// the reduction N. The C loop moves outside (C, N, H, W: H and W stay
+// innermost, each channel's terms in the same order), so the sum keeps its
+// accumulator in registers: loaded once per channel, carried through N and
+// H, 16 lanes along W, stored once. (Before, every term loaded and stored
+// the channel's sum: a small CNN's step spent 10% in these.)
+// CHECK-LABEL: func.func @channel_sum
+// CHECK: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[INIT:.*]] = memref.load %[[Y:.*]][%[[C]]] : memref<3xf32>
+// CHECK-NEXT: scf.for %[[N:.*]] = %{{.*}} iter_args(%{{.*}} = %[[INIT]]) -> (f32)
+// CHECK-NEXT: scf.for %[[H:.*]] = %{{.*}} iter_args
+// CHECK: vector.load %{{.*}}[%[[N]], %[[C]], %[[H]], %{{.*}}] : memref<2x3x4x40xf32>, vector<16xf32>
+// CHECK: memref.store %{{.*}}, %[[Y]][%[[C]]] : memref<3xf32>
+// CHECK-NOT: memref.store
+func.func @channel_sum(%x: memref<2x3x4x40xf32>, %y: memref<3xf32>) {
+  linalg.reduce ins(%x : memref<2x3x4x40xf32>) outs(%y : memref<3xf32>) dimensions = [0, 2, 3]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  return
+}

@@ -531,10 +531,15 @@ def LowerReductionsToLoopsPass
     GEMM kernel) does. Max and min reductions are exact in any order and are
     left as they are.
 
+    An op whose innermost loop is a reduction but whose parallel loops are
+    not all outside its reduction loops (a per-channel sum over N, H, W of
+    [N, C, H, W]: loops N, C, H, W) first has its parallel loops moved out
+    (C, N, H, W; `linalg::interchangeGenericOp`): the innermost loops and
+    the order of each output element's terms stay the same.
+
     Ops it leaves to `convert-linalg-to-loops`: on tensors, several outputs,
-    a parallel loop inside a reduction loop (a column sum: vectorized as an
-    elementwise loop already), an input that is a view of the output's
-    buffer.
+    an innermost parallel loop (a column sum: vectorized as an elementwise
+    loop already), an input that is a view of the output's buffer.
   }];
   let options = [
     Option<"reassociate", "reassociate", "bool", /*default=*/"true",
