@@ -86,6 +86,13 @@ def LowerConvToGemmPass : Pass<"cpu-lower-conv-to-gemm", "mlir::ModuleOp"> {
     that `cpu-lower-gemm-to-blas` turns the convolution's arithmetic into
     BLAS calls after bufferization.
 
+    For NCHW x FCHW with one float element type (what NNToLinalg makes) the
+    im2col is the pass's own: loops n, c, kh, kw, oh, ow with affine input
+    indices (oh * sh + kh * dh, ow * sw + kw * dw), collapsed to
+    [N, C*KH*KW, OH*OW]; the contraction is upstream's. Upstream loops its
+    im2col over the collapsed OH*OW, a division and a remainder per element
+    (a small CNN's training step spent 9% of its time in those copies).
+
     ```mlir
     %0 = linalg.conv_2d_nchw_fchw ins(%x, %w : ...) outs(%init : ...)
     // becomes
