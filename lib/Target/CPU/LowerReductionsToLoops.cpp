@@ -48,20 +48,14 @@ Value baseBuffer(Value value) {
   return memref::skipViewLikeOps(cast<MemrefValue>(value));
 }
 
-/// Whether `op` qualifies: on buffers, one output, its reduction loops
-/// innermost (and at least one), and no input a view of the output's
-/// buffer (the accumulator must be the only access to it).
-bool isInnermostReduction(linalg::LinalgOp op) {
+/// Whether `op` is a reduction the pass may lower, its loops in any order:
+/// on buffers, one output, at least one reduction loop, and no input a
+/// view of the output's buffer (the accumulator must be the only access
+/// to it).
+bool isLowerableReduction(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0)
     return false;
-  bool reduction = false;
-  for (utils::IteratorType type : op.getIteratorTypesArray()) {
-    if (type == utils::IteratorType::reduction)
-      reduction = true;
-    else if (reduction)
-      return false;
-  }
   Value out = baseBuffer(op.getDpsInitOperand(0)->get());
   for (OpOperand *input : op.getDpsInputOperands())
     if (isa<MemRefType>(input->get().getType()) &&
@@ -70,18 +64,27 @@ bool isInnermostReduction(linalg::LinalgOp op) {
   return true;
 }
 
-/// `op` with its parallel loops moved outside its reduction loops, when its
-/// innermost loop is a reduction but a parallel loop sits inside an outer
-/// reduction loop: BatchNorm's and a convolution bias's sums over N, H, W
-/// of [N, C, H, W] into [C], whose loops N, C, H, W become C, N, H, W.
-/// The trailing reduction loops stay innermost, in order (the same memory
+/// Whether `op`'s reduction loops are its innermost ones.
+bool reductionsInnermost(linalg::LinalgOp op) {
+  return llvm::is_sorted(op.getIteratorTypesArray(),
+                         [](utils::IteratorType a, utils::IteratorType b) {
+                           return a == utils::IteratorType::parallel &&
+                                  b == utils::IteratorType::reduction;
+                         });
+}
+
+/// The lowerable reduction `op`, its reduction loops not all innermost,
+/// with its parallel loops moved outside them when its innermost loop is a
+/// reduction: BatchNorm's and a convolution bias's sums over N, H, W of
+/// [N, C, H, W] into [C], whose loops N, C, H, W become C, N, H, W. The
+/// trailing reduction loops stay innermost, in order (the same memory
 /// order there), and each output element's terms come in the same order.
-/// Null when that does not apply or the interchange fails.
+/// Null (`op` unchanged) when its innermost loop is parallel (a column sum)
+/// or the interchange fails.
 linalg::LinalgOp moveReductionsInward(RewriterBase &rewriter,
                                       linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      iterators.empty() || iterators.back() != utils::IteratorType::reduction)
+  if (iterators.back() != utils::IteratorType::reduction)
     return nullptr;
   SmallVector<unsigned> order;
   for (auto [i, type] : llvm::enumerate(iterators))
@@ -90,11 +93,6 @@ linalg::LinalgOp moveReductionsInward(RewriterBase &rewriter,
   for (auto [i, type] : llvm::enumerate(iterators))
     if (type == utils::IteratorType::reduction)
       order.push_back(unsigned(i));
-  bool identity = true;
-  for (auto [i, d] : llvm::enumerate(order))
-    identity = identity && d == i;
-  if (identity)
-    return nullptr;
   rewriter.setInsertionPoint(op);
   FailureOr<linalg::GenericOp> generic =
       isa<linalg::GenericOp>(op.getOperation())
@@ -449,11 +447,12 @@ struct LowerReductionsToLoopsPass
     getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
-      if (!isInnermostReduction(op)) {
-        linalg::LinalgOp moved = moveReductionsInward(rewriter, op);
-        if (!moved || !isInnermostReduction(moved))
+      if (!isLowerableReduction(op))
+        continue;
+      if (!reductionsInnermost(op)) {
+        op = moveReductionsInward(rewriter, op);
+        if (!op)
           continue;
-        op = moved;
       }
       if (failed(lower(rewriter, op)))
         return signalPassFailure();

@@ -129,7 +129,8 @@ int64_t assignOffsets(MutableArrayRef<Temporary> temps) {
   SmallVector<Temporary *> order;
   for (Temporary &t : temps)
     order.push_back(&t);
-  llvm::stable_sort(order, [](const Temporary *a, const Temporary *b) {
+  // Starts are distinct: a total order, the same on every run.
+  llvm::sort(order, [](const Temporary *a, const Temporary *b) {
     return a->bytes != b->bytes ? a->bytes > b->bytes : a->start < b->start;
   });
   SmallVector<Temporary *> placed;
@@ -175,8 +176,8 @@ struct PlanTemporariesPass
     for (Operation &op : block) {
       position[&op] = index++;
       if (auto alloc = dyn_cast<memref::AllocOp>(op))
-        if (placeableBytes(alloc))
-          temps.push_back(Temporary{alloc, nullptr, position[&op]});
+        if (std::optional<int64_t> bytes = placeableBytes(alloc))
+          temps.push_back(Temporary{alloc, nullptr, position[&op], 0, *bytes});
     }
     SmallVector<Temporary> placeable;
     int64_t alignment = kMinAlignment;
@@ -185,7 +186,6 @@ struct PlanTemporariesPass
         ++numKept;
         continue;
       }
-      t.bytes = *placeableBytes(t.alloc);
       if (std::optional<uint64_t> align = t.alloc.getAlignment())
         t.alignment = std::max<int64_t>(t.alignment, int64_t(*align));
       alignment = std::max(alignment, t.alignment);
