@@ -31,6 +31,8 @@ packages=(
   # Runtime: the MPI transport of pipeline bundles (pipedream-run --ranks K;
   # optional at build time, the lit tests that need it are skipped without).
   openmpi-bin libopenmpi-dev
+  # Tests that count pipedream-run's writes (progress-buffered-mpi.test).
+  strace
   # CPU code generation: lld as a library (in-process linking of program.so)
   # and OpenBLAS (GEMMs the vectorized kernel does not cover).
   liblld-22-dev libopenblas-dev

@@ -99,6 +99,16 @@ if "mpi" in config.available_features and shutil.which("ip") and \
     except (OSError, subprocess.SubprocessError):
         pass
 
+# strace that can follow a process tree (not where ptrace is forbidden):
+# tests that count a tool's system calls.
+if shutil.which("strace"):
+    try:
+        if subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "true"],
+                          capture_output=True, timeout=30).returncode == 0:
+            config.available_features.add("strace")
+    except (OSError, subprocess.SubprocessError):
+        pass
+
 # A usable CUDA device: the GPU runtime's device tests (built with
 # -DPIPEDREAM_ENABLE_CUDA) exit 0 listing their tests, 77 without a device.
 _gpu_probe = os.path.join(config.pipedream_obj_root, "runtime", "test",

@@ -258,6 +258,16 @@ bool underTorchrun(const Options &options) {
 /// Under mpirun (or torchrun with --transport nccl): this process is one
 /// rank.
 int runMpiRank(const Options &options) {
+  // Open MPI gives each rank a pseudo-terminal as stdout (its output
+  // forwarding), so the C library wrote out every line as it was printed:
+  // rank 0's per-step progress line cost it ~200 us a step, on the
+  // pipeline's critical path (issue 21; bench/pipeline.py K = 2: the
+  // other rank waited that long for its first activation). Buffered as
+  // through a pipe, the lines go out at most once a second and at the end
+  // (Progress::step), and before every exit (die(), the test hooks).
+  // Nothing has been written to stdout yet, as setvbuf requires.
+  if (isatty(STDOUT_FILENO))
+    std::setvbuf(stdout, nullptr, _IOFBF, BUFSIZ);
   pd_transport *transport = nullptr;
   bool torchrun = underTorchrun(options);
   if ((torchrun ? pd_transport_create_nccl(nullptr, &transport)
