@@ -65,9 +65,9 @@ public:
   const ShmChannelShape &shape() const { return shape_; }
 
   // --- The sender's side.
-  /// A free slot for a message of `bytes`, now the sender's with nothing
-  /// filled, or -1: the message is larger than a slot, or every slot holds
-  /// a message that the receiver has not taken yet.
+  /// The lowest free slot for a message of `bytes`, now the sender's with
+  /// nothing filled, or -1: the message is larger than a slot, or every slot
+  /// holds a message that the receiver has not taken yet.
   int32_t claimSlot(uint64_t bytes);
   unsigned char *slotData(int32_t slot) const;
   /// Publishes `notice` (its slot claimed); false, and nothing published,
@@ -102,8 +102,6 @@ private:
   Counter *filled_;
   ShmNotice *notices_;
   unsigned char *slots_;
-  /// The sender's next slot to try (round robin).
-  uint32_t nextSlot_ = 0;
 };
 
 } // namespace runtime

@@ -85,6 +85,18 @@ TEST(ShmChannelTest, SlotsAreClaimedUntilNoneIsFree) {
   receiver.releaseSlot(claimed[0]);
   EXPECT_EQ(sender.claimSlot(10), claimed[0]);
   EXPECT_EQ(receiver.filled(claimed[0]), 0u);
+  // The lowest free slot comes first: the one the receiver copied out of
+  // last, while it keeps up (its lines are the likeliest still cached).
+  for (int32_t s = 0; s < 3; ++s)
+    receiver.releaseSlot(s);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sender.claimSlot(8), 0);
+    receiver.releaseSlot(0);
+  }
+  EXPECT_EQ(sender.claimSlot(8), 0);
+  EXPECT_EQ(sender.claimSlot(8), 1);
+  receiver.releaseSlot(0);
+  EXPECT_EQ(sender.claimSlot(8), 0);
   // The slots do not overlap and stay inside the channel.
   for (int32_t s = 0; s < 3; ++s) {
     EXPECT_GE(sender.slotData(s), memory.data);
