@@ -123,6 +123,9 @@ CompileTimingSession::~CompileTimingSession() {
     impl->scopes.pop_back();
   }
   impl->manager.print();
+  // The manager prints again when destroyed (an empty tree, its shares
+  // -nan%), unless disabled.
+  impl->manager.setEnabled(false);
   os.flush();
 }
 
