@@ -179,3 +179,48 @@ func.func @conv_bn_pool(
   %3 = nn.global_average_pool %2 : (tensor<2x3x3x3xf64>) -> tensor<2x3x1x1xf64>
   return %3 : tensor<2x3x1x1xf64>
 }
+
+// A 1x1 convolution on a global average pool's 1x1 result, as in the
+// squeeze-and-excitation blocks of EfficientNet and MobileNetV3. The
+// convolution's input gradient is a sum over unit dimensions, read through
+// the pool's (or the mean's) broadcast back over the pixels; an elementwise
+// fusion once made the k-th pixel's gradient (k + 1) times too large
+// (FuseElementwiseOps.cpp). Each of these failed so.
+// CHECK: PASS @pool_conv1x1
+func.func @pool_conv1x1(
+    %x: tensor<2x4x3x3xf64>,
+    %w: tensor<5x4x1x1xf64> {nn.name = "pool_conv1x1.w", nn.param = dense<0.0> : tensor<5x4x1x1xf64>},
+    %b: tensor<5xf64> {nn.name = "pool_conv1x1.b", nn.param = dense<0.0> : tensor<5xf64>})
+    -> tensor<2x5x1x1xf64> {
+  %0 = nn.global_average_pool %x : (tensor<2x4x3x3xf64>) -> tensor<2x4x1x1xf64>
+  %1 = nn.conv %0, %w, %b {dilations = array<i64: 1, 1>, group = 1 : i64,
+                           pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x4x1x1xf64>, tensor<5x4x1x1xf64>, tensor<5xf64>) -> tensor<2x5x1x1xf64>
+  return %1 : tensor<2x5x1x1xf64>
+}
+
+// CHECK: PASS @mean_conv1x1
+func.func @mean_conv1x1(
+    %x: tensor<2x4x3x3xf64>,
+    %w: tensor<5x4x1x1xf64> {nn.name = "mean_conv1x1.w", nn.param = dense<0.0> : tensor<5x4x1x1xf64>})
+    -> tensor<2x5x1x1xf64> {
+  %0 = nn.reduce_mean %x {axes = array<i64: 2, 3>} : (tensor<2x4x3x3xf64>) -> tensor<2x4x1x1xf64>
+  %1 = nn.conv %0, %w {dilations = array<i64: 1, 1>, group = 1 : i64,
+                       pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x4x1x1xf64>, tensor<5x4x1x1xf64>) -> tensor<2x5x1x1xf64>
+  return %1 : tensor<2x5x1x1xf64>
+}
+
+// The pooled, convolved value scaling the input (no sigmoid).
+// CHECK: PASS @pool_conv1x1_scale
+func.func @pool_conv1x1_scale(
+    %x: tensor<2x4x3x3xf64>,
+    %w: tensor<4x4x1x1xf64> {nn.name = "pool_conv1x1_scale.w", nn.param = dense<0.0> : tensor<4x4x1x1xf64>})
+    -> tensor<2x4x3x3xf64> {
+  %0 = nn.global_average_pool %x : (tensor<2x4x3x3xf64>) -> tensor<2x4x1x1xf64>
+  %1 = nn.conv %0, %w {dilations = array<i64: 1, 1>, group = 1 : i64,
+                       pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+      : (tensor<2x4x1x1xf64>, tensor<4x4x1x1xf64>) -> tensor<2x4x1x1xf64>
+  %2 = nn.mul %x, %1 : (tensor<2x4x3x3xf64>, tensor<2x4x1x1xf64>) -> tensor<2x4x3x3xf64>
+  return %2 : tensor<2x4x3x3xf64>
+}

@@ -41,6 +41,29 @@ bool isContraction(Operation *op) {
          linalg::isaContractionOpInterface(linalgOp);
 }
 
+/// Whether upstream's fusion of `fusedOperand`'s producer into its consumer
+/// would give the fused op an output that is updated more than once per
+/// element. Upstream keeps a producer result whose payload reads its init
+/// (an accumulation, e.g. `out + in` over a filled init: a sum over unit
+/// dimensions once they are folded) as an output of the fused op, indexed
+/// by the consumer's map of the fused operand. Where the consumer
+/// broadcasts that operand (the map is not a permutation of its loops),
+/// the output is then read and updated again at every broadcast iteration:
+/// the sum accumulates once per broadcast element. (A 1x1 convolution's
+/// input gradient through a global average pool's broadcast, as in
+/// EfficientNet's squeeze-and-excitation, came out (k + 1) times too large
+/// at the k-th pixel, silently.)
+bool fusionRepeatsAnUpdate(OpOperand *fusedOperand) {
+  auto producer = fusedOperand->get().getDefiningOp<linalg::GenericOp>();
+  auto consumer = dyn_cast<linalg::LinalgOp>(fusedOperand->getOwner());
+  if (!producer || !consumer ||
+      consumer.getMatchingIndexingMap(fusedOperand).isPermutation())
+    return false;
+  return llvm::any_of(producer.getDpsInitsMutable(), [&](OpOperand &init) {
+    return producer.payloadUsesValueFromOperand(&init);
+  });
+}
+
 /// Whether every user of `op`'s results is the function's return or
 /// `other`.
 bool usedOnlyByReturnOr(Operation *op, Operation *other) {
@@ -185,12 +208,12 @@ struct FuseElementwiseOpsPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // Upstream's default (fuse single-use producers), minus contractions
-    // on either side.
+    // on either side and fusions that would repeat an update.
     linalg::ControlFusionFn control = [](OpOperand *fusedOperand) {
       Operation *producer = fusedOperand->get().getDefiningOp();
       Operation *consumer = fusedOperand->getOwner();
       return producer && producer->hasOneUse() && !isContraction(consumer) &&
-             !isContraction(producer);
+             !isContraction(producer) && !fusionRepeatsAnUpdate(fusedOperand);
     };
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);

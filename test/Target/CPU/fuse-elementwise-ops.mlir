@@ -136,3 +136,78 @@ func.func @contraction_kept(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %bias: t
   } -> tensor<8x4xf32>
   return %r : tensor<8x4xf32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#bcast = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// A producer that reads its init (s = 0 + x: a sum over unit dimensions
+// once they are folded) read through a broadcast: fused, upstream would
+// keep `s` as an output indexed (d0, d1) of loops (d0, d1, d2), read and
+// updated again at every d2, so the k-th broadcast element got (k + 1) x
+// (EfficientNet's squeeze-and-excitation gradient). The producer keeps its
+// loop.
+// CHECK-LABEL: func.func @accumulating_producer_broadcast(
+// CHECK:         %[[FILL:.*]] = linalg.fill
+// CHECK:         %[[S:.*]] = linalg.generic
+// CHECK-SAME:      outs(%[[FILL]] :
+// CHECK:           arith.addf
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[S]] : tensor<2x8xf64>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x8x4xf64>)
+// CHECK-NOT:     linalg.generic
+func.func @accumulating_producer_broadcast(%x: tensor<2x8xf64>) -> tensor<2x8x4xf64> {
+  %zero = arith.constant 0.0 : f64
+  %scale = arith.constant 0.0625 : f64
+  %e0 = tensor.empty() : tensor<2x8xf64>
+  %init = linalg.fill ins(%zero : f64) outs(%e0 : tensor<2x8xf64>) -> tensor<2x8xf64>
+  %s = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<2x8xf64>) outs(%init : tensor<2x8xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %t = arith.addf %o, %a : f64
+    linalg.yield %t : f64
+  } -> tensor<2x8xf64>
+  %e1 = tensor.empty() : tensor<2x8x4xf64>
+  %b = linalg.generic {indexing_maps = [#bcast, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x8xf64>) outs(%e1 : tensor<2x8x4xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %t = arith.mulf %a, %scale : f64
+    linalg.yield %t : f64
+  } -> tensor<2x8x4xf64>
+  return %b : tensor<2x8x4xf64>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// The same producer read elementwise, in the consumer's own iteration
+// space: fusing it is sound (each element updated once), so one loop.
+// CHECK-LABEL: func.func @accumulating_producer_elementwise(
+// CHECK:         linalg.generic
+// CHECK:           arith.addf
+// CHECK:           arith.mulf
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+func.func @accumulating_producer_elementwise(%x: tensor<2x8xf64>) -> tensor<2x8xf64> {
+  %zero = arith.constant 0.0 : f64
+  %scale = arith.constant 0.0625 : f64
+  %e0 = tensor.empty() : tensor<2x8xf64>
+  %init = linalg.fill ins(%zero : f64) outs(%e0 : tensor<2x8xf64>) -> tensor<2x8xf64>
+  %s = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<2x8xf64>) outs(%init : tensor<2x8xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %t = arith.addf %o, %a : f64
+    linalg.yield %t : f64
+  } -> tensor<2x8xf64>
+  %e1 = tensor.empty() : tensor<2x8xf64>
+  %b = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<2x8xf64>) outs(%e1 : tensor<2x8xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %t = arith.mulf %a, %scale : f64
+    linalg.yield %t : f64
+  } -> tensor<2x8xf64>
+  return %b : tensor<2x8xf64>
+}
