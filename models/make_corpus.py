@@ -187,6 +187,47 @@ def t5():
             ("tokens", (SEQ,), 64))
 
 
+def albert():
+    """transformers' ALBERT: one set of layer weights shared by every layer
+    (cross-layer parameter sharing: a pipeline splits the layers, not the
+    weights) and a factorized embedding (16 -> 32)."""
+    from transformers import AlbertConfig, AlbertForSequenceClassification
+    cfg = AlbertConfig(vocab_size=64, embedding_size=16, hidden_size=32,
+                       num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=16,
+                       hidden_dropout_prob=0.0,
+                       attention_probs_dropout_prob=0.0,
+                       classifier_dropout_prob=0.0, num_labels=4,
+                       pad_token_id=None)
+    cfg._attn_implementation = "eager"
+    model = ids_to_logits(AlbertForSequenceClassification)(cfg)
+    return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("class", (), 4)
+
+
+def wav2vec2():
+    """transformers' wav2vec 2.0 on 400 raw audio samples: 1-d
+    convolutions with GroupNorm, a convolutional position embedding under
+    weight normalization (grouped), GELU, a transformer encoder, mean
+    pooling and a classifier."""
+    from transformers import Wav2Vec2Config, Wav2Vec2ForSequenceClassification
+    cfg = Wav2Vec2Config(hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64,
+                         conv_dim=(16, 16), conv_stride=(5, 2),
+                         conv_kernel=(10, 3), num_conv_pos_embeddings=8,
+                         num_conv_pos_embedding_groups=4, hidden_dropout=0.0,
+                         attention_dropout=0.0, activation_dropout=0.0,
+                         feat_proj_dropout=0.0, layerdrop=0.0,
+                         mask_time_prob=0.0, classifier_proj_size=16,
+                         num_labels=4, feat_extract_norm="group")
+    cfg._attn_implementation = "eager"
+    cls = Wav2Vec2ForSequenceClassification
+
+    def forward(self, input_values):
+        return cls.forward(self, input_values=input_values).logits
+    model = _logits_only(cls, forward)(cfg)
+    return model, {"input_values": ("image", (400,), None)}, ("class", (), 4)
+
+
 def resnet():
     """torchvision's ResNet(BasicBlock, [1, 1, 1, 1]) at 1/16 width
     (stem and stages 4-8-16-32 channels instead of 64-128-256-512),
@@ -247,15 +288,57 @@ def mobilenetv2():
     return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
 
 
+def convnext():
+    """torchvision's ConvNeXt with two stages of one block each (8 and 16
+    channels; the tiny model has 96-768 in 3-3-9-3): depthwise 7x7
+    convolutions, LayerNorm over channels (permutes around it), GELU,
+    layer scale."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    model = ConvNeXt([CNBlockConfig(8, 16, 1), CNBlockConfig(16, None, 1)],
+                     stochastic_depth_prob=0.0, layer_scale=0.5,
+                     num_classes=10)
+    return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
+
+
+def efficientnet():
+    """torchvision's EfficientNet-B0 at width 0.25, its first three MBConv
+    stages and a last convolution to 64 channels: SiLU, depthwise
+    convolutions, squeeze-and-excitation (a global pool, two 1x1
+    convolutions, Sigmoid, a broadcast product), BatchNorm."""
+    from torchvision.models.efficientnet import (EfficientNet,
+                                                 _efficientnet_conf)
+    setting, _ = _efficientnet_conf("efficientnet_b0", width_mult=0.25,
+                                    depth_mult=0.5)
+    model = EfficientNet(setting[:3], dropout=0.0, stochastic_depth_prob=0.0,
+                         num_classes=10, last_channel=64)
+    return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
+
+
+def swin():
+    """torchvision's Swin Transformer (v1) with two stages of one block
+    (16 and 32 channels, 2 heads, 4x4 windows) on 16x16 images: shifted
+    windows (torch.roll), an attention mask for the shifted windows,
+    relative position biases gathered from a table by a buffer of
+    indices, patch merging."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    model = SwinTransformer(patch_size=[2, 2], embed_dim=16, depths=[1, 1],
+                            num_heads=[2, 2], window_size=[4, 4],
+                            stochastic_depth_prob=0.0, num_classes=10)
+    return model, {"x": ("image", (3, 16, 16), None)}, ("class", (), 10)
+
+
 BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "vit": vit,
-            "t5": t5, "resnet": resnet, "mobilenetv2": mobilenetv2}
+            "t5": t5, "resnet": resnet, "mobilenetv2": mobilenetv2,
+            "convnext": convnext, "efficientnet": efficientnet, "swin": swin,
+            "albert": albert, "wav2vec2": wav2vec2}
 
 # name -> (builder, exporter, static batch)
 CORPUS = [(f"{m}-{e}", m, e, MICRO) for m in BUILDERS for e in ("ts", "dynamo")]
 CORPUS += [("gpt2-ts-b4", "gpt2", "ts", 4), ("resnet-ts-b4", "resnet", "ts", 4)]
 
 LR = {"gpt2": 0.1, "bert": 0.1, "llama": 0.1, "vit": 0.1, "t5": 0.1,
-      "resnet": 0.02, "mobilenetv2": 0.01}
+      "resnet": 0.02, "mobilenetv2": 0.01, "convnext": 0.02,
+      "efficientnet": 0.01, "swin": 0.05, "albert": 0.1, "wav2vec2": 0.05}
 
 
 # ---------------------------------------------------------------- export
