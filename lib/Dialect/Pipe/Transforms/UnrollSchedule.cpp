@@ -332,6 +332,13 @@ void UnrollSchedulePass::runOnOperation() {
   // shared weight; items are taken in start-time order, an action once the
   // actions it receives values from are placed, an all-reduce once every
   // rank of its group has reached it (a rendezvous, as the collective is).
+  // Where that order deadlocks (a rank's all-reduce before its U would wait
+  // for a peer that first needs this rank's later compute: ALBERT's shared
+  // layers under zb-v), a synchronous schedule defers its updates: each
+  // rank runs all its F, B and W first, then its all-reduces in one order
+  // common to all ranks (weight name, update), then its U in their order.
+  // Results are the same (a U of a synchronous step only has to follow its
+  // stage's gradients); the updates run later.
   struct Reduction {
     const SharedWeight *weight;
     int64_t microbatch;
@@ -341,12 +348,22 @@ void UnrollSchedulePass::runOnOperation() {
     int64_t reduction = -1; // or an action (rank, index)
     int64_t rank = 0, index = 0;
   };
-  std::vector<std::vector<Item>> items(k);
-  {
+  std::map<std::pair<int64_t, int64_t>, double> startOf;
+  for (auto [t, r, i] : order)
+    startOf[{r, i}] = t;
+  std::vector<Item> merged;
+  // Fills `reductions` and `merged`; false (with nothing emitted) when the
+  // order deadlocks, failure on an inconsistent schedule.
+  auto orderWithReductions = [&](bool deferUpdates) -> FailureOr<bool> {
+    reductions.clear();
+    merged.clear();
+    std::vector<std::vector<Item>> items(k);
     // (weight, j) -> reduction index.
     std::map<std::pair<std::string, int64_t>, int64_t> reductionOf;
     for (int64_t r = 0; r < k; ++r) {
       std::map<int64_t, int64_t> updatesOf; // stage -> U seen so far
+      std::vector<Item> updates;
+      std::vector<std::pair<std::pair<std::string, int64_t>, int64_t>> deferred;
       for (size_t i = 0; i < schedule.ranks[r].size(); ++i) {
         const sched::Action &a = schedule.ranks[r][i];
         if (a.op == sched::Op::U) {
@@ -359,23 +376,30 @@ void UnrollSchedulePass::runOnOperation() {
                 reductionOf.insert({{name, j}, (int64_t)reductions.size()});
             if (inserted)
               reductions.push_back({&w, a.microbatch});
-            else if (reductions[it->second].microbatch != a.microbatch)
-              return fail(fnOf(a.stage, 'U'),
-                          "the updates of '" + name +
-                              "' on different ranks follow different "
-                              "micro-batches");
-            items[r].push_back({it->second, r, 0});
+            else if (reductions[it->second].microbatch != a.microbatch) {
+              (void)fail(fnOf(a.stage, 'U'),
+                         "the updates of '" + name +
+                             "' on different ranks follow different "
+                             "micro-batches");
+              return failure();
+            }
+            if (deferUpdates)
+              deferred.push_back({{name, j}, it->second});
+            else
+              items[r].push_back({it->second, r, 0});
+          }
+          if (deferUpdates) {
+            updates.push_back({-1, r, (int64_t)i});
+            continue;
           }
         }
         items[r].push_back({-1, r, (int64_t)i});
       }
+      llvm::sort(deferred);
+      for (auto &entry : deferred)
+        items[r].push_back({entry.second, r, 0});
+      llvm::append_range(items[r], updates);
     }
-  }
-  std::map<std::pair<int64_t, int64_t>, double> startOf;
-  for (auto [t, r, i] : order)
-    startOf[{r, i}] = t;
-  std::vector<Item> merged;
-  {
     std::set<std::tuple<int, int64_t, int64_t>> placed; // (op, stage, mb)
     auto ready = [&](const sched::Action &a) {
       if (a.op == sched::Op::F) {
@@ -432,18 +456,26 @@ void UnrollSchedulePass::runOnOperation() {
           best = t;
         }
       }
-      if (pick < 0) {
-        module.emitError()
-            << "pipe-unroll-schedule: the gradient all-reduces of the "
-               "shared weights cannot be placed in this schedule without a "
-               "deadlock";
-        return signalPassFailure();
-      }
+      if (pick < 0)
+        return false;
       const Item &item = items[pick][head[pick]++];
       const sched::Action &a = schedule.ranks[pick][item.index];
       placed.insert({(int)a.op, a.stage, a.microbatch});
       merged.push_back(item);
     }
+    return true;
+  };
+  FailureOr<bool> ordered = orderWithReductions(/*deferUpdates=*/false);
+  if (succeeded(ordered) && !*ordered && config.isSynchronous())
+    ordered = orderWithReductions(/*deferUpdates=*/true);
+  if (failed(ordered))
+    return signalPassFailure();
+  if (!*ordered) {
+    module.emitError()
+        << "pipe-unroll-schedule: the gradient all-reduces of the "
+           "shared weights cannot be placed in this schedule without a "
+           "deadlock";
+    return signalPassFailure();
   }
 
   // Program signature: every input per micro-batch (input-major), the loss
