@@ -5,11 +5,15 @@
 
 Each function takes an input of shape [2, C, H, W] (H and W often 1), a
 second input broadcastable to it, and the weights its ops need; it applies
-3 to 7 ops, each to one of the three newest values: tanh, sigmoid, neg;
-add, mul, sub with broadcasting; reduce_sum / reduce_mean over 1-3 axes
-kept as unit dimensions; 1x1 and padded 3x3 convolutions;
-global_average_pool; transposes; a matmul over the last axis; expand to a
-shape already seen. It returns every value no later op reads. Unit
+3 to 7 ops, each to one of the three newest values: tanh, sigmoid, neg,
+gelu, softplus, erf, exp (of a tanh); add, mul, sub, div (by 1 + a
+sigmoid plus a positive input) with broadcasting; reduce_sum / reduce_mean
+over 1-3 axes and reduce_max / reduce_min over 1-2, kept as unit
+dimensions; softmax and log_softmax on any axis; layer_normalization from
+any axis; 1x1 and padded 3x3 convolutions; global_average_pool; 2x2
+average and max pools; batch_norm_train (with a residual); concat; slice;
+transposes; a matmul over the last axis; expand to a shape already seen.
+It returns every value no later op reads. Unit
 dimensions, reductions read back through broadcasts and convolutions on
 1x1 images are where fusion and lowering bugs hid (an elementwise fusion
 once made a 1x1 convolution's input gradient after a global pool (k + 1)
@@ -38,6 +42,8 @@ def bshape(a, b):
 def gen_function(rng, idx):
     """Lines of the function @f<idx>."""
     args = []   # (name, shape)
+    nograd = []
+    positive = []
     vals = []   # (name, shape)
     lines = []
     n = 0
@@ -56,13 +62,85 @@ def gen_function(rng, idx):
     vals.append((arg(x1), x1))
     nops = rng.randint(3, 7)
     for _ in range(nops):
-        kind = rng.choice(["unary", "binary", "binary", "reduce", "reduce", "conv1", "conv3", "gap", "transpose", "matmul", "expand"])
+        kind = rng.choice(["unary", "binary", "binary", "reduce", "reduce",
+                           "conv1", "conv3", "gap", "transpose", "matmul",
+                           "expand", "softmax", "layernorm", "concat",
+                           "slice", "avgpool", "maxpool", "div", "bn",
+                           "unary2", "redmax"])
         src, s = rng.choice(vals[-3:])
         r = new()
         if kind == "unary":
             op = rng.choice(["tanh", "sigmoid", "neg"])
             lines.append(f"  {r} = nn.{op} {src} : {ty(s)}")
             vals.append((r, s)); continue
+        if kind == "unary2":
+            op = rng.choice(["gelu", "softplus", "exp", "erf"])
+            if op == "exp":
+                t = new()
+                lines.append(f"  {t} = nn.tanh {src} : {ty(s)}")
+                src = t
+            lines.append(f"  {r} = nn.{op} {src} : {ty(s)}")
+            vals.append((r, s)); continue
+        if kind == "softmax":
+            ax = rng.randrange(4)
+            op = rng.choice(["softmax", "log_softmax"])
+            lines.append(f"  {r} = nn.{op} {src} {{axis = {ax} : i64}} : {ty(s)}")
+            vals.append((r, s)); continue
+        if kind == "layernorm":
+            ax = rng.randrange(1, 4)
+            g = arg(s[ax:]); b = arg(s[ax:])
+            lines.append(f"  {r} = nn.layer_normalization {src}, {g}, {b} {{axis = {ax} : i64, epsilon = 1.0e-02 : f64}} : ({ty(s)}, {ty(s[ax:])}, {ty(s[ax:])}) -> {ty(s)}")
+            vals.append((r, s)); continue
+        if kind == "concat":
+            ax = rng.randrange(4)
+            cands = [(v, t) for v, t in vals if all(t[i] == s[i] for i in range(4) if i != ax)]
+            o, t = rng.choice(cands)
+            out = list(s); out[ax] = s[ax] + t[ax]
+            lines.append(f"  {r} = nn.concat {src}, {o} {{axis = {ax} : i64}} : ({ty(s)}, {ty(t)}) -> {ty(out)}")
+            vals.append((r, out)); continue
+        if kind == "slice":
+            starts, sizes = [], []
+            for d in s:
+                st = rng.randrange(d); sz = rng.randint(1, d - st)
+                starts.append(st); sizes.append(sz)
+            lines.append(f"  {r} = nn.slice {src} {{sizes = array<i64: {', '.join(map(str, sizes))}>, starts = array<i64: {', '.join(map(str, starts))}>, steps = array<i64: 1, 1, 1, 1>}} : ({ty(s)}) -> {ty(sizes)}")
+            vals.append((r, sizes)); continue
+        if kind in ("avgpool", "maxpool"):
+            if s[2] < 2 or s[3] < 2:
+                n -= 1; continue
+            out = [s[0], s[1], s[2] - 1, s[3] - 1]
+            if kind == "avgpool":
+                lines.append(f"  {r} = nn.average_pool {src} {{ceil_mode = false, count_include_pad = false, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}} : ({ty(s)}) -> {ty(out)}")
+            else:
+                lines.append(f"  {r} = nn.max_pool {src} {{ceil_mode = false, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}} : ({ty(s)}) -> {ty(out)}")
+            vals.append((r, out)); continue
+        if kind == "div":
+            cands = [(v, t) for v, t in vals if bshape(s, t) is not None]
+            o, t = rng.choice(cands)
+            d1 = new(); d2 = new()
+            one = f"%p{idx}_{n}"
+            positive.append((one, t))
+            lines.append(f"  {d1} = nn.sigmoid {o} : {ty(t)}")
+            lines.append(f"  {d2} = nn.add {d1}, {one} : ({ty(t)}, {ty(t)}) -> {ty(t)}")
+            out = bshape(s, t)
+            lines.append(f"  {r} = nn.div {src}, {d2} : ({ty(s)}, {ty(t)}) -> {ty(out)}")
+            vals.append((r, out)); continue
+        if kind == "redmax":
+            axes = sorted(rng.sample(range(4), rng.randint(1, 2)))
+            out = [1 if i in axes else d for i, d in enumerate(s)]
+            op = rng.choice(["reduce_max", "reduce_min"])
+            lines.append(f"  {r} = nn.{op} {src} {{axes = array<i64: {', '.join(map(str, axes))}>, keepdims = true}} : ({ty(s)}) -> {ty(out)}")
+            vals.append((r, out)); continue
+        if kind == "bn":
+            if s[0] * s[2] * s[3] < 2:
+                n -= 1; continue
+            c = s[1]
+            g = arg([c]); b = arg([c]); mm = f"%m{idx}_{n}"; vv = f"%q{idx}_{n}"
+            nograd.append((mm, [c])); nograd.append((vv, [c]))
+            lines.append(f"  {r}:3 = nn.batch_norm_train {src}, {g}, {b}, {mm}, {vv} {{epsilon = 1.0e-02 : f64, momentum = 0.9 : f64}} : ({ty(s)}, {ty([c])}, {ty([c])}, {ty([c])}, {ty([c])}) -> ({ty(s)}, {ty([c])}, {ty([c])})")
+            r2 = new()
+            lines.append(f"  {r2} = nn.add {r}#0, {src} : ({ty(s)}, {ty(s)}) -> {ty(s)}")
+            vals.append((r2, s)); continue
         if kind == "binary":
             cands = [(v, t) for v, t in vals if bshape(s, t) is not None]
             o, t = rng.choice(cands)
@@ -113,7 +191,7 @@ def gen_function(rng, idx):
     leaves = [(v, t) for v, t in vals if v.startswith("%v") and v not in used]
     if not leaves:
         leaves = [vals[-1]]
-    sig = ", ".join(f"{a}: {ty(s)}" for a, s in args)
+    sig = ", ".join([f"{a}: {ty(s)}" for a, s in args] + [f"{a}: {ty(s)} {{nn.no_grad, gradcheck.positive}}" for a, s in nograd] + [f"{a}: {ty(s)} {{gradcheck.positive}}" for a, s in positive])
     rtypes = ", ".join(ty(t) for _, t in leaves)
     return ([f"func.func @f{idx}({sig}) -> ({rtypes}) {{"] + lines +
             [f"  return {', '.join(v for v, _ in leaves)} : {rtypes}", "}"])
