@@ -55,6 +55,22 @@ def gen_function(rng, idx):
         name = f"%a{len(args)}"
         args.append((name, shape))
         return name
+    def broadcasting(r, op, a, sa, b, sb):
+        """r = a `op` b, broadcast."""
+        out = bshape(sa, sb)
+        lines.append(f"  {r} = nn.{op} {a}, {b} : ({ty(sa)}, {ty(sb)}) -> "
+                     f"{ty(out)}")
+        vals.append((r, out))
+
+    def reduction(r, src, s, ops, most):
+        """r = one of `ops` over 1 to `most` random axes of src, kept."""
+        axes = sorted(rng.sample(range(4), rng.randint(1, most)))
+        out = [1 if i in axes else d for i, d in enumerate(s)]
+        op = rng.choice(ops)
+        lines.append(f"  {r} = nn.{op} {src} {{axes = array<i64: "
+                     f"{', '.join(map(str, axes))}>, keepdims = true}} : "
+                     f"({ty(s)}) -> {ty(out)}")
+        vals.append((r, out))
     x0 = [2, rng.choice([2, 3, 4]), rng.choice([1, 2, 3]), rng.choice([1, 2, 3])]
     vals.append((arg(x0), x0))
     # a second input, broadcast-compatible with the first
@@ -122,15 +138,11 @@ def gen_function(rng, idx):
             positive.append((one, t))
             lines.append(f"  {d1} = nn.sigmoid {o} : {ty(t)}")
             lines.append(f"  {d2} = nn.add {d1}, {one} : ({ty(t)}, {ty(t)}) -> {ty(t)}")
-            out = bshape(s, t)
-            lines.append(f"  {r} = nn.div {src}, {d2} : ({ty(s)}, {ty(t)}) -> {ty(out)}")
-            vals.append((r, out)); continue
+            broadcasting(r, "div", src, s, d2, t)
+            continue
         if kind == "redmax":
-            axes = sorted(rng.sample(range(4), rng.randint(1, 2)))
-            out = [1 if i in axes else d for i, d in enumerate(s)]
-            op = rng.choice(["reduce_max", "reduce_min"])
-            lines.append(f"  {r} = nn.{op} {src} {{axes = array<i64: {', '.join(map(str, axes))}>, keepdims = true}} : ({ty(s)}) -> {ty(out)}")
-            vals.append((r, out)); continue
+            reduction(r, src, s, ["reduce_max", "reduce_min"], 2)
+            continue
         if kind == "bn":
             if s[0] * s[2] * s[3] < 2:
                 n -= 1; continue
@@ -144,16 +156,11 @@ def gen_function(rng, idx):
         if kind == "binary":
             cands = [(v, t) for v, t in vals if bshape(s, t) is not None]
             o, t = rng.choice(cands)
-            op = rng.choice(["add", "mul", "sub"])
-            out = bshape(s, t)
-            lines.append(f"  {r} = nn.{op} {src}, {o} : ({ty(s)}, {ty(t)}) -> {ty(out)}")
-            vals.append((r, out)); continue
+            broadcasting(r, rng.choice(["add", "mul", "sub"]), src, s, o, t)
+            continue
         if kind == "reduce":
-            axes = sorted(rng.sample(range(4), rng.randint(1, 3)))
-            out = [1 if i in axes else d for i, d in enumerate(s)]
-            op = rng.choice(["reduce_sum", "reduce_mean"])
-            lines.append(f"  {r} = nn.{op} {src} {{axes = array<i64: {', '.join(map(str, axes))}>, keepdims = true}} : ({ty(s)}) -> {ty(out)}")
-            vals.append((r, out)); continue
+            reduction(r, src, s, ["reduce_sum", "reduce_mean"], 3)
+            continue
         if kind in ("conv1", "conv3"):
             k = 1 if kind == "conv1" else 3
             c2 = rng.choice([2, 3])
