@@ -24,10 +24,21 @@ WHAT = {
             "PyTorch float64 with gradient accumulation (1e-4 relative)",
     "sgd-freeze": "3 SGD steps with --freeze naming the export's float "
                   "constants (corpus.json) equal PyTorch float64 (1e-4)",
+    "schedules": "3 steps under gpipe, zb-h1, 1f1b on 4 stages, "
+                 "interleaved-1f1b, interleaved-zb, zb-v and dualpipe-v (2 "
+                 "virtual stages per rank), on threads, each equal PyTorch "
+                 "float64 with gradient accumulation (1e-4 relative)",
     "async": "3 steps of a 2-stage PipeDream (weight stashing) pipeline on "
              "threads equal the sequential execution of the same schedule "
              "(1e-5 relative)",
 }
+
+# The models whose `schedules` check runs (a few seconds each): tied
+# weights (GPT-2's head, T5's embeddings and head), ALBERT's layers sharing
+# every weight, BatchNorm with squeeze-and-excitation, shifted windows,
+# 1-d convolutions with GroupNorm.
+SCHEDULE_MODELS = {"gpt2-ts", "t5-dynamo", "albert-ts", "efficientnet-ts",
+                   "swin-ts", "wav2vec2-ts"}
 
 # Failure reasons, by the first failing piece (docs/Models.md has the matrix).
 # None today: the dynamo exports' masks and rotary tables are frozen by the
@@ -51,6 +62,8 @@ def main():
     for e in entries:
         name = e["name"]
         checks = CHECKS + (["sgd-freeze"] if e.get("constants") else [])
+        if name in SCHEDULE_MODELS:
+            checks.append("schedules")
         for check in checks:
             lines = [f"# Model corpus (docs/Models.md): {name} "
                      f"({e['model']}, exporter {e['exporter']}) {WHAT[check]}."]

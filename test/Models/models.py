@@ -25,6 +25,12 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
 - `1f1b`: the same with M micro-batches per step on a 2-stage 1F1B
   pipeline over 2 MPI processes (`pipedream-run --ranks 2`), against
   PyTorch with gradient accumulation over the M micro-batches;
+- `schedules`: the `1f1b` check under every other synchronous schedule,
+  on threads (`pipedream-run --transport threads`): gpipe, zb-h1 and 1f1b
+  on 4 stages, and with 2 virtual stages per rank interleaved-1f1b,
+  interleaved-zb, zb-v and dualpipe-v (the V-shaped placements put the
+  first and last layers on one rank: tied and shared weights are summed
+  over ranks in other orders);
 - `async`: a 2-stage PipeDream (weight stashing) pipeline on threads,
   3 steps, equal (1e-5) to the sequential execution of the same schedule
   by the reference interpreter of test/Training/Inputs/pipeline_compare.py
@@ -57,7 +63,12 @@ from onnx import numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CORPUS = os.path.join(ROOT, "models", "corpus")
-CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze"]
+CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze",
+          "schedules"]
+# `schedules`: (schedule, stages, virtual stages per rank).
+SCHEDULES = [("gpipe", 2, 1), ("zb-h1", 2, 1), ("1f1b", 4, 1),
+             ("interleaved-1f1b", 2, 2), ("interleaved-zb", 2, 2),
+             ("zb-v", 2, 2), ("dualpipe-v", 2, 2)]
 RTOL = 1e-4         # against PyTorch float64
 RTOL_ASYNC = 1e-5   # against the project's sequential reference (f32)
 
@@ -238,6 +249,29 @@ def run_check(bin_dir, entry, corpus, check, work):
              "pipedream-run --ranks 2")
         losses, trained = read_run(work, "1f1b")
         return compare_training(entry, initial, ref, "pipe", losses, trained)
+    if check == "schedules":
+        results = []
+        for kind, stages, virtual in SCHEDULES:
+            tag = f"{kind}-k{stages}-v{virtual}"
+            bundle = os.path.join(work, tag)
+            flags = [*common, "--microbatches", str(m), "--batch-size",
+                     str(m * b), "--stages", str(stages), "--schedule", kind]
+            if virtual > 1:
+                flags += ["--virtual-stages", str(virtual)]
+            tool([compile_, *flags, "-o", bundle],
+                 f"pipedream-compile --schedule {kind}")
+            tool([run, bundle, "--data", data_path, "--steps", str(steps),
+                  "--transport", "threads", "--timeout", "120",
+                  "--loss-log", os.path.join(work, f"loss-{tag}.csv"),
+                  "--save-onnx", os.path.join(work, f"trained-{tag}.onnx")],
+                 f"pipedream-run ({tag})")
+            losses, trained = read_run(work, tag)
+            try:
+                compare_training(entry, initial, ref, "pipe", losses, trained)
+            except Failure as e:
+                raise Failure(f"{tag}: {e}")
+            results.append(tag)
+        return f"equal PyTorch under {', '.join(results)}"
     if check == "async":
         bundle = os.path.join(work, "async")
         tool([compile_, *pipe, "--schedule", "pipedream", "-o", bundle],
