@@ -15,7 +15,10 @@ with the measured call durations and free, instant messages (replay()):
 the span the schedule needs with these call times, the share of the
 measured step lost to message latency, waits the schedule does not need
 and ranks off the CPU, and the bubble the schedule leaves with the
-measured (possibly imbalanced) call times. Used by bench/pipeline.py.
+measured (possibly imbalanced) call times; then the same bubble with each
+call replaced by the median of its kind on its rank (per-call variation
+removed) and on all ranks (imbalance removed too: the schedule's own
+bubble). Used by bench/pipeline.py.
 """
 
 import json
@@ -87,7 +90,7 @@ def analyze(path):
     return ranks, rows, bubbles, overlap, latency
 
 
-def replay(path):
+def replay(path, duration=None):
     """Per step after the first: the span the schedule would take with the
     measured call durations and sends that cost nothing and arrive the
     moment they are sent (every rank starting at the step's start, each running
@@ -96,7 +99,13 @@ def replay(path):
     measured - replayed is what communication latency, waits the schedule
     does not need and a rank off the CPU between calls cost; 1 - calls /
     (ranks x replayed) the bubble the schedule leaves with the measured
-    (imbalanced, load-inflated) call times."""
+    (imbalanced, load-inflated) call times. A step's agreement (`agree`,
+    the end-of-step exchange of statuses) is a rendezvous: each rank leaves
+    its k-th one when every rank has reached its k-th (replayed as its
+    measured length, the agreement of a rank that finished early was its
+    wait for the others: the replayed span kept the latency it meant to
+    remove). `duration(event)`, when given, replaces each call's measured
+    length (call_medians)."""
     events, steps, ranks = load_events(path)
     result = []
     for _, here, begin, end in step_events(events, steps[1:]):
@@ -108,13 +117,22 @@ def replay(path):
         pos = {r: 0 for r in ranks}
         sent = {}
         calls = 0.0
+        # k -> {rank: arrival} of the k-th agreement; agreements passed.
+        arrivals, agreed = {}, {r: 0 for r in ranks}
         moved = True
         while moved:
             moved = False
             for r in ranks:
                 while pos[r] < len(seq[r]):
                     e = seq[r][pos[r]]
-                    if e["cat"] == "recv":
+                    if e["cat"] == "agree":
+                        k = agreed[r]
+                        arrivals.setdefault(k, {}).setdefault(r, t[r])
+                        if len(arrivals[k]) < len(ranks):
+                            break
+                        t[r] = max(arrivals[k].values())
+                        agreed[r] += 1
+                    elif e["cat"] == "recv":
                         key = (e["args"]["peer"], r, e["args"]["tag"])
                         has_send = any(
                             x["cat"] == "send" and
@@ -127,15 +145,32 @@ def replay(path):
                     elif e["cat"] == "send":
                         sent[(r, e["args"]["peer"], e["args"]["tag"])] = t[r]
                     else:
-                        t[r] += e["dur"]
+                        d = (duration(e) if duration and "function" in
+                             e["args"] else e["dur"])
+                        t[r] += d
                         if "function" in e["args"]:
-                            calls += e["dur"]
+                            calls += d
                     pos[r] += 1
                     moved = True
         if any(pos[r] < len(seq[r]) for r in ranks):
             continue  # a receive without its send in this step
         result.append((span, max(t.values()), calls))
     return len(ranks), result
+
+
+def call_medians(path, per_rank):
+    """A duration function for replay(): each call the median length of
+    the calls of its kind (F, B, W, U) over steps 2.., on its own rank
+    (`per_rank`) or on every rank."""
+    events, steps, _ = load_events(path)
+    lengths = {}
+    for e in events:
+        if "function" in e["args"] and e["args"]["step"] in steps[1:]:
+            key = (e["tid"] if per_rank else None, e["cat"])
+            lengths.setdefault(key, []).append(e["dur"])
+    medians = {k: statistics.median(v) for k, v in lengths.items()}
+    return lambda e: medians.get((e["tid"] if per_rank else None, e["cat"]),
+                                 e["dur"])
 
 
 def report(path, out=sys.stdout):
@@ -168,6 +203,16 @@ def report(path, out=sys.stdout):
               f"messages and waits off the schedule {100 * med(lost):.1f}% of "
               f"the step; bubble the schedule leaves with these call times "
               f"{100 * med(implied):.1f}%", file=out)
+        # The same with each call its kind's median on its rank (what
+        # per-call variation costs: a step's first F packing its weights,
+        # noise) and on all ranks (what the ranks' imbalance costs).
+        shares = []
+        for per_rank in (True, False):
+            _, rows = replay(path, call_medians(path, per_rank))
+            shares.append(100 * med([1 - c / (k * r) for _, r, c in rows]))
+        print(f"    ... with each call its kind's median on its rank "
+              f"{shares[0]:.1f}%, on all ranks {shares[1]:.1f}% (the "
+              f"schedule's own bubble)", file=out)
     return med(bubbles) if bubbles else float("nan")
 
 
