@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // ConvTranspose, Resize, Upsample, MaxUnpool, InstanceNormalization,
-// MeanVarianceNormalization, LRN, GlobalMaxPool and LayerNormalization
+// GroupNormalization, MeanVarianceNormalization, LRN, GlobalMaxPool and
+// LayerNormalization
 // (with its Mean / InvStdDev outputs). Each is a composition of existing nn
 // ops, so it is verified, lowered, differentiated and costed like them:
 // - ConvTranspose is `nn.conv_backward_input` (the adjoint of a convolution
@@ -122,6 +123,82 @@ static void convertInstanceNormalization(NodeContext &ctx) {
   Normalized n = normalize(ctx, x, range(2, rank), epsilon);
   Value y = binary<nn::AddOp>(ctx, binary<nn::MulOp>(ctx, n.output, scale),
                               bias);
+  ctx.setOutput(0, y);
+}
+
+/// GroupNormalization: the C channels in `num_groups` groups of C / G
+/// consecutive channels, each group of each sample normalized over its
+/// channels and every spatial position (biased variance), then scaled and
+/// shifted: per channel since opset 21 (scale and bias of C values), per
+/// group in opset 18 (G values; the reason opset 21 changed it). The
+/// statistics of an f16 / bf16 input are computed in f32 when `stash_type`
+/// is 1 (opset 21's default; opset 18 computes in the input's type).
+static void convertGroupNormalization(NodeContext &ctx) {
+  if (!ctx.requireInputs(3))
+    return;
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return;
+  if (type.getRank() < 2) {
+    ctx.fail("input must be N x C x ..., got rank " + Twine(type.getRank()));
+    return;
+  }
+  Type element = type.getElementType();
+  if (!isa<FloatType>(element)) {
+    ctx.fail("input must be a float tensor");
+    return;
+  }
+  if (!ctx.attr("num_groups")) {
+    ctx.fail("attribute 'num_groups' is required");
+    return;
+  }
+  int64_t groups = ctx.intAttr("num_groups", 0);
+  int64_t rank = type.getRank(), n = type.getDimSize(0),
+          channels = type.getDimSize(1);
+  if (groups <= 0 || channels % groups != 0) {
+    ctx.fail("num_groups " + Twine(groups) + " must be positive and divide " +
+             "the " + Twine(channels) + " channels");
+    return;
+  }
+  bool perGroup = ctx.sinceVersion() < 21;
+  int64_t params = perGroup ? groups : channels;
+  for (int i : {1, 2})
+    if (typeOf(ctx.operand(i)).getNumElements() != params) {
+      ctx.fail(Twine(i == 1 ? "scale" : "bias") + " must have " +
+               Twine(params) + " values (one per " +
+               (perGroup ? "group, opset 18" : "channel") + "), got shape " +
+               shapeToString(typeOf(ctx.operand(i)).getShape()));
+      return;
+    }
+  double epsilon = ctx.floatAttr("epsilon", 1e-5);
+  Value x = ctx.operand(0);
+  bool stash = !perGroup && ctx.intAttr("stash_type", 1) == 1 &&
+               element.getIntOrFloatBitWidth() < 32;
+  Type f32 = Float32Type::get(element.getContext());
+  if (stash)
+    x = ctx.createValue<nn::CastOp>(x, TypeAttr::get(f32));
+  // [N, G, C / G * spatial]: each group of a sample one row.
+  int64_t perRow = type.getNumElements() / (n * groups);
+  Value rows = reshape(ctx, x, {n, groups, perRow});
+  Value y = normalize(ctx, rows, {2}, epsilon).output;
+  Value scale = ctx.operand(1), bias = ctx.operand(2);
+  if (stash) {
+    scale = ctx.createValue<nn::CastOp>(scale, TypeAttr::get(f32));
+    bias = ctx.createValue<nn::CastOp>(bias, TypeAttr::get(f32));
+  }
+  if (perGroup) {
+    y = binary<nn::AddOp>(
+        ctx, binary<nn::MulOp>(ctx, y, reshape(ctx, scale, {groups, 1})),
+        reshape(ctx, bias, {groups, 1}));
+    y = reshape(ctx, y, type.getShape());
+  } else {
+    y = reshape(ctx, y, type.getShape());
+    y = binary<nn::AddOp>(
+        ctx, binary<nn::MulOp>(ctx, y, perChannel(ctx, scale, channels, rank)),
+        perChannel(ctx, bias, channels, rank));
+  }
+  if (y && stash)
+    y = ctx.createValue<nn::CastOp>(y, TypeAttr::get(element));
   ctx.setOutput(0, y);
 }
 
@@ -1104,6 +1181,7 @@ void onnx_import::registerLayerOps(OpTable &table) {
   // Schema versions from ONNX's Changelog.md.
   table["LayerNormalization"] = {convertLayerNormalization, {17}};
   table["InstanceNormalization"] = {convertInstanceNormalization, {1, 6}};
+  table["GroupNormalization"] = {convertGroupNormalization, {18, 21}};
   table["MeanVarianceNormalization"] = {convertMeanVarianceNormalization,
                                         {9, 13}};
   table["LRN"] = {convertLRN, {1, 13}};
