@@ -365,7 +365,7 @@ BatchRespecializer::prepare(const onnx::NodeProto &node, int64_t sinceVersion,
       "ReduceLogSumExp"};
   static const llvm::StringSet<> batchFirst = {
       "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "BatchNormalization"};
+      "BatchNormalization", "InstanceNormalization", "GroupNormalization"};
 
   if (op == "Shape" || op == "Size" || op == "ConstantOfShape" ||
       op == "Range") {

@@ -83,9 +83,11 @@ def main():
         m, x, scale, bias = model(name, shape, groups, opset, dtype, eps=eps)
         onnx.save(m, f"{out}/{name}.onnx")
         np.savez(f"{out}/{name}.in.npz", x=x)
-        np.savez(f"{out}/{name}.ref.npz",
-                 y=reference(x, scale, bias, groups, eps,
-                             opset < 21).astype(dtype))
+        y = reference(x, scale, bias, groups, eps, opset < 21).astype(dtype)
+        np.savez(f"{out}/{name}.ref.npz", y=y)
+        # The first sample alone (the static batch re-specialized to 1).
+        np.savez(f"{out}/{name}.in1.npz", x=x[:1])
+        np.savez(f"{out}/{name}.ref1.npz", y=y[:1])
     bad = [
         ("bad_groups", [2, 6, 3, 4], 4, 21, {}),
         ("bad_scale", [2, 6, 3, 4], 3, 21, {"params": 3}),
