@@ -21,7 +21,9 @@ exported with both exporters where they work:
   training=PRESERVE)` (BatchNormalization kept as an op, eval mode),
   constant folding on;
 - `dynamo`: `torch.onnx.export(..., dynamo=True, opset_version=18)` with
-  the exporter's onnxscript optimizer.
+  the exporter's onnxscript optimizer;
+- an entry of OPSETS at its own opset (`unet-dynamo21`: opset 21, where
+  nn.GroupNorm becomes the GroupNormalization op).
 
 Default export settings can make the file differ from the PyTorch model
 it came from, in ways that no ONNX trainer can undo: both exporters' constant
@@ -228,6 +230,51 @@ def wav2vec2():
     return model, {"input_values": ("image", (400,), None)}, ("class", (), 4)
 
 
+def unet():
+    """A diffusion-style UNet at 8-16 channels (written here: no small
+    config of a library's UNet exports without its timestep embedding):
+    residual blocks of GroupNorm (2 groups) + SiLU + 3x3 convolution with a
+    1x1 skip, a strided convolution down, a transposed convolution up, the
+    skip concatenated, a nearest-neighbour upsample, global mean and a
+    classifier. With opset 21 torch.onnx exports nn.GroupNorm as
+    GroupNormalization (the `unet-dynamo21` entry)."""
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.n1 = nn.GroupNorm(2, cin)
+            self.c1 = nn.Conv2d(cin, cout, 3, padding=1)
+            self.n2 = nn.GroupNorm(2, cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1)
+
+        def forward(self, x):
+            h = self.c1(F.silu(self.n1(x)))
+            h = self.c2(F.silu(self.n2(h)))
+            return h + self.skip(x)
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Conv2d(3, 8, 3, padding=1)
+            self.d1 = Block(8, 8)
+            self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+            self.mid = Block(16, 16)
+            self.up = nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+            self.u1 = Block(16, 8)
+            self.up2 = nn.Upsample(scale_factor=2, mode="nearest")
+            self.head = nn.Linear(8, 10)
+
+        def forward(self, x):
+            h0 = self.d1(self.inp(x))
+            h = self.mid(self.down(h0))
+            h = self.u1(torch.cat([self.up(h), h0], 1))
+            return self.head(self.up2(h).mean((2, 3)))
+
+    return UNet(), {"x": ("image", (3, 16, 16), None)}, ("class", (), 10)
+
+
 def resnet():
     """torchvision's ResNet(BasicBlock, [1, 1, 1, 1]) at 1/16 width
     (stem and stages 4-8-16-32 channels instead of 64-128-256-512),
@@ -330,26 +377,31 @@ def swin():
 BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "vit": vit,
             "t5": t5, "resnet": resnet, "mobilenetv2": mobilenetv2,
             "convnext": convnext, "efficientnet": efficientnet, "swin": swin,
-            "albert": albert, "wav2vec2": wav2vec2}
+            "albert": albert, "wav2vec2": wav2vec2, "unet": unet}
 
 # name -> (builder, exporter, static batch)
 CORPUS = [(f"{m}-{e}", m, e, MICRO) for m in BUILDERS for e in ("ts", "dynamo")]
 CORPUS += [("gpt2-ts-b4", "gpt2", "ts", 4), ("resnet-ts-b4", "resnet", "ts", 4)]
+# Entries exported at another opset than their exporter's default (17 for
+# ts, 18 for dynamo): name -> opset.
+OPSETS = {"unet-dynamo21": 21}
+CORPUS += [("unet-dynamo21", "unet", "dynamo", MICRO)]
 
 LR = {"gpt2": 0.1, "bert": 0.1, "llama": 0.1, "vit": 0.1, "t5": 0.1,
       "resnet": 0.02, "mobilenetv2": 0.01, "convnext": 0.02,
-      "efficientnet": 0.01, "swin": 0.05, "albert": 0.1, "wav2vec2": 0.05}
+      "efficientnet": 0.01, "swin": 0.05, "albert": 0.1, "wav2vec2": 0.05,
+      "unet": 0.05}
 
 
 # ---------------------------------------------------------------- export
 
-def export(model, example, names, path, exporter, tie_safe):
+def export(model, example, names, path, exporter, tie_safe, opset):
     args = tuple(example[n] for n in names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "ts":
             torch.onnx.export(model, args, path, dynamo=False,
-                              opset_version=17, input_names=list(names),
+                              opset_version=opset, input_names=list(names),
                               output_names=["logits"],
                               training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=not tie_safe)
@@ -358,7 +410,7 @@ def export(model, example, names, path, exporter, tie_safe):
             import io
             with contextlib.redirect_stdout(io.StringIO()):
                 program = torch.onnx.export(model, args, dynamo=True,
-                                            opset_version=18,
+                                            opset_version=opset,
                                             input_names=list(names),
                                             output_names=["logits"],
                                             optimize=not tie_safe)
@@ -517,11 +569,13 @@ def train(model32, names, data, labels, micro, m_count, lr, double=True):
     return losses, model.float()
 
 
-def expected_weights(trained, example, names, exporter, tie_safe, initial):
+def expected_weights(trained, example, names, exporter, tie_safe, initial,
+                     opset):
     """The trained model exported again: every initializer's value."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trained.onnx")
-        proto = export(trained, example, names, path, exporter, tie_safe)
+        proto = export(trained, example, names, path, exporter, tie_safe,
+                       opset)
     after = initializers(proto)
     if {k: v.shape for k, v in after.items()} != \
             {k: v.shape for k, v in initial.items()}:
@@ -544,7 +598,9 @@ def compact(key, value):
     return value
 
 
-def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
+def build_one(name, model_name, exporter, static_batch, out_dir, use_ort,
+              opset=None):
+    opset = opset or (17 if exporter == "ts" else 18)
     model, specs, label_spec = built(model_name)
     names = list(specs)
     rng = np.random.default_rng(1234)
@@ -553,11 +609,11 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
     path = os.path.join(out_dir, name + ".onnx")
 
     tie_safe = False
-    proto = export(model, example, names, path, exporter, tie_safe)
+    proto = export(model, example, names, path, exporter, tie_safe, opset)
     split = unfaithful(model, proto)
     if split:
         tie_safe = True
-        proto = export(model, example, names, path, exporter, tie_safe)
+        proto = export(model, example, names, path, exporter, tie_safe, opset)
         still = unfaithful(model, proto)
         if still:
             raise RuntimeError(f"{name}: even with folding limited the "
@@ -590,7 +646,7 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
         ref[f"data/{n}"] = data[n]
     ref["data/labels"] = labels
     record = {"name": name, "model": model_name, "exporter": exporter,
-              "opset": 17 if exporter == "ts" else 18,
+              "opset": opset,
               "file": name + ".onnx", "inputs": names,
               "classes": label_spec[2], "static_batch": static_batch,
               "microbatch_size": MICRO, "lr": LR[model_name],
@@ -606,7 +662,7 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort):
                                 LR[model_name])
         ref[f"{key}/loss"] = np.array(losses)
         for w, v in expected_weights(trained, example, names, exporter,
-                                     tie_safe, initial).items():
+                                     tie_safe, initial, opset).items():
             ref[f"{key}/w/{w}"] = v
         record[f"{key}_losses"] = losses
         # Conditioning: how far PyTorch's own float32 run is from float64
@@ -661,7 +717,8 @@ def main():
             continue
         try:
             index[name] = build_one(name, model_name, exporter, batch,
-                                    args.out, not args.no_ort)
+                                    args.out, not args.no_ort,
+                                    OPSETS.get(name))
         except Exception as e:  # an exporter that fails: recorded
             msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             print(f"{name}: export failed: {msg}", flush=True)
