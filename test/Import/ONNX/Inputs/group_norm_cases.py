@@ -88,6 +88,25 @@ def main():
         # The first sample alone (the static batch re-specialized to 1).
         np.savez(f"{out}/{name}.in1.npz", x=x[:1])
         np.savez(f"{out}/{name}.ref1.npz", y=y[:1])
+    # InstanceNormalization (per sample too): its first sample alone.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    scale = rng.standard_normal(3).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+    node = helper.make_node("InstanceNormalization", ["x", "scale", "bias"],
+                            ["y"], name="in", epsilon=1e-5)
+    graph = helper.make_graph(
+        [node], "inorm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)],
+        [numpy_helper.from_array(scale, "scale"),
+         numpy_helper.from_array(bias, "bias")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
+    m.ir_version = 8
+    onnx.save(m, f"{out}/inorm.onnx")
+    y = reference(x, scale, bias, 3, 1e-5, False).astype(np.float32)
+    np.savez(f"{out}/inorm.in1.npz", x=x[:1])
+    np.savez(f"{out}/inorm.ref1.npz", y=y[:1])
     bad = [
         ("bad_groups", [2, 6, 3, 4], 4, 21, {}),
         ("bad_scale", [2, 6, 3, 4], 3, 21, {"params": 3}),
