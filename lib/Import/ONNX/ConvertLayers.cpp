@@ -107,6 +107,23 @@ static Value perChannel(NodeContext &ctx, Value v, int64_t channels,
   return reshape(ctx, v, shape);
 }
 
+/// Input 0's type when it is a float N x C x ... tensor; null (the node
+/// failed) otherwise.
+static RankedTensorType channelsInputType(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (!type)
+    return nullptr;
+  if (type.getRank() < 2) {
+    ctx.fail("input must be N x C x ..., got rank " + Twine(type.getRank()));
+    return nullptr;
+  }
+  if (!isa<FloatType>(type.getElementType())) {
+    ctx.fail("input must be a float tensor");
+    return nullptr;
+  }
+  return type;
+}
+
 static void convertInstanceNormalization(NodeContext &ctx) {
   if (!ctx.requireInputs(3))
     return;
@@ -136,18 +153,10 @@ static void convertInstanceNormalization(NodeContext &ctx) {
 static void convertGroupNormalization(NodeContext &ctx) {
   if (!ctx.requireInputs(3))
     return;
-  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType type = channelsInputType(ctx);
   if (!type)
     return;
-  if (type.getRank() < 2) {
-    ctx.fail("input must be N x C x ..., got rank " + Twine(type.getRank()));
-    return;
-  }
   Type element = type.getElementType();
-  if (!isa<FloatType>(element)) {
-    ctx.fail("input must be a float tensor");
-    return;
-  }
   if (!ctx.attr("num_groups")) {
     ctx.fail("attribute 'num_groups' is required");
     return;
@@ -208,17 +217,9 @@ static void convertGroupNormalization(NodeContext &ctx) {
 /// (ONNX's reference; the biased variance too). The input running
 /// statistics are frozen: they only feed those outputs.
 void onnx_import::convertBatchNormalizationTraining(NodeContext &ctx) {
-  RankedTensorType type = ctx.inputType(0);
+  RankedTensorType type = channelsInputType(ctx);
   if (!type)
     return;
-  if (type.getRank() < 2) {
-    ctx.fail("input must be N x C x ..., got rank " + Twine(type.getRank()));
-    return;
-  }
-  if (!isa<FloatType>(type.getElementType())) {
-    ctx.fail("input must be a float tensor");
-    return;
-  }
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
   double momentum = ctx.floatAttr("momentum", 0.9);
   int64_t rank = type.getRank(), channels = type.getDimSize(1);
