@@ -181,6 +181,11 @@ static void convertGroupNormalization(NodeContext &ctx) {
     }
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
   Value x = ctx.operand(0);
+  if (type.getNumElements() == 0) {
+    // No sample or no position: the empty result.
+    ctx.setOutput(0, x);
+    return;
+  }
   bool stash = !perGroup && ctx.intAttr("stash_type", 1) == 1 &&
                element.getIntOrFloatBitWidth() < 32;
   Type f32 = Float32Type::get(element.getContext());

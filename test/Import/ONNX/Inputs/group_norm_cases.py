@@ -107,6 +107,11 @@ def main():
     y = reference(x, scale, bias, 3, 1e-5, False).astype(np.float32)
     np.savez(f"{out}/inorm.in1.npz", x=x[:1])
     np.savez(f"{out}/inorm.ref1.npz", y=y[:1])
+    # Empty: no sample, or no position (the result is the empty input).
+    for name, shape in (("empty_batch", [0, 6, 3, 4]),
+                        ("empty_spatial", [2, 6, 0, 4])):
+        m, *_ = model(name, shape, 3, 21)
+        onnx.save(m, f"{out}/{name}.onnx")
     bad = [
         ("bad_groups", [2, 6, 3, 4], 4, 21, {}),
         ("bad_scale", [2, 6, 3, 4], 3, 21, {"params": 3}),
