@@ -87,6 +87,12 @@ PY
 "$py" "$root/models/make_onnx_tests.py" "$tmp/models" > /dev/null
 find "$tmp/models" -name '*.onnx' -size -3k | sort | head -n 16 |
   while read -r f; do cp "$f" "$corpus/import-onnx/"; done
+# GroupNormalization at opsets 21 and 18 and with an empty batch (its
+# import once divided by the zero batch: test/Import/ONNX/Inputs).
+"$py" "$root/test/Import/ONNX/Inputs/group_norm_cases.py" "$tmp/gn"
+for f in g21 g18 empty_batch; do
+  cp "$tmp/gn/$f.onnx" "$corpus/import-onnx/groupnorm-$f.onnx"
+done
 node=/usr/share/libonnx-testdata/data/node
 for t in test_gemm_default_no_bias test_conv_with_strides_padding \
          test_softmax_axis_1 test_reshape_negative_dim test_slice_neg_steps \
