@@ -138,6 +138,25 @@ TEST(GemmKernel, AlphaBeta) {
     }
 }
 
+TEST(GemmKernel, LongKWithBTransposed) {
+  // A convolution's weight gradient: M and N small, K long, B stored
+  // transposed (the dot-product path: row blocks of 4 and 2, column blocks
+  // of 4, the edges one element at a time, K not a multiple of the lanes),
+  // with alpha / beta and padded rows; the same shapes with A transposed
+  // too take the blocked path.
+  uint32_t seed = 300;
+  for (int m : {1, 3, 4, 8, 13, 16, 32, 33})
+    for (int n : {1, 5, 27, 72, 144})
+      for (int k : {1024, 1037, 4100})
+        for (auto [alpha, beta] :
+             {std::pair{1.0f, 0.0f}, std::pair{0.5f, 1.0f}}) {
+          check(Case{m, n, k, false, true, alpha, beta, (m + n) % 3}, seed++);
+          if (HasFatalFailure())
+            return;
+        }
+  check(Case{16, 144, 2048, true, true, 1.0f, 0.0f, 1}, seed++);
+}
+
 TEST(GemmKernel, BlockEdges) {
   // KC = 256 or 512 (K split: the first block applies beta, later ones
   // add), MC 96-128 rows, NC = 1024 columns, 8 x 8 transposes with a

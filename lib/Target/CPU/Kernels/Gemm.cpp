@@ -684,6 +684,145 @@ const KernelInfo &kernelInfo() {
 }
 
 //===----------------------------------------------------------------------===//
+// Dot products: op(A) row-major, B transposed, a small C and a long K
+//===----------------------------------------------------------------------===//
+
+// A convolution's weight gradient is dY [F, N*OH*OW] times the im2col
+// matrix transposed ([C*KH*KW, N*OH*OW] stored): a C of 8-16 x 27-144 and a
+// K of thousands, with both operands contiguous along K. The blocked path
+// transposes the whole of B into panels (a copy used once, as M fits one
+// or two tiles): 8% of a small CNN's training step went to transpose8x8.
+// Here each element of C is a dot product of two contiguous rows, R x S
+// of them at once in R x S vector accumulators over K, summed across the
+// lanes at the end: no packing.
+
+/// Whether C = alpha op(A) op(B) + beta C (then the epilogue) goes through
+/// dotProducts. The shape alone decides, never the epilogue: a GEMM with
+/// an epilogue must give the bits of the same GEMM without it followed by
+/// the epilogue (GemmEpilogueTest).
+inline bool dotProductShape(int64_t m, int64_t n, int64_t k, const Operand &a,
+                            const Operand &b) {
+  return !a.trans && b.trans && m <= 32 && n <= 512 && k >= 1024;
+}
+
+#if PD_X86
+/// C[i][j] of an R x S block: sum over K of A row i times B row j (B
+/// stored N x K), W lanes at a time, then the lanes in a fixed order and
+/// the tail of K.
+template <int W, int R, int S>
+__attribute__((always_inline)) inline void dotBlock(int64_t k, const float *a,
+                                                    int64_t lda, const float *b,
+                                                    int64_t ldb, float *sums) {
+  typedef float Vec __attribute__((ext_vector_type(W)));
+  auto load = [](const float *p) {
+    Vec v;
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+  };
+  Vec acc[R][S];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < S; ++j)
+      acc[i][j] = Vec(0.0f);
+  int64_t kk = 0;
+  for (; kk + W <= k; kk += W) {
+    Vec av[R], bv[S];
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+      av[i] = load(a + i * lda + kk);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < S; ++j)
+      bv[j] = load(b + j * ldb + kk);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; ++i)
+#pragma clang loop unroll(full)
+      for (int j = 0; j < S; ++j)
+        acc[i][j] = __builtin_elementwise_fma(av[i], bv[j], acc[i][j]);
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < S; ++j) {
+      // The lanes in order (a fixed order: the same bits every run).
+      float sum = 0.0f;
+      for (int l = 0; l < W; ++l)
+        sum += acc[i][j][l];
+      for (int64_t t = kk; t < k; ++t)
+        sum += a[i * lda + t] * b[j * ldb + t];
+      sums[i * S + j] = sum;
+    }
+}
+
+/// C = alpha A B^T + beta C for dotProductShape, R x S blocks (smaller at
+/// the edges), B's rows outermost so that a block of them stays in cache
+/// while every row of A passes.
+template <int W, int R, int S>
+__attribute__((always_inline)) inline void
+dotProductsWith(int64_t m, int64_t n, int64_t k, float alpha, const Operand &a,
+                const Operand &b, float beta, float *c, int64_t ldc,
+                const Epilogue &epilogue) {
+  Update u{alpha, beta, true};
+  float sums[R * S];
+  for (int64_t j0 = 0; j0 < n; j0 += S) {
+    int64_t cols = n - j0 < S ? n - j0 : S;
+    for (int64_t i0 = 0; i0 < m; i0 += R) {
+      int64_t rows = m - i0 < R ? m - i0 : R;
+      const float *ap = a.p + i0 * a.ld, *bp = b.p + j0 * b.ld;
+      if (rows == R && cols == S)
+        dotBlock<W, R, S>(k, ap, a.ld, bp, b.ld, sums);
+      else
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            dotBlock<W, 1, 1>(k, ap + i * a.ld, a.ld, bp + j * b.ld, b.ld,
+                              sums + i * S + j);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          float *cij = c + (i0 + i) * ldc + j0 + j;
+          *cij = combine(sums[i * S + j], *cij, u);
+        }
+      if (!epilogue.empty())
+        applyEpilogueAt(epilogue, c, ldc, c + i0 * ldc + j0, rows, cols);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) void
+dotProductsAvx512(int64_t m, int64_t n, int64_t k, float alpha,
+                  const Operand &a, const Operand &b, float beta, float *c,
+                  int64_t ldc, const Epilogue &epilogue) {
+  dotProductsWith<16, 4, 4>(m, n, k, alpha, a, b, beta, c, ldc, epilogue);
+}
+
+__attribute__((target("avx2,fma"))) void
+dotProductsAvx2(int64_t m, int64_t n, int64_t k, float alpha, const Operand &a,
+                const Operand &b, float beta, float *c, int64_t ldc,
+                const Epilogue &epilogue) {
+  dotProductsWith<8, 2, 4>(m, n, k, alpha, a, b, beta, c, ldc, epilogue);
+}
+#endif
+
+/// dotProducts for the CPU's kernel (false on the generic one, which keeps
+/// the blocked path).
+bool dotProducts(int64_t m, int64_t n, int64_t k, float alpha, const Operand &a,
+                 const Operand &b, float beta, float *c, int64_t ldc,
+                 const Epilogue &epilogue) {
+#if PD_X86
+  const KernelInfo &info = kernelInfo();
+  if (info.kernel == kernelAvx512) {
+    dotProductsAvx512(m, n, k, alpha, a, b, beta, c, ldc, epilogue);
+    return true;
+  }
+  if (info.kernel == kernelAvx2) {
+    dotProductsAvx2(m, n, k, alpha, a, b, beta, c, ldc, epilogue);
+    return true;
+  }
+#else
+  (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)b, (void)beta, (void)c,
+      (void)ldc, (void)epilogue;
+#endif
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
 // Per-thread packing buffers
 //===----------------------------------------------------------------------===//
 
@@ -2141,6 +2280,9 @@ PD_HIDDEN void pd_cpu_sgemm_epilogue(int32_t order, int32_t transA,
             Epilogue{bias, false, addend, ldAddend, activation},
             [&](int32_t m, int32_t n, Operand opA, Operand opB,
                 Epilogue epilogue) {
+              if (dotProductShape(m, n, k, opA, opB) &&
+                  dotProducts(m, n, k, alpha, opA, opB, beta, c, ldc, epilogue))
+                return;
               Problem p{m, n, k, alpha, beta, opA, opB, c, ldc, epilogue};
               const KernelInfo &info = kernelInfo();
               p.packedB = constantPackedB(p.b, p.k, p.n, p.m, info);
