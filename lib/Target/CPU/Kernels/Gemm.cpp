@@ -1120,9 +1120,9 @@ void *workerMain(void *p) {
   return nullptr;
 }
 
-/// Runs job(arg, 0 .. threads-1), job 0 on the caller. Returns the number of
-/// parts run in parallel; 1 when the pool is busy or threads cannot start
-/// (the caller then runs everything itself).
+/// Runs job(arg, 0 .. threads-1), job 0 on the caller, and returns
+/// `threads`; returns 1, having run nothing, when the pool is busy or not
+/// all the threads can start (the caller then runs everything itself).
 int runParallel(int threads, void (*job)(void *, int), void *arg) {
   if (threads <= 1 || pthread_mutex_trylock(&gPool.use) != 0)
     return 1;
@@ -1135,9 +1135,11 @@ int runParallel(int threads, void (*job)(void *, int), void *arg) {
       break;
     gPool.threads[gPool.workers++] = thread;
   }
-  if (gPool.workers < threads - 1)
-    threads = gPool.workers + 1;
-  if (threads <= 1) {
+  // All of them or none: the caller split its work into `threads` parts
+  // (runSplit), and fewer workers would leave parts of C unwritten (so it
+  // was, silently, where pthread_create failed: a container's process
+  // limit).
+  if (gPool.workers < threads - 1) {
     pthread_mutex_unlock(&gPool.lock);
     pthread_mutex_unlock(&gPool.use);
     return 1;
