@@ -767,8 +767,16 @@ dotProductsWith(int64_t m, int64_t n, int64_t k, float alpha, const Operand &a,
     for (int64_t i0 = 0; i0 < m; i0 += R) {
       int64_t rows = m - i0 < R ? m - i0 : R;
       const float *ap = a.p + i0 * a.ld, *bp = b.p + j0 * b.ld;
+      // Each element's sum is the same sequence of operations in any block
+      // shape (its own accumulator, then its lanes and tail), so the edges
+      // give the bits a whole block would.
       if (rows == R && cols == S)
         dotBlock<W, R, S>(k, ap, a.ld, bp, b.ld, sums);
+      else if (cols == S)
+        // The last rows (all of them when M < R: one row, S columns at a
+        // time keeps S accumulators in flight).
+        for (int64_t i = 0; i < rows; ++i)
+          dotBlock<W, 1, S>(k, ap + i * a.ld, a.ld, bp, b.ld, sums + i * S);
       else
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j)
