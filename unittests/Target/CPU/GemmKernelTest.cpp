@@ -157,6 +157,32 @@ TEST(GemmKernel, LongKWithBTransposed) {
   check(Case{16, 144, 2048, true, true, 1.0f, 0.0f, 1}, seed++);
 }
 
+TEST(GemmKernel, LongKRowsAloneSameBits) {
+  // In the dot-product path every element is the same sequence of
+  // operations whatever block computes it: each row of an 8-row product
+  // equals, bit for bit, that row computed alone (M = 1, the edge path),
+  // for whole and partial column blocks.
+  const int m = 8, n = 27, k = 2051;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(size_t(m) * k), b(size_t(n) * k), c(size_t(m) * n),
+      row(static_cast<size_t>(n));
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : b)
+    x = dist(rng);
+  pd_cpu_sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a.data(), k,
+               b.data(), k, 0.0f, c.data(), n);
+  for (int i = 0; i < m; ++i) {
+    pd_cpu_sgemm(kRowMajor, kNoTrans, kTrans, 1, n, k, 1.0f,
+                 a.data() + size_t(i) * k, k, b.data(), k, 0.0f, row.data(), n);
+    for (int j = 0; j < n; ++j)
+      ASSERT_EQ(std::memcmp(&row[j], &c[size_t(i) * n + j], sizeof(float)), 0)
+          << "row " << i << ", column " << j << ": alone " << row[j]
+          << ", in the block " << c[size_t(i) * n + j];
+  }
+}
+
 TEST(GemmKernel, BlockEdges) {
   // KC = 256 or 512 (K split: the first block applies beta, later ones
   // add), MC 96-128 rows, NC = 1024 columns, 8 x 8 transposes with a
