@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Kernels.h"
+#include "GemmCheck.h"
 
 #include <gtest/gtest.h>
 
@@ -29,73 +29,7 @@
 
 namespace {
 
-constexpr int32_t kRowMajor = 101, kColMajor = 102, kNoTrans = 111,
-                  kTrans = 112;
-
-struct Case {
-  int m, n, k;
-  bool transA, transB;
-  float alpha, beta;
-  int pad; // extra elements per stored row (lda, ldb, ldc)
-};
-
-std::string describe(const Case &c) {
-  return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-         std::to_string(c.k) + " transA=" + std::to_string(c.transA) +
-         " transB=" + std::to_string(c.transB) +
-         " alpha=" + std::to_string(c.alpha) +
-         " beta=" + std::to_string(c.beta) + " pad=" + std::to_string(c.pad) +
-         " kernel=" + pipedream_cpu_gemm_kernel();
-}
-
-/// Runs `c` in row-major storage and checks every element of C against the
-/// float64 reference, and that C's padding is untouched.
-void check(const Case &c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  // Stored shapes: A is m x k (k x m when transposed), B k x n (n x k).
-  int aRows = c.transA ? c.k : c.m, aCols = c.transA ? c.m : c.k;
-  int bRows = c.transB ? c.n : c.k, bCols = c.transB ? c.k : c.n;
-  int lda = aCols + c.pad, ldb = bCols + c.pad, ldc = c.n + c.pad;
-  std::vector<float> a(size_t(aRows) * lda + 1), b(size_t(bRows) * ldb + 1);
-  std::vector<float> out(size_t(c.m) * ldc + 1);
-  for (float &x : a)
-    x = dist(rng);
-  for (float &x : b)
-    x = dist(rng);
-  const float sentinel = 12345.0f;
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = (i % ldc) < size_t(c.n) && i < size_t(c.m) * ldc
-                 ? (c.beta == 0.0f ? std::numeric_limits<float>::quiet_NaN()
-                                   : dist(rng))
-                 : sentinel;
-  std::vector<float> before = out;
-  pd_cpu_sgemm(kRowMajor, c.transA ? kTrans : kNoTrans,
-               c.transB ? kTrans : kNoTrans, c.m, c.n, c.k, c.alpha, a.data(),
-               lda, b.data(), ldb, c.beta, out.data(), ldc);
-  for (int i = 0; i < c.m; ++i)
-    for (int j = 0; j < c.n; ++j) {
-      double ref = 0, mag = 0;
-      for (int l = 0; l < c.k; ++l) {
-        double x = c.transA ? a[size_t(l) * lda + i] : a[size_t(i) * lda + l];
-        double y = c.transB ? b[size_t(j) * ldb + l] : b[size_t(l) * ldb + j];
-        ref += x * y;
-        mag += std::fabs(x * y);
-      }
-      double old = c.beta == 0.0f ? 0.0 : before[size_t(i) * ldc + j];
-      ref = double(c.alpha) * ref + double(c.beta) * old;
-      mag = std::fabs(c.alpha) * mag + std::fabs(c.beta * old);
-      // float32 rounding of a k-term sum and the combine.
-      double tol = (c.k + 4) * double(FLT_EPSILON) * mag + 1e-30;
-      float got = out[size_t(i) * ldc + j];
-      ASSERT_TRUE(std::fabs(got - ref) <= tol)
-          << describe(c) << ": C[" << i << "][" << j << "] = " << got
-          << ", float64 reference " << ref << " (tolerance " << tol << ")";
-    }
-  for (size_t i = 0; i < out.size(); ++i)
-    if ((i % ldc) >= size_t(c.n) || i >= size_t(c.m) * ldc)
-      ASSERT_EQ(out[i], sentinel) << describe(c) << ": wrote padding at " << i;
-}
+using namespace pipedream_gemm_test;
 
 TEST(GemmKernel, KernelInEffect) {
   // The kernel asked for by CTest (PIPEDREAM_GEMM_KERNEL) when this CPU has
@@ -164,13 +98,9 @@ TEST(GemmKernel, LongKRowsAloneSameBits) {
   // for whole and partial column blocks.
   const int m = 8, n = 27, k = 2051;
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> a(size_t(m) * k), b(size_t(n) * k), c(size_t(m) * n),
-      row(static_cast<size_t>(n));
-  for (float &x : a)
-    x = dist(rng);
-  for (float &x : b)
-    x = dist(rng);
+  std::vector<float> a = randomFloats(size_t(m) * k, rng),
+                     b = randomFloats(size_t(n) * k, rng);
+  std::vector<float> c(size_t(m) * n), row(static_cast<size_t>(n));
   pd_cpu_sgemm(kRowMajor, kNoTrans, kTrans, m, n, k, 1.0f, a.data(), k,
                b.data(), k, 0.0f, c.data(), n);
   for (int i = 0; i < m; ++i) {
