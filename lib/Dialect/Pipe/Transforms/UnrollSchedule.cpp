@@ -377,10 +377,9 @@ void UnrollSchedulePass::runOnOperation() {
             if (inserted)
               reductions.push_back({&w, a.microbatch});
             else if (reductions[it->second].microbatch != a.microbatch) {
-              (void)fail(fnOf(a.stage, 'U'),
-                         "the updates of '" + name +
-                             "' on different ranks follow different "
-                             "micro-batches");
+              fail(fnOf(a.stage, 'U'), "the updates of '" + name +
+                                           "' on different ranks follow "
+                                           "different micro-batches");
               return failure();
             }
             if (deferUpdates)
@@ -469,7 +468,7 @@ void UnrollSchedulePass::runOnOperation() {
   if (succeeded(ordered) && !*ordered && config.isSynchronous())
     ordered = orderWithReductions(/*deferUpdates=*/true);
   if (failed(ordered))
-    return signalPassFailure();
+    return; // reported by `fail`
   if (!*ordered) {
     module.emitError()
         << "pipe-unroll-schedule: the gradient all-reduces of the "
