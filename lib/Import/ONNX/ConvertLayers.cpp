@@ -154,7 +154,8 @@ static void convertGroupNormalization(NodeContext &ctx) {
   if (!ctx.requireInputs(3))
     return;
   RankedTensorType type = channelsInputType(ctx);
-  if (!type)
+  Value x = ctx.operand(0), scale = ctx.operand(1), bias = ctx.operand(2);
+  if (!type || !x || !scale || !bias)
     return;
   Type element = type.getElementType();
   if (!ctx.attr("num_groups")) {
@@ -171,16 +172,15 @@ static void convertGroupNormalization(NodeContext &ctx) {
   }
   bool perGroup = ctx.sinceVersion() < 21;
   int64_t params = perGroup ? groups : channels;
-  for (int i : {1, 2})
-    if (typeOf(ctx.operand(i)).getNumElements() != params) {
-      ctx.fail(Twine(i == 1 ? "scale" : "bias") + " must have " +
-               Twine(params) + " values (one per " +
+  for (auto [what, v] : {std::pair{"scale", scale}, std::pair{"bias", bias}})
+    if (typeOf(v).getNumElements() != params) {
+      ctx.fail(Twine(what) + " must have " + Twine(params) +
+               " values (one per " +
                (perGroup ? "group, opset 18" : "channel") + "), got shape " +
-               shapeToString(typeOf(ctx.operand(i)).getShape()));
+               shapeToString(typeOf(v).getShape()));
       return;
     }
   double epsilon = ctx.floatAttr("epsilon", 1e-5);
-  Value x = ctx.operand(0);
   if (type.getNumElements() == 0) {
     // No sample or no position: the empty result.
     ctx.setOutput(0, x);
@@ -195,7 +195,6 @@ static void convertGroupNormalization(NodeContext &ctx) {
   int64_t perRow = type.getNumElements() / (n * groups);
   Value rows = reshape(ctx, x, {n, groups, perRow});
   Value y = normalize(ctx, rows, {2}, epsilon).output;
-  Value scale = ctx.operand(1), bias = ctx.operand(2);
   if (stash) {
     scale = ctx.createValue<nn::CastOp>(scale, TypeAttr::get(f32));
     bias = ctx.createValue<nn::CastOp>(bias, TypeAttr::get(f32));
