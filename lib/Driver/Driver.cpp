@@ -342,7 +342,11 @@ static llvm::json::Object optimizerJSON(const nn::OptimizerOptions &o) {
       {"nesterov", o.nesterov},
       {"beta1", o.beta1},
       {"beta2", o.beta2},
-      {"eps", o.eps}};
+      {"eps", o.eps},
+      {"lr_schedule",
+       llvm::json::Object{{"kind", nn::stringifyLRScheduleKind(o.lrSchedule)},
+                          {"warmup_steps", o.warmupSteps},
+                          {"total_steps", o.totalSteps}}}};
 }
 
 //===----------------------------------------------------------------------===//

@@ -238,6 +238,19 @@ struct CompileFlags::Flags {
         beta2("beta2", cl::desc("Adam beta2 (0.999)"), cl::init(0.999),
               cl::cat(c)),
         eps("eps", cl::desc("Adam epsilon (1e-8)"), cl::init(1e-8), cl::cat(c)),
+        lrSchedule("lr-schedule",
+                   cl::desc("Learning rate after the warm-up: constant "
+                            "(default), linear or cosine (to 0 at "
+                            "--total-steps)"),
+                   cl::value_desc("constant|linear|cosine"), cl::cat(c)),
+        warmupSteps("warmup-steps",
+                    cl::desc("Optimizer steps of linear learning-rate "
+                             "warm-up from 0 (default 0)"),
+                    cl::cat(c)),
+        totalSteps("total-steps",
+                   cl::desc("The optimizer step at which --lr-schedule "
+                            "linear/cosine reaches 0"),
+                   cl::cat(c)),
         freeze("freeze",
                cl::desc("Keep these weights fixed in training (names or "
                         "regular expressions; repeatable)"),
@@ -346,6 +359,8 @@ struct CompileFlags::Flags {
   cl::opt<double> lr, momentum;
   cl::opt<bool> nesterov;
   cl::opt<double> weightDecay, beta1, beta2, eps;
+  cl::opt<std::string> lrSchedule;
+  cl::opt<int64_t> warmupSteps, totalSteps;
   cl::list<std::string> freeze, train;
   // Pipelines.
   cl::opt<int64_t> stages, virtualStages, replicas, ranks;
@@ -390,6 +405,9 @@ CompileOptions CompileFlags::read() const {
   o.beta1 = given(f.beta1);
   o.beta2 = given(f.beta2);
   o.eps = given(f.eps);
+  o.lrSchedule = given(f.lrSchedule);
+  o.warmupSteps = given(f.warmupSteps);
+  o.totalSteps = given(f.totalSteps);
   o.freeze.assign(f.freeze.begin(), f.freeze.end());
   o.train.assign(f.train.begin(), f.train.end());
   o.stages = given(f.stages);

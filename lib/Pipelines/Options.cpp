@@ -256,6 +256,25 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   opt.beta1 = o.beta1.value_or(0.9);
   opt.beta2 = o.beta2.value_or(0.999);
   opt.eps = o.eps.value_or(1e-8);
+  std::string schedule = o.lrSchedule.value_or("constant");
+  std::optional<nn::LRScheduleKind> scheduleKind =
+      nn::parseLRScheduleKind(schedule);
+  if (!scheduleKind)
+    return fail(context, "--lr-schedule " + schedule +
+                             ": expected constant, linear or cosine");
+  opt.lrSchedule = *scheduleKind;
+  opt.warmupSteps = o.warmupSteps.value_or(0);
+  opt.totalSteps = o.totalSteps.value_or(0);
+  if (opt.warmupSteps < 0 || opt.totalSteps < 0)
+    return fail(context, "--warmup-steps and --total-steps must be at least 0");
+  if (opt.lrSchedule == nn::LRScheduleKind::Constant && o.totalSteps)
+    return fail(context, "--total-steps applies to --lr-schedule linear or "
+                         "cosine (the rate decays to 0 at that step)");
+  if (opt.lrSchedule != nn::LRScheduleKind::Constant &&
+      opt.totalSteps <= opt.warmupSteps)
+    return fail(context, "--lr-schedule " + schedule +
+                             " needs --total-steps greater than "
+                             "--warmup-steps (the step the rate reaches 0)");
   if (!(opt.lr > 0) || opt.momentum < 0 || opt.weightDecay < 0 ||
       !(opt.beta1 >= 0 && opt.beta1 < 1) ||
       !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
@@ -333,6 +352,9 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
         {o.beta1.has_value(), "beta1"},
         {o.beta2.has_value(), "beta2"},
         {o.eps.has_value(), "eps"},
+        {o.lrSchedule.has_value(), "lr-schedule"},
+        {o.warmupSteps.has_value(), "warmup-steps"},
+        {o.totalSteps.has_value(), "total-steps"},
         {!o.freeze.empty(), "freeze"},
         {!o.train.empty(), "train"}};
     for (auto [given, name] : trainingFlags)

@@ -77,6 +77,9 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   stages.beta1 = opt.beta1;
   stages.beta2 = opt.beta2;
   stages.eps = opt.eps;
+  stages.lrSchedule = nn::stringifyLRScheduleKind(opt.lrSchedule).str();
+  stages.warmupSteps = opt.warmupSteps;
+  stages.totalSteps = opt.totalSteps;
   pm.addPass(pp::createBuildStageTrainingPass(stages));
   // The stages pipe-partition listed in pipe.recompute.
   if (schedule.recompute)
@@ -181,6 +184,13 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
   Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam beta1")};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam beta2")};
   Option<double> eps{*this, "eps", llvm::cl::desc("Adam epsilon")};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("constant (default), linear or cosine")};
+  Option<int64_t> warmupSteps{*this, "warmup-steps",
+                              llvm::cl::desc("learning-rate warm-up steps")};
+  Option<int64_t> totalSteps{*this, "total-steps",
+                             llvm::cl::desc("the step linear/cosine reach 0")};
   ListOption<std::string> freeze{*this, "freeze",
                                  llvm::cl::desc("weights to keep fixed")};
   ListOption<std::string> train{*this, "train",
@@ -221,6 +231,9 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
     o.beta1 = given(beta1);
     o.beta2 = given(beta2);
     o.eps = given(eps);
+    o.lrSchedule = given(lrSchedule);
+    o.warmupSteps = given(warmupSteps);
+    o.totalSteps = given(totalSteps);
     o.freeze.assign(freeze.begin(), freeze.end());
     o.train.assign(train.begin(), train.end());
     return o;

@@ -151,6 +151,30 @@ def test_train_continues(mlp_model, mlp_data, tmp_path):
     assert one.steps_trained == 4
 
 
+def test_lr_schedule_keywords(mlp_model, mlp_data, tmp_path):
+    """lr_schedule= / warmup_steps= / total_steps= are the pipedream-compile
+    flags: with one warm-up step the first update runs at rate 0 (no weight
+    moves), the second at the full rate; a linear decay to 0 at step 2
+    leaves step 3 at rate 0. Their checks come back as CompileError."""
+    model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "w",
+                              lr_schedule="linear", warmup_steps=1,
+                              total_steps=2, **SETTINGS)
+    before = model.weights()
+    model.train(mlp_data, steps=1)
+    first = model.weights()
+    assert all(np.array_equal(first[n], before[n]) for n in before)
+    model.train(mlp_data, steps=1)
+    second = model.weights()
+    assert any(not np.array_equal(second[n], first[n]) for n in first)
+    model.train(mlp_data, steps=1)
+    third = model.weights()
+    assert all(np.array_equal(third[n], second[n]) for n in second)
+    with pytest.raises(pipedream.CompileError,
+                       match="^--lr-schedule cosine needs --total-steps"):
+        pipedream.compile(mlp_model.model_path, lr_schedule="cosine",
+                          **SETTINGS)
+
+
 def test_train_matches_torch(mlp_data, tmp_path):
     """The first step's loss is PyTorch's cross-entropy of the initial
     model on the first batch (an independent reference)."""

@@ -88,6 +88,12 @@ struct CompileOptions {
   std::optional<double> beta1;       ///< default 0.9
   std::optional<double> beta2;       ///< default 0.999
   std::optional<double> eps;         ///< default 1e-8
+  /// Learning-rate schedule (docs/Training.md, "Learning-rate schedules"):
+  /// constant (default), linear or cosine after `warmupSteps` of linear
+  /// warm-up; linear and cosine reach 0 at `totalSteps`.
+  std::optional<std::string> lrSchedule;
+  std::optional<int64_t> warmupSteps; ///< default 0
+  std::optional<int64_t> totalSteps;
   /// Weights to keep fixed / to train whatever the trainable rule says
   /// (names or regular expressions, entries may be comma-separated;
   /// docs/Training.md "Trainable and frozen weights").

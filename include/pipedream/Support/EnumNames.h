@@ -14,6 +14,7 @@
 #define PIPEDREAM_SUPPORT_ENUMNAMES_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <cstddef>
 #include <optional>
@@ -44,6 +45,15 @@ stringifyEnumName(const EnumName<EnumT> (&names)[N], EnumT value) {
     if (entry.value == value)
       return llvm::StringRef(entry.name);
   return std::nullopt;
+}
+
+/// The name of `value`, which every enumerator of the table's enum has.
+template <typename EnumT, size_t N>
+llvm::StringRef stringifyKnownEnumName(const EnumName<EnumT> (&names)[N],
+                                       EnumT value) {
+  if (std::optional<llvm::StringRef> name = stringifyEnumName(names, value))
+    return *name;
+  llvm_unreachable("an enumerator without a name in its table");
 }
 
 } // namespace pipedream

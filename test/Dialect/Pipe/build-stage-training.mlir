@@ -1,6 +1,7 @@
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4" | FileCheck %s
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4 split-backward" | FileCheck %s --check-prefix=SPLIT
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4 replicas=2" | FileCheck %s --check-prefix=REPLICAS
+// RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4 lr-schedule=cosine warmup-steps=1 total-steps=5" | FileCheck %s --check-prefix=LRSCHED
 // RUN: pipedream-opt %s --pipe-build-stage-training="loss=mse microbatches=4" --pipe-unroll-schedule="kind=1f1b microbatches=4" --pipe-verify-schedule -o /dev/null
 
 // Two stages joined by one transfer (edge 0): y = relu(x * w0) * w1.
@@ -52,3 +53,14 @@ func.func @main(%x: tensor<2x4xf32> {nn.name = "x", pipe.stage = #pipe.stage<0>}
 // SPLIT-LABEL: func.func @stage1_W(
 // SPLIT-SAME: nn.updates = "grad:w1"}
 
+
+// A learning-rate schedule: each stage's update counts its own steps in
+// the state buffer step:<stage> and scales lr by the factor of that step.
+// LRSCHED-LABEL: func.func @stage0_U(
+// LRSCHED-SAME: %[[S:[^:]*]]: tensor<f32> {nn.name = "step:stage0", nn.role = "state"}
+// LRSCHED-SAME: tensor<f32> {nn.name = "step:stage0.next", nn.updates = "step:stage0"}
+// LRSCHED: nn.cos
+// LRSCHED: nn.less %[[S]]
+// LRSCHED-LABEL: func.func @stage1_U(
+// LRSCHED-SAME: {nn.name = "step:stage1", nn.role = "state"}
+// LRSCHED: nn.cos

@@ -5,7 +5,8 @@
         --optimizer sgd|momentum|adam|adamw [--microbatches M] [--steps N]
         [--microbatch-size B] [--lr F] [--runner run|python] [--work DIR]
         [--export-batch N | --onnx FILE] [--stages K --schedule S]
-        [--inference]
+        [--lr-schedule constant|linear|cosine --warmup-steps W
+         --total-steps T] [--inference]
 
 The model comes from models/export_torch.py (same seed, so the ONNX file and
 the torch module start from the same weights; exported with a dynamic batch
@@ -21,6 +22,10 @@ ctypes driver of the bundle's functions that follows docs/Bundle.md
 (`--runner python`, a cross-check of the runtime's training loop). With
 `--stages K --schedule S` pipedream trains a K-stage pipeline bundle
 (`pipedream-run --transport threads`) instead of a single-rank one.
+`--lr-schedule` trains both sides with a learning-rate schedule: torch's
+LambdaLR over the factor written out below from transformers'
+get_{constant,linear,cosine}_schedule_with_warmup (in float64; 0 from step
+T on), stepped after every optimizer step.
 `--inference` compares only the forward pass instead: an inference bundle
 compiled with `--input-shape` at the micro-batch size against the torch
 module in eval mode (logits within 1e-4 relative to the largest).
@@ -37,6 +42,7 @@ import argparse
 import csv
 import ctypes
 import json
+import math
 import os
 import subprocess
 import sys
@@ -84,10 +90,30 @@ def torch_optimizer(kind, params, lr, momentum, weight_decay, eps):
     raise SystemExit(f"unknown optimizer {kind}")
 
 
+def lr_factor(kind, warmup, total, step):
+    """The learning-rate factor of optimizer step `step` (0-based), as
+    transformers' get_*_schedule_with_warmup; from `total` on, linear and
+    cosine stay at 0 (transformers' cosine would rise again)."""
+    if step < warmup:
+        return step / max(1, warmup)
+    if kind == "constant":
+        return 1.0
+    if kind == "linear":
+        return max(0.0, (total - step) / max(1, total - warmup))
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
 def torch_train(model, x, labels, args):
     model.train()
     opt = torch_optimizer(args.optimizer, model.parameters(), args.lr,
                           args.momentum, args.weight_decay, args.eps)
+    scheduler = None
+    # Other comparisons (pipeline_compare.py) reuse this loop without it.
+    if getattr(args, "lr_schedule", None):
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: lr_factor(args.lr_schedule, args.warmup_steps,
+                                     args.total_steps, s))
     n = args.microbatches * args.microbatch_size
     rows = x.shape[0]
     losses = []
@@ -105,6 +131,8 @@ def torch_train(model, x, labels, args):
             (loss / args.microbatches).backward()
             total += loss.item()
         opt.step()
+        if scheduler:
+            scheduler.step()
         losses.append(total / args.microbatches)
     return losses
 
@@ -247,6 +275,9 @@ def main():
     p.add_argument("--inference", action="store_true")
     p.add_argument("--stages", type=int, default=None)
     p.add_argument("--schedule", default="1f1b")
+    p.add_argument("--lr-schedule", choices=["constant", "linear", "cosine"])
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--total-steps", type=int, default=0)
     p.add_argument("--work")
     args = p.parse_args()
     if args.lr is None:
@@ -327,6 +358,11 @@ def main():
         cmd += ["--stages", str(args.stages), "--schedule", args.schedule]
     if args.optimizer in ("adam", "adamw"):
         cmd += ["--eps", repr(args.eps)]
+    if args.lr_schedule:
+        cmd += ["--lr-schedule", args.lr_schedule,
+                "--warmup-steps", str(args.warmup_steps)]
+        if args.lr_schedule != "constant":
+            cmd += ["--total-steps", str(args.total_steps)]
     subprocess.run(cmd, check=True)
 
     if args.runner == "python":
@@ -356,6 +392,9 @@ def main():
         tag += f" static-batch={args.export_batch}"
     if args.stages:
         tag += f" {args.schedule} K={args.stages}"
+    if args.lr_schedule:
+        tag += (f" lr-schedule={args.lr_schedule} W={args.warmup_steps}"
+                f" T={args.total_steps}")
     if len(ours) != len(torch_losses):
         print(f"MISMATCH {tag}: {len(ours)} losses, torch has {len(torch_losses)}")
         return 1

@@ -55,15 +55,17 @@ constexpr EnumName<OptimizerKind> kOptimizerKindNames[] = {
     {"momentum", OptimizerKind::Momentum},
     {"adam", OptimizerKind::Adam},
     {"adamw", OptimizerKind::AdamW}};
+constexpr EnumName<LRScheduleKind> kLRScheduleKindNames[] = {
+    {"constant", LRScheduleKind::Constant},
+    {"linear", LRScheduleKind::Linear},
+    {"cosine", LRScheduleKind::Cosine}};
 
 std::optional<LossKind> parseLossKind(StringRef text) {
   return parseEnumName(kLossKindNames, text);
 }
 
 StringRef stringifyLossKind(LossKind kind) {
-  if (std::optional<StringRef> name = stringifyEnumName(kLossKindNames, kind))
-    return *name;
-  llvm_unreachable("unknown loss kind");
+  return stringifyKnownEnumName(kLossKindNames, kind);
 }
 
 std::optional<OptimizerKind> parseOptimizerKind(StringRef text) {
@@ -71,10 +73,36 @@ std::optional<OptimizerKind> parseOptimizerKind(StringRef text) {
 }
 
 StringRef stringifyOptimizerKind(OptimizerKind kind) {
-  if (std::optional<StringRef> name =
-          stringifyEnumName(kOptimizerKindNames, kind))
-    return *name;
-  llvm_unreachable("unknown optimizer kind");
+  return stringifyKnownEnumName(kOptimizerKindNames, kind);
+}
+
+std::optional<LRScheduleKind> parseLRScheduleKind(StringRef text) {
+  return parseEnumName(kLRScheduleKindNames, text);
+}
+
+StringRef stringifyLRScheduleKind(LRScheduleKind kind) {
+  return stringifyKnownEnumName(kLRScheduleKindNames, kind);
+}
+
+LogicalResult parseLRSchedule(Operation *anchor, StringRef pass, StringRef kind,
+                              int64_t warmupSteps, int64_t totalSteps,
+                              OptimizerOptions &opt) {
+  std::optional<LRScheduleKind> parsed = parseLRScheduleKind(kind);
+  if (!parsed)
+    return anchor->emitError() << pass << ": unknown lr-schedule '" << kind
+                               << "' (expected constant, linear or cosine)";
+  if (warmupSteps < 0 || totalSteps < 0)
+    return anchor->emitError()
+           << pass << ": warmup-steps and total-steps must be at least 0";
+  if (*parsed != LRScheduleKind::Constant && totalSteps <= warmupSteps)
+    return anchor->emitError()
+           << pass << ": lr-schedule " << kind
+           << " needs total-steps greater than warmup-steps (got " << totalSteps
+           << " and " << warmupSteps << ")";
+  opt.lrSchedule = *parsed;
+  opt.warmupSteps = warmupSteps;
+  opt.totalSteps = totalSteps;
+  return success();
 }
 
 namespace {
@@ -259,8 +287,9 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
       updateArgTypes.push_back(w.type);
       updateArgs.push_back({(prefix + w.name).str(), "state", {}});
     }
-  bool usesStep =
+  bool adam =
       opt.kind == OptimizerKind::Adam || opt.kind == OptimizerKind::AdamW;
+  bool usesStep = adam || opt.hasLRSchedule();
   if (usesStep) {
     updateArgTypes.push_back(RankedTensorType::get({}, elementType));
     updateArgs.push_back({stepName.str(), "state", {}});
@@ -291,9 +320,59 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   SmallVector<Value> newWeights, newStates;
   SmallVector<std::string> newStateNames;
   Value stepCount, biasCorrection1, biasCorrection2Sqrt;
-  if (usesStep) {
-    Value stepArg = updateEntry->getArguments().back();
+  Value stepArg = usesStep ? updateEntry->getArguments().back() : Value();
+  if (usesStep)
     stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
+  // The learning rate of this step: a constant, or lr * factor(s) for the
+  // s-th step (s = the counter before this step, as torch's LambdaLR's
+  // last_epoch when optimizer.step() runs).
+  Value scheduledLR;
+  if (opt.hasLRSchedule()) {
+    Value s = stepArg;
+    double warmup = static_cast<double>(opt.warmupSteps);
+    double decay = std::max<double>(
+        1.0, static_cast<double>(opt.totalSteps - opt.warmupSteps));
+    Value factor;
+    switch (opt.lrSchedule) {
+    case LRScheduleKind::Constant:
+      factor = constant(1.0);
+      break;
+    case LRScheduleKind::Linear:
+      // max(0, (T - s) / max(1, T - W)).
+      factor = MaxOp::create(
+          b, optLoc, constant(0.0),
+          DivOp::create(
+              b, optLoc,
+              SubOp::create(b, optLoc,
+                            constant(static_cast<double>(opt.totalSteps)), s),
+              constant(decay)));
+      break;
+    case LRScheduleKind::Cosine: {
+      // 0.5 (1 + cos(pi min(1, (s - W) / max(1, T - W)))): 0 from T on.
+      Value progress = MinOp::create(
+          b, optLoc, constant(1.0),
+          DivOp::create(b, optLoc,
+                        SubOp::create(b, optLoc, s, constant(warmup)),
+                        constant(decay)));
+      factor = MulOp::create(
+          b, optLoc, constant(0.5),
+          AddOp::create(b, optLoc, constant(1.0),
+                        CosOp::create(b, optLoc,
+                                      MulOp::create(b, optLoc, constant(M_PI),
+                                                    progress))));
+      break;
+    }
+    }
+    if (opt.warmupSteps > 0)
+      factor = WhereOp::create(
+          b, optLoc, LessOp::create(b, optLoc, s, constant(warmup)),
+          DivOp::create(b, optLoc, s, constant(warmup)), factor);
+    scheduledLR = MulOp::create(b, optLoc, constant(opt.lr), factor);
+  }
+  auto lr = [&]() -> Value {
+    return scheduledLR ? scheduledLR : constant(opt.lr);
+  };
+  if (adam) {
     biasCorrection1 = SubOp::create(
         b, optLoc, constant(1.0),
         PowOp::create(b, optLoc, constant(opt.beta1), stepCount));
@@ -328,14 +407,19 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
                 : buf;
       }
       newWeights.push_back(SubOp::create(
-          b, optLoc, w, MulOp::create(b, optLoc, constant(opt.lr), direction)));
+          b, optLoc, w, MulOp::create(b, optLoc, lr(), direction)));
       break;
     }
     case OptimizerKind::Adam:
     case OptimizerKind::AdamW: {
       if (opt.kind == OptimizerKind::AdamW && opt.weightDecay != 0)
-        w = MulOp::create(b, optLoc, w,
-                          constant(1.0 - opt.lr * opt.weightDecay));
+        w = MulOp::create(
+            b, optLoc, w,
+            opt.hasLRSchedule()
+                ? Value(SubOp::create(b, optLoc, constant(1.0),
+                                      MulOp::create(b, optLoc, scheduledLR,
+                                                    constant(opt.weightDecay))))
+                : constant(1.0 - opt.lr * opt.weightDecay));
       if (opt.kind == OptimizerKind::Adam && opt.weightDecay != 0)
         g = AddOp::create(b, optLoc, g,
                           MulOp::create(b, optLoc, constant(opt.weightDecay),
@@ -356,8 +440,7 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
           DivOp::create(b, optLoc, SqrtOp::create(b, optLoc, v),
                         biasCorrection2Sqrt),
           constant(opt.eps));
-      Value stepSize = DivOp::create(b, optLoc, constant(opt.lr),
-                                     biasCorrection1);
+      Value stepSize = DivOp::create(b, optLoc, lr(), biasCorrection1);
       newWeights.push_back(SubOp::create(
           b, optLoc, w,
           MulOp::create(b, optLoc, stepSize,
@@ -688,6 +771,9 @@ struct BuildTrainingPass
     options.optimizer.beta1 = beta1;
     options.optimizer.beta2 = beta2;
     options.optimizer.eps = eps;
+    if (failed(parseLRSchedule(getOperation(), "nn-build-training", lrSchedule,
+                               warmupSteps, totalSteps, options.optimizer)))
+      return signalPassFailure();
     if (failed(buildTrainingFunctions(getOperation(), options)))
       signalPassFailure();
   }

@@ -158,6 +158,10 @@ void BuildStageTrainingPass::runOnOperation() {
                        << replicas.getValue();
     return signalPassFailure();
   }
+  nn::OptimizerOptions opt;
+  if (failed(nn::parseLRSchedule(module, "pipe-build-stage-training",
+                                 lrSchedule, warmupSteps, totalSteps, opt)))
+    return signalPassFailure();
   auto driver = module.lookupSymbol<func::FuncOp>(function);
   if (!driver || driver.isDeclaration()) {
     module.emitError() << "pipe-build-stage-training: no function '"
@@ -178,7 +182,6 @@ void BuildStageTrainingPass::runOnOperation() {
   // (one element); there is no labels input (what the loss reads are
   // ordinary graph inputs, fed to the stage that reads them).
   bool hasLabels = *lossKind != nn::LossKind::None;
-  nn::OptimizerOptions opt;
   opt.kind = *optimizerKind;
   opt.lr = lr;
   opt.momentum = momentum;

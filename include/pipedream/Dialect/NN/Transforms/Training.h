@@ -42,11 +42,28 @@ namespace pipedream::nn {
 /// loss; there are no labels.
 enum class LossKind { CrossEntropy, MSE, None };
 enum class OptimizerKind { SGD, Momentum, Adam, AdamW };
+/// How the learning rate changes with the optimizer step (docs/Training.md,
+/// "Learning-rate schedules"): a linear warm-up over `warmupSteps`, then
+/// the same rate (`Constant`), a linear decay to 0 at `totalSteps`
+/// (`Linear`) or a half cosine to 0 at `totalSteps` (`Cosine`); the
+/// schedules of transformers'
+/// get_{constant,linear,cosine}_schedule_with_warmup.
+enum class LRScheduleKind { Constant, Linear, Cosine };
 
 std::optional<LossKind> parseLossKind(llvm::StringRef text);
 llvm::StringRef stringifyLossKind(LossKind kind);
 std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef text);
 llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
+std::optional<LRScheduleKind> parseLRScheduleKind(llvm::StringRef text);
+llvm::StringRef stringifyLRScheduleKind(LRScheduleKind kind);
+
+struct OptimizerOptions;
+/// Sets `opt`'s schedule from a pass's options, or emits at `anchor`
+/// (prefixed by the pass name) and fails when they are out of range.
+mlir::LogicalResult parseLRSchedule(mlir::Operation *anchor,
+                                    llvm::StringRef pass, llvm::StringRef kind,
+                                    int64_t warmupSteps, int64_t totalSteps,
+                                    OptimizerOptions &opt);
 
 /// torch.optim hyper-parameters. `momentum` applies to `Momentum` (SGD with
 /// momentum; 0.9 when not given); Adam/AdamW use beta1/beta2/eps.
@@ -59,6 +76,17 @@ struct OptimizerOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
+  /// The rate of optimizer step s (0-based) is lr * factor(s) (see
+  /// LRScheduleKind); `totalSteps` is needed by Linear and Cosine.
+  LRScheduleKind lrSchedule = LRScheduleKind::Constant;
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
+
+  /// Whether the rate changes from step to step (the update then keeps a
+  /// step counter whatever the optimizer).
+  bool hasLRSchedule() const {
+    return lrSchedule != LRScheduleKind::Constant || warmupSteps > 0;
+  }
 };
 
 struct TrainingOptions {
@@ -129,8 +157,9 @@ struct UpdateWeight {
 };
 
 /// Builds `@name(weights..., grad:<w>..., state...) -> (weights'...,
-/// state'...)`, one torch.optim step, at `b`. The step counter of Adam is
-/// the state buffer `stepName`.
+/// state'...)`, one torch.optim step, at `b`. The step counter of Adam (and
+/// of every optimizer with a learning-rate schedule) is the state buffer
+/// `stepName`.
 mlir::func::FuncOp buildOptimizerUpdate(mlir::OpBuilder &b, mlir::Location loc,
                                         llvm::StringRef name,
                                         llvm::ArrayRef<UpdateWeight> weights,

@@ -108,6 +108,13 @@ def BuildStageTrainingPass
     Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
     Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+    Option<"lrSchedule", "lr-schedule", "std::string", "\"constant\"",
+           "Learning-rate schedule after the warm-up: constant, linear or "
+           "cosine (decay to 0 at total-steps)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Optimizer steps of linear learning-rate warm-up from 0">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Optimizer steps at which linear and cosine reach 0">,
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect",
                            "::pipedream::nn::NNDialect",
