@@ -269,9 +269,63 @@ static std::optional<double> scalarBound(NodeContext &ctx, size_t i,
   return t->getDouble(0);
 }
 
+/// Clip of integers (opset 12+): max(x, min), then min(., max), in the
+/// input's own element type, so every int64 bound is exact (nn.clip's
+/// bounds are f64) and every element is max when min > max, as ONNX says.
+static void convertIntegerClip(NodeContext &ctx) {
+  static constexpr std::pair<size_t, const char *> kBounds[] = {{1, "min"},
+                                                                {2, "max"}};
+  bool allConstant = ctx.constantInput(0) != nullptr;
+  for (auto [i, what] : kBounds) {
+    if (!ctx.hasInput(i))
+      continue;
+    RankedTensorType type = ctx.inputType(i, what);
+    if (!type)
+      return;
+    if (type.getNumElements() != 1)
+      return ctx.fail(llvm::Twine("input '") + what + "' must be a scalar");
+    allConstant = allConstant && ctx.constantInput(i);
+  }
+  if (allConstant) {
+    HostTensor y = *ctx.constantInput(0);
+    for (auto [i, what] : kBounds) {
+      if (!ctx.hasInput(i))
+        continue;
+      HostTensor bound = *ctx.constantInput(i);
+      bound.shape.clear();
+      HostResult next = foldBinary(i == 1 ? BinaryKind::Max : BinaryKind::Min,
+                                   y, bound, ctx.budget());
+      if (!next)
+        return ctx.setFolded(std::move(next));
+      y = std::move(*next);
+    }
+    return ctx.setFolded(std::move(y));
+  }
+  Value y = ctx.operand(0);
+  for (auto [i, what] : kBounds) {
+    if (!y || !ctx.hasInput(i))
+      continue;
+    Value bound = ctx.operand(i, what);
+    if (bound && cast<RankedTensorType>(bound.getType()).getRank() != 0)
+      bound = ctx.createValue<nn::ReshapeOp>(bound, ctx.i64s({}));
+    if (!bound)
+      return;
+    y = i == 1 ? ctx.createValue<nn::MaxOp>(y, bound)
+               : ctx.createValue<nn::MinOp>(y, bound);
+  }
+  ctx.setOutput(0, y);
+}
+
 static void convertClip(NodeContext &ctx) {
   if (!ctx.requireInputs(1))
     return;
+  if (ctx.sinceVersion() >= 12) {
+    RankedTensorType type = ctx.inputType(0, "input");
+    if (!type)
+      return;
+    if (isa<IntegerType>(type.getElementType()))
+      return convertIntegerClip(ctx);
+  }
   bool ok = true;
   std::optional<double> min, max;
   Value runtimeMin, runtimeMax;

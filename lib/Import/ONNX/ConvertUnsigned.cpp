@@ -28,19 +28,27 @@ bool onnx_import::isUnsignedAwareOp(StringRef opType,
   // Pure data movement and the elementwise ops whose lowering has an
   // unsigned form (docs/Importer.md, "Unsigned integers").
   static const llvm::StringSet<> kOps = {
-      "Identity", "Constant", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Transpose", "Concat", "Shape", "Size", "Slice", "Expand", "Gather",
-      "Equal", "Where", "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min",
-      "Sum", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Pow",
-      "BitShift", "Cast", "CastLike", "MaxPool"};
+      "Identity",    "Constant", "Reshape",
+      "Flatten",     "Squeeze",  "Unsqueeze",
+      "Transpose",   "Concat",   "Shape",
+      "Size",        "Slice",    "Expand",
+      "Gather",      "Equal",    "Where",
+      "Add",         "Sub",      "Mul",
+      "Div",         "Mod",      "Max",
+      "Min",         "Sum",      "Less",
+      "LessOrEqual", "Greater",  "GreaterOrEqual",
+      "Pow",         "BitShift", "Cast",
+      "CastLike",    "MaxPool",  "Clip"};
   if (!kOps.contains(opType))
     return false;
   // NOTE: import-time folding keeps integers as int64: a uint64 above
   // INT64_MAX is stored as its bits, right for the wrapping ops and the
   // data movement, wrong for the order-dependent ones.
   static const llvm::StringSet<> kOrdered = {
-      "Div", "Mod", "Max", "Min", "Less", "LessOrEqual", "Greater",
-      "GreaterOrEqual", "Pow", "BitShift", "Cast", "CastLike"};
+      "Div",  "Mod",         "Max",     "Min",
+      "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+      "Pow",  "BitShift",    "Cast",    "CastLike",
+      "Clip"};
   if (value.constant && kOrdered.contains(opType) &&
       value.type.getElementType().isUnsignedInteger(64) &&
       llvm::any_of(value.constant->ints, [](int64_t v) { return v < 0; })) {
