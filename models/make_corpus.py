@@ -374,10 +374,82 @@ def swin():
     return model, {"x": ("image", (3, 16, 16), None)}, ("class", (), 10)
 
 
+def deberta():
+    """transformers' DeBERTa-v2: disentangled attention (content-to-position
+    and position-to-content scores from log-bucketed relative positions,
+    int64 positions clamped by Clip and gathered), no absolute position
+    embedding."""
+    from transformers import (DebertaV2Config,
+                              DebertaV2ForSequenceClassification)
+    cfg = DebertaV2Config(vocab_size=64, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64,
+                          max_position_embeddings=16,
+                          hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0,
+                          pooler_dropout=0.0, relative_attention=True,
+                          position_buckets=8, max_relative_positions=16,
+                          pos_att_type=["p2c", "c2p"], num_labels=4,
+                          pad_token_id=None, type_vocab_size=0)
+    cfg._attn_implementation = "eager"
+    model = ids_to_logits(DebertaV2ForSequenceClassification)(cfg)
+    return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("class", (), 4)
+
+
+def bloom():
+    """transformers' BLOOM: ALiBi attention biases (slopes per head times
+    the cumulative sum of the attention mask), fused QKV, an embedding
+    LayerNorm, the head tied to the embedding."""
+    from transformers import BloomConfig, BloomForCausalLM
+    cfg = BloomConfig(vocab_size=64, hidden_size=32, n_layer=2, n_head=4,
+                      hidden_dropout=0.0, attention_dropout=0.0,
+                      use_cache=False, bos_token_id=0, eos_token_id=0,
+                      pad_token_id=None)
+    cfg._attn_implementation = "eager"
+    model = ids_to_logits(BloomForCausalLM)(cfg)
+    return model, {"input_ids": ("tokens", (SEQ,), 64)}, ("tokens", (SEQ,), 64)
+
+
+def segformer():
+    """transformers' SegFormer (MiT encoder) with two stages: overlapping
+    patch embeddings (strided convolutions), efficient self-attention whose
+    keys and values come from a strided convolution (sequence reduction
+    2), Mix-FFN (a depthwise 3x3 convolution between the linears)."""
+    from transformers import SegformerConfig, SegformerForImageClassification
+    cfg = SegformerConfig(num_channels=3, num_encoder_blocks=2,
+                          depths=[1, 1], sr_ratios=[2, 1],
+                          hidden_sizes=[16, 32], patch_sizes=[3, 3],
+                          strides=[2, 2], num_attention_heads=[1, 2],
+                          mlp_ratios=[2, 2], hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0,
+                          classifier_dropout_prob=0.0, drop_path_rate=0.0,
+                          num_labels=10)
+    cfg._attn_implementation = "eager"
+    cls = SegformerForImageClassification
+
+    def forward(self, pixel_values):
+        return cls.forward(self, pixel_values=pixel_values).logits
+    model = _logits_only(cls, forward)(cfg)
+    return model, {"pixel_values": ("image", (3, 16, 16), None)}, ("class", (), 10)
+
+
+def mobilenetv3():
+    """torchvision's MobileNetV3-Small at width 0.25, its first four
+    inverted residual blocks and a last convolution to 64 channels:
+    Hardswish, Hardsigmoid squeeze-and-excitation, depthwise 3x3 and 5x5
+    convolutions, BatchNorm."""
+    from torchvision.models.mobilenetv3 import (MobileNetV3,
+                                                _mobilenet_v3_conf)
+    setting, _ = _mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25)
+    model = MobileNetV3(setting[:4], 64, num_classes=10, dropout=0.0)
+    return model, {"x": ("image", (3, 32, 32), None)}, ("class", (), 10)
+
+
 BUILDERS = {"gpt2": gpt2, "bert": bert, "llama": llama, "vit": vit,
             "t5": t5, "resnet": resnet, "mobilenetv2": mobilenetv2,
             "convnext": convnext, "efficientnet": efficientnet, "swin": swin,
-            "albert": albert, "wav2vec2": wav2vec2, "unet": unet}
+            "albert": albert, "wav2vec2": wav2vec2, "unet": unet,
+            "deberta": deberta, "bloom": bloom, "segformer": segformer,
+            "mobilenetv3": mobilenetv3}
 
 # name -> (builder, exporter, static batch)
 CORPUS = [(f"{m}-{e}", m, e, MICRO) for m in BUILDERS for e in ("ts", "dynamo")]
@@ -390,7 +462,8 @@ CORPUS += [("unet-dynamo21", "unet", "dynamo", MICRO)]
 LR = {"gpt2": 0.1, "bert": 0.1, "llama": 0.1, "vit": 0.1, "t5": 0.1,
       "resnet": 0.02, "mobilenetv2": 0.01, "convnext": 0.02,
       "efficientnet": 0.01, "swin": 0.05, "albert": 0.1, "wav2vec2": 0.05,
-      "unet": 0.05}
+      "unet": 0.05, "deberta": 0.05, "bloom": 0.05, "segformer": 0.05,
+      "mobilenetv3": 0.01}
 
 
 # ---------------------------------------------------------------- export

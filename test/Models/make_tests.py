@@ -36,9 +36,10 @@ WHAT = {
 # The models whose `schedules` check runs (a few seconds each): tied
 # weights (GPT-2's head, T5's embeddings and head), ALBERT's layers sharing
 # every weight, BatchNorm with squeeze-and-excitation, shifted windows,
-# 1-d convolutions with GroupNorm.
+# 1-d convolutions with GroupNorm, DeBERTa's disentangled relative
+# attention.
 SCHEDULE_MODELS = {"gpt2-ts", "t5-dynamo", "albert-ts", "efficientnet-ts",
-                   "swin-ts", "wav2vec2-ts"}
+                   "swin-ts", "wav2vec2-ts", "deberta-ts"}
 
 # Failure reasons, by the first failing piece (docs/Models.md has the matrix).
 # None today: the dynamo exports' masks and rotary tables are frozen by the
