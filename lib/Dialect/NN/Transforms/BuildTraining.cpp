@@ -39,6 +39,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -358,7 +359,8 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
           b, optLoc, constant(0.5),
           AddOp::create(b, optLoc, constant(1.0),
                         CosOp::create(b, optLoc,
-                                      MulOp::create(b, optLoc, constant(M_PI),
+                                      MulOp::create(b, optLoc,
+                                                    constant(llvm::numbers::pi),
                                                     progress))));
       break;
     }
