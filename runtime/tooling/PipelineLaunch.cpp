@@ -121,6 +121,9 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   if (options.checkFinite)
     pd_rank_set_check_finite(pipeline, 1);
 
+  if (rank == 0)
+    noteScheduleEnd(pd_bundle_pipeline_optimizer(bundle),
+                    pd_bundle_pipeline_schedule(bundle), options.numSteps);
   size_t batch = pd_rank_batch_size(pipeline);
   Progress progress(options.numSteps, batch);
   StepFunctions functions;

@@ -19,6 +19,8 @@
 #include "pipedream/npy.h"
 #include "pipedream/onnx_writer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -194,6 +196,36 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
   return result;
 }
 
+void noteScheduleEnd(const char *optimizerJSON, const char *scheduleKind,
+                     uint64_t lastStep) {
+  // Asynchronous schedules update several times a step.
+  std::string kind = scheduleKind ? scheduleKind : "";
+  if (!optimizerJSON || kind == "pipedream" || kind == "2bw")
+    return;
+  nlohmann::json optimizer =
+      nlohmann::json::parse(optimizerJSON, nullptr, /*allow_exceptions=*/false);
+  if (!optimizer.is_object() || !optimizer.contains("lr_schedule"))
+    return;
+  const nlohmann::json &schedule = optimizer["lr_schedule"];
+  if (!schedule.is_object() || !schedule.contains("kind") ||
+      !schedule["kind"].is_string() || !schedule.contains("total_steps") ||
+      !schedule["total_steps"].is_number_unsigned())
+    return;
+  std::string scheduleName = schedule["kind"].get<std::string>();
+  uint64_t total = schedule["total_steps"].get<uint64_t>();
+  if ((scheduleName != "linear" && scheduleName != "cosine") ||
+      lastStep <= total)
+    return;
+  std::fprintf(stderr,
+               "note: --steps %llu runs past the learning-rate schedule, "
+               "which reaches 0 at update %llu (--total-steps): steps %llu "
+               "to %llu run at learning rate 0\n",
+               static_cast<unsigned long long>(lastStep),
+               static_cast<unsigned long long>(total),
+               static_cast<unsigned long long>(total + 1),
+               static_cast<unsigned long long>(lastStep));
+}
+
 int train(const Options &options, pd_bundle *bundle) {
   if (!pd_bundle_is_training(bundle))
     return error(std::string(pd_bundle_dir(bundle)) +
@@ -233,6 +265,7 @@ int train(const Options &options, pd_bundle *bundle) {
   if (options.checkFinite)
     pd_trainer_set_check_finite(trainer, 1);
 
+  noteScheduleEnd(pd_bundle_training_optimizer(bundle), "", options.numSteps);
   size_t batch = pd_trainer_batch_size(trainer);
   Progress progress(options.numSteps, batch);
   StepFunctions functions;

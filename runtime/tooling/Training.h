@@ -139,6 +139,14 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
 
 /// `--data`: trains a training bundle for --steps steps. Returns the exit
 /// status.
+/// A note on stderr when the run goes past the update at which the
+/// bundle's learning-rate schedule (`optimizerJSON`: the manifest's
+/// `optimizer`) reaches 0: `lastStep` updates of a synchronous schedule
+/// (`scheduleKind` "" on one rank) run, the updates from `total_steps` on
+/// change nothing but the optimizer state.
+void noteScheduleEnd(const char *optimizerJSON, const char *scheduleKind,
+                     uint64_t lastStep);
+
 int train(const Options &options, pd_bundle *bundle);
 
 } // namespace tooling
