@@ -105,6 +105,14 @@ def ids_to_logits(cls):
     return _logits_only(cls, forward)
 
 
+def pixels_to_logits(cls):
+    """A subclass of the HF image model class `cls` whose forward takes only
+    pixel_values and returns only the logits."""
+    def forward(self, pixel_values):
+        return cls.forward(self, pixel_values=pixel_values).logits
+    return _logits_only(cls, forward)
+
+
 def gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=64,
@@ -158,11 +166,7 @@ def vit():
                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                     num_labels=10)
     cfg._attn_implementation = "eager"
-    cls = ViTForImageClassification
-
-    def forward(self, pixel_values):
-        return cls.forward(self, pixel_values=pixel_values).logits
-    model = _logits_only(cls, forward)(cfg)
+    model = pixels_to_logits(ViTForImageClassification)(cfg)
     return model, {"pixel_values": ("image", (3, 16, 16), None)}, ("class", (), 10)
 
 
@@ -424,11 +428,7 @@ def segformer():
                           classifier_dropout_prob=0.0, drop_path_rate=0.0,
                           num_labels=10)
     cfg._attn_implementation = "eager"
-    cls = SegformerForImageClassification
-
-    def forward(self, pixel_values):
-        return cls.forward(self, pixel_values=pixel_values).logits
-    model = _logits_only(cls, forward)(cfg)
+    model = pixels_to_logits(SegformerForImageClassification)(cfg)
     return model, {"pixel_values": ("image", (3, 16, 16), None)}, ("class", (), 10)
 
 
