@@ -216,14 +216,16 @@ void noteScheduleEnd(const char *optimizerJSON, const char *scheduleKind,
   if ((scheduleName != "linear" && scheduleName != "cosine") ||
       lastStep <= total)
     return;
+  std::string which = lastStep == total + 1
+                          ? "step " + std::to_string(lastStep) + " runs"
+                          : "steps " + std::to_string(total + 1) + " to " +
+                                std::to_string(lastStep) + " run";
   std::fprintf(stderr,
                "note: --steps %llu runs past the learning-rate schedule, "
-               "which reaches 0 at update %llu (--total-steps): steps %llu "
-               "to %llu run at learning rate 0\n",
+               "which reaches 0 at update %llu (--total-steps): %s at "
+               "learning rate 0\n",
                static_cast<unsigned long long>(lastStep),
-               static_cast<unsigned long long>(total),
-               static_cast<unsigned long long>(total + 1),
-               static_cast<unsigned long long>(lastStep));
+               static_cast<unsigned long long>(total), which.c_str());
 }
 
 int train(const Options &options, pd_bundle *bundle) {
