@@ -417,7 +417,7 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
       if (opt.kind == OptimizerKind::AdamW && opt.weightDecay != 0)
         w = MulOp::create(
             b, optLoc, w,
-            opt.hasLRSchedule()
+            scheduledLR
                 ? Value(SubOp::create(b, optLoc, constant(1.0),
                                       MulOp::create(b, optLoc, scheduledLR,
                                                     constant(opt.weightDecay))))
