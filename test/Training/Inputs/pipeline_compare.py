@@ -464,7 +464,9 @@ def compare_sharded(args, compile_, common, m, piped, data_path, work,
         stage_replicas = [layout["stage_replicas"][e["pipeline_rank"]]
                           for e in layout["rank_layout"]]
     else:
-        stage_replicas = [args.replicas] * (args.stages * args.replicas)
+        # --ranks may plan uniform replicas: the bundle says how many.
+        r = layout.get("replicas", 1)
+        stage_replicas = [r] * (len(layout["ranks"]) * r)
     shard_work = os.path.join(work, "sharded-run")
     os.makedirs(shard_work, exist_ok=True)
     s_losses, s_weights = run_tool(
