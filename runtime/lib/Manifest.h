@@ -222,6 +222,10 @@ struct PipelineSpec {
   size_t batchSize = 1;
   /// `optimizer` as compact JSON ("" if absent), not interpreted.
   std::string optimizer;
+  /// `grad_norm` (gradient clipping, docs/Bundle.md "Pipeline bundles"):
+  /// the gradient buffer of the squared norm, which the `N` calls fill from
+  /// gradients already summed over the replicas; "" without clipping.
+  std::string gradNorm;
   std::vector<RankProgram> ranks;
   /// The rank whose program holds the M `loss` instructions (routed: the
   /// first of lossRanks).

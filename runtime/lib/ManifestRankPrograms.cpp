@@ -284,6 +284,8 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                std::to_string(p.microbatchSize));
   if (object.contains("optimizer"))
     p.optimizer = v.object(object["optimizer"], "pipeline.optimizer").dump();
+  if (object.contains("grad_norm"))
+    p.gradNorm = v.string(object["grad_norm"], "pipeline.grad_norm");
 
   for (const std::string &name : p.inputs)
     p.data.push_back({name, {}, false, {}});

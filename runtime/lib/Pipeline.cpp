@@ -103,6 +103,10 @@ struct pd_rank {
   /// every replica of this rank's stage (non-uniform replication): already
   /// the whole batch's, so the update's replica sum leaves them out.
   std::set<std::string> summedOverReplicas;
+  /// The gradients summed over the replicas so far in the running step:
+  /// the first update-phase call that reads one (clipping's N, else its U,
+  /// or a sharded update group) sums it, a later one finds it done.
+  std::set<std::string> summedThisStep;
   /// The replicas' gradient all-reduce overlapped with the drain
   /// (planGradientOverlap): after instruction i, the last that adds into
   /// the gradients of the updates gradientsReadyAfter[i], their all-reduces
@@ -555,6 +559,10 @@ void agreeOnStep(pd_rank &p) {
                            type.dtype));
     }
     for (pd_buffer *grad : p.grads) {
+      // Clipping's squared norm is not finite only when a gradient is not,
+      // which this names instead.
+      if (grad->name == p.spec->gradNorm)
+        continue;
       if (grad->cuda)
         pipedream::runtime::downloadBuffer(*grad);
       std::string bad = pipedream::runtime::describeNonFinite(*grad);
@@ -691,23 +699,37 @@ updateGradientSpans(pd_rank &p, const RankInstruction &ins) {
                      buffer->type.dtype, buffer->name});
   };
   size_t index = static_cast<size_t>(&ins - p.program->program.data());
+  // Each gradient once a step: the spans returned are summed (now, or by
+  // an all-reduce started now).
+  auto needsSum = [&](pd_buffer *grad) {
+    return !p.summedOverReplicas.count(grad->name) &&
+           p.summedThisStep.insert(grad->name).second;
+  };
   if (ins.replica >= 0) {
     for (pd_buffer *grad : p.shardGroups[p.shardGroupOf.at(index)].grads)
-      if (!p.summedOverReplicas.count(grad->name))
+      if (needsSum(grad))
         add(grad);
     return spans;
   }
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   for (size_t k = 0; k < function.buffers.size(); ++k)
     if (function.spec.buffers[k].role == PD_ROLE_GRAD &&
-        !p.summedOverReplicas.count(function.buffers[k]->name))
+        needsSum(function.buffers[k]))
       add(function.buffers[k]);
   return spans;
 }
 
+/// Whether `ins` is the call of an update or of clipping's gradient norm
+/// (N), which needs its gradients summed over the replicas first.
+bool readsSummedGradients(const RankInstruction &ins) {
+  return ins.op == RankInstruction::Op::Call &&
+         (ins.action == "U" || ins.action == "N");
+}
+
 /// Where each update's all-reduce can start: right after the last
 /// instruction before it that adds into one of its gradients (a B or W
-/// call binding it, a shared weight's all_reduce of it). In a synchronous
+/// call binding it, a shared weight's all_reduce of it; clipping's N,
+/// which sums them first, for the U after it). In a synchronous
 /// schedule that is the stage's last backward, so the sum runs while the
 /// rank drains (sends the last gradients, runs other chunks' backwards)
 /// instead of after. $PIPEDREAM_ALLREDUCE_OVERLAP=0 turns it off (the sum
@@ -723,13 +745,13 @@ void planGradientOverlap(pd_rank &p) {
   auto gradNames = [&](const RankInstruction &ins) {
     std::set<std::string> names;
     for (const auto &b : functions[ins.function].buffers)
-      if (b.role == PD_ROLE_GRAD)
+      if (b.role == PD_ROLE_GRAD && !p.summedOverReplicas.count(b.name))
         names.insert(b.name);
     return names;
   };
   for (size_t u = 0; u < program.size(); ++u) {
     const RankInstruction &update = program[u];
-    if (update.op != RankInstruction::Op::Call || update.action != "U")
+    if (!readsSummedGradients(update))
       continue;
     std::set<std::string> names;
     if (update.replica >= 0) {
@@ -804,8 +826,8 @@ void beforeCall(pd_rank &p, const RankInstruction &ins) {
     p.constantWeights->release();
   // Replicated stages: the update's gradients summed over the replicas
   // (each replica's B seeded 1/(R*M), so the sum is the whole batch's).
-  if (p.replicas && p.replicas->members().size() > 1 && ins.action == "U" &&
-      ins.replica < 0) {
+  if (p.replicas && p.replicas->members().size() > 1 &&
+      readsSummedGradients(ins) && ins.replica < 0) {
     pd_function &function = *p.bundle->functionByIndex[ins.function];
     if (finishOverlappedAllReduce(p, ins)) {
       if (p.trace.enabled)
@@ -834,7 +856,7 @@ std::vector<pd_function *> constantWeightCalls(const pd_rank &p) {
       continue;
     if (ins.saveWeights >= 0 || ins.useWeights >= 0)
       return {};
-    if (ins.action == "U")
+    if (ins.action == "U" || ins.action == "N")
       continue;
     pd_function *function = p.bundle->functionByIndex[ins.function];
     if (std::find(functions.begin(), functions.end(), function) ==
@@ -1007,6 +1029,10 @@ std::vector<size_t> allReduceGroup(const pd_rank &p,
 void findGradientsSummedOverReplicas(pd_rank &p) {
   if (!p.replicas || p.replicas->members().size() < 2)
     return;
+  // Clipping's squared norm: its terms are gradients the replicas have
+  // already summed, so every replica's is the whole batch's.
+  if (!p.spec->gradNorm.empty())
+    p.summedOverReplicas.insert(p.spec->gradNorm);
   for (const RankInstruction &ins : p.program->program) {
     if (ins.op != RankInstruction::Op::AllReduce)
       continue;
@@ -1780,6 +1806,7 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
     p.stepFailure.clear();
     p.failureMicrobatch = -1;
     p.stepLosses.clear();
+    p.summedThisStep.clear();
     p.stepAgreed = false;
     if (p.hasChecks || p.checkFinite)
       p.stepSnapshot.save();

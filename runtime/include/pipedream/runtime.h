@@ -583,7 +583,7 @@ typedef struct pd_trace_event {
    *  "step status"; send/recv of adjacent messages that travel as one: their
    *  tags ("tags 4, 5", `tag` is the first); else "". */
   const char *function;
-  /** call: the pipeline instruction's action ("F", "B", "W", "U"), for a
+  /** call: the pipeline instruction's action ("F", "B", "W", "U", "N"), for a
    *  trainer "FB" (the step function) or "U" (the update); else "". */
   const char *action;
   /** -1 when not applicable. */
