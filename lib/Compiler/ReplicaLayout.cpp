@@ -195,7 +195,9 @@ pipedream::splitRoutedRankPrograms(MLIRContext *context,
                       " on a stage of " + std::to_string(stageReplicas[s]) +
                       " replicas");
         }
-        if (ins[i]->getString("action").value_or("") == "U")
+        // Every replica updates, and computes clipping's gradient norm (N).
+        if (ins[i]->getString("action").value_or("") == "U" ||
+            ins[i]->getString("action").value_or("") == "N")
           mb[i] = -1;
         else if (m)
           mb[i] = *m;

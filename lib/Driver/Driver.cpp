@@ -30,6 +30,7 @@
 #include "pipedream/Dialect/NN/Transforms/Trainable.h"
 #include "pipedream/Dialect/NN/Transforms/Training.h"
 #include "pipedream/Dialect/Pipe/IR/PipeAttrs.h"
+#include "pipedream/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipedream/Dialect/Pipe/Transforms/CostModel.h"
 #include "pipedream/Dialect/Pipe/Transforms/PartitionReport.h"
 #include "pipedream/Dialect/Pipe/Transforms/Passes.h"
@@ -41,9 +42,9 @@
 #include "pipedream/InitAllDialects.h"
 #include "pipedream/Pipelines/Pipelines.h"
 #include "pipedream/Support/CompileTiming.h"
-#include "pipedream/Target/CPU/Workspace.h"
 #include "pipedream/Support/Diagnostics.h"
 #include "pipedream/Target/CPU/CPUCodegen.h"
+#include "pipedream/Target/CPU/Workspace.h"
 #include "pipedream/Target/GPU/CUDACodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -343,6 +344,7 @@ static llvm::json::Object optimizerJSON(const nn::OptimizerOptions &o) {
       {"beta1", o.beta1},
       {"beta2", o.beta2},
       {"eps", o.eps},
+      {"clip_grad_norm", o.clipGradNorm},
       {"lr_schedule",
        llvm::json::Object{{"kind", nn::stringifyLRScheduleKind(o.lrSchedule)},
                           {"warmup_steps", o.warmupSteps},
@@ -677,6 +679,11 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = state.numClasses;
+  // Gradient clipping: the accumulator of the squared norm, summed over the
+  // pipeline's ranks (not over replicas: its terms already are the
+  // replicas' sums).
+  if (o.clipGradNorm > 0)
+    section["grad_norm"] = pipe::PipeDialect::kGradNormBuffer.str();
   if (!stageReplicas.empty()) {
     section["stage_replicas"] = llvm::json::Array(stageReplicas);
     section["rank_layout"] = routedRankLayoutJSON(stageReplicas);

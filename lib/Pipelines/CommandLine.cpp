@@ -251,6 +251,12 @@ struct CompileFlags::Flags {
                    cl::desc("The optimizer step at which --lr-schedule "
                             "linear/cosine reaches 0"),
                    cl::cat(c)),
+        clipGradNorm("clip-grad-norm",
+                     cl::desc("Scale the gradients so that their 2-norm "
+                              "(all weights, every stage) is at most this "
+                              "(torch.nn.utils.clip_grad_norm_; default: "
+                              "no clipping)"),
+                     cl::value_desc("MAX"), cl::cat(c)),
         freeze("freeze",
                cl::desc("Keep these weights fixed in training (names or "
                         "regular expressions; repeatable)"),
@@ -361,6 +367,7 @@ struct CompileFlags::Flags {
   cl::opt<double> weightDecay, beta1, beta2, eps;
   cl::opt<std::string> lrSchedule;
   cl::opt<int64_t> warmupSteps, totalSteps;
+  cl::opt<double> clipGradNorm;
   cl::list<std::string> freeze, train;
   // Pipelines.
   cl::opt<int64_t> stages, virtualStages, replicas, ranks;
@@ -408,6 +415,7 @@ CompileOptions CompileFlags::read() const {
   o.lrSchedule = given(f.lrSchedule);
   o.warmupSteps = given(f.warmupSteps);
   o.totalSteps = given(f.totalSteps);
+  o.clipGradNorm = given(f.clipGradNorm);
   o.freeze.assign(f.freeze.begin(), f.freeze.end());
   o.train.assign(f.train.begin(), f.train.end());
   o.stages = given(f.stages);

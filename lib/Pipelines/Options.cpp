@@ -18,8 +18,11 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace pipedream;
@@ -275,6 +278,16 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
     return fail(context, "--lr-schedule " + schedule +
                              " needs --total-steps greater than "
                              "--warmup-steps (the step the rate reaches 0)");
+  if (o.clipGradNorm) {
+    opt.clipGradNorm = *o.clipGradNorm;
+    if (!(opt.clipGradNorm > 0) || std::isinf(opt.clipGradNorm)) {
+      std::string text;
+      llvm::raw_string_ostream(text) << llvm::format("%g", opt.clipGradNorm);
+      return fail(context, "--clip-grad-norm " + text +
+                               ": the largest gradient norm must be a "
+                               "positive number");
+    }
+  }
   if (!(opt.lr > 0) || opt.momentum < 0 || opt.weightDecay < 0 ||
       !(opt.beta1 >= 0 && opt.beta1 < 1) ||
       !(opt.beta2 >= 0 && opt.beta2 < 1) || !(opt.eps > 0))
@@ -355,6 +368,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
         {o.lrSchedule.has_value(), "lr-schedule"},
         {o.warmupSteps.has_value(), "warmup-steps"},
         {o.totalSteps.has_value(), "total-steps"},
+        {o.clipGradNorm.has_value(), "clip-grad-norm"},
         {!o.freeze.empty(), "freeze"},
         {!o.train.empty(), "train"}};
     for (auto [given, name] : trainingFlags)
@@ -460,6 +474,15 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
     if (o.target != "cpu" && o.shardOptimizer)
       return fail(context, "--shard-optimizer runs on --target cpu only");
   }
+  // One gradient norm per step: an asynchronous schedule updates its
+  // stages at different times, each from its own micro-batches.
+  if (o.clipGradNorm && p.pipelined && kind &&
+      (*kind == sched::Kind::PipeDream || *kind == sched::Kind::TwoBW))
+    return fail(context, llvm::Twine("--clip-grad-norm needs a synchronous "
+                                     "schedule (one gradient norm over "
+                                     "every stage per step), not "
+                                     "--schedule ") +
+                             sched::kindName(*kind));
   int64_t m = o.microbatches.value_or(
       p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
       : o.ranks          ? *o.ranks

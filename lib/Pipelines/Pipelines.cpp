@@ -80,6 +80,9 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   stages.lrSchedule = nn::stringifyLRScheduleKind(opt.lrSchedule).str();
   stages.warmupSteps = opt.warmupSteps;
   stages.totalSteps = opt.totalSteps;
+  stages.clipGradNorm = opt.clipGradNorm;
+  stages.stageReplicas.assign(schedule.stageReplicas.begin(),
+                              schedule.stageReplicas.end());
   pm.addPass(pp::createBuildStageTrainingPass(stages));
   // The stages pipe-partition listed in pipe.recompute.
   if (schedule.recompute)
@@ -191,6 +194,9 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
                               llvm::cl::desc("learning-rate warm-up steps")};
   Option<int64_t> totalSteps{*this, "total-steps",
                              llvm::cl::desc("the step linear/cosine reach 0")};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("largest gradient 2-norm (clip_grad_norm_)")};
   ListOption<std::string> freeze{*this, "freeze",
                                  llvm::cl::desc("weights to keep fixed")};
   ListOption<std::string> train{*this, "train",
@@ -234,6 +240,7 @@ struct PhasePipelineOptions : public PassPipelineOptions<PhasePipelineOptions> {
     o.lrSchedule = given(lrSchedule);
     o.warmupSteps = given(warmupSteps);
     o.totalSteps = given(totalSteps);
+    o.clipGradNorm = given(clipGradNorm);
     o.freeze.assign(freeze.begin(), freeze.end());
     o.train.assign(train.begin(), train.end());
     return o;

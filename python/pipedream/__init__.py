@@ -215,7 +215,7 @@ def compile(model, stages=4, schedule="1f1b", microbatches=8,
       batch_size,
       labels_name, momentum, nesterov,
       weight_decay, beta1, beta2, eps, lr_schedule, warmup_steps,
-      total_steps, partition, split_after, cost_model,
+      total_steps, clip_grad_norm, partition, split_after, cost_model,
       device, memory_limit, input_shapes, target_cpu, opt_level, gemm,
       onnx_checker (False for --no-onnx-checker), freeze / train (lists
       of weight names or regular expressions, as --freeze / --train).

@@ -175,6 +175,25 @@ def test_lr_schedule_keywords(mlp_model, mlp_data, tmp_path):
                           **SETTINGS)
 
 
+def test_clip_grad_norm_keyword(mlp_model, mlp_data, tmp_path):
+    """clip_grad_norm= is --clip-grad-norm: with plain SGD one step moves
+    the weights (all stages together) by exactly lr x the largest norm
+    when the gradients' norm is above it. A bad value is a CompileError."""
+    settings = dict(SETTINGS, optimizer="sgd", lr=0.5)
+    model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "c",
+                              clip_grad_norm=1e-3, **settings)
+    before = model.weights()
+    model.train(mlp_data, steps=1)
+    after = model.weights()
+    step = np.sqrt(sum(np.sum((after[n].astype(np.float64) - before[n]) ** 2)
+                       for n in before))
+    assert step == pytest.approx(0.5 * 1e-3, rel=1e-3)
+    with pytest.raises(pipedream.CompileError,
+                       match="^--clip-grad-norm -1: the largest gradient"):
+        pipedream.compile(mlp_model.model_path, clip_grad_norm=-1,
+                          **SETTINGS)
+
+
 def test_train_matches_torch(mlp_data, tmp_path):
     """The first step's loss is PyTorch's cross-entropy of the initial
     model on the first batch (an independent reference)."""

@@ -94,6 +94,11 @@ struct CompileOptions {
   std::optional<std::string> lrSchedule;
   std::optional<int64_t> warmupSteps; ///< default 0
   std::optional<int64_t> totalSteps;
+  /// Gradient clipping (torch.nn.utils.clip_grad_norm_): before each
+  /// update, every gradient is scaled by min(1, max / (norm + 1e-6)), norm
+  /// the 2-norm of all the trained weights' gradients together (over every
+  /// stage of a pipeline). Unset: no clipping.
+  std::optional<double> clipGradNorm;
   /// Weights to keep fixed / to train whatever the trainable rule says
   /// (names or regular expressions, entries may be comma-separated;
   /// docs/Training.md "Trainable and frozen weights").

@@ -370,7 +370,8 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
         optimizer=args.optimizer, lr=0.05, momentum=0.9, weight_decay=0.0,
         eps=args.eps if args.eps is not None else 1e-8,
         microbatches=args.microbatches * args.replicas,
-        microbatch_size=args.microbatch_size, steps=args.steps)
+        microbatch_size=args.microbatch_size, steps=args.steps,
+        clip_grad_norm=args.clip_grad_norm)
     tied = copy.deepcopy(model).double()
     untied = copy.deepcopy(model).double()
     if getattr(untied, "head", None) is not None and \
@@ -378,6 +379,7 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
         untied.head.weight = torch.nn.Parameter(
             untied.tok.weight.detach().clone())
     ref_losses = tc.torch_train(tied, x, labels, settings)
+    clipped_steps = getattr(settings, "clipped_steps", 0)
     untied_losses = tc.torch_train(untied, x, labels, settings)
     state = {k: v.detach().numpy() for k, v in tied.state_dict().items()}
     untied_state = {k: v.detach().numpy()
@@ -409,9 +411,12 @@ def compare_torch(args, model, x, labels, losses, weights, tag):
               f"(gap {untied_gap:.3g}): the test cannot tell them apart")
         bad += 1
     if not bad:
+        clipped = ""
+        if args.clip_grad_norm:
+            clipped = f"; torch clipped {clipped_steps} of {args.steps} steps"
         print(f"OK torch {tag}: worst relative error loss {worst_loss:.2g}, "
               f"weights {worst:.2g}; untied torch differs by {untied_gap:.2g} "
-              f"(loss {untied_loss_gap:.2g})")
+              f"(loss {untied_loss_gap:.2g}){clipped}")
     return bad
 
 
@@ -633,6 +638,9 @@ def main():
     p.add_argument("--eps", type=float, default=None,
                    help="Adam epsilon (torch_compare.py explains when a "
                         "larger one is needed)")
+    p.add_argument("--clip-grad-norm", type=float, default=None,
+                   help="pipedream-compile's --clip-grad-norm, on both "
+                        "sides (and torch's clip_grad_norm_ with --torch)")
     args = p.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="pipeline-compare-")
     os.makedirs(work, exist_ok=True)
@@ -715,6 +723,8 @@ def main():
         common += ["--eps", repr(args.eps)]
     if args.momentum is not None:
         common += ["--momentum", args.momentum]
+    if args.clip_grad_norm:
+        common += ["--clip-grad-norm", repr(args.clip_grad_norm)]
     compile_ = os.path.join(args.bin, "pipedream-compile")
     single = os.path.join(work, "single")
     # The single-rank reference trains the whole batch: R*M micro-batches.
@@ -766,6 +776,8 @@ def main():
 
     tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
            f"M={m}{f' R={replicas}' if replicas > 1 else ''} ({args.runner})")
+    if args.clip_grad_norm:
+        tag += f" clip-grad-norm={args.clip_grad_norm}"
     bad = 0
     if args.external_data:
         bad += check_rank_files(piped, onnx_path, tag)

@@ -6,7 +6,7 @@
         [--microbatch-size B] [--lr F] [--runner run|python] [--work DIR]
         [--export-batch N | --onnx FILE] [--stages K --schedule S]
         [--lr-schedule constant|linear|cosine --warmup-steps W
-         --total-steps T] [--inference]
+         --total-steps T] [--clip-grad-norm MAX] [--inference]
 
 The model comes from models/export_torch.py (same seed, so the ONNX file and
 the torch module start from the same weights; exported with a dynamic batch
@@ -26,6 +26,10 @@ ctypes driver of the bundle's functions that follows docs/Bundle.md
 LambdaLR over the factor written out below from transformers'
 get_{constant,linear,cosine}_schedule_with_warmup (in float64; 0 from step
 T on), stepped after every optimizer step.
+`--clip-grad-norm MAX` clips both sides' gradients before each step
+(torch.nn.utils.clip_grad_norm_ on torch's side) and prints how many of
+torch's steps had a norm above MAX (`clipped S of N steps`), so that a test
+can tell that the clipping was active.
 `--inference` compares only the forward pass instead: an inference bundle
 compiled with `--input-shape` at the micro-batch size against the torch
 module in eval mode (logits within 1e-4 relative to the largest).
@@ -117,6 +121,7 @@ def torch_train(model, x, labels, args):
     n = args.microbatches * args.microbatch_size
     rows = x.shape[0]
     losses = []
+    args.clipped_steps = 0  # this run's steps whose norm exceeded the bound
     for step in range(args.steps):
         idx = [(step * n + i) % rows for i in range(n)]
         xb_all = torch.from_numpy(x[idx])
@@ -130,6 +135,10 @@ def torch_train(model, x, labels, args):
                                    yb_all[sl].reshape(-1))
             (loss / args.microbatches).backward()
             total += loss.item()
+        if getattr(args, "clip_grad_norm", None):
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(),
+                                                  args.clip_grad_norm)
+            args.clipped_steps += int(norm > args.clip_grad_norm)
         opt.step()
         if scheduler:
             scheduler.step()
@@ -278,6 +287,7 @@ def main():
     p.add_argument("--lr-schedule", choices=["constant", "linear", "cosine"])
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--total-steps", type=int, default=0)
+    p.add_argument("--clip-grad-norm", type=float, default=None)
     p.add_argument("--work")
     args = p.parse_args()
     if args.lr is None:
@@ -363,6 +373,10 @@ def main():
                 "--warmup-steps", str(args.warmup_steps)]
         if args.lr_schedule != "constant":
             cmd += ["--total-steps", str(args.total_steps)]
+    if args.clip_grad_norm:
+        cmd += ["--clip-grad-norm", repr(args.clip_grad_norm)]
+        print(f"clipped {getattr(args, 'clipped_steps', 0)} of {args.steps} "
+              f"steps")
     subprocess.run(cmd, check=True)
 
     if args.runner == "python":
@@ -395,6 +409,8 @@ def main():
     if args.lr_schedule:
         tag += (f" lr-schedule={args.lr_schedule} W={args.warmup_steps}"
                 f" T={args.total_steps}")
+    if args.clip_grad_norm:
+        tag += f" clip-grad-norm={args.clip_grad_norm}"
     if len(ours) != len(torch_losses):
         print(f"MISMATCH {tag}: {len(ours)} losses, torch has {len(torch_losses)}")
         return 1

@@ -39,7 +39,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -103,6 +106,19 @@ LogicalResult parseLRSchedule(Operation *anchor, StringRef pass, StringRef kind,
   opt.lrSchedule = *parsed;
   opt.warmupSteps = warmupSteps;
   opt.totalSteps = totalSteps;
+  return success();
+}
+
+LogicalResult parseClipGradNorm(Operation *anchor, StringRef pass,
+                                double maxNorm, OptimizerOptions &opt) {
+  if (!(maxNorm >= 0) || std::isinf(maxNorm)) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%g", maxNorm);
+    return anchor->emitError()
+           << pass << ": clip-grad-norm must be a positive number (0: no "
+           << "clipping), got " << text;
+  }
+  opt.clipGradNorm = maxNorm;
   return success();
 }
 
@@ -256,10 +272,27 @@ Value buildLoss(OpBuilder &b, Location loc, LossKind kind, Value prediction,
       /*keepdims=*/false);
 }
 
+Value buildSquaredNorm(OpBuilder &b, Location loc, ValueRange tensors,
+                       Type elementType) {
+  Value total;
+  for (Value t : tensors) {
+    auto type = cast<RankedTensorType>(t.getType());
+    Value sum = MulOp::create(b, loc, t, t);
+    if (type.getRank() > 0)
+      sum = ReduceSumOp::create(
+          b, loc, sum, llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())),
+          /*keepdims=*/false);
+    if (type.getElementType() != elementType)
+      sum = CastOp::create(b, loc, sum, TypeAttr::get(elementType));
+    total = total ? Value(AddOp::create(b, loc, total, sum)) : sum;
+  }
+  return total ? total : scalarConstant(b, loc, elementType, 0.0);
+}
+
 func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
                                   ArrayRef<UpdateWeight> weights,
                                   const OptimizerOptions &opt,
-                                  StringRef stepName) {
+                                  StringRef stepName, StringRef gradNormName) {
   Type elementType =
       weights.empty() ? b.getF32Type() : getElementTypeOrSelf(weights[0].type);
   SmallVector<Type> updateArgTypes;
@@ -295,6 +328,14 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
     updateArgTypes.push_back(RankedTensorType::get({}, elementType));
     updateArgs.push_back({stepName.str(), "state", {}});
   }
+  // A pipeline stage's update reads the squared gradient norm of every
+  // stage (summed by the stages' `_N` functions and an all-reduce).
+  bool clips = opt.clipGradNorm > 0;
+  bool normGiven = clips && !gradNormName.empty();
+  if (normGiven) {
+    updateArgTypes.push_back(RankedTensorType::get({}, elementType));
+    updateArgs.push_back({gradNormName.str(), "grad", {}});
+  }
   auto update = func::FuncOp::create(b, loc, name,
                                      b.getFunctionType(updateArgTypes, {}));
   for (auto [i, arg] : llvm::enumerate(updateArgs)) {
@@ -321,7 +362,9 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   SmallVector<Value> newWeights, newStates;
   SmallVector<std::string> newStateNames;
   Value stepCount, biasCorrection1, biasCorrection2Sqrt;
-  Value stepArg = usesStep ? updateEntry->getArguments().back() : Value();
+  Value stepArg =
+      usesStep ? updateEntry->getArgument(updateArgs.size() - 1 - normGiven)
+               : Value();
   if (usesStep)
     stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
   // The learning rate of this step: a constant, or lr * factor(s) for the
@@ -384,9 +427,29 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
                       PowOp::create(b, optLoc, constant(opt.beta2),
                                     stepCount)));
   }
+  // Gradient clipping: every gradient times min(1, max / (norm + 1e-6)),
+  // as torch.nn.utils.clip_grad_norm_ before optimizer.step().
+  Value clipCoefficient;
+  if (clips) {
+    Value sumOfSquares =
+        normGiven ? Value(updateEntry->getArguments().back())
+                  : buildSquaredNorm(
+                        b, optLoc,
+                        llvm::to_vector(llvm::map_range(
+                            llvm::seq<unsigned>(0, numWeights),
+                            [&](unsigned n) -> Value { return gradArg(n); })),
+                        elementType);
+    Value norm = SqrtOp::create(b, optLoc, sumOfSquares);
+    clipCoefficient = MinOp::create(
+        b, optLoc, constant(1.0),
+        DivOp::create(b, optLoc, constant(opt.clipGradNorm),
+                      AddOp::create(b, optLoc, norm, constant(1e-6))));
+  }
   SmallVector<SmallVector<Value>> statesByKind(statePrefixes.size());
   for (unsigned n = 0; n < numWeights; ++n) {
     Value w = weightArg(n), g = gradArg(n);
+    if (clipCoefficient)
+      g = MulOp::create(b, optLoc, g, clipCoefficient);
     switch (opt.kind) {
     case OptimizerKind::SGD:
     case OptimizerKind::Momentum: {
@@ -774,7 +837,9 @@ struct BuildTrainingPass
     options.optimizer.beta2 = beta2;
     options.optimizer.eps = eps;
     if (failed(parseLRSchedule(getOperation(), "nn-build-training", lrSchedule,
-                               warmupSteps, totalSteps, options.optimizer)))
+                               warmupSteps, totalSteps, options.optimizer)) ||
+        failed(parseClipGradNorm(getOperation(), "nn-build-training",
+                                 clipGradNorm, options.optimizer)))
       return signalPassFailure();
     if (failed(buildTrainingFunctions(getOperation(), options)))
       signalPassFailure();

@@ -282,6 +282,16 @@ LogicalResult CallStageOp::verify() {
                 "('zb-h1'), got '"
              << stringifyScheduleKind(program.getSchedule().getKind()) << "'";
   }
+  if (getAction() == ActionKind::GradNorm) {
+    ProgramOp program = getEnclosingProgram(*this);
+    ScheduleKind kind =
+        program ? program.getSchedule().getKind() : ScheduleKind::GPipe;
+    if (kind == ScheduleKind::PipeDream || kind == ScheduleKind::TwoBW)
+      return emitOpError()
+             << "action N (the gradient norm of clipping) needs a "
+                "synchronous schedule, got '"
+             << stringifyScheduleKind(kind) << "'";
+  }
   return success();
 }
 

@@ -35,6 +35,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <map>
+#include <set>
 
 namespace pipedream::pipe {
 #define GEN_PASS_DEF_BUILDSTAGETRAININGPASS
@@ -147,6 +148,83 @@ void markBackward(func::FuncOp func, func::FuncOp stageFn, double lossSeed) {
   }
 }
 
+/// Gradient clipping: `@stage<v>_N(grad:<w>..., grad norm) -> grad norm'`
+/// per stage, adding the squared norm of the gradients its U applies into
+/// the accumulator PipeDialect::kGradNormBuffer (rank 0). A weight that the
+/// U of several stages applies (tied weights on several ranks, whose
+/// gradients pipe.all_reduce_grad makes equal) counts on its first stage
+/// only, so the sum over the stages is the squared norm of the model's
+/// gradients. With non-uniform replication every replica of stage s runs
+/// its N on the replicas' summed gradients and the sum runs over all of
+/// them, so each adds 1/R_s of it. Builds before the first stage call's
+/// callee.
+LogicalResult
+buildGradientNorms(OpBuilder &b, MutableArrayRef<StageCall> calls,
+                   ArrayRef<SmallVector<nn::UpdateWeight>> updatedWeights,
+                   ArrayRef<int64_t> stageReplicas) {
+  Type element;
+  for (const auto &weights : updatedWeights)
+    for (const nn::UpdateWeight &w : weights) {
+      Type e = getElementTypeOrSelf(w.type);
+      if (element && e != element)
+        return calls.front().call.emitError()
+               << "pipe-build-stage-training: clip-grad-norm needs weights of "
+                  "one float type, got "
+               << element << " and " << e << " ('" << w.name << "')";
+      element = e;
+    }
+  if (!element)
+    element = b.getF32Type();
+  auto normType = RankedTensorType::get({}, element);
+  std::set<std::string> counted;
+  for (auto [v, c] : llvm::enumerate(calls)) {
+    Location loc = c.callee.getLoc();
+    SmallVector<const nn::UpdateWeight *> mine;
+    for (const nn::UpdateWeight &w : updatedWeights[v])
+      if (counted.insert(w.name).second)
+        mine.push_back(&w);
+    SmallVector<Type> argTypes;
+    for (const nn::UpdateWeight *w : mine)
+      argTypes.push_back(w->type);
+    argTypes.push_back(normType);
+    b.setInsertionPoint(calls.front().callee);
+    auto fn = func::FuncOp::create(b, loc, ("stage" + Twine(v) + "_N").str(),
+                                   b.getFunctionType(argTypes, {normType}));
+    auto argAttrs = [&](StringRef name) {
+      return b.getDictionaryAttr(
+          {b.getNamedAttr(NNNames::kNameAttrName, b.getStringAttr(name)),
+           b.getNamedAttr(NNNames::kRoleAttrName, b.getStringAttr("grad"))});
+    };
+    for (auto [i, w] : llvm::enumerate(mine))
+      fn.setArgAttrs(i, argAttrs("grad:" + w->name));
+    fn.setArgAttrs(mine.size(), argAttrs(PipeDialect::kGradNormBuffer));
+    fn.setResultAttrs(
+        0,
+        b.getDictionaryAttr(
+            {b.getNamedAttr(
+                 NNNames::kNameAttrName,
+                 b.getStringAttr(PipeDialect::kGradNormBuffer.str() + ".next")),
+             b.getNamedAttr(NNNames::kUpdatesAttrName,
+                            b.getStringAttr(PipeDialect::kGradNormBuffer))}));
+    fn->setAttr(PipeDialect::kStageAttrName, c.stage);
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    SmallVector<Value> grads(entry->getArguments().drop_back());
+    Value squares = nn::buildSquaredNorm(b, loc, grads, element);
+    int64_t rank = c.stage.getIndex();
+    if (rank < static_cast<int64_t>(stageReplicas.size()) &&
+        stageReplicas[rank] > 1)
+      squares = nn::DivOp::create(
+          b, loc, squares,
+          constantLike(b, loc, normType,
+                       static_cast<double>(stageReplicas[rank])));
+    Value sum =
+        nn::AddOp::create(b, loc, entry->getArguments().back(), squares);
+    func::ReturnOp::create(b, loc, sum);
+  }
+  return success();
+}
+
 } // namespace
 
 void BuildStageTrainingPass::runOnOperation() {
@@ -160,8 +238,11 @@ void BuildStageTrainingPass::runOnOperation() {
   }
   nn::OptimizerOptions opt;
   if (failed(nn::parseLRSchedule(module, "pipe-build-stage-training",
-                                 lrSchedule, warmupSteps, totalSteps, opt)))
+                                 lrSchedule, warmupSteps, totalSteps, opt)) ||
+      failed(nn::parseClipGradNorm(module, "pipe-build-stage-training",
+                                   clipGradNorm, opt)))
     return signalPassFailure();
+  bool clips = opt.clipGradNorm > 0;
   auto driver = module.lookupSymbol<func::FuncOp>(function);
   if (!driver || driver.isDeclaration()) {
     module.emitError() << "pipe-build-stage-training: no function '"
@@ -313,6 +394,8 @@ void BuildStageTrainingPass::runOnOperation() {
   OpBuilder b(ctx);
   SmallVector<Operation *> toErase{driver};
   int64_t dropoutsBefore = 0;
+  // Gradient clipping: the weights each stage's U applies, for its N.
+  SmallVector<SmallVector<nn::UpdateWeight>> updatedWeights;
   for (auto [v, c] : llvm::enumerate(calls)) {
     bool last = static_cast<int64_t>(v) == numStages - 1;
     func::FuncOp callee = c.callee;
@@ -485,7 +568,10 @@ void BuildStageTrainingPass::runOnOperation() {
              stageFn.getArgumentTypes()[i], stageFn.getArgAttrDict(i)});
     b.setInsertionPoint(driver);
     func::FuncOp update = nn::buildOptimizerUpdate(
-        b, loc, base + "_U", weights, opt, "step:" + base);
+        b, loc, base + "_U", weights, opt, "step:" + base,
+        clips && !weights.empty() ? StringRef(PipeDialect::kGradNormBuffer)
+                                  : StringRef());
+    updatedWeights.push_back(weights);
     update->setAttr(PipeDialect::kStageAttrName, stageAttr);
     // U also clears the gradient accumulators it consumed, so asynchronous
     // schedules (several updates per step) start each window from zero.
@@ -497,12 +583,14 @@ void BuildStageTrainingPass::runOnOperation() {
       for (unsigned j = 0; j < update.getNumResults(); ++j)
         resultAttrs.push_back(update.getResultAttrDict(j));
       for (unsigned i = 0, e = update.getNumArguments(); i < e; ++i) {
-        auto role = update.getArgAttrOfType<StringAttr>(i,
-                                                        NNNames::kRoleAttrName);
-        if (!role || role.getValue() != "grad")
-          continue;
+        auto role =
+            update.getArgAttrOfType<StringAttr>(i, NNNames::kRoleAttrName);
         auto name = update.getArgAttrOfType<StringAttr>(i,
                                                         NNNames::kNameAttrName);
+        // The gradient norm is every U's of the rank, and read-only.
+        if (!role || role.getValue() != "grad" ||
+            name.getValue() == PipeDialect::kGradNormBuffer)
+          continue;
         results.push_back(
             constantLike(b, loc, update.getArgumentTypes()[i], 0.0));
         resultAttrs.push_back(b.getDictionaryAttr(
@@ -520,6 +608,9 @@ void BuildStageTrainingPass::runOnOperation() {
     toErase.push_back(stageFn);
     toErase.push_back(callee);
   }
+  if (clips &&
+      failed(buildGradientNorms(b, calls, updatedWeights, stageReplicas)))
+    return signalPassFailure();
   for (Operation *op : toErase)
     op->erase();
 }

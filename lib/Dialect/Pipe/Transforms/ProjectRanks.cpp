@@ -161,8 +161,10 @@ static LogicalResult verifySet(StringRef stem, ArrayRef<ProgramOp> programs,
         failed(verifyGradientReductions(byRank[r])))
       return failure();
     for (auto call : byRank[r].getBody().getOps<CallStageOp>()) {
-      schedule.ranks[r].push_back({toScheduleOp(call.getAction()),
-                                   call.getStage().getVirtualIndex(k),
+      std::optional<sched::Op> op = toScheduleOp(call.getAction());
+      if (!op)
+        continue;
+      schedule.ranks[r].push_back({*op, call.getStage().getVirtualIndex(k),
                                    (int64_t)call.getMicrobatch(),
                                    joinOf(call)});
       calls[r].push_back(call);
@@ -201,6 +203,97 @@ pipedream::pipe::gradientAccumulators(FunctionOpInterface fn) {
   return out;
 }
 
+/// Gradient clipping (docs/Pipe.md "Gradient clipping"): on each rank, the
+/// N of each of its stages follows every B and W of that stage; the
+/// all-reduce of PipeDialect::kGradNormWeight follows every N of the rank
+/// (one per stage); every U that reads the norm follows that all-reduce
+/// (with one rank, the rank's N).
+static LogicalResult verifyGradientNorm(ProgramOp program) {
+  ScheduleAttr attr = program.getSchedule();
+  int64_t k = attr.getNumStages();
+  bool global = program.isGlobalView();
+  SymbolTableCollection symbols;
+  auto readsNorm = [&](CallStageOp call) {
+    auto fn = dyn_cast_or_null<FunctionOpInterface>(
+        symbols.lookupNearestSymbolFrom(call, call.getCalleeAttr()));
+    return gradientAccumulators(fn).count(PipeDialect::kGradNormWeight.str()) !=
+           0;
+  };
+  Block &body = program.getBody().front();
+  // The stages of each rank (those it calls), and whether clipping is on.
+  std::map<int64_t, std::set<int64_t>> stagesOf;
+  bool any = false;
+  for (auto call : body.getOps<CallStageOp>()) {
+    stagesOf[call.getStage().getRank()].insert(
+        call.getStage().getVirtualIndex(k));
+    any |= call.getAction() == ActionKind::GradNorm;
+  }
+  for (auto reduce : body.getOps<AllReduceGradOp>())
+    any |= reduce.getWeight() == PipeDialect::kGradNormWeight;
+  if (!any)
+    return success();
+  // Per rank: the stages whose N ran, and whether the norm is complete.
+  std::map<int64_t, std::set<int64_t>> normed;
+  std::map<int64_t, bool> complete;
+  for (Operation &op : body) {
+    if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
+      if (reduce.getWeight() != PipeDialect::kGradNormWeight)
+        continue;
+      for (int64_t r : reduce.getRanks()) {
+        if (!global && r != static_cast<int64_t>(*program.getRank()))
+          continue;
+        for (int64_t v : stagesOf[r])
+          if (!normed[r].count(v))
+            return reduce.emitError() << "rank " << r << ": the all-reduce of '"
+                                      << PipeDialect::kGradNormBuffer
+                                      << "' before the N of stage " << v;
+        if (complete[r])
+          return reduce.emitError()
+                 << "rank " << r << ": a second all-reduce of '"
+                 << PipeDialect::kGradNormBuffer << "'";
+        complete[r] = true;
+      }
+      continue;
+    }
+    auto call = dyn_cast<CallStageOp>(op);
+    if (!call)
+      continue;
+    int64_t r = call.getStage().getRank();
+    int64_t v = call.getStage().getVirtualIndex(k);
+    std::string where = "rank " + std::to_string(r) + ": " +
+                        stringifyActionKind(call.getAction()).str() +
+                        " of stage " + std::to_string(v) + " micro-batch " +
+                        std::to_string(call.getMicrobatch());
+    switch (call.getAction()) {
+    case ActionKind::Forward:
+      break;
+    case ActionKind::Backward:
+    case ActionKind::WeightGrad:
+      if (normed[r].count(v))
+        return call.emitError()
+               << where << " adds into the gradients after their norm (N)";
+      break;
+    case ActionKind::GradNorm:
+      if (complete[r] || !normed[r].insert(v).second)
+        return call.emitError()
+               << where << " adds into '" << PipeDialect::kGradNormBuffer
+               << "' a second time or after its all-reduce";
+      // One rank: its own N's are the whole sum.
+      if (k == 1 && normed[r].size() == stagesOf[r].size())
+        complete[r] = true;
+      break;
+    case ActionKind::Update:
+      if (readsNorm(call) && !complete[r])
+        return call.emitError()
+               << where << " clips by '" << PipeDialect::kGradNormBuffer
+               << "' before it is complete (the N of every stage, then "
+                  "its all-reduce over the ranks)";
+      break;
+    }
+  }
+  return success();
+}
+
 LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
   ScheduleAttr attr = program.getSchedule();
   int64_t k = attr.getNumStages();
@@ -231,16 +324,21 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
                                                : ActionKind::Backward))
       continue;
     for (auto &[name, type] : accumulatorsOf(call)) {
+      if (name == PipeDialect::kGradNormWeight)
+        continue; // verifyGradientNorm
       stagesOf[name].insert(call.getStage().getVirtualIndex(k));
       if (update)
         holders[name].insert(call.getStage().getRank());
     }
   }
+  reduced.erase(PipeDialect::kGradNormWeight.str());
   std::set<std::string> summed = reduced;
   if (global)
     for (auto &[name, ranks] : holders)
       if (ranks.size() >= 2)
         summed.insert(name);
+  if (failed(verifyGradientNorm(program)))
+    return failure();
   if (summed.empty())
     return success();
   // Per (rank, weight): whether an all-reduce ran since the last U.
@@ -248,6 +346,8 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
   for (Operation &op : program.getBody().front()) {
     if (auto reduce = dyn_cast<AllReduceGradOp>(op)) {
       std::string name = reduce.getWeight().str();
+      if (name == PipeDialect::kGradNormWeight)
+        continue;
       if (global) {
         std::set<int64_t> stages;
         for (auto stage : reduce.getStages().getAsRange<StageAttr>())
@@ -288,6 +388,15 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
         continue;
       auto it = reducedAt.find({r, name});
       bool isReduced = it != reducedAt.end() && it->second;
+      // Clipping's N reads the summed gradient, which its U then applies.
+      if (call.getAction() == ActionKind::GradNorm) {
+        if (!isReduced)
+          return call.emitError()
+                 << where << " reads 'grad:" << name
+                 << "' of a shared weight before the pipe.all_reduce_grad "
+                    "summing it over the ranks that hold the weight";
+        continue;
+      }
       if (adds && isReduced)
         return call.emitError()
                << where << " adds into 'grad:" << name
@@ -317,9 +426,10 @@ sched::Schedule pipedream::pipe::scheduleOfProgram(ProgramOp program) {
                      attr.getNumChunks()};
   schedule.ranks.resize(k);
   for (auto call : program.getBody().getOps<CallStageOp>())
-    schedule.ranks[call.getStage().getRank() % k].push_back(
-        {toScheduleOp(call.getAction()), call.getStage().getVirtualIndex(k),
-         (int64_t)call.getMicrobatch(), joinOf(call)});
+    if (std::optional<sched::Op> op = toScheduleOp(call.getAction()))
+      schedule.ranks[call.getStage().getRank() % k].push_back(
+          {*op, call.getStage().getVirtualIndex(k),
+           (int64_t)call.getMicrobatch(), joinOf(call)});
   return schedule;
 }
 

@@ -56,7 +56,8 @@ void UnrollSchedulePass::runOnOperation() {
     if (!stage || name.size() < 2 || name[name.size() - 2] != '_')
       continue;
     char letter = name.back();
-    if (letter != 'F' && letter != 'B' && letter != 'W' && letter != 'U')
+    if (letter != 'F' && letter != 'B' && letter != 'W' && letter != 'U' &&
+        letter != 'N')
       continue;
     fns[{{stage.getIndex(), stage.getChunk()}, letter}] = fn;
     maxIndex = std::max(maxIndex, stage.getIndex());
@@ -102,9 +103,24 @@ void UnrollSchedulePass::runOnOperation() {
       return signalPassFailure();
     }
   }
+  // Gradient clipping: every stage has an N (pipe-build-stage-training's
+  // clip-grad-norm), run between the last gradient and the first update of
+  // a synchronous step.
+  bool clips =
+      llvm::any_of(fns, [](auto &entry) { return entry.first.second == 'N'; });
+  if (clips && !config.isSynchronous()) {
+    module.emitError() << "pipe-unroll-schedule: gradient clipping (the _N "
+                          "stage functions) needs a synchronous schedule, "
+                          "not "
+                       << kind;
+    return signalPassFailure();
+  }
   // Every needed function exists.
+  std::string letters = config.splitsBackward() ? "FBWU" : "FBU";
+  if (clips)
+    letters += 'N';
   for (int64_t v = 0; v < numStages; ++v)
-    for (char letter : std::string(config.splitsBackward() ? "FBWU" : "FBU"))
+    for (char letter : letters)
       if (!fnOf(v, letter)) {
         module.emitError() << "pipe-unroll-schedule: missing stage function "
                            << letter << " of stage " << config.rankOf(v)
@@ -295,6 +311,8 @@ void UnrollSchedulePass::runOnOperation() {
     std::map<std::string, std::set<int64_t>> stagesOf, addingRanks;
     for (int64_t v = 0; v < numStages; ++v)
       for (auto &[name, type] : gradientAccumulators(fnOf(v, 'U'))) {
+        if (name == PipeDialect::kGradNormWeight)
+          continue; // every stage's, summed over all of them (below)
         SharedWeight &w = sharedByName[name];
         w.name = name;
         w.type = type;
@@ -339,6 +357,23 @@ void UnrollSchedulePass::runOnOperation() {
   // common to all ranks (weight name, update), then its U in their order.
   // Results are the same (a U of a synchronous step only has to follow its
   // stage's gradients); the updates run later.
+  // Gradient clipping: after its all-reduces, each rank runs the N of each
+  // of its stages, then the sum of the squared norms over every stage,
+  // then its updates (which all wait for it: the updates are deferred).
+  SharedWeight gradNorm;
+  if (clips) {
+    gradNorm.name = PipeDialect::kGradNormWeight.str();
+    for (int64_t v = 0; v < numStages; ++v) {
+      gradNorm.stages.push_back(v);
+      gradNorm.ownerOf.insert({config.rankOf(v), v});
+      for (auto &[name, type] : gradientAccumulators(fnOf(v, 'N')))
+        if (name == PipeDialect::kGradNormWeight)
+          gradNorm.type = type;
+    }
+    if (!gradNorm.type)
+      return fail(fnOf(0, 'N'), Twine("no accumulator '") +
+                                    PipeDialect::kGradNormBuffer + "'");
+  }
   struct Reduction {
     const SharedWeight *weight;
     int64_t microbatch;
@@ -347,6 +382,7 @@ void UnrollSchedulePass::runOnOperation() {
   struct Item {
     int64_t reduction = -1; // or an action (rank, index)
     int64_t rank = 0, index = 0;
+    int64_t normStage = -1; // or the N of this stage
   };
   std::map<std::pair<int64_t, int64_t>, double> startOf;
   for (auto [t, r, i] : order)
@@ -397,6 +433,17 @@ void UnrollSchedulePass::runOnOperation() {
       llvm::sort(deferred);
       for (auto &entry : deferred)
         items[r].push_back({entry.second, r, 0});
+      if (clips && deferUpdates) {
+        for (int64_t v = 0; v < numStages; ++v)
+          if (config.rankOf(v) == r)
+            items[r].push_back({-1, r, 0, v});
+        auto [it, inserted] = reductionOf.insert(
+            {{gradNorm.name, 0}, (int64_t)reductions.size()});
+        if (inserted)
+          reductions.push_back({&gradNorm, numMicrobatches - 1});
+        if (k > 1)
+          items[r].push_back({it->second, r, 0});
+      }
       llvm::append_range(items[r], updates);
     }
     std::set<std::tuple<int, int64_t, int64_t>> placed; // (op, stage, mb)
@@ -424,6 +471,15 @@ void UnrollSchedulePass::runOnOperation() {
       return true;
     };
     while (!done()) {
+      // An N reads only its own rank's gradients: it runs when reached.
+      bool placedNorm = false;
+      for (int64_t r = 0; r < k; ++r)
+        while (head[r] < items[r].size() && items[r][head[r]].normStage >= 0) {
+          merged.push_back(items[r][head[r]++]);
+          placedNorm = true;
+        }
+      if (placedNorm)
+        continue;
       int64_t pick = -1;
       double best = 0;
       for (int64_t r = 0; r < k && pick < 0; ++r) {
@@ -464,8 +520,8 @@ void UnrollSchedulePass::runOnOperation() {
     }
     return true;
   };
-  FailureOr<bool> ordered = orderWithReductions(/*deferUpdates=*/false);
-  if (succeeded(ordered) && !*ordered && config.isSynchronous())
+  FailureOr<bool> ordered = orderWithReductions(/*deferUpdates=*/clips);
+  if (succeeded(ordered) && !*ordered && config.isSynchronous() && !clips)
     ordered = orderWithReductions(/*deferUpdates=*/true);
   if (failed(ordered))
     return; // reported by `fail`
@@ -530,6 +586,13 @@ void UnrollSchedulePass::runOnOperation() {
   };
 
   for (const Item &item : merged) {
+    if (item.normStage >= 0) {
+      func::FuncOp fn = fnOf(item.normStage, 'N');
+      CallStageOp::create(b, loc, cast<FunctionOpInterface>(fn.getOperation()),
+                          ActionKind::GradNorm, ValueRange(),
+                          stageAttrOf(item.normStage), numMicrobatches - 1);
+      continue;
+    }
     if (item.reduction >= 0) {
       const Reduction &red = reductions[item.reduction];
       SmallVector<Attribute> stages;

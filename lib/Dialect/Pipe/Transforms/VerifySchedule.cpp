@@ -51,7 +51,8 @@ static LogicalResult verifyProgram(ProgramOp program) {
   bool asynchronous = !schedule.config.isSynchronous();
   std::map<std::pair<int64_t, int64_t>, int64_t> recordedVersion;
   program.getBody().walk([&](CallStageOp call) {
-    if (!ok || call.getAction() == ActionKind::Update)
+    if (!ok || call.getAction() == ActionKind::Update ||
+        call.getAction() == ActionKind::GradNorm)
       return;
     auto version = call->getAttrOfType<IntegerAttr>("pipe.weight_version");
     int64_t v = call.getStage().getVirtualIndex(k);
@@ -96,8 +97,11 @@ static LogicalResult verifyProgram(ProgramOp program) {
   program.getBody().walk([&](Operation *op) {
     if (auto call = dyn_cast<CallStageOp>(op)) {
       StageAttr stage = call.getStage();
+      std::optional<sched::Op> action = toScheduleOp(call.getAction());
+      if (!action)
+        return;
       schedule.ranks[stage.getRank()].push_back(
-          {toScheduleOp(call.getAction()), stage.getVirtualIndex(k),
+          {*action, stage.getVirtualIndex(k),
            static_cast<int64_t>(call.getMicrobatch()), joinOf(call)});
       ops[stage.getRank()].push_back(op);
     } else if (auto st = dyn_cast<StashOp>(op)) {

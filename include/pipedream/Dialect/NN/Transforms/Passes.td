@@ -106,6 +106,9 @@ def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
            "Optimizer steps of linear learning-rate warm-up from 0">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Optimizer steps at which linear and cosine reach 0">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "Scale the gradients so that their joint 2-norm is at most this "
+           "(clip_grad_norm_; 0: no clipping)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::pipedream::nn::NNDialect"];

@@ -58,6 +58,11 @@ std::optional<LRScheduleKind> parseLRScheduleKind(llvm::StringRef text);
 llvm::StringRef stringifyLRScheduleKind(LRScheduleKind kind);
 
 struct OptimizerOptions;
+/// Sets `opt.clipGradNorm` from a pass's option, or emits at `anchor` and
+/// fails when it is negative or not finite.
+mlir::LogicalResult parseClipGradNorm(mlir::Operation *anchor,
+                                      llvm::StringRef pass, double maxNorm,
+                                      OptimizerOptions &opt);
 /// Sets `opt`'s schedule from a pass's options, or emits at `anchor`
 /// (prefixed by the pass name) and fails when they are out of range.
 mlir::LogicalResult parseLRSchedule(mlir::Operation *anchor,
@@ -81,6 +86,11 @@ struct OptimizerOptions {
   LRScheduleKind lrSchedule = LRScheduleKind::Constant;
   int64_t warmupSteps = 0;
   int64_t totalSteps = 0;
+  /// Gradient clipping (torch.nn.utils.clip_grad_norm_ with norm_type 2):
+  /// every gradient is scaled by min(1, clipGradNorm / (norm + 1e-6)) before
+  /// the step, `norm` the 2-norm of all the updated weights' gradients
+  /// together; 0: no clipping.
+  double clipGradNorm = 0.0;
 
   /// Whether the rate changes from step to step (the update then keeps a
   /// step counter whatever the optimizer).
@@ -156,15 +166,24 @@ struct UpdateWeight {
   mlir::DictionaryAttr attrs;
 };
 
-/// Builds `@name(weights..., grad:<w>..., state...) -> (weights'...,
-/// state'...)`, one torch.optim step, at `b`. The step counter of Adam (and
-/// of every optimizer with a learning-rate schedule) is the state buffer
-/// `stepName`.
+/// The sum of the squares of every element of `tensors` (rank 0, of
+/// `elementType`): the squared 2-norm of all of them together.
+mlir::Value buildSquaredNorm(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::ValueRange tensors, mlir::Type elementType);
+
+/// Builds `@name(weights..., grad:<w>..., state..., [grad norm]) ->
+/// (weights'..., state'...)`, one torch.optim step, at `b`. The step counter
+/// of Adam (and of every optimizer with a learning-rate schedule) is the
+/// state buffer `stepName`. With `opt.clipGradNorm`, the gradients are
+/// clipped first: by their own joint norm, or, when `gradNormName` is given
+/// (a pipeline stage), by the norm whose square is the last argument, the
+/// bound `grad` buffer `gradNormName` (rank 0).
 mlir::func::FuncOp buildOptimizerUpdate(mlir::OpBuilder &b, mlir::Location loc,
                                         llvm::StringRef name,
                                         llvm::ArrayRef<UpdateWeight> weights,
                                         const OptimizerOptions &opt,
-                                        llvm::StringRef stepName);
+                                        llvm::StringRef stepName,
+                                        llvm::StringRef gradNormName = {});
 
 /// Replaces `options.function` in `module` by `@train_microbatch` and
 /// `@update`. Fails with a diagnostic (the op or the function) on models it

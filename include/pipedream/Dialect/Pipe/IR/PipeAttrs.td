@@ -46,7 +46,8 @@ def Pipe_ActionKind : I32Enum<"ActionKind", "stage action", [
     I32EnumCase<"Forward", 0, "F">,
     I32EnumCase<"Backward", 1, "B">,
     I32EnumCase<"WeightGrad", 2, "W">,
-    I32EnumCase<"Update", 3, "U">
+    I32EnumCase<"Update", 3, "U">,
+    I32EnumCase<"GradNorm", 4, "N">
   ]> {
   let cppNamespace = "::pipedream::pipe";
 }

@@ -67,6 +67,15 @@ def Pipe_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Discardable attribute holding the `#pipe.stage` of an op or value.
     static constexpr ::llvm::StringLiteral kStageAttrName = "pipe.stage";
+    /// Gradient clipping in a pipeline (pipe-build-stage-training's
+    /// clip-grad-norm): the pseudo-weight whose accumulator
+    /// `grad:pipedream.grad_norm_sq` (rank 0) each stage's `_N` adds its
+    /// gradients' squared norm into; a `pipe.all_reduce_grad` of it over
+    /// every stage gives the whole model's, which each `_U` reads.
+    static constexpr ::llvm::StringLiteral kGradNormWeight =
+        "pipedream.grad_norm_sq";
+    static constexpr ::llvm::StringLiteral kGradNormBuffer =
+        "grad:pipedream.grad_norm_sq";
     /// Discardable attribute holding a `#pipe.schedule` configuration.
     static constexpr ::llvm::StringLiteral kScheduleAttrName = "pipe.schedule";
     /// Discardable attribute holding the `#pipe.partition` pipe-partition

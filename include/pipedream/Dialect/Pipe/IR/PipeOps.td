@@ -173,7 +173,7 @@ def Pipe_CallStageOp : Pipe_Op<"call_stage", [
   let summary = "run one action of one stage on one micro-batch";
   let description = [{
     Calls the stage function `callee` (a `func.func` the outliner and
-    autodiff produced) to perform `action` (`F`, `B`, `W` or `U`) of `stage`
+    autodiff produced) to perform `action` (`F`, `B`, `W`, `U` or `N`) of `stage`
     on micro-batch `microbatch`. Operands and results follow the callee's
     signature, as with `func.call`; when the callee carries a `pipe.stage`
     attribute it must equal `stage`.
@@ -181,11 +181,15 @@ def Pipe_CallStageOp : Pipe_Op<"call_stage", [
     One `pipe.call_stage` is one cell of a pipeline schedule diagram: the
     unrolled program is the list of these cells in execution order, and the
     rank that runs a cell is `stage`'s index. For `U` the micro-batch is the
-    one whose backward completes the gradients the update applies.
+    one whose backward completes the gradients the update applies. `N`
+    (gradient clipping) adds the squared norm of the stage's final
+    gradients into `grad:pipedream.grad_norm_sq` before the updates; it is
+    not a cell of the schedule, and has U's micro-batch.
 
     Inside a `pipe.program`: the stage and micro-batch lie within the
-    schedule, the stage belongs to the program's rank (per-rank view), and
-    `W` appears only in schedules that split the backward (`zb-h1`).
+    schedule, the stage belongs to the program's rank (per-rank view),
+    `W` appears only in schedules that split the backward (`zb-h1`), and
+    `N` only in synchronous schedules.
 
     ```mlir
     %y, %saved = pipe.call_stage F @stage1_forward(%w1, %x)

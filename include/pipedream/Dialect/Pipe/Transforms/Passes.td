@@ -115,6 +115,16 @@ def BuildStageTrainingPass
            "Optimizer steps of linear learning-rate warm-up from 0">,
     Option<"totalSteps", "total-steps", "int64_t", "0",
            "Optimizer steps at which linear and cosine reach 0">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "Scale the gradients so that their 2-norm over every stage is at "
+           "most this (clip_grad_norm_; 0: no clipping): each stage gets a "
+           "`_N` function adding its gradients' squared norm into "
+           "`grad:pipedream.grad_norm_sq`, which its `_U` reads">,
+    ListOption<"stageReplicas", "stage-replicas", "int64_t",
+               "Non-uniform replication: the replicas of each stage (rank). "
+               "With clip-grad-norm, every replica of a stage computes the "
+               "stage's norm and the sum runs over all of them, so the N of "
+               "a stage on R replicas adds 1/R of it">,
   ];
   let dependentDialects = ["::pipedream::pipe::PipeDialect",
                            "::pipedream::nn::NNDialect",

@@ -73,7 +73,10 @@ inline std::optional<ScheduleKind> toScheduleKindAttr(schedule::Kind kind) {
   return std::nullopt;
 }
 
-inline schedule::Op toScheduleOp(ActionKind action) {
+/// The schedule's action of a stage call; none for `N` (gradient clipping's
+/// norm, which the unrolled program adds before the updates: it is not a
+/// cell of the schedule).
+inline std::optional<schedule::Op> toScheduleOp(ActionKind action) {
   switch (action) {
   case ActionKind::Forward:
     return schedule::Op::F;
@@ -83,8 +86,10 @@ inline schedule::Op toScheduleOp(ActionKind action) {
     return schedule::Op::W;
   case ActionKind::Update:
     return schedule::Op::U;
+  case ActionKind::GradNorm:
+    return std::nullopt;
   }
-  return schedule::Op::F;
+  return std::nullopt;
 }
 
 inline ActionKind toActionKind(schedule::Op op) {
