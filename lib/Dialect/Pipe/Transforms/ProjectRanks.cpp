@@ -203,6 +203,13 @@ pipedream::pipe::gradientAccumulators(FunctionOpInterface fn) {
   return out;
 }
 
+/// gradientAccumulators of the stage function `call` calls.
+static std::map<std::string, Type>
+calleeAccumulators(SymbolTableCollection &symbols, CallStageOp call) {
+  return gradientAccumulators(dyn_cast_or_null<FunctionOpInterface>(
+      symbols.lookupNearestSymbolFrom(call, call.getCalleeAttr())));
+}
+
 /// Gradient clipping (docs/Pipe.md "Gradient clipping"): on each rank, the
 /// N of each of its stages follows every B and W of that stage; the
 /// all-reduce of PipeDialect::kGradNormWeight follows every N of the rank
@@ -214,10 +221,8 @@ static LogicalResult verifyGradientNorm(ProgramOp program) {
   bool global = program.isGlobalView();
   SymbolTableCollection symbols;
   auto readsNorm = [&](CallStageOp call) {
-    auto fn = dyn_cast_or_null<FunctionOpInterface>(
-        symbols.lookupNearestSymbolFrom(call, call.getCalleeAttr()));
-    return gradientAccumulators(fn).count(PipeDialect::kGradNormWeight.str()) !=
-           0;
+    return calleeAccumulators(symbols, call)
+               .count(PipeDialect::kGradNormWeight.str()) != 0;
   };
   Block &body = program.getBody().front();
   // The stages of each rank (those it calls), and whether clipping is on.
@@ -301,9 +306,7 @@ LogicalResult pipedream::pipe::verifyGradientReductions(ProgramOp program) {
   bool splits = attr.splitsBackward();
   SymbolTableCollection symbols;
   auto accumulatorsOf = [&](CallStageOp call) {
-    auto fn = dyn_cast_or_null<FunctionOpInterface>(
-        symbols.lookupNearestSymbolFrom(call, call.getCalleeAttr()));
-    return gradientAccumulators(fn);
+    return calleeAccumulators(symbols, call);
   };
   // Which weights are summed: those in some all-reduce, and (global view)
   // those whose accumulator stages of two ranks add into.
