@@ -54,7 +54,10 @@ values):
   of the first output's last axis;
 - `pipe/loss`, `pipe/w/<initializer>`: 3 steps with M micro-batches of B
   (gradient accumulation, the step loss the mean of the micro-batch
-  losses), which a synchronous pipeline schedule must equal.
+  losses), which a synchronous pipeline schedule must equal;
+- for CLIP_MODELS, in `NAME.clip.npz`, `clip/loss`, `clip/w/<initializer>`:
+  the same with torch.nn.utils.clip_grad_norm_(CLIP_MAX) before each step
+  (`--clip-references` rewrites only these, from the existing exports).
 
 Trained weights are by ONNX initializer name: the trained model (float64,
 rounded to float32) is exported again with the same exporter and settings,
@@ -83,6 +86,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = 3
 MICRO = 2          # micro-batch size B
 PIPE_M = 4         # micro-batches of the pipeline reference
+# Gradient clipping references (`NAME.clip.npz`): the pipeline reference's
+# M micro-batches with torch.nn.utils.clip_grad_norm_(MAX) before each SGD
+# step, for models whose pipelines split tied or shared weights (GPT-2's
+# head, ALBERT's layers) or hold BatchNorm statistics. MAX is below every
+# step's norm, so every step is clipped.
+CLIP_MODELS = ("gpt2-ts", "albert-ts", "bert-dynamo", "resnet-ts")
+CLIP_MAX = 0.05
 SEQ = 8
 
 
@@ -618,13 +628,17 @@ def to_torch(arrays, names, rows, double):
     return out
 
 
-def train(model32, names, data, labels, micro, m_count, lr, double=True):
+def train(model32, names, data, labels, micro, m_count, lr, double=True,
+          clip=None):
+    """SGD over STEPS steps of m_count micro-batches; with `clip`, the
+    gradients are clipped to that 2-norm before each step. Returns the
+    losses, the trained model, and the norms clip_grad_norm_ saw."""
     model = copy.deepcopy(model32)
     if double:
         model = model.double()
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
+    losses, norms = [], []
     for step in range(STEPS):
         opt.zero_grad()
         total = 0.0
@@ -636,10 +650,13 @@ def train(model32, names, data, labels, micro, m_count, lr, double=True):
                                    torch.from_numpy(labels[rows]).reshape(-1))
             (loss / m_count).backward()
             total += loss.item()
+        if clip is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(
+                model.parameters(), clip)))
         opt.step()
         losses.append(total / m_count)
     model.eval()
-    return losses, model.float()
+    return losses, model.float(), norms
 
 
 def expected_weights(trained, example, names, exporter, tie_safe, initial,
@@ -659,6 +676,40 @@ def expected_weights(trained, example, names, exporter, tie_safe, initial,
 
 
 # ---------------------------------------------------------------- main
+
+def clip_references(name, model_name, out_dir, record):
+    """`NAME.clip.npz` (`clip/loss`, `clip/w/<initializer>`): the export's
+    own training data and initial weights, M = PIPE_M micro-batches with
+    gradient clipping to CLIP_MAX, in float64. Returns corpus.json's
+    `clip_grad_norm`, `clip_losses`, `clip_norms`."""
+    model, specs, _ = built(model_name)
+    names = list(specs)
+    ref = dict(np.load(os.path.join(out_dir, name + ".npz")))
+    for k, v in ref.items():   # images are stored as float16 (exactly)
+        if v.dtype == np.float16:
+            ref[k] = v.astype(np.float32)
+    data = {n: ref[f"data/{n}"] for n in names}
+    labels = ref["data/labels"]
+    example = {n: torch.from_numpy(ref[f"forward/{n}"]) for n in names}
+    initial = initializers(onnx.load(os.path.join(out_dir, name + ".onnx")))
+    losses, trained, norms = train(model, names, data, labels, MICRO, PIPE_M,
+                                   LR[model_name], clip=CLIP_MAX)
+    if min(norms) <= CLIP_MAX:
+        raise RuntimeError(f"{name}: a step's norm {min(norms):.3g} is not "
+                           f"above the clipping bound {CLIP_MAX}")
+    out = {"clip/loss": np.array(losses)}
+    for w, v in expected_weights(trained, example, names, record["exporter"],
+                                 record["tie_safe_export"], initial,
+                                 record["opset"]).items():
+        out[f"clip/w/{w}"] = v
+    np.savez_compressed(os.path.join(out_dir, name + ".clip.npz"),
+                        **{k: compact(k, v) for k, v in out.items()})
+    print(f"{name}: clipped to {CLIP_MAX}, norms "
+          f"{' '.join(f'{v:.4g}' for v in norms)}, losses "
+          f"{' '.join(f'{v:.4f}' for v in losses)}", flush=True)
+    return {"clip_grad_norm": CLIP_MAX, "clip_losses": losses,
+            "clip_norms": norms}
+
 
 def compact(key, value):
     """Image inputs are stored as float16, which holds their values (k/64
@@ -731,8 +782,8 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort,
               "nodes": len(proto.graph.node),
               "parameters": int(sum(p.numel() for p in model.parameters()))}
     for key, m_count in (("sgd", 1), ("pipe", PIPE_M)):
-        losses, trained = train(model, names, data, labels, MICRO, m_count,
-                                LR[model_name])
+        losses, trained, _ = train(model, names, data, labels, MICRO, m_count,
+                                   LR[model_name])
         ref[f"{key}/loss"] = np.array(losses)
         for w, v in expected_weights(trained, example, names, exporter,
                                      tie_safe, initial, opset).items():
@@ -741,8 +792,8 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort,
         # Conditioning: how far PyTorch's own float32 run is from float64
         # (a model whose float32 training drifts by more than about 1e-5
         # cannot be checked to 1e-4).
-        l32, t32 = train(model, names, data, labels, MICRO, m_count,
-                         LR[model_name], double=False)
+        l32, t32, _ = train(model, names, data, labels, MICRO, m_count,
+                            LR[model_name], double=False)
         drift = max(abs(a - b) / abs(b) for a, b in zip(l32, losses))
         s64 = dict(trained.named_parameters())
         for n, t in t32.named_parameters():
@@ -752,6 +803,8 @@ def build_one(name, model_name, exporter, static_batch, out_dir, use_ort,
         record[f"{key}_torch_f32_drift"] = drift
     np.savez_compressed(os.path.join(out_dir, name + ".npz"),
                         **{k: compact(k, v) for k, v in ref.items()})
+    if name in CLIP_MODELS:
+        record.update(clip_references(name, model_name, out_dir, record))
     print(f"{name}: {len(proto.graph.node)} nodes, "
           f"{os.path.getsize(path) // 1024} KB, tie_safe={tie_safe}, "
           f"onnxruntime rel {ort_rel}, sgd losses "
@@ -770,6 +823,9 @@ def main():
     p.add_argument("--refresh-constants", action="store_true",
                    help="only recompute corpus.json's 'constants' of the "
                         "existing exports")
+    p.add_argument("--clip-references", action="store_true",
+                   help="only (re)write NAME.clip.npz of the CLIP_MODELS "
+                        "from their existing exports")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
@@ -780,6 +836,12 @@ def main():
             index = {r["name"]: r for r in json.load(f)["models"]}
     for name, model_name, exporter, batch in CORPUS:
         if only and name not in only:
+            continue
+        if args.clip_references:
+            if name in CLIP_MODELS and name in index:
+                index[name].update(clip_references(name, model_name,
+                                                   args.out, index[name]))
+                write_index(index_path, index)
             continue
         if args.refresh_constants:
             if name in index and "export_error" not in index[name]:

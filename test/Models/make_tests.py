@@ -28,6 +28,9 @@ WHAT = {
                  "interleaved-1f1b, interleaved-zb, zb-v and dualpipe-v (2 "
                  "virtual stages per rank), on threads, each equal PyTorch "
                  "float64 with gradient accumulation (1e-4 relative)",
+    "clip": "3 steps of a 3-stage zb-h1 pipeline on threads with "
+            "--clip-grad-norm equal PyTorch float64 with clip_grad_norm_ "
+            "(1e-4 relative)",
     "async": "3 steps of a 2-stage PipeDream (weight stashing) pipeline on "
              "threads equal the sequential execution of the same schedule "
              "(1e-5 relative)",
@@ -65,6 +68,8 @@ def main():
         checks = CHECKS + (["sgd-freeze"] if e.get("constants") else [])
         if name in SCHEDULE_MODELS:
             checks.append("schedules")
+        if "clip_grad_norm" in e:
+            checks.append("clip")
         for check in checks:
             lines = [f"# Model corpus (docs/Models.md): {name} "
                      f"({e['model']}, exporter {e['exporter']}) {WHAT[check]}."]

@@ -31,6 +31,11 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
   interleaved-zb, zb-v and dualpipe-v (the V-shaped placements put the
   first and last layers on one rank: tied and shared weights are summed
   over ranks in other orders);
+- `clip`: the `1f1b` check's M micro-batches with `--clip-grad-norm`
+  (corpus.json's `clip_grad_norm`) on a 3-stage zb-h1 pipeline on
+  threads, against PyTorch with torch.nn.utils.clip_grad_norm_ before
+  each step (`NAME.clip.npz`; only the models make_corpus.py lists in
+  CLIP_MODELS);
 - `async`: a 2-stage PipeDream (weight stashing) pipeline on threads,
   3 steps, equal (1e-5) to the sequential execution of the same schedule
   by the reference interpreter of test/Training/Inputs/pipeline_compare.py
@@ -64,7 +69,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CORPUS = os.path.join(ROOT, "models", "corpus")
 CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze",
-          "schedules"]
+          "schedules", "clip"]
 # `schedules`: (schedule, stages, virtual stages per rank).
 SCHEDULES = [("gpipe", 2, 1), ("zb-h1", 2, 1), ("1f1b", 4, 1),
              ("interleaved-1f1b", 2, 2), ("interleaved-zb", 2, 2),
@@ -249,6 +254,23 @@ def run_check(bin_dir, entry, corpus, check, work):
              "pipedream-run --ranks 2")
         losses, trained = read_run(work, "1f1b")
         return compare_training(entry, initial, ref, "pipe", losses, trained)
+    if check == "clip":
+        if "clip_grad_norm" not in entry:
+            raise Failure("corpus.json has no clip_grad_norm (make_corpus.py "
+                          "--clip-references writes the references)")
+        ref.update(np.load(os.path.join(corpus, entry["name"] + ".clip.npz")))
+        bundle = os.path.join(work, "clip")
+        tool([compile_, *common, "--microbatches", str(m), "--batch-size",
+              str(m * b), "--stages", "3", "--schedule", "zb-h1",
+              "--clip-grad-norm", repr(entry["clip_grad_norm"]), "-o",
+              bundle], "pipedream-compile --clip-grad-norm")
+        tool([run, bundle, "--data", data_path, "--steps", str(steps),
+              "--transport", "threads", "--timeout", "120",
+              "--loss-log", os.path.join(work, "loss-clip.csv"),
+              "--save-onnx", os.path.join(work, "trained-clip.onnx")],
+             "pipedream-run (clip)")
+        losses, trained = read_run(work, "clip")
+        return compare_training(entry, initial, ref, "clip", losses, trained)
     if check == "schedules":
         results = []
         for kind, stages, virtual in SCHEDULES:
