@@ -32,6 +32,11 @@ def UnrollSchedulePass : Pass<"pipe-unroll-schedule", "::mlir::ModuleOp"> {
       (`zb-h1`) they are stashed for W.
     - `W_v(g...) -> (dw...)`: the restored values of B.
     - `U_v(dw...) -> (...)`: the weight gradients of the last B (or W) of v.
+    - `N_v(dw..., n) -> n'` (gradient clipping, optional: all stages or
+      none, synchronous kinds only): every rank runs its stages' N after its
+      last B/W and the shared weights' all-reduces, then the all-reduce of
+      `grad:pipedream.grad_norm_sq` over every stage, then its U's (the
+      updates are deferred; docs/Pipe.md "Gradient clipping").
 
     Residual j of an F whose micro-batch slot is s on a rank whose stage
     functions have at most R residuals goes to activation slot `s * R + j`.
@@ -70,9 +75,11 @@ def BuildStageTrainingPass
     `@stage<v>_F` (training mode; the last stage adds the `loss`),
     `@stage<v>_B` (nn-autodiff's backward; weight gradients added to the
     `grad:<w>` accumulators, the loss's gradient seeded with 1/`microbatches`),
-    `@stage<v>_W` with `split-backward` (zb-h1), and `@stage<v>_U` (the
+    `@stage<v>_W` with `split-backward` (zb-h1), `@stage<v>_U` (the
     optimizer update of the stage's weights; Adam's counter is
-    `step:stage<v>`). Every cut tensor is an edge e: `pipe.send = e` on the
+    `step:stage<v>`) and, with `clip-grad-norm`, `@stage<v>_N` (the squared
+    norm of the gradients U applies, added into
+    `grad:pipedream.grad_norm_sq`, which U reads to clip). Every cut tensor is an edge e: `pipe.send = e` on the
     producer's F result, `pipe.recv = e` on the consumer's F argument, and
     `pipe.grad = e` on the gradient B returns / takes. Weights, gradient
     accumulators and optimizer state are runtime-bound (docs/Pipe.md,
