@@ -5,6 +5,7 @@
         [--schedule 1f1b] [--microbatches 8] [--steps 10] [--dim 128]
         [--layers 4] [--seq 32] [--microbatch-size 4] [--work DIR]
         [--transport auto|mpi|threads] [--torch-venv VENV] [--measure-link]
+        [--clip-grad-norm MAX]
     /usr/bin/python3 bench/pipeline.py --bin BUILD/bin --schedules zb-h1,1f1b
         [--stages 4] [--transport threads] [--repeats 5] ...
 
@@ -142,6 +143,8 @@ def compare_schedules(args):
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
               "--microbatches", str(m), "--batch-size", str(n),
               "--stages", str(args.stages)]
+    if args.clip_grad_norm:
+        common += ["--clip-grad-norm", repr(args.clip_grad_norm)]
     rows = []
     for kind in args.schedules.split(","):
         bundle = os.path.join(work, kind)
@@ -257,6 +260,10 @@ def main():
                         "--measure-link measures on this transport")
     p.add_argument("--torch-venv",
                    help="venv with torch >= 2.4: also run PyTorch's pipeline")
+    p.add_argument("--clip-grad-norm", type=float, default=None,
+                   help="gradient clipping on every side (pipedream-compile "
+                        "--clip-grad-norm; torch: the stages' squared norms "
+                        "all-reduced, as Megatron's)")
     args = p.parse_args()
     if args.schedules:
         return compare_schedules(args)
@@ -266,6 +273,8 @@ def main():
     compile_ = os.path.join(args.bin, "pipedream-compile")
     common = [onnx_path, "--loss", "cross-entropy", "--optimizer", "adam",
               "--microbatches", str(m), "--batch-size", str(n)]
+    if args.clip_grad_norm:
+        common += ["--clip-grad-norm", repr(args.clip_grad_norm)]
     single = os.path.join(work, "single")
     piped = os.path.join(work, "pipeline")
     for d in (single, piped):
@@ -313,7 +322,9 @@ def main():
     thread_cpu = sampler.finish()
     measured = re.search(r"bubble fraction: measured ([0-9.]+)%", out)
     print(f"GPT d={args.dim} L={args.layers} T={args.seq}, batch {n} = {m} x {b}, "
-          f"{args.steps} steps, adam")
+          f"{args.steps} steps, adam"
+          + (f", clip-grad-norm {args.clip_grad_norm}"
+             if args.clip_grad_norm else ""))
     print(f"  single rank          {one:10.1f} samples/s (1 thread)")
     print(f"  {args.schedule} K={args.stages} "
           f"({'mpi' if ranks[0] == '--ranks' else 'threads'}) {many:10.1f} samples/s"
@@ -330,6 +341,8 @@ def main():
                "--dim", str(args.dim), "--heads", "4",
                "--layers", str(args.layers), "--seq", str(args.seq),
                "--data", data, "--single"]
+        if args.clip_grad_norm:
+            cmd += ["--clip-grad-norm", repr(args.clip_grad_norm)]
         if split is not None:
             cmd += ["--split", str(split)]
         tout = run(cmd, env=env).stdout

@@ -122,6 +122,8 @@ def worker(rank, args, port, result):
             schedule.step(target=lab, losses=losses)
         else:
             schedule.step()
+        if args.clip_grad_norm:
+            clip_across_stages(module, args.clip_grad_norm)
         opt.step()
         elapsed = time.perf_counter() - start
         if step >= args.warmup:
@@ -134,6 +136,18 @@ def worker(rank, args, port, result):
         result.put((t.tolist(), losses_out))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def clip_across_stages(module, max_norm):
+    """clip_grad_norm_ over the whole model: each stage's squared norm,
+    all-reduced over the stages (what Megatron does across its pipeline)."""
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    squares = (torch.stack([g.pow(2).sum() for g in grads]).sum() if grads
+               else torch.zeros(()))
+    dist.all_reduce(squares)
+    coef = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(coef)
 
 
 def load_data(args):
@@ -175,6 +189,9 @@ def single(args):
             loss = nn.functional.cross_entropy(
                 logits.reshape(-1, logits.size(-1)), y.reshape(-1)) / m
             loss.backward()
+        if args.clip_grad_norm:
+            torch.nn.utils.clip_grad_norm_(gpt.parameters(),
+                                           args.clip_grad_norm)
         opt.step()
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
@@ -204,6 +221,9 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--data", help="npz with idx, labels (bench/pipeline.py's)")
+    p.add_argument("--clip-grad-norm", type=float, default=None,
+                   help="clip the gradients to this 2-norm before each "
+                        "step (over every stage)")
     p.add_argument("--single", action="store_true",
                    help="also time the unsplit model in one process")
     args = p.parse_args()
