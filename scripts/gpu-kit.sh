@@ -242,6 +242,10 @@ echo "example-mlp-train train train cpu 1e-5" >>"$cases"
 train_case example-mlp-pipe "$root/examples/mlp.onnx" "$work/mlp-data.npz" \
   "${pipe_args[@]}"
 echo "example-mlp-pipe train train cpu 1e-5" >>"$cases"
+# Gradient clipping: each stage's N, the norm's all-reduce, clipped U's.
+train_case example-mlp-pipe-clip "$root/examples/mlp.onnx" \
+  "$work/mlp-data.npz" "${pipe_args[@]}" --clip-grad-norm 0.5
+echo "example-mlp-pipe-clip train train cpu 1e-5" >>"$cases"
 # bf16 against the f32 CPU run: a gross-error bound (3e-2 of the largest
 # value; the bf16 recipe's own check is the torch models' below).
 if [ "$target" = cuda ]; then
