@@ -387,6 +387,9 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
     section["labels"] = t.labelsName;
   if (t.loss == nn::LossKind::CrossEntropy)
     section["num_classes"] = info->numClasses;
+  // Gradient clipping: the update writes the squared norm there.
+  if (o.clipGradNorm > 0)
+    section["grad_norm"] = nn::kGradNormBuffer.str();
   // Informational (the runtime reads the roles of the functions).
   section["weights"] = nn::weightDecisionsJSON(weightDecisions);
   return section;

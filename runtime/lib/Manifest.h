@@ -126,6 +126,10 @@ struct TrainingSpec {
   /// `optimizer` as compact JSON ("" if absent); the runtime does not
   /// interpret it (the update function implements it).
   std::string optimizer;
+  /// `grad_norm` (gradient clipping): the gradient buffer (rank 0) the
+  /// update writes the squared norm of the step's gradients to; "" without
+  /// clipping.
+  std::string gradNorm;
 };
 
 /// One instruction of a rank's program (bundle.json `pipeline.ranks[r].

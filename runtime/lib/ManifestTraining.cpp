@@ -209,6 +209,8 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
 
   if (object.contains("optimizer"))
     t.optimizer = v.object(object["optimizer"], "training.optimizer").dump();
+  if (object.contains("grad_norm"))
+    t.gradNorm = v.string(object["grad_norm"], "training.grad_norm");
 }
 
 /// A positive integer field `key` of `object` at `path`; `fallback` when

@@ -107,6 +107,10 @@ struct pd_rank {
   /// the first update-phase call that reads one (clipping's N, else its U,
   /// or a sharded update group) sums it, a later one finds it done.
   std::set<std::string> summedThisStep;
+  /// Gradient clipping: the squared-norm accumulator (pipeline.grad_norm),
+  /// and the last completed step's norm (pd_rank_grad_norm).
+  pd_buffer *gradNorm = nullptr;
+  double lastGradNorm = std::numeric_limits<double>::quiet_NaN();
   /// The replicas' gradient all-reduce overlapped with the drain
   /// (planGradientOverlap): after instruction i, the last that adds into
   /// the gradients of the updates gradientsReadyAfter[i], their all-reduces
@@ -1694,8 +1698,11 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
           grads.insert(buffer);
     // Manifest order, for determinism.
     for (auto &buffer : bundle->persistent)
-      if (grads.count(buffer.get()))
+      if (grads.count(buffer.get())) {
         p->grads.push_back(buffer.get());
+        if (buffer->name == spec->gradNorm)
+          p->gradNorm = buffer.get();
+      }
     // Asynchronous schedules interleave updates with other micro-batches'
     // messages: an agreement before the first one could wait on a rank
     // that waits on this one.
@@ -1772,6 +1779,11 @@ pd_status pd_rank_check_data(pd_rank *pipeline, const pd_named_array *arrays,
   });
 }
 
+double pd_rank_grad_norm(const pd_rank *pipeline) {
+  return pipeline ? pipeline->lastGradNorm
+                  : std::numeric_limits<double>::quiet_NaN();
+}
+
 pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
                        size_t count, uint64_t first_sample, double *loss) {
   if (loss)
@@ -1828,6 +1840,11 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
     // A program without updates (or an asynchronous schedule): agree now.
     if (!p.stepAgreed)
       agreeOnStep(p);
+    // After the norm's all-reduce (or, with one rank, the rank's N calls)
+    // every rank holds the whole model's squared norm.
+    if (p.gradNorm)
+      p.lastGradNorm = std::sqrt(readScalar(
+          pipedream::runtime::readMemory(*p.gradNorm), p.gradNorm->type.dtype));
     double total = p.stepTotal;
 
     double stepLoss = total / static_cast<double>(spec.microbatches);

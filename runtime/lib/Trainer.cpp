@@ -154,9 +154,12 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
       trainer->data.push_back(trainer->labels);
     }
     trainer->loss = functionBuffer(*trainer->step, spec->lossOutput);
-    for (auto &buffer : bundle->persistent)
+    for (auto &buffer : bundle->persistent) {
       if (buffer->role == PD_ROLE_GRAD)
         trainer->grads.push_back(buffer.get());
+      if (!spec->gradNorm.empty() && buffer->name == spec->gradNorm)
+        trainer->gradNorm = buffer.get();
+    }
     for (auto &[output, target] : trainer->step->updates)
       if (target->role != PD_ROLE_GRAD)
         trainer->stepSnapshot.add(target);
@@ -205,6 +208,11 @@ pd_status pd_trainer_check_data(pd_trainer *trainer,
       *num_samples = samples;
     return PD_OK;
   });
+}
+
+double pd_trainer_grad_norm(const pd_trainer *trainer) {
+  return trainer ? trainer->lastGradNorm
+                 : std::numeric_limits<double>::quiet_NaN();
 }
 
 pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
@@ -302,6 +310,10 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
     const double updateStart = trace.enabled ? traceNow() : 0;
     constants.release();
     runFunction(*trainer->update);
+    if (trainer->gradNorm) {
+      readMemory(*trainer->gradNorm);
+      trainer->lastGradNorm = std::sqrt(readLoss(*trainer->gradNorm));
+    }
     if (trace.enabled) {
       trace.add("call", trainer->update->spec.name.c_str(), "U", 0, noValue,
                 noValue, noValue, updateStart);

@@ -16,6 +16,7 @@
 #include "StepSnapshot.h"
 #include "Trace.h"
 
+#include <limits>
 #include <vector>
 
 /// A training bundle's trainer (pipedream/runtime.h).
@@ -36,6 +37,10 @@ struct pd_trainer {
   pipedream::runtime::StepSnapshot stepSnapshot;
   /// pd_trainer_set_check_finite.
   bool checkFinite = false;
+  /// Gradient clipping: the buffer the update writes the squared norm to
+  /// (training.grad_norm), and the last step's norm (pd_trainer_grad_norm).
+  pd_buffer *gradNorm = nullptr;
+  double lastGradNorm = std::numeric_limits<double>::quiet_NaN();
   /// Measured events (pd_trainer_set_tracing).
   pipedream::runtime::TraceLog trace;
 };

@@ -72,6 +72,12 @@ TEST(TrainingManifest, ParsesRolesUpdatesAndTraining) {
   EXPECT_EQ(t.lossOutput, "loss");
   EXPECT_EQ(json::parse(t.optimizer),
             json::parse(R"({"kind": "momentum", "lr": 0.1, "momentum": 0.9})"));
+  // No gradient clipping: no squared-norm buffer.
+  EXPECT_TRUE(t.gradNorm.empty());
+  json clipped = json::parse(linearManifest());
+  clipped["training"]["grad_norm"] = "grad:w";
+  EXPECT_EQ(parseManifest(clipped.dump(), "b/bundle.json").training.gradNorm,
+            "grad:w");
 
   Manifest probe = parseManifest(probeManifest(), "b/bundle.json");
   EXPECT_EQ(probe.training.numClasses, 5);
@@ -372,6 +378,10 @@ TEST_F(TrainingTest, TrainingInformation) {
                "train_microbatch");
   EXPECT_STREQ(pd_function_name(pd_bundle_training_update_function(bundle)),
                "update");
+  // Without gradient clipping there is no norm to report.
+  EXPECT_TRUE(std::isnan(pd_trainer_grad_norm(trainer)));
+  EXPECT_TRUE(std::isnan(pd_trainer_grad_norm(nullptr)));
+  EXPECT_TRUE(std::isnan(pd_rank_grad_norm(nullptr)));
 
   // Persistent buffers: weights first, then grad/state, one per name.
   ASSERT_EQ(pd_bundle_persistent_count(bundle), 4u);

@@ -135,6 +135,8 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     return pd_rank_save_checkpoint(pipeline, options.checkpointDir.c_str(),
                                    done);
   };
+  if (clipsGradients(pd_bundle_pipeline_optimizer(bundle)))
+    functions.gradNorm = [&] { return pd_rank_grad_norm(pipeline); };
   StepLoopResult steps = runSteps(options, rank, batch, samples, start,
                                   functions, progress, &run.failed);
   if (!steps.error.empty()) {

@@ -139,6 +139,7 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
                         const StepFunctions &functions, Progress &progress,
                         const std::atomic<bool> *failed) {
   StepLoopResult result;
+  result.log = functions.gradNorm ? "step,loss,grad_norm\n" : "step,loss\n";
   auto saveIfDue = [&](uint64_t done) {
     if (checkpointDue(options, done) &&
         functions.saveCheckpoint(done) != PD_OK) {
@@ -185,15 +186,30 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
       return result;
     if (rank == 0) {
       progress.step(s + 1, loss, seconds.count());
-      char line[64];
-      std::snprintf(line, sizeof(line), "%llu,%.9g\n",
-                    static_cast<unsigned long long>(s + 1), loss);
+      char line[96];
+      if (functions.gradNorm)
+        std::snprintf(line, sizeof(line), "%llu,%.9g,%.9g\n",
+                      static_cast<unsigned long long>(s + 1), loss,
+                      functions.gradNorm());
+      else
+        std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+                      static_cast<unsigned long long>(s + 1), loss);
       result.log += line;
     }
     if (hooks().afterStep)
       hooks().afterStep(rank, s + 1);
   }
   return result;
+}
+
+bool clipsGradients(const char *optimizerJSON) {
+  if (!optimizerJSON)
+    return false;
+  nlohmann::json optimizer =
+      nlohmann::json::parse(optimizerJSON, nullptr, /*allow_exceptions=*/false);
+  return optimizer.is_object() && optimizer.contains("clip_grad_norm") &&
+         optimizer["clip_grad_norm"].is_number() &&
+         optimizer["clip_grad_norm"].get<double>() > 0;
 }
 
 void noteScheduleEnd(const char *optimizerJSON, const char *scheduleKind,
@@ -278,6 +294,8 @@ int train(const Options &options, pd_bundle *bundle) {
     return pd_trainer_save_checkpoint(trainer, options.checkpointDir.c_str(),
                                       done);
   };
+  if (clipsGradients(pd_bundle_training_optimizer(bundle)))
+    functions.gradNorm = [&] { return pd_trainer_grad_norm(trainer); };
   StepLoopResult steps = runSteps(options, /*rank=*/0, batch, samples, start,
                                   functions, progress, /*failed=*/nullptr);
   if (!steps.error.empty())

@@ -112,7 +112,14 @@ struct StepFunctions {
   std::function<pd_status(uint64_t first, double *loss)> step;
   /// Writes the checkpoint of `done` steps.
   std::function<pd_status(uint64_t done)> saveCheckpoint;
+  /// Gradient clipping: the last step's gradient norm (before clipping),
+  /// logged as --loss-log's grad_norm column; empty without clipping.
+  std::function<double()> gradNorm;
 };
+
+/// Whether the manifest's `optimizer` (compact JSON, may be NULL) clips
+/// the gradients (`clip_grad_norm` > 0).
+bool clipsGradients(const char *optimizerJSON);
 
 /// How runSteps ended.
 struct StepLoopResult {
@@ -123,8 +130,9 @@ struct StepLoopResult {
   bool stepFailed = false;
   /// The error is a failed run-time check that every rank agreed on.
   bool checkFailed = false;
-  /// The loss log (--loss-log) of the steps rank 0 ran: "step,loss" lines.
-  std::string log = "step,loss\n";
+  /// The loss log (--loss-log) of the steps rank 0 ran: "step,loss" lines
+  /// ("step,loss,grad_norm" with StepFunctions::gradNorm).
+  std::string log;
 };
 
 /// The one training loop: steps [start, --steps) of rank `rank` (batch

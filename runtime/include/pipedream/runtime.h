@@ -346,6 +346,12 @@ PD_API pd_status pd_trainer_step(pd_trainer *trainer,
                                  const pd_named_array *arrays, size_t count,
                                  uint64_t first_sample, double *loss);
 
+/** Gradient clipping (bundle compiled with --clip-grad-norm): the 2-norm of
+ *  the last step's gradients, all trained weights together, before they
+ *  were clipped (what torch.nn.utils.clip_grad_norm_ returns). NaN when the
+ *  bundle does not clip or no step has completed. */
+PD_API double pd_trainer_grad_norm(const pd_trainer *trainer);
+
 /** With `enabled` non-zero, every later step also checks that each
  *  micro-batch's loss and, before the update, every gradient is finite: a
  *  NaN or infinity fails the step with PD_ERROR_CHECK_FAILED (the message
@@ -523,6 +529,9 @@ PD_API pd_status pd_rank_check_data(pd_rank *r, const pd_named_array *arrays,
 PD_API pd_status pd_rank_step(pd_rank *r, const pd_named_array *arrays,
                               size_t count, uint64_t first_sample,
                               double *loss);
+/** pd_trainer_grad_norm for a pipeline: the norm over every stage, the
+ *  same on every rank (the ranks sum its square before their updates). */
+PD_API double pd_rank_grad_norm(const pd_rank *r);
 /** pd_trainer_set_check_finite for one rank of a pipeline: the loss rank
  *  checks the micro-batch losses, every rank its gradients before its
  *  update. Every rank must set the same. */

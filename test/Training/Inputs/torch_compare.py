@@ -29,7 +29,9 @@ T on), stepped after every optimizer step.
 `--clip-grad-norm MAX` clips both sides' gradients before each step
 (torch.nn.utils.clip_grad_norm_ on torch's side) and prints how many of
 torch's steps had a norm above MAX (`clipped S of N steps`), so that a test
-can tell that the clipping was active.
+can tell that the clipping was active; with `--runner run` it also compares
+the `grad_norm` column of pipedream-run's --loss-log (the norm before
+clipping) with the norm clip_grad_norm_ returned, step by step (1e-4).
 `--inference` compares only the forward pass instead: an inference bundle
 compiled with `--input-shape` at the micro-batch size against the torch
 module in eval mode (logits within 1e-4 relative to the largest).
@@ -122,6 +124,7 @@ def torch_train(model, x, labels, args):
     rows = x.shape[0]
     losses = []
     args.clipped_steps = 0  # this run's steps whose norm exceeded the bound
+    args.norms = []  # clip_grad_norm_'s norm (before clipping) per step
     for step in range(args.steps):
         idx = [(step * n + i) % rows for i in range(n)]
         xb_all = torch.from_numpy(x[idx])
@@ -139,6 +142,7 @@ def torch_train(model, x, labels, args):
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(),
                                                   args.clip_grad_norm)
             args.clipped_steps += int(norm > args.clip_grad_norm)
+            args.norms.append(float(norm))
         opt.step()
         if scheduler:
             scheduler.step()
@@ -381,6 +385,7 @@ def main():
 
     if args.runner == "python":
         ours, weights = python_runner(bundle, in_name, x, labels, args.steps)
+        our_norms = None
     else:
         data = os.path.join(work, "data.npz")
         np.savez(data, **{in_name: x, "labels": labels})
@@ -395,6 +400,9 @@ def main():
         with open(log) as f:
             rows_ = list(csv.DictReader(f))
         ours = [float(r["loss"]) for r in rows_]
+        # With clipping pipedream-run logs each step's gradient norm.
+        our_norms = [float(r["grad_norm"]) for r in rows_
+                     if r.get("grad_norm") is not None]
         trained_model = onnx.load(trained)
         onnx.checker.check_model(trained_model, full_check=True)
         weights = {i.name: numpy_helper.to_array(i)
@@ -421,6 +429,20 @@ def main():
         if rel > RTOL:
             print(f"MISMATCH {tag}: step {s + 1} loss {a!r} vs torch {b!r}")
             bad += 1
+    if args.clip_grad_norm and our_norms is not None:
+        if len(our_norms) != len(args.norms):
+            print(f"MISMATCH {tag}: {len(our_norms)} gradient norms logged, "
+                  f"torch has {len(args.norms)}")
+            bad += 1
+        worst_norm = max((abs(a - b) / b for a, b in zip(our_norms, args.norms)),
+                         default=0.0)
+        if worst_norm > RTOL:
+            print(f"MISMATCH {tag}: gradient norms {our_norms} vs torch "
+                  f"{args.norms}")
+            bad += 1
+        print(f"grad_norm: {' '.join(f'{v:.6f}' for v in our_norms)}; torch "
+              f"{' '.join(f'{v:.6f}' for v in args.norms)}; worst relative "
+              f"error {worst_norm:.2g}")
     worst_weight, worst_name = 0.0, ""
     for name, (key, transposed) in mapping.items():
         if name not in weights:

@@ -292,7 +292,8 @@ Value buildSquaredNorm(OpBuilder &b, Location loc, ValueRange tensors,
 func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
                                   ArrayRef<UpdateWeight> weights,
                                   const OptimizerOptions &opt,
-                                  StringRef stepName, StringRef gradNormName) {
+                                  StringRef stepName, StringRef gradNormName,
+                                  StringRef reportNormTo) {
   Type elementType =
       weights.empty() ? b.getF32Type() : getElementTypeOrSelf(weights[0].type);
   SmallVector<Type> updateArgTypes;
@@ -332,9 +333,13 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   // stage (summed by the stages' `_N` functions and an all-reduce).
   bool clips = opt.clipGradNorm > 0;
   bool normGiven = clips && !gradNormName.empty();
-  if (normGiven) {
+  // One rank: the squared norm the update computes, written to the bound
+  // buffer `reportNormTo` for the runtime to report.
+  bool reportsNorm = clips && !normGiven && !reportNormTo.empty();
+  if (normGiven || reportsNorm) {
     updateArgTypes.push_back(RankedTensorType::get({}, elementType));
-    updateArgs.push_back({gradNormName.str(), "grad", {}});
+    updateArgs.push_back(
+        {(normGiven ? gradNormName : reportNormTo).str(), "grad", {}});
   }
   auto update = func::FuncOp::create(b, loc, name,
                                      b.getFunctionType(updateArgTypes, {}));
@@ -362,9 +367,10 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   SmallVector<Value> newWeights, newStates;
   SmallVector<std::string> newStateNames;
   Value stepCount, biasCorrection1, biasCorrection2Sqrt;
-  Value stepArg =
-      usesStep ? updateEntry->getArgument(updateArgs.size() - 1 - normGiven)
-               : Value();
+  Value stepArg = usesStep
+                      ? updateEntry->getArgument(updateArgs.size() - 1 -
+                                                 (normGiven || reportsNorm))
+                      : Value();
   if (usesStep)
     stepCount = AddOp::create(b, optLoc, stepArg, constant(1.0));
   // The learning rate of this step: a constant, or lr * factor(s) for the
@@ -429,7 +435,7 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   }
   // Gradient clipping: every gradient times min(1, max / (norm + 1e-6)),
   // as torch.nn.utils.clip_grad_norm_ before optimizer.step().
-  Value clipCoefficient;
+  Value clipCoefficient, reportedNorm;
   if (clips) {
     Value sumOfSquares =
         normGiven ? Value(updateEntry->getArguments().back())
@@ -439,6 +445,8 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
                             llvm::seq<unsigned>(0, numWeights),
                             [&](unsigned n) -> Value { return gradArg(n); })),
                         elementType);
+    if (reportsNorm)
+      reportedNorm = sumOfSquares;
     Value norm = SqrtOp::create(b, optLoc, sumOfSquares);
     clipCoefficient = MinOp::create(
         b, optLoc, constant(1.0),
@@ -527,6 +535,10 @@ func::FuncOp buildOptimizerUpdate(OpBuilder &b, Location loc, StringRef name,
   if (usesStep) {
     updateResults.push_back(stepCount);
     updateNames.push_back({(stepName + ".next").str(), stepName.str()});
+  }
+  if (reportedNorm) {
+    updateResults.push_back(reportedNorm);
+    updateNames.push_back({(reportNormTo + ".next").str(), reportNormTo.str()});
   }
   func::ReturnOp::create(b, optLoc, updateResults);
   update.setType(b.getFunctionType(updateArgTypes,
@@ -785,7 +797,8 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
         {argName(main, k), main.getArgument(k).getType(), main.getArgAttrDict(k)});
   b.setInsertionPointAfter(step);
   buildOptimizerUpdate(b, loc, kUpdateFunction, updateWeights,
-                       options.optimizer, "step");
+                       options.optimizer, "step", /*gradNormName=*/{},
+                       kGradNormBuffer);
 
   jointFn.erase();
   lossFn.erase();

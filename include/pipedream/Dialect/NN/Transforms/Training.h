@@ -171,19 +171,30 @@ struct UpdateWeight {
 mlir::Value buildSquaredNorm(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::ValueRange tensors, mlir::Type elementType);
 
+/// The gradient buffer (rank 0) of gradient clipping's squared norm:
+/// written by a single-rank update (the runtime reports its root as the
+/// step's gradient norm), and in a pipeline the sum of the stages' parts
+/// that each stage's update reads (docs/Pipe.md, "Gradient clipping";
+/// pipe::PipeDialect::kGradNormBuffer is the same name).
+inline constexpr llvm::StringLiteral kGradNormBuffer =
+    "grad:pipedream.grad_norm_sq";
+
 /// Builds `@name(weights..., grad:<w>..., state..., [grad norm]) ->
-/// (weights'..., state'...)`, one torch.optim step, at `b`. The step counter
-/// of Adam (and of every optimizer with a learning-rate schedule) is the
-/// state buffer `stepName`. With `opt.clipGradNorm`, the gradients are
-/// clipped first: by their own joint norm, or, when `gradNormName` is given
-/// (a pipeline stage), by the norm whose square is the last argument, the
-/// bound `grad` buffer `gradNormName` (rank 0).
+/// (weights'..., state'..., [grad norm'])`, one torch.optim step, at `b`.
+/// The step counter of Adam (and of every optimizer with a learning-rate
+/// schedule) is the state buffer `stepName`. With `opt.clipGradNorm`, the
+/// gradients are clipped first: by the norm whose square is the last
+/// argument, the bound `grad` buffer `gradNormName` (rank 0), when that is
+/// given (a pipeline stage); else by their own joint norm, whose square the
+/// update then writes to the bound `grad` buffer `reportNormTo` when that
+/// is given.
 mlir::func::FuncOp buildOptimizerUpdate(mlir::OpBuilder &b, mlir::Location loc,
                                         llvm::StringRef name,
                                         llvm::ArrayRef<UpdateWeight> weights,
                                         const OptimizerOptions &opt,
                                         llvm::StringRef stepName,
-                                        llvm::StringRef gradNormName = {});
+                                        llvm::StringRef gradNormName = {},
+                                        llvm::StringRef reportNormTo = {});
 
 /// Replaces `options.function` in `module` by `@train_microbatch` and
 /// `@update`. Fails with a diagnostic (the op or the function) on models it
