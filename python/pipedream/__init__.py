@@ -186,6 +186,13 @@ class CompiledModel:
             raise ValueError("train: steps must be >= 0")
         return list(self._pipeline().train(dict(data), int(steps)))
 
+    @property
+    def grad_norms(self):
+        """With clip_grad_norm=: the gradient norm of every step so far,
+        before clipping (what torch.nn.utils.clip_grad_norm_ returns; the
+        grad_norm column of pipedream-run --loss-log); NaN without it."""
+        return list(self._pipeline().grad_norms)
+
     def weights(self):
         """{name: numpy array}: every weight as trained so far (copies)."""
         return self._pipeline().weights()

@@ -268,6 +268,9 @@ public:
   size_t ranks() const { return bundles.size(); }
   size_t batchSize() const { return pd_rank_batch_size(pipelines[0]); }
   uint64_t steps() const { return stepsDone; }
+  /// Gradient clipping: each step's gradient norm before clipping (NaN
+  /// without clipping), over every train() call.
+  const std::vector<double> &gradNorms() const { return norms; }
   std::vector<std::string> inputNames() const {
     std::vector<std::string> names;
     for (size_t i = 0; i < pd_bundle_pipeline_input_count(bundles[0]); ++i)
@@ -314,7 +317,8 @@ public:
                            &samples) != PD_OK)
       throw py::value_error(pd_last_error());
     size_t batch = batchSize();
-    std::vector<double> losses(steps, std::nan(""));
+    std::vector<double> losses(steps, std::nan("")),
+        stepNorms(steps, std::nan(""));
     uint64_t start = stepsDone;
     std::vector<RankError> errors(ranks());
     {
@@ -328,8 +332,10 @@ public:
                                               views.size(), first, &loss);
               status != PD_OK)
             return status;
-          if (r == 0)
+          if (r == 0) {
             losses[s] = loss;
+            stepNorms[s] = pd_rank_grad_norm(pipelines[r]);
+          }
         }
         // Rank 0's bundle then holds every trained weight.
         return pd_rank_gather_weights(pipelines[r]);
@@ -337,6 +343,7 @@ public:
     }
     raiseIfFailed(errors);
     stepsDone += steps;
+    norms.insert(norms.end(), stepNorms.begin(), stepNorms.end());
     return losses;
   }
 
@@ -456,6 +463,7 @@ private:
   std::vector<pd_transport *> transports;
   std::vector<pd_rank *> pipelines;
   uint64_t stepsDone = 0;
+  std::vector<double> norms;
   bool broken = false;
   std::string brokenMessage;
 };
@@ -474,10 +482,10 @@ PYBIND11_MODULE(_pipedream, m) {
       .def_property_readonly("ranks", &PipelineTrainer::ranks)
       .def_property_readonly("batch_size", &PipelineTrainer::batchSize)
       .def_property_readonly("steps", &PipelineTrainer::steps)
+      .def_property_readonly("grad_norms", &PipelineTrainer::gradNorms)
       .def_property_readonly("input_names", &PipelineTrainer::inputNames)
       .def_property_readonly("labels_name", &PipelineTrainer::labelsName)
-      .def("train", &PipelineTrainer::train, py::arg("data"),
-           py::arg("steps"))
+      .def("train", &PipelineTrainer::train, py::arg("data"), py::arg("steps"))
       .def("weights", &PipelineTrainer::weights)
       .def("save_onnx", &PipelineTrainer::saveOnnx, py::arg("path"));
 }

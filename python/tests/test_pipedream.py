@@ -178,7 +178,8 @@ def test_lr_schedule_keywords(mlp_model, mlp_data, tmp_path):
 def test_clip_grad_norm_keyword(mlp_model, mlp_data, tmp_path):
     """clip_grad_norm= is --clip-grad-norm: with plain SGD one step moves
     the weights (all stages together) by exactly lr x the largest norm
-    when the gradients' norm is above it. A bad value is a CompileError."""
+    when the gradients' norm is above it; grad_norms reports the norm
+    before clipping. A bad value is a CompileError."""
     settings = dict(SETTINGS, optimizer="sgd", lr=0.5)
     model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "c",
                               clip_grad_norm=1e-3, **settings)
@@ -188,6 +189,19 @@ def test_clip_grad_norm_keyword(mlp_model, mlp_data, tmp_path):
     step = np.sqrt(sum(np.sum((after[n].astype(np.float64) - before[n]) ** 2)
                        for n in before))
     assert step == pytest.approx(0.5 * 1e-3, rel=1e-3)
+    # grad_norms: the step's norm before clipping. A bound never reached
+    # leaves the SGD step lr x g, whose size gives the norm independently.
+    (norm,) = model.grad_norms
+    loose = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "l",
+                              clip_grad_norm=1e9, **settings)
+    loose.train(mlp_data, steps=1)
+    moved = loose.weights()
+    unclipped = np.sqrt(sum(
+        np.sum((moved[n].astype(np.float64) - before[n]) ** 2)
+        for n in before)) / 0.5
+    assert loose.grad_norms == [pytest.approx(unclipped, rel=1e-3)]
+    assert norm == pytest.approx(loose.grad_norms[0], rel=1e-6)
+    assert norm > 100 * 1e-3
     with pytest.raises(pipedream.CompileError,
                        match="^--clip-grad-norm -1: the largest gradient"):
         pipedream.compile(mlp_model.model_path, clip_grad_norm=-1,
