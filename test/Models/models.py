@@ -241,53 +241,51 @@ def run_check(bin_dir, entry, corpus, check, work):
         return compare_training(entry, initial, ref, "sgd", losses, trained)
 
     m = entry["pipeline_microbatches"]
-    pipe = common + ["--microbatches", str(m), "--batch-size", str(m * b),
-                     "--stages", "2"]
-    if check == "1f1b":
-        bundle = os.path.join(work, "1f1b")
-        tool([compile_, *pipe, "--schedule", "1f1b", "-o", bundle],
-             "pipedream-compile --stages 2 --schedule 1f1b")
+    batch = ["--microbatches", str(m), "--batch-size", str(m * b)]
+    pipe = common + batch + ["--stages", "2"]
+    threads = ["--transport", "threads"]
+
+    def train(tag, flags, placement, compiled, ran):
+        """Compiles `flags` into WORK/tag, trains it `steps` steps with
+        pipedream-run and `placement` (MPI ranks or threads); returns the
+        bundle, the losses and the trained initializers. `compiled` and
+        `ran` name the two tools' runs in a failure."""
+        bundle = os.path.join(work, tag)
+        tool([compile_, *flags, "-o", bundle], compiled)
         tool([run, bundle, "--data", data_path, "--steps", str(steps),
-              "--ranks", "2", "--timeout", "120",
-              "--loss-log", os.path.join(work, "loss-1f1b.csv"),
-              "--save-onnx", os.path.join(work, "trained-1f1b.onnx")],
-             "pipedream-run --ranks 2")
-        losses, trained = read_run(work, "1f1b")
+              *placement, "--timeout", "120",
+              "--loss-log", os.path.join(work, f"loss-{tag}.csv"),
+              "--save-onnx", os.path.join(work, f"trained-{tag}.onnx")], ran)
+        return (bundle, *read_run(work, tag))
+
+    if check == "1f1b":
+        _, losses, trained = train(
+            "1f1b", [*pipe, "--schedule", "1f1b"], ["--ranks", "2"],
+            "pipedream-compile --stages 2 --schedule 1f1b",
+            "pipedream-run --ranks 2")
         return compare_training(entry, initial, ref, "pipe", losses, trained)
     if check == "clip":
         if "clip_grad_norm" not in entry:
             raise Failure("corpus.json has no clip_grad_norm (make_corpus.py "
                           "--clip-references writes the references)")
         ref.update(np.load(os.path.join(corpus, entry["name"] + ".clip.npz")))
-        bundle = os.path.join(work, "clip")
-        tool([compile_, *common, "--microbatches", str(m), "--batch-size",
-              str(m * b), "--stages", "3", "--schedule", "zb-h1",
-              "--clip-grad-norm", repr(entry["clip_grad_norm"]), "-o",
-              bundle], "pipedream-compile --clip-grad-norm")
-        tool([run, bundle, "--data", data_path, "--steps", str(steps),
-              "--transport", "threads", "--timeout", "120",
-              "--loss-log", os.path.join(work, "loss-clip.csv"),
-              "--save-onnx", os.path.join(work, "trained-clip.onnx")],
-             "pipedream-run (clip)")
-        losses, trained = read_run(work, "clip")
+        _, losses, trained = train(
+            "clip", [*common, *batch, "--stages", "3", "--schedule", "zb-h1",
+                     "--clip-grad-norm", repr(entry["clip_grad_norm"])],
+            threads, "pipedream-compile --clip-grad-norm",
+            "pipedream-run (clip)")
         return compare_training(entry, initial, ref, "clip", losses, trained)
     if check == "schedules":
         results = []
         for kind, stages, virtual in SCHEDULES:
             tag = f"{kind}-k{stages}-v{virtual}"
-            bundle = os.path.join(work, tag)
-            flags = [*common, "--microbatches", str(m), "--batch-size",
-                     str(m * b), "--stages", str(stages), "--schedule", kind]
+            flags = [*common, *batch, "--stages", str(stages), "--schedule",
+                     kind]
             if virtual > 1:
                 flags += ["--virtual-stages", str(virtual)]
-            tool([compile_, *flags, "-o", bundle],
-                 f"pipedream-compile --schedule {kind}")
-            tool([run, bundle, "--data", data_path, "--steps", str(steps),
-                  "--transport", "threads", "--timeout", "120",
-                  "--loss-log", os.path.join(work, f"loss-{tag}.csv"),
-                  "--save-onnx", os.path.join(work, f"trained-{tag}.onnx")],
-                 f"pipedream-run ({tag})")
-            losses, trained = read_run(work, tag)
+            _, losses, trained = train(tag, flags, threads,
+                                       f"pipedream-compile --schedule {kind}",
+                                       f"pipedream-run ({tag})")
             try:
                 compare_training(entry, initial, ref, "pipe", losses, trained)
             except Failure as e:
@@ -295,15 +293,10 @@ def run_check(bin_dir, entry, corpus, check, work):
             results.append(tag)
         return f"equal PyTorch under {', '.join(results)}"
     if check == "async":
-        bundle = os.path.join(work, "async")
-        tool([compile_, *pipe, "--schedule", "pipedream", "-o", bundle],
-             "pipedream-compile --stages 2 --schedule pipedream")
-        tool([run, bundle, "--data", data_path, "--steps", str(steps),
-              "--transport", "threads", "--timeout", "120",
-              "--loss-log", os.path.join(work, "loss-async.csv"),
-              "--save-onnx", os.path.join(work, "trained-async.onnx")],
-             "pipedream-run --transport threads")
-        losses, trained = read_run(work, "async")
+        bundle, losses, trained = train(
+            "async", [*pipe, "--schedule", "pipedream"], threads,
+            "pipedream-compile --stages 2 --schedule pipedream",
+            "pipedream-run --transport threads")
         sys.path.insert(0, os.path.join(ROOT, "test", "Training", "Inputs"))
         import pipeline_compare  # noqa: E402 (imports torch)
         try:
