@@ -35,15 +35,21 @@ pipedream::reportOptionsFromPartition(const PartitionReport &report,
       c.backward += scale * stage.cost.forward;
     costs.perStage.push_back(c);
     // A recomputing stage stashes its inputs per micro-batch in flight and
-    // holds one micro-batch's activations while its backward runs.
-    options.memory.push_back(
-        {stage.cost.parameterBytes,
-         static_cast<int64_t>(scale * double(stage.cost.stashBytes)),
-         stage.cost.frozenBytes +
-             (stage.cost.recompute
-                  ? static_cast<int64_t>(scale *
-                                         double(stage.cost.activationBytes))
-                  : 0)});
+    // holds one micro-batch's activations while its backward runs; with a
+    // split backward, B hands W what it reads of them (at most all), held
+    // from B to W.
+    auto activations =
+        static_cast<int64_t>(scale * double(stage.cost.activationBytes));
+    sched::StageMemory memory;
+    memory.parameterBytes = stage.cost.parameterBytes;
+    memory.activationBytes =
+        static_cast<int64_t>(scale * double(stage.cost.stashBytes));
+    memory.fixedBytes = stage.cost.frozenBytes;
+    if (stage.cost.recompute && split)
+      memory.weightGradBytes = activations;
+    else if (stage.cost.recompute)
+      memory.fixedBytes += activations;
+    options.memory.push_back(memory);
   }
   options.costs = costs;
   options.optimizerStates = optimizerStates;

@@ -168,11 +168,14 @@ static LogicalResult resolveTarget(const CompileOptions &o,
   return success();
 }
 
-/// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
-/// training program, so --loss is required).
 /// --recompute none|full|auto (docs/Pipe.md, "Activation recomputation").
-static LogicalResult resolveRecompute(const CompileOptions &o, sched::Kind kind,
-                                      bool autoSchedule,
+/// Every synchronous and asynchronous kind recomputes, generated, read from
+/// --schedule-csv or chosen by --schedule auto (whose candidates are each
+/// partitioned with it). Schedules that split the backward (zb-h1, zb-v,
+/// ...) recompute too: B reruns the forward, and passes what W reads on to
+/// it as carries (pipe-recompute; docs/Pipe.md "Activation
+/// recomputation").
+static LogicalResult resolveRecompute(const CompileOptions &o,
                                       PartitionPhaseOptions &part,
                                       MLIRContext *context) {
   namespace partition = pipedream::pipe::partition;
@@ -190,18 +193,11 @@ static LogicalResult resolveRecompute(const CompileOptions &o, sched::Kind kind,
   if (part.recompute == partition::Recompute::Auto && o.memoryLimit.empty())
     return fail(context, "--recompute auto recomputes the stages that exceed "
                          "--memory-limit: pass --memory-limit BYTES");
-  if (autoSchedule)
-    return fail(context, "--recompute " + o.recompute +
-                             " and --schedule auto: give the schedule");
-  if (!o.scheduleCsv.empty())
-    return fail(context, "--recompute does not apply to --schedule-csv");
-  // NOTE: schedules that split the backward (zb-h1, zb-v, ...) recompute
-  // too: B reruns the forward, and passes what W reads on to it as carries
-  // (pipe-recompute; docs/Pipe.md "Activation recomputation").
-  (void)kind;
   return success();
 }
 
+/// The loss, micro-batches and optimizer (`needsLoss`: the compile builds a
+/// training program, so --loss is required).
 static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
                                      bool needsLoss, int64_t microbatches,
                                      TrainingPhaseOptions &t,
@@ -535,7 +531,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
       part.profile = o.costModel;
     part.splitAfter = o.splitAfter;
     part.memoryLimit = o.memoryLimit;
-    if (failed(resolveRecompute(o, *kind, autoSchedule, part, context)))
+    if (failed(resolveRecompute(o, part, context)))
       return failure();
     p.schedule.recompute = part.recompute != pipedream::pipe::partition::Recompute::None;
     // NOTE: with --ranks the partitioner plans R itself and is given the

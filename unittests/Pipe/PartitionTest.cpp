@@ -310,6 +310,15 @@ TEST(Partition, RecomputePieceCosts) {
   r = evaluateCuts(g, o, {0, 1, 2});
   EXPECT_FALSE(r.pieces[0].recompute || r.pieces[1].recompute);
   EXPECT_EQ(r.pieces[0].memory, 400);
+  // zb-h1: B rebuilds the activations and hands W what it reads, held
+  // until W. Rank 0 runs F0 F1 B0 W0 F2 B1 W1 ...: 2 in flight, W due
+  // for 1; rank 1 runs F0 B0 F1 B1 W0 F2 ...: 2 in flight, W due for 2.
+  o.kind = schedule::Kind::ZBH1;
+  o.recompute = Recompute::Full;
+  r = evaluateCuts(g, o, {0, 1, 2});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.pieces[0].memory, 7 * 2 + 100);
+  EXPECT_EQ(r.pieces[1].memory, 10 * 2 + 100 * 2);
 }
 
 TEST(Partition, TiedWeightCostsACopyAndAnAllReduce) {

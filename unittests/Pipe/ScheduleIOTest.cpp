@@ -292,6 +292,30 @@ TEST(ScheduleReport, BubbleAgainstTheoryK4M8) {
   }
 }
 
+TEST(ScheduleReport, WeightGradBytes) {
+  // zb-h1, K = 2, M = 4. Rank 0 runs F0 F1 B0 W0 F2 B1 W1 ..., rank 1
+  // F0 B0 F1 B1 W0 F2 .... A stage that holds 30 bytes from B to W
+  // (recomputing: B rebuilt the activations, W reads part of them) and
+  // stashes 100 per micro-batch from F to B: rank 0 peaks at F1 (200),
+  // rank 1 at F1 (30 + 100) and after B1 (30 + 30). Unset, the stash is
+  // held until W: 200 on both.
+  ReportOptions opts;
+  opts.memory = {{0, 100, 0, 30}, {0, 100, 0, 30}};
+  Report r = buildReport(buildSchedule({Kind::ZBH1, 2, 4}), opts);
+  ASSERT_TRUE(r.verified);
+  EXPECT_EQ(r.peakMemoryBytes[0], 200);
+  EXPECT_EQ(r.peakMemoryBytes[1], 130);
+  opts.memory = {{0, 100, 0}, {0, 100, 0}};
+  r = buildReport(buildSchedule({Kind::ZBH1, 2, 4}), opts);
+  EXPECT_EQ(r.peakMemoryBytes[0], 200);
+  EXPECT_EQ(r.peakMemoryBytes[1], 200);
+  // Without a split backward the field is not read.
+  opts.memory = {{0, 100, 0, 30}, {0, 100, 0, 30}};
+  r = buildReport(buildSchedule({Kind::OneFOneB, 2, 4}), opts);
+  EXPECT_EQ(r.peakMemoryBytes[0], 200);
+  EXPECT_EQ(r.peakMemoryBytes[1], 100);
+}
+
 TEST(ScheduleReport, MemoryFormula) {
   // 1F1B, K = 2, M = 4: rank 0 keeps 2 micro-batches, rank 1 one.
   ReportOptions opts;

@@ -133,6 +133,41 @@ TEST(Schedule, PeakActivationSlots) {
   });
 }
 
+TEST(Schedule, WeightGradSlots) {
+  // What a split backward holds from B to W alone: nothing without a
+  // split; zb-h1 defers the W of rank r by r backwards, so B and its W
+  // hold r + 1 micro-batches at the most.
+  for (Kind kind : {Kind::GPipe, Kind::OneFOneB})
+    forEachConfig(kind, [](const Config &c) {
+      SimResult r = unitSim(c);
+      for (int64_t rank = 0; rank < c.numRanks; ++rank)
+        EXPECT_EQ(r.peakWeightGradSlots[rank], 0) << name(c);
+    });
+  forEachConfig(Kind::ZBH1, [](const Config &c) {
+    SimResult r = unitSim(c);
+    for (int64_t rank = 0; rank < c.numRanks; ++rank)
+      EXPECT_EQ(r.peakWeightGradSlots[rank],
+                std::min(rank + 1, c.numMicrobatches))
+          << name(c) << " rank " << rank;
+  });
+  int64_t checked = 0;
+  for (Kind kind : {Kind::ZBV, Kind::InterleavedZB, Kind::DualPipeV})
+    for (int64_t k = 1; k <= 6; ++k)
+      for (int64_t m = 1; m <= 12; ++m) {
+        Config c{kind, k, m, 2};
+        if (!validate(c).empty())
+          continue;
+        ++checked;
+        SimResult r = unitSim(c);
+        for (int64_t rank = 0; rank < c.numRanks; ++rank) {
+          EXPECT_GE(r.peakWeightGradSlots[rank], 1) << name(c);
+          EXPECT_LE(r.peakWeightGradSlots[rank], r.peakActivationSlots[rank])
+              << name(c);
+        }
+      }
+  EXPECT_GT(checked, 100);
+}
+
 TEST(Schedule, WeightVersions) {
   forEachConfig(Kind::PipeDream, [](const Config &c) {
     SimResult r = unitSim(c);

@@ -50,6 +50,9 @@ recomputing stage, the stash registers (`rank_memory` register_bytes) at
 most the plain bundle's on every rank and smaller in all, and the
 schedule report's peak memory smaller on the recomputing rank with the
 most micro-batches in flight.
+`--schedule auto` lets pipedream-compile choose the kind, V and M (the tag
+names the choice, `auto->KIND`); with `--recompute` the plain pipeline is
+that choice compiled without recomputation.
 Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
 """
 
@@ -744,6 +747,18 @@ def main():
     subprocess.run([*piped_cmd, *recompute, "-o", piped], check=True)
     with open(os.path.join(piped, "bundle.json")) as f:
         planned = json.load(f)["pipeline"]
+    kind = args.schedule
+    if args.schedule == "auto":
+        # --schedule auto: the search's choice, which the plain pipeline of
+        # --recompute compiles again.
+        with open(os.path.join(piped, "report.json")) as f:
+            chosen = json.load(f)["schedule"]
+        kind = f"auto->{chosen['kind']}"
+        args.virtual = chosen["V"]
+        at = piped_cmd.index("--schedule")
+        piped_cmd[at + 1] = chosen["kind"]
+        if "--virtual-stages" in piped_cmd:
+            piped_cmd[piped_cmd.index("--virtual-stages") + 1] = str(chosen["V"])
     world = len(planned["ranks"]) * planned.get("replicas", 1)
     if args.ranks and "stage_replicas" in planned:
         # Non-uniform replication (PipeDream's 1F1B-RR): one program per
@@ -774,7 +789,7 @@ def main():
             args.bin, piped, data_path, args.steps, work,
             world if args.runner == "mpi" else None, args.runner)
 
-    tag = (f"{args.model} {args.schedule} K={args.stages} V={args.virtual} "
+    tag = (f"{args.model} {kind} K={args.stages} V={args.virtual} "
            f"M={m}{f' R={replicas}' if replicas > 1 else ''} ({args.runner})")
     if args.clip_grad_norm:
         tag += f" clip-grad-norm={args.clip_grad_norm}"

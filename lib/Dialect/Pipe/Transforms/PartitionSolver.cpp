@@ -82,6 +82,7 @@ Evaluator::Evaluator(const Graph &graph, const Options &options)
   int64_t pieces = k * v;
   inFlight_.assign(pieces, 1);
   versions_.assign(pieces, 1);
+  weightGradsDue_.assign(pieces, 0);
   schedule::Config config{options.kind, k, options.numMicrobatches, v};
   error = schedule::validate(config);
   if (!error.empty())
@@ -96,6 +97,8 @@ Evaluator::Evaluator(const Graph &graph, const Options &options)
     int64_t slots = sim.peakActivationSlots[config.rankOf(p)];
     inFlight_[p] = std::max<int64_t>(1, (slots + v - 1) / v);
     versions_[p] = std::max<int64_t>(1, sim.peakWeightVersions[p]);
+    weightGradsDue_[p] =
+        (sim.peakWeightGradSlots[config.rankOf(p)] + v - 1) / v;
   }
 }
 
@@ -117,7 +120,7 @@ int64_t Evaluator::recomputeMemory(int64_t piece, int64_t parameterBytes,
                                    int64_t activationBytes,
                                    int64_t inputBytes) const {
   return memory(piece, parameterBytes, frozenBytes, inputBytes) +
-         activationBytes;
+         activationBytes * std::max<int64_t>(1, weightGradsDue_[piece]);
 }
 
 bool Evaluator::recomputes(int64_t memoryWithout, int64_t memoryWith) const {

@@ -701,6 +701,7 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
     for (const Action &a : list)
       present.insert({(int)a.op, a.stage, a.microbatch});
   result.peakActivationSlots.assign(c.numRanks, 0);
+  result.peakWeightGradSlots.assign(c.numRanks, 0);
   result.peakWeightVersions.assign(numStages, 1);
 
   for (int64_t r = 0; r < c.numRanks; ++r) {
@@ -711,7 +712,7 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
     std::map<int64_t, std::pair<int64_t, int64_t>> liveSlots;
     std::map<std::pair<int64_t, int64_t>, int64_t> slotOf;
     std::set<int64_t> updated; // stages whose synchronous U ran
-    int64_t inflight = 0;
+    int64_t inflight = 0, weightGradsDue = 0;
     for (int64_t i = 0; i < (int64_t)list.size(); ++i) {
       const Action &a = list[i];
       std::string where = at(r, i, a);
@@ -821,7 +822,11 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
           liveSlots[slot] = vm;
           slotOf[vm] = slot;
         }
+      } else if (split && a.op == Op::B) {
+        ++weightGradsDue;
       } else if (endsBackward(c, a)) {
+        if (split)
+          --weightGradsDue;
         --inflight;
         version.erase(vm);
         if (slots) {
@@ -835,6 +840,8 @@ bool Runner::staticChecks(const SlotAssignment *slots) {
       }
       result.peakActivationSlots[r] =
           std::max(result.peakActivationSlots[r], inflight);
+      result.peakWeightGradSlots[r] =
+          std::max(result.peakWeightGradSlots[r], weightGradsDue);
       std::set<int64_t> versions{current[a.stage]};
       for (auto &[key2, ver] : version)
         if (key2.first == a.stage)

@@ -62,14 +62,19 @@ Report buildReport(const Schedule &schedule, const ReportOptions &options) {
     std::map<int64_t, int64_t> inflight; // stage -> micro-batches
     int64_t count = 0, bytes = 0;
     for (const Action &a : schedule.ranks[rank]) {
+      StageMemory m = memOf(a.stage);
+      int64_t weightGradBytes = m.weightGradBytes.value_or(m.activationBytes);
       if (a.op == Op::F) {
         ++inflight[a.stage];
         ++count;
-        bytes += memOf(a.stage).activationBytes;
+        bytes += m.activationBytes;
+      } else if (split && a.op == Op::B && inflight[a.stage] > 0) {
+        // The forward's stash is released, what W reads is kept.
+        bytes += weightGradBytes - m.activationBytes;
       } else if (a.op == (split ? Op::W : Op::B) && inflight[a.stage] > 0) {
         --inflight[a.stage];
         --count;
-        bytes -= memOf(a.stage).activationBytes;
+        bytes -= split ? weightGradBytes : m.activationBytes;
       }
       r.activationSlots[rank] = std::max(r.activationSlots[rank], count);
       r.peakActivationBytes[rank] = std::max(r.peakActivationBytes[rank], bytes);

@@ -184,11 +184,15 @@ public:
   int64_t pieceMemoryLimit() const;
   int64_t inFlight(int64_t piece) const { return inFlight_[piece]; }
   int64_t weightVersions(int64_t piece) const { return versions_[piece]; }
+  /// Most micro-batches whose B ran and whose W has not (split backward).
+  int64_t weightGradsDue(int64_t piece) const { return weightGradsDue_[piece]; }
   /// Memory of a piece from its sums (the dynamic program's inner loop).
   int64_t memory(int64_t piece, int64_t parameterBytes, int64_t frozenBytes,
                  int64_t activationBytes) const;
   /// The same when the piece recomputes: `inputBytes` per micro-batch in
-  /// flight, the activations of one.
+  /// flight and the activations of one, which B rebuilds; when the kind
+  /// splits the backward, of every micro-batch whose W is due (B hands W
+  /// what it reads of them: at most all).
   int64_t recomputeMemory(int64_t piece, int64_t parameterBytes,
                           int64_t frozenBytes, int64_t activationBytes,
                           int64_t inputBytes) const;
@@ -217,7 +221,7 @@ public:
   std::vector<int64_t> prefixParams, prefixFrozen, prefixActivations;
 
 private:
-  std::vector<int64_t> inFlight_, versions_;
+  std::vector<int64_t> inFlight_, versions_, weightGradsDue_;
 };
 
 /// PipeDream's dynamic program over the cut points: minimises the slowest

@@ -240,6 +240,10 @@ struct SimResult {
   double bubbleFraction = 0;
   /// Per rank: most micro-batches (stage, micro-batch pairs) in flight.
   std::vector<int64_t> peakActivationSlots;
+  /// Per rank: most micro-batches whose B ran and whose W has not (0 for
+  /// kinds that do not split the backward): what a split backward holds
+  /// for the weight gradients alone.
+  std::vector<int64_t> peakWeightGradSlots;
   /// Per virtual stage: most weight versions alive at once (1 for the
   /// synchronous kinds).
   std::vector<int64_t> peakWeightVersions;

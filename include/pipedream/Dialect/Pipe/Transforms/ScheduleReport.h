@@ -51,6 +51,11 @@ struct StageMemory {
   int64_t activationBytes = 0;
   /// Everything else held for the whole step: frozen weights, workspace.
   int64_t fixedBytes = 0;
+  /// When the kind splits the backward: what one micro-batch holds from
+  /// its B to its W (unset: `activationBytes`, the forward's stash kept
+  /// until W; a recomputing stage's B rebuilds the activations and hands
+  /// W what it reads).
+  std::optional<int64_t> weightGradBytes;
 };
 
 /// What the report is computed from, besides the schedule.
