@@ -414,13 +414,23 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
                              sched::kindNameList());
   }
   if (!o.scheduleCsv.empty()) {
+    // With --replicas R the CSV is each replica's schedule: M/R of the
+    // step's micro-batches (M not a multiple of R is refused below).
+    int64_t csvMicrobatches = o.microbatches.value_or(0);
+    if (int64_t r = o.replicas.value_or(1); r > 1)
+      csvMicrobatches = csvMicrobatches % r == 0 ? csvMicrobatches / r : 0;
     sched::Schedule fromCsv;
     std::string note;
     if (std::string err = sched::readScheduleCSVFile(
             o.scheduleCsv, o.schedule ? kind : std::nullopt, part.stages,
-            o.microbatches.value_or(0), part.virtualStages, fromCsv, &note);
+            csvMicrobatches, part.virtualStages, fromCsv, &note);
         !err.empty())
-      return fail(context, "--schedule-csv " + err);
+      return fail(context,
+                  "--schedule-csv " + err +
+                      (o.replicas.value_or(1) > 1 && o.microbatches
+                           ? " (with --replicas the CSV is one replica's "
+                             "schedule of --microbatches / R)"
+                           : ""));
     if (!note.empty())
       llvm::errs() << "note: --schedule-csv " << o.scheduleCsv << ": " << note
                    << "\n";
@@ -463,8 +473,6 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
                                ": replicated stages need a synchronous "
                                "schedule, not --schedule " +
                                sched::kindName(*kind));
-    if (!o.scheduleCsv.empty())
-      return fail(context, "--replicas does not apply to --schedule-csv");
     // --target cuda: the runtime sums a stage's device gradients over its
     // replicas with ncclAllReduce (compiled, not yet run on a GPU).
     if (o.target != "cpu" && o.shardOptimizer)
@@ -480,7 +488,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
                                      "--schedule ") +
                              sched::kindName(*kind));
   int64_t m = o.microbatches.value_or(
-      p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches
+      p.schedule.fromCsv ? p.schedule.fromCsv->config.numMicrobatches * replicas
       : o.ranks          ? *o.ranks
                          : std::max<int64_t>(1, part.stages) * replicas);
   if (m < 1) {

@@ -248,6 +248,10 @@ std::string parseScheduleCSV(const std::string &text,
   config.numMicrobatches = options.numMicrobatches > 0
                                ? options.numMicrobatches
                                : std::max<int64_t>(1, maxMb + 1);
+  if (!inferMicrobatches && maxMb + 1 < config.numMicrobatches)
+    return "the schedule CSV runs micro-batches 0 to " + std::to_string(maxMb) +
+           ", but the pipeline runs " + std::to_string(config.numMicrobatches) +
+           " micro-batches";
   // Placement: V when a second-chunk stage sits on the row 2K-1-s.
   bool vShaped = false;
   for (const Cell &cell : cells)
