@@ -12,7 +12,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-CHECKS = ["import", "forward", "sgd", "1f1b", "async"]
+CHECKS = ["import", "forward", "sgd", "1f1b", "async", "recompute"]
 
 WHAT = {
     "import": "imports (pipedream-compile --inference --emit nn)",
@@ -31,6 +31,10 @@ WHAT = {
     "clip": "3 steps of a 3-stage zb-h1 pipeline on threads with "
             "--clip-grad-norm equal PyTorch float64 with clip_grad_norm_ "
             "(1e-4 relative)",
+    "recompute": "3 steps of a 3-stage zb-h1 pipeline on threads with "
+                 "--recompute full (every stage stashes its inputs and "
+                 "runs its forward again in B) equal PyTorch float64 with "
+                 "gradient accumulation (1e-4 relative)",
     "async": "3 steps of a 2-stage PipeDream (weight stashing) pipeline on "
              "threads equal the sequential execution of the same schedule "
              "(1e-5 relative)",

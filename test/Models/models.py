@@ -69,7 +69,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CORPUS = os.path.join(ROOT, "models", "corpus")
 CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze",
-          "schedules", "clip"]
+          "schedules", "clip", "recompute"]
 # `schedules`: (schedule, stages, virtual stages per rank).
 SCHEDULES = [("gpipe", 2, 1), ("zb-h1", 2, 1), ("1f1b", 4, 1),
              ("interleaved-1f1b", 2, 2), ("interleaved-zb", 2, 2),
@@ -275,6 +275,20 @@ def run_check(bin_dir, entry, corpus, check, work):
             threads, "pipedream-compile --clip-grad-norm",
             "pipedream-run (clip)")
         return compare_training(entry, initial, ref, "clip", losses, trained)
+    if check == "recompute":
+        # Every stage recomputes under a split backward: F stashes only its
+        # inputs, B runs the forward again and hands W what it reads.
+        bundle, losses, trained = train(
+            "recompute", [*common, *batch, "--stages", "3", "--schedule",
+                          "zb-h1", "--recompute", "full"],
+            threads, "pipedream-compile --recompute full",
+            "pipedream-run (recompute)")
+        with open(os.path.join(bundle, "report.json")) as f:
+            stages = json.load(f)["stages"]
+        recomputing = [s["index"] for s in stages if s.get("recompute")]
+        if len(recomputing) != len(stages):
+            raise Failure(f"stages {recomputing} of {len(stages)} recompute")
+        return compare_training(entry, initial, ref, "pipe", losses, trained)
     if check == "schedules":
         results = []
         for kind, stages, virtual in SCHEDULES:
