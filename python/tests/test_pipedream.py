@@ -208,6 +208,30 @@ def test_clip_grad_norm_keyword(mlp_model, mlp_data, tmp_path):
                           **SETTINGS)
 
 
+def test_auto_schedule_with_recompute(mlp_model, mlp_data, tmp_path):
+    """schedule="auto" with recompute="full": the search's choice, every
+    stage recomputing, trains as that kind compiled by name with the same
+    recomputation."""
+    settings = dict(SETTINGS, schedule="auto")
+    model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "a",
+                              recompute="full", **settings)
+    r = model.report
+    chosen = r["schedule"]["kind"]
+    assert chosen in ("gpipe", "1f1b", "zb-h1", "interleaved-1f1b",
+                      "interleaved-zb", "zb-v", "dualpipe-v")
+    assert all(s["recompute"] for s in r["stages"])
+    named = pipedream.compile(
+        mlp_model.model_path, output_dir=tmp_path / "n", recompute="full",
+        **dict(settings, schedule=chosen,
+               virtual_stages=r["schedule"]["V"]))
+    losses = model.train(mlp_data, steps=2)
+    np.testing.assert_allclose(losses, named.train(mlp_data, steps=2),
+                               rtol=1e-6, atol=0)
+    for name, value in named.weights().items():
+        np.testing.assert_allclose(model.weights()[name], value, rtol=1e-6,
+                                   atol=1e-7)
+
+
 def test_train_matches_torch(mlp_data, tmp_path):
     """The first step's loss is PyTorch's cross-entropy of the initial
     model on the first batch (an independent reference)."""
