@@ -565,7 +565,7 @@ void agreeOnStep(pd_rank &p) {
     for (pd_buffer *grad : p.grads) {
       // Clipping's squared norm is not finite only when a gradient is not,
       // which this names instead.
-      if (grad->name == p.spec->gradNorm)
+      if (grad == p.gradNorm)
         continue;
       if (grad->cuda)
         pipedream::runtime::downloadBuffer(*grad);
