@@ -390,6 +390,9 @@ buildSingleRankTraining(const PhaseOptions &p, ModuleOp module,
   // Gradient clipping: the update writes the squared norm there.
   if (o.clipGradNorm > 0)
     section["grad_norm"] = nn::kGradNormBuffer.str();
+  // --evaluate: one micro-batch's eval-mode loss.
+  if (!info->evaluateFunction.empty())
+    section["eval_function"] = info->evaluateFunction;
   // Informational (the runtime reads the roles of the functions).
   section["weights"] = nn::weightDecisionsJSON(weightDecisions);
   return section;

@@ -257,6 +257,12 @@ struct CompileFlags::Flags {
                               "(torch.nn.utils.clip_grad_norm_; default: "
                               "no clipping)"),
                      cl::value_desc("MAX"), cl::cat(c)),
+        evaluate("evaluate",
+                 cl::desc("Also compile an evaluation function: the loss in "
+                          "eval mode (Dropout off, BatchNorm running "
+                          "statistics) for pipedream-run --eval-data "
+                          "(single-rank training bundles)"),
+                 cl::cat(c)),
         freeze("freeze",
                cl::desc("Keep these weights fixed in training (names or "
                         "regular expressions; repeatable)"),
@@ -368,6 +374,7 @@ struct CompileFlags::Flags {
   cl::opt<std::string> lrSchedule;
   cl::opt<int64_t> warmupSteps, totalSteps;
   cl::opt<double> clipGradNorm;
+  cl::opt<bool> evaluate;
   cl::list<std::string> freeze, train;
   // Pipelines.
   cl::opt<int64_t> stages, virtualStages, replicas, ranks;
@@ -416,6 +423,7 @@ CompileOptions CompileFlags::read() const {
   o.warmupSteps = given(f.warmupSteps);
   o.totalSteps = given(f.totalSteps);
   o.clipGradNorm = given(f.clipGradNorm);
+  o.evaluate = given(f.evaluate);
   o.freeze.assign(f.freeze.begin(), f.freeze.end());
   o.train.assign(f.train.begin(), f.train.end());
   o.stages = given(f.stages);

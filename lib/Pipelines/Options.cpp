@@ -227,6 +227,12 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   }
   nn.labelsName = o.labelsName.value_or("labels");
   nn.microbatches = microbatches;
+  nn.evaluate = o.evaluate.value_or(false);
+  if (nn.evaluate && pipelined)
+    return fail(context, "--evaluate compiles a single-rank evaluation "
+                         "function; pipeline bundles have none yet (evaluate "
+                         "the model --save-onnx writes, or compile it "
+                         "without --stages)");
 
   std::string optimizer = o.optimizer.value_or("sgd");
   std::optional<nn::OptimizerKind> kind = nn::parseOptimizerKind(optimizer);
@@ -365,6 +371,7 @@ pipedream::resolvePhaseOptions(MLIRContext *context, const CompileOptions &o) {
         {o.warmupSteps.has_value(), "warmup-steps"},
         {o.totalSteps.has_value(), "total-steps"},
         {o.clipGradNorm.has_value(), "clip-grad-norm"},
+        {o.evaluate.has_value(), "evaluate"},
         {!o.freeze.empty(), "freeze"},
         {!o.train.empty(), "train"}};
     for (auto [given, name] : trainingFlags)

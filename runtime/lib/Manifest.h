@@ -130,6 +130,13 @@ struct TrainingSpec {
   /// update writes the squared norm of the step's gradients to; "" without
   /// clipping.
   std::string gradNorm;
+  /// `eval_function` (pipedream-compile --evaluate): a function reading the
+  /// step function's data inputs (same names and types) and weights and
+  /// writing one loss output (`evalLossOutput`), updating nothing; "" when
+  /// absent.
+  std::string evalFunction;
+  size_t evalFunctionIndex = 0;
+  std::string evalLossOutput;
 };
 
 /// One instruction of a rank's program (bundle.json `pipeline.ranks[r].

@@ -211,6 +211,62 @@ void parseTraining(Validator &v, const json &value, Manifest &manifest) {
     t.optimizer = v.object(object["optimizer"], "training.optimizer").dump();
   if (object.contains("grad_norm"))
     t.gradNorm = v.string(object["grad_norm"], "training.grad_norm");
+
+  // The evaluation function: the step's data inputs (same types), weights,
+  // one loss output, no updates, nothing else.
+  if (object.contains("eval_function")) {
+    const char *key = "training.eval_function";
+    t.evalFunctionIndex = function("eval_function", t.evalFunction);
+    const FunctionSpec &eval = manifest.functions[t.evalFunctionIndex];
+    if (t.evalFunctionIndex == t.stepFunctionIndex ||
+        t.evalFunctionIndex == t.updateFunctionIndex)
+      v.fail(key, "'" + t.evalFunction +
+                      "' is the step or the update function; the evaluation "
+                      "function must be another");
+    std::set<std::string> evalInputs;
+    for (const BufferSpec &b : eval.buffers) {
+      if (!b.updates.empty())
+        v.fail(key, "evaluation function '" + eval.name + "' updates '" +
+                        b.updates + "'; it must change nothing");
+      if (b.role == PD_ROLE_GRAD || b.role == PD_ROLE_STATE)
+        v.fail(key, "evaluation function '" + eval.name + "' reads " +
+                        pd_role_name(b.role) + " buffer '" + b.name +
+                        "'; it may read only data and weights");
+      if (b.role == PD_ROLE_INPUT) {
+        const BufferSpec *same = nullptr;
+        for (const BufferSpec &s : step.buffers)
+          if (s.name == b.name && s.role == PD_ROLE_INPUT)
+            same = &s;
+        if (!same || !data.count(b.name) ||
+            describe(same->type) != describe(b.type))
+          v.fail(key, "input '" + b.name + "' of evaluation function '" +
+                          eval.name + "' is " + describe(b.type) +
+                          "; it must be a data input of step function '" +
+                          step.name + "' of the same type");
+        evalInputs.insert(b.name);
+      }
+      if (b.role == PD_ROLE_OUTPUT) {
+        if (!t.evalLossOutput.empty())
+          v.fail(key, "evaluation function '" + eval.name +
+                          "' has two outputs; exactly one, the loss, is "
+                          "expected");
+        if ((b.type.dtype != PD_DTYPE_F32 && b.type.dtype != PD_DTYPE_F64) ||
+            b.type.numElements != 1)
+          v.fail(key, "the loss output '" + b.name +
+                          "' of evaluation function '" + eval.name + "' is " +
+                          describe(b.type) +
+                          "; expected one f32 or f64 "
+                          "element");
+        t.evalLossOutput = b.name;
+      }
+    }
+    if (evalInputs != data)
+      v.fail(key, "evaluation function '" + eval.name +
+                      "' must read every data input of step function '" +
+                      step.name + "' (training.inputs and the labels)");
+    if (t.evalLossOutput.empty())
+      v.fail(key, "evaluation function '" + eval.name + "' has no loss output");
+  }
 }
 
 /// A positive integer field `key` of `object` at `path`; `fallback` when

@@ -163,6 +163,14 @@ pd_status pd_trainer_create(pd_bundle *bundle, pd_trainer **out) {
     for (auto &[output, target] : trainer->step->updates)
       if (target->role != PD_ROLE_GRAD)
         trainer->stepSnapshot.add(target);
+    if (!spec->evalFunction.empty()) {
+      trainer->evaluate = bundle->functionByIndex[spec->evalFunctionIndex];
+      for (pd_buffer *buffer : trainer->data)
+        trainer->evalData.push_back(
+            functionBuffer(*trainer->evaluate, buffer->name));
+      trainer->evalLoss =
+          functionBuffer(*trainer->evaluate, spec->evalLossOutput);
+    }
     bundle->trainers.push_back(std::move(trainer));
     *out = bundle->trainers.back().get();
     return PD_OK;
@@ -215,6 +223,76 @@ double pd_trainer_grad_norm(const pd_trainer *trainer) {
                  : std::numeric_limits<double>::quiet_NaN();
 }
 
+namespace {
+/// Copies `b` rows of every data array, from row `start` on (wrapping
+/// around the `samples` rows), into `buffers` (in trainer.data order).
+void copyMicrobatch(const pd_trainer &trainer,
+                    const std::vector<pd_buffer *> &buffers,
+                    const std::vector<const pd_named_array *> &matched,
+                    size_t start, size_t b, size_t samples) {
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    pd_buffer &buffer = *buffers[k];
+    size_t bytes = rowBytes(trainer, buffer);
+    const unsigned char *source =
+        static_cast<const unsigned char *>(matched[k]->data);
+    unsigned char *target = ensureMemory(buffer);
+    // Contiguous runs of rows, wrapping around the end of the data.
+    for (size_t done = 0; done < b && bytes != 0;) {
+      size_t row = (start + done) % samples;
+      size_t run = std::min(b - done, samples - row);
+      std::memcpy(target + done * bytes, source + row * bytes, run * bytes);
+      done += run;
+    }
+    buffer.written = true;
+  }
+}
+} // namespace
+
+int pd_trainer_can_evaluate(const pd_trainer *trainer) {
+  return trainer && trainer->evaluate ? 1 : 0;
+}
+
+pd_status pd_trainer_evaluate(pd_trainer *trainer, const pd_named_array *arrays,
+                              size_t count, double *loss) {
+  if (loss)
+    *loss = 0;
+  if (!trainer)
+    return nullArgument("pd_trainer_evaluate", "trainer");
+  return guarded([&] {
+    const TrainingSpec &spec = trainer->bundle->manifest.training;
+    if (!trainer->evaluate)
+      return fail(PD_ERROR_UNSUPPORTED,
+                  trainer->bundle->dir +
+                      ": the bundle has no evaluation function (compile "
+                      "it with pipedream-compile --evaluate)");
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchData(*trainer, arrays, count, samples);
+    size_t b = spec.microbatchSize;
+    if (samples % b != 0)
+      return fail(PD_ERROR_INVALID_ARGUMENT,
+                  "evaluation data of " + std::to_string(samples) +
+                      " samples: not a multiple of the micro-batch size " +
+                      std::to_string(b) + " (every sample counts once)");
+    if (trainer->labels)
+      checkLabels(*trainer, *matched.back(), samples, 0, samples);
+    std::vector<pd_function *> reused;
+    if (samples > b)
+      reused.push_back(trainer->evaluate);
+    pipedream::runtime::ConstantWeights constants(*trainer->bundle, reused);
+    double total = 0;
+    for (size_t start = 0; start < samples; start += b) {
+      copyMicrobatch(*trainer, trainer->evalData, matched, start, b, samples);
+      runFunction(*trainer->evaluate);
+      readMemory(*trainer->evalLoss);
+      total += readLoss(*trainer->evalLoss);
+    }
+    if (loss)
+      *loss = total / static_cast<double>(samples / b);
+    return PD_OK;
+  });
+}
+
 pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
                           size_t count, uint64_t first_sample, double *loss) {
   if (loss)
@@ -261,21 +339,7 @@ pd_status pd_trainer_step(pd_trainer *trainer, const pd_named_array *arrays,
       const double inputStart = trace.enabled ? traceNow() : 0;
       const int64_t m = static_cast<int64_t>(i);
       size_t start = (first + i * b) % samples;
-      for (size_t k = 0; k < trainer->data.size(); ++k) {
-        pd_buffer &buffer = *trainer->data[k];
-        size_t bytes = rowBytes(*trainer, buffer);
-        const unsigned char *source =
-            static_cast<const unsigned char *>(matched[k]->data);
-        unsigned char *target = ensureMemory(buffer);
-        // Contiguous runs of rows, wrapping around the end of the data.
-        for (size_t done = 0; done < b && bytes != 0;) {
-          size_t row = (start + done) % samples;
-          size_t run = std::min(b - done, samples - row);
-          std::memcpy(target + done * bytes, source + row * bytes, run * bytes);
-          done += run;
-        }
-        buffer.written = true;
-      }
+      copyMicrobatch(*trainer, trainer->data, matched, start, b, samples);
       double callStart = 0;
       if (trace.enabled) {
         trace.add("input", "", "", noValue, m, noValue, noValue, inputStart);

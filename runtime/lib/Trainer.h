@@ -41,6 +41,11 @@ struct pd_trainer {
   /// (training.grad_norm), and the last step's norm (pd_trainer_grad_norm).
   pd_buffer *gradNorm = nullptr;
   double lastGradNorm = std::numeric_limits<double>::quiet_NaN();
+  /// pd_trainer_evaluate (training.eval_function): the function, its data
+  /// buffers (in `data` order) and its loss; null without one.
+  pd_function *evaluate = nullptr;
+  std::vector<pd_buffer *> evalData;
+  pd_buffer *evalLoss = nullptr;
   /// Measured events (pd_trainer_set_tracing).
   pipedream::runtime::TraceLog trace;
 };

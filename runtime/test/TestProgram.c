@@ -156,6 +156,22 @@ EXPORT void pipedream_update_linear(void **buffers) {
   *stepOut = *step + 1.0f;
 }
 
+/* The evaluation function: the micro-batch's mean squared error. */
+EXPORT void pipedream_eval_linear(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  const float *y = (const float *)buffers[1];
+  const float *w = (const float *)buffers[2];
+  float *loss = (float *)buffers[3];
+  float sum = 0.0f;
+  for (int r = 0; r < 2; ++r) {
+    float err = -y[r];
+    for (int j = 0; j < 3; ++j)
+      err += x[r * 3 + j] * w[j];
+    sum += err * err;
+  }
+  *loss = sum / 2.0f;
+}
+
 EXPORT void pipedream_predict_linear(void **buffers) {
   const float *x = (const float *)buffers[0];
   const float *w = (const float *)buffers[1];

@@ -122,7 +122,50 @@ TEST_P(TrainingManifestErrors, NamesTheField) {
 
 json &buffer(json &m, int f, int b) { return m["functions"][f]["buffers"][b]; }
 
+json &evalFunction(json &m) {
+  m["functions"].push_back(json::parse(R"(
+    {"name": "evaluate", "symbol": "pipedream_eval_linear", "kind": "evaluate",
+     "buffers": [
+       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
+       {"name": "y", "role": "input", "dtype": "f32", "shape": [2]},
+       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
+       {"name": "loss", "role": "output", "dtype": "f32", "shape": []}]})"));
+  m["training"]["eval_function"] = "evaluate";
+  return m["functions"][3];
+}
+
 const BadCase kBadCases[] = {
+    {"EvalFunctionMissing",
+     [](json &m) { m["training"]["eval_function"] = "nope"; },
+     "training.eval_function: no function 'nope'"},
+    {"EvalFunctionIsTheUpdate",
+     [](json &m) { m["training"]["eval_function"] = "update"; },
+     "'update' is the step or the update function"},
+    {"EvalFunctionUpdates",
+     [](json &m) {
+       evalFunction(m)["buffers"].push_back(json::parse(
+           R"({"name": "w'", "role": "output", "dtype": "f32", "shape": [3],
+               "updates": "w"})"));
+     },
+     "evaluation function 'evaluate' updates 'w'; it must change nothing"},
+    {"EvalFunctionReadsAGrad",
+     [](json &m) {
+       evalFunction(m)["buffers"][2] =
+           json::parse(R"({"name": "grad:w", "role": "grad", "dtype": "f32",
+                           "shape": [3]})");
+     },
+     "reads grad buffer 'grad:w'"},
+    {"EvalFunctionInputOfAnotherType",
+     [](json &m) {
+       evalFunction(m)["buffers"][0]["shape"] = {4, 3};
+     },
+     "input 'x' of evaluation function 'evaluate' is f32[4x3]"},
+    {"EvalFunctionMissesTheLabels",
+     [](json &m) { evalFunction(m)["buffers"].erase(1); },
+     "must read every data input of step function 'train_microbatch'"},
+    {"EvalFunctionWithoutLoss",
+     [](json &m) { evalFunction(m)["buffers"].erase(3); },
+     "evaluation function 'evaluate' has no loss output"},
     {"UpdatesOnInput", [](json &m) { buffer(m, 0, 0)["updates"] = "w"; },
      "functions[0].buffers[0].updates: only output buffers may update a "
      "persistent buffer; 'x' has role input"},
@@ -494,6 +537,75 @@ TEST_F(TrainingTest, StepsMatchTheReference) {
       want += data.x.values[r * 3 + j] * reference.w[j];
     EXPECT_NEAR(p[r], want, 1e-5) << r;
   }
+}
+
+/// linearManifest with an evaluation function (training.eval_function).
+std::string evalManifest() {
+  json m = json::parse(linearManifest());
+  m["functions"].push_back(json::parse(R"(
+    {"name": "evaluate", "symbol": "pipedream_eval_linear",
+     "kind": "evaluate",
+     "buffers": [
+       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
+       {"name": "y", "role": "input", "dtype": "f32", "shape": [2]},
+       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
+       {"name": "loss", "role": "output", "dtype": "f32", "shape": []}]})"));
+  m["training"]["eval_function"] = "evaluate";
+  return m.dump();
+}
+
+TEST_F(TrainingTest, EvaluateIsTheMeanLossAndChangesNothing) {
+  open(evalManifest(), linearWeights());
+  EXPECT_EQ(pd_trainer_can_evaluate(trainer), 1);
+  LinearData train(4), held(6);
+  std::vector<pd_named_array> arrays = train.arrays(),
+                              evalArrays = held.arrays();
+  double loss = -1;
+  ASSERT_TRUE(
+      ok(pd_trainer_step(trainer, arrays.data(), arrays.size(), 0, &loss)));
+  LinearReference reference(linearW());
+  reference.step(train, 0);
+  std::vector<float> w = floats(persistent("w")),
+                     buf = floats(persistent("momentum_buffer:w"));
+  // The mean over all 6 held-out samples (3 micro-batches of 2).
+  double want = 0;
+  for (size_t r = 0; r < 6; ++r) {
+    double err = -held.y.values[r];
+    for (int j = 0; j < 3; ++j)
+      err += held.x.values[r * 3 + j] * reference.w[j];
+    want += err * err / 6;
+  }
+  double got = -1;
+  ASSERT_TRUE(ok(pd_trainer_evaluate(trainer, evalArrays.data(),
+                                     evalArrays.size(), &got)));
+  EXPECT_NEAR(got, want, 1e-5 * (1 + want));
+  EXPECT_EQ(floats(persistent("w")), w);
+  EXPECT_EQ(floats(persistent("momentum_buffer:w")), buf);
+  // Every sample counts once: 5 is not a multiple of the micro-batch.
+  LinearData odd(5);
+  std::vector<pd_named_array> oddArrays = odd.arrays();
+  EXPECT_EQ(
+      pd_trainer_evaluate(trainer, oddArrays.data(), oddArrays.size(), &got),
+      PD_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pd_last_error())
+                .find("5 samples: not a multiple of the micro-batch size 2"),
+            std::string::npos)
+      << pd_last_error();
+  EXPECT_EQ(got, 0);
+  EXPECT_EQ(pd_trainer_evaluate(nullptr, nullptr, 0, &got),
+            PD_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(TrainingTest, EvaluateWithoutAnEvaluationFunction) {
+  open(linearManifest(), linearWeights());
+  EXPECT_EQ(pd_trainer_can_evaluate(trainer), 0);
+  EXPECT_EQ(pd_trainer_can_evaluate(nullptr), 0);
+  LinearData held(2);
+  std::vector<pd_named_array> arrays = held.arrays();
+  double loss = -1;
+  EXPECT_EQ(pd_trainer_evaluate(trainer, arrays.data(), arrays.size(), &loss),
+            PD_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(pd_last_error()).find("--evaluate"), std::string::npos);
 }
 
 TEST_F(TrainingTest, WrittenGradientsAreTheStepFunctionsToWrite) {

@@ -28,6 +28,7 @@ const char kUsage[] =
     "usage: pipedream-run OUT_DIR --inputs IN.npz [--outputs OUT.npz]\n"
     "       pipedream-run OUT_DIR --data DATA.npz [--steps N]\n"
     "                     [--save-onnx TRAINED.onnx] [--loss-log LOSS.csv]\n"
+    "                     [--eval-data EVAL.npz [--eval-every S]]\n"
     "                     [--trace RUN.json] [--checkpoint-dir DIR\n"
     "                     --checkpoint-every S] [--resume]\n"
     "                     [--check-finite] [--skip-failed-steps]\n"
@@ -55,6 +56,12 @@ const char kUsage[] =
     "  --save-onnx TRAINED.onnx the bundle's model.onnx with the trained\n"
     "                           weights\n"
     "  --loss-log LOSS.csv      `step,loss` per step (step from 1)\n"
+    "  --eval-data EVAL.npz     after the last step (and every S steps with\n"
+    "                           --eval-every S), the mean loss of the model\n"
+    "                           in eval mode (Dropout off, BatchNorm running\n"
+    "                           statistics) over all of EVAL.npz, printed\n"
+    "                           and logged as --loss-log's eval_loss; needs\n"
+    "                           a bundle compiled with --evaluate\n"
     "  --trace RUN.json         Chrome trace of the run with measured\n"
     "                           durations: one lane per rank, one slice per\n"
     "                           call (F/B/W/U, stage, micro-batch) and per\n"
@@ -112,6 +119,10 @@ std::string *valueOf(Options &options, const std::string &flag) {
     return &options.saveOnnx;
   if (flag == "--loss-log")
     return &options.lossLog;
+  if (flag == "--eval-data")
+    return &options.evalData;
+  if (flag == "--eval-every")
+    return &options.evalEvery;
   if (flag == "--steps")
     return &options.steps;
   if (flag == "--ranks")
@@ -183,12 +194,14 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
         message = "unknown option '" + flag + "' (see pipedream-run --help)";
         return false;
       }
-      const char *what =
-          flag == "--steps" || flag == "--ranks" || flag == "--timeout" ||
-                  flag == "--checkpoint-every" || flag == "--threads"
-              ? "a number"
-          : flag == "--checkpoint-dir" ? "a directory"
-              : flag == "--transport" ? "threads, mpi or nccl" : "a file name";
+      const char *what = flag == "--steps" || flag == "--ranks" ||
+                                 flag == "--timeout" ||
+                                 flag == "--checkpoint-every" ||
+                                 flag == "--threads" || flag == "--eval-every"
+                             ? "a number"
+                         : flag == "--checkpoint-dir" ? "a directory"
+                         : flag == "--transport"      ? "threads, mpi or nccl"
+                                                      : "a file name";
       if (!hasValue) {
         if (i + 1 >= argc) {
           message = flag + " needs " + what;
@@ -309,6 +322,24 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
       return false;
     }
   }
+  if (!options.evalEvery.empty()) {
+    const std::string &text = options.evalEvery;
+    bool digits = std::all_of(text.begin(), text.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    unsigned long long every =
+        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE || every == 0) {
+      message = "--eval-every: expected a positive number of steps, got '" +
+                text + "'";
+      return false;
+    }
+    options.evalSteps = every;
+    if (options.evalData.empty()) {
+      message = "--eval-every needs --eval-data EVAL.npz";
+      return false;
+    }
+  }
   if (options.resume && options.checkpointDir.empty()) {
     message = "--resume needs --checkpoint-dir DIR (the checkpoints to "
               "resume from)";
@@ -321,11 +352,11 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     return false;
   }
   if (options.data.empty() && options.measureLink.empty()) {
-    for (const char *flag : {"--steps", "--save-onnx", "--loss-log",
-                             "--ranks", "--transport", "--timeout",
-                             "--trace", "--checkpoint-dir",
-                             "--checkpoint-every", "--resume",
-                             "--check-finite", "--skip-failed-steps"})
+    for (const char *flag :
+         {"--steps", "--save-onnx", "--loss-log", "--eval-data", "--eval-every",
+          "--ranks", "--transport", "--timeout", "--trace", "--checkpoint-dir",
+          "--checkpoint-every", "--resume", "--check-finite",
+          "--skip-failed-steps"})
       if (seen.count(flag)) {
         message = std::string(flag) +
                   " needs --data DATA.npz (it applies to training)";

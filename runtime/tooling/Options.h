@@ -28,6 +28,11 @@ struct Options {
   std::string data;
   std::string saveOnnx;
   std::string lossLog;
+  /// --eval-data EVAL.npz [--eval-every S]: the eval-mode loss of the
+  /// weights on EVAL.npz every S steps (0: after the last step only).
+  std::string evalData;
+  std::string evalEvery;
+  uint64_t evalSteps = 0;
   std::string steps;
   uint64_t numSteps = 1;
   std::string ranks;

@@ -576,10 +576,19 @@ void applyThreads(const Options &options, size_t ranksHere) {
 
 /// --data on a pipeline bundle: sets `code` and returns true; returns false
 /// for any other bundle (trained by `train`).
+/// --eval-data on a pipeline bundle.
+static int refuseEvalData(const Options &options) {
+  return error(options.bundleDir +
+               ": --eval-data evaluates single-rank training bundles; a "
+               "pipeline bundle has no evaluation program yet (evaluate the "
+               "model --save-onnx writes)");
+}
+
 bool trainPipeline(const Options &options, int &code) {
   if ((underMpirun() && options.transport != "threads") ||
       underTorchrun(options)) {
-    code = runMpiRank(options);
+    code = options.evalData.empty() ? runMpiRank(options)
+                                    : refuseEvalData(options);
     return true;
   }
   pd_bundle *bundle = nullptr;
@@ -604,6 +613,10 @@ bool trainPipeline(const Options &options, int &code) {
     pd_bundle *bundle;
     ~Closer() { pd_bundle_close(bundle); }
   } closer{bundle};
+  if (!options.evalData.empty()) {
+    code = refuseEvalData(options);
+    return true;
+  }
   size_t ranks = pd_bundle_pipeline_ranks(bundle);
   if ((options.transport == "mpi" || options.transport == "nccl") &&
       options.ranks.empty()) {

@@ -103,6 +103,13 @@ std::vector<pd_named_array> trainingViews(const Options &options,
                                           pd_bundle *bundle,
                                           const NamedArrays &arrays,
                                           bool warn) {
+  return trainingViews(options.data, bundle, arrays, warn);
+}
+
+std::vector<pd_named_array> trainingViews(const std::string &file,
+                                          pd_bundle *bundle,
+                                          const NamedArrays &arrays,
+                                          bool warn) {
   bool pipeline = pd_bundle_is_pipeline(bundle);
   std::set<std::string> used = {pipeline ? pd_bundle_pipeline_labels(bundle)
                                          : pd_bundle_training_labels(bundle)};
@@ -118,7 +125,7 @@ std::vector<pd_named_array> trainingViews(const Options &options,
         std::fprintf(stderr,
                      "warning: %s: array '%s' is neither a training input "
                      "nor the labels; ignored\n",
-                     options.data.c_str(), name.c_str());
+                     file.c_str(), name.c_str());
       continue;
     }
     views.push_back({name.c_str(), array.dtype, array.shape.size(),
@@ -128,10 +135,14 @@ std::vector<pd_named_array> trainingViews(const Options &options,
 }
 
 std::string dataMessage(const Options &options, std::string text) {
+  return dataMessage(options.data, std::move(text));
+}
+
+std::string dataMessage(const std::string &file, std::string text) {
   const std::string prefix = "training data: ";
   if (text.rfind(prefix, 0) == 0)
     text = text.substr(prefix.size());
-  return options.data + ": " + text;
+  return file + ": " + text;
 }
 
 StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
@@ -139,7 +150,8 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
                         const StepFunctions &functions, Progress &progress,
                         const std::atomic<bool> *failed) {
   StepLoopResult result;
-  result.log = functions.gradNorm ? "step,loss,grad_norm\n" : "step,loss\n";
+  result.log = functions.gradNorm ? "step,loss,grad_norm" : "step,loss";
+  result.log += functions.evaluate ? ",eval_loss\n" : "\n";
   auto saveIfDue = [&](uint64_t done) {
     if (checkpointDue(options, done) &&
         functions.saveCheckpoint(done) != PD_OK) {
@@ -184,17 +196,39 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
     // mpirun the other ranks then die with it (the kill-after-step hook).
     if (!saveIfDue(s + 1))
       return result;
+    // --eval-data: every options.evalSteps steps and after the last.
+    std::string evalColumn;
+    if (functions.evaluate &&
+        ((options.evalSteps && (s + 1) % options.evalSteps == 0) ||
+         s + 1 == options.numSteps)) {
+      double evalLoss = 0;
+      if (functions.evaluate(&evalLoss) != PD_OK) {
+        result.error = options.evalData + ": " + pd_last_error();
+        return result;
+      }
+      char value[48];
+      std::snprintf(value, sizeof(value), "%.9g", evalLoss);
+      evalColumn = value;
+    }
     if (rank == 0) {
       progress.step(s + 1, loss, seconds.count());
+      if (!evalColumn.empty()) {
+        std::printf("eval loss after step %llu: %s\n",
+                    static_cast<unsigned long long>(s + 1), evalColumn.c_str());
+        std::fflush(stdout);
+      }
       char line[96];
       if (functions.gradNorm)
-        std::snprintf(line, sizeof(line), "%llu,%.9g,%.9g\n",
+        std::snprintf(line, sizeof(line), "%llu,%.9g,%.9g",
                       static_cast<unsigned long long>(s + 1), loss,
                       functions.gradNorm());
       else
-        std::snprintf(line, sizeof(line), "%llu,%.9g\n",
+        std::snprintf(line, sizeof(line), "%llu,%.9g",
                       static_cast<unsigned long long>(s + 1), loss);
       result.log += line;
+      if (functions.evaluate)
+        result.log += "," + evalColumn;
+      result.log += "\n";
     }
     if (hooks().afterStep)
       hooks().afterStep(rank, s + 1);
@@ -296,6 +330,32 @@ int train(const Options &options, pd_bundle *bundle) {
   };
   if (clipsGradients(pd_bundle_training_optimizer(bundle)))
     functions.gradNorm = [&] { return pd_trainer_grad_norm(trainer); };
+  // --eval-data: checked before the first step.
+  NamedArrays evalArrays;
+  std::vector<pd_named_array> evalViews;
+  if (!options.evalData.empty()) {
+    if (!pd_trainer_can_evaluate(trainer))
+      return error(std::string(pd_bundle_dir(bundle)) +
+                   ": --eval-data needs an evaluation function: compile the "
+                   "bundle with pipedream-compile --evaluate");
+    if (!pipedream::npy::readNpz(options.evalData, evalArrays, message))
+      return error(message);
+    evalViews =
+        trainingViews(options.evalData, bundle, evalArrays, /*warn=*/true);
+    size_t evalSamples = 0;
+    if (pd_trainer_check_data(trainer, evalViews.data(), evalViews.size(),
+                              &evalSamples) != PD_OK)
+      return error(dataMessage(options.evalData, pd_last_error()));
+    size_t b = pd_bundle_training_microbatch_size(bundle);
+    if (b == 0 || evalSamples % b != 0)
+      return error(options.evalData + ": " + std::to_string(evalSamples) +
+                   " samples, not a multiple of the micro-batch size " +
+                   std::to_string(b) + " (every sample counts once)");
+    functions.evaluate = [&](double *loss) {
+      return pd_trainer_evaluate(trainer, evalViews.data(), evalViews.size(),
+                                 loss);
+    };
+  }
   StepLoopResult steps = runSteps(options, /*rank=*/0, batch, samples, start,
                                   functions, progress, /*failed=*/nullptr);
   if (!steps.error.empty())

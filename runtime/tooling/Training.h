@@ -99,10 +99,17 @@ std::vector<pd_named_array> trainingViews(const Options &options,
                                           pd_bundle *bundle,
                                           const npy::NamedArrays &arrays,
                                           bool warn);
+/// The same for the arrays of `file` (--eval-data).
+std::vector<pd_named_array> trainingViews(const std::string &file,
+                                          pd_bundle *bundle,
+                                          const npy::NamedArrays &arrays,
+                                          bool warn);
 
 /// A runtime message about the training data, naming the --data file
 /// instead of "training data: ".
 std::string dataMessage(const Options &options, std::string text);
+/// The same naming `file`.
+std::string dataMessage(const std::string &file, std::string text);
 
 /// What the training loop runs for one rank: a pd_trainer (one rank) or a
 /// pd_rank rank.
@@ -115,6 +122,8 @@ struct StepFunctions {
   /// Gradient clipping: the last step's gradient norm (before clipping),
   /// logged as --loss-log's grad_norm column; empty without clipping.
   std::function<double()> gradNorm;
+  /// --eval-data: the eval-mode loss of the current weights; empty without.
+  std::function<pd_status(double *loss)> evaluate;
 };
 
 /// Whether the manifest's `optimizer` (compact JSON, may be NULL) clips

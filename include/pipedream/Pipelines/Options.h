@@ -99,6 +99,10 @@ struct CompileOptions {
   /// the 2-norm of all the trained weights' gradients together (over every
   /// stage of a pipeline). Unset: no clipping.
   std::optional<double> clipGradNorm;
+  /// --evaluate: single-rank training bundles also get an evaluation
+  /// function (eval-mode forward and loss: pipedream-run --eval-data,
+  /// pd_trainer_evaluate, CompiledModel.evaluate).
+  std::optional<bool> evaluate;
   /// Weights to keep fixed / to train whatever the trainable rule says
   /// (names or regular expressions, entries may be comma-separated;
   /// docs/Training.md "Trainable and frozen weights").

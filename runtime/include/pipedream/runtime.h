@@ -346,6 +346,20 @@ PD_API pd_status pd_trainer_step(pd_trainer *trainer,
                                  const pd_named_array *arrays, size_t count,
                                  uint64_t first_sample, double *loss);
 
+/** 1 when the bundle has an evaluation function (pipedream-compile
+ *  --evaluate: training.eval_function), else 0. */
+PD_API int pd_trainer_can_evaluate(const pd_trainer *trainer);
+/** The mean eval-mode loss (Dropout off, BatchNorm with its running
+ *  statistics) of the current weights over every sample of `arrays`,
+ *  checked as by pd_trainer_check_data; their number of samples must be a
+ *  multiple of the micro-batch size (PD_ERROR_INVALID_ARGUMENT). Runs the
+ *  evaluation function on one micro-batch at a time; no weight, statistic
+ *  or optimizer state changes. PD_ERROR_UNSUPPORTED without an evaluation
+ *  function. */
+PD_API pd_status pd_trainer_evaluate(pd_trainer *trainer,
+                                     const pd_named_array *arrays, size_t count,
+                                     double *loss);
+
 /** Gradient clipping (bundle compiled with --clip-grad-norm): the 2-norm of
  *  the last step's gradients, all trained weights together, before they
  *  were clipped (what torch.nn.utils.clip_grad_norm_ returns). NaN when the

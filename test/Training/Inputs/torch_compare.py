@@ -292,6 +292,9 @@ def main():
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--total-steps", type=int, default=0)
     p.add_argument("--clip-grad-norm", type=float, default=None)
+    p.add_argument("--eval", action="store_true",
+                   help="compile with --evaluate and run with --eval-data "
+                        "--eval-every 1 on held-out data")
     p.add_argument("--work")
     args = p.parse_args()
     if args.lr is None:
@@ -355,6 +358,30 @@ def main():
     x, labels = make_data(args.model, example, rows, rng)
     torch_losses = torch_train(model, x, labels, args)
     final = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    if args.eval:
+        # Held-out data, 3 micro-batches; torch's loss in eval mode (and in
+        # train mode, which must differ where the model has BatchNorm or
+        # Dropout, so that the check tells the modes apart).
+        eval_x, eval_labels = make_data(args.model, example,
+                                        3 * args.microbatch_size,
+                                        np.random.default_rng(8))
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+
+        def torch_eval_loss(train_mode):
+            model.train(train_mode)
+            total = 0.0
+            with torch.no_grad():
+                for m in range(3):
+                    sl = slice(m * args.microbatch_size,
+                               (m + 1) * args.microbatch_size)
+                    out = model(torch.from_numpy(eval_x[sl]))
+                    total += F.cross_entropy(
+                        out.reshape(-1, out.shape[-1]),
+                        torch.from_numpy(eval_labels[sl]).reshape(-1)).item()
+            model.load_state_dict(state)
+            return total / 3
+        torch_eval = torch_eval_loss(False)
+        torch_train_mode = torch_eval_loss(True)
 
     bundle = os.path.join(work, "bundle")
     cmd = [os.path.join(args.bin, "pipedream-compile"), onnx_path, "-o", bundle,
@@ -381,6 +408,8 @@ def main():
         cmd += ["--clip-grad-norm", repr(args.clip_grad_norm)]
         print(f"clipped {getattr(args, 'clipped_steps', 0)} of {args.steps} "
               f"steps")
+    if args.eval:
+        cmd += ["--evaluate"]
     subprocess.run(cmd, check=True)
 
     if args.runner == "python":
@@ -396,10 +425,16 @@ def main():
                "--loss-log", log, "--save-onnx", trained]
         if args.stages:
             run += ["--transport", "threads"]
+        if args.eval:
+            eval_data = os.path.join(work, "eval.npz")
+            np.savez(eval_data, **{in_name: eval_x, "labels": eval_labels})
+            run += ["--eval-data", eval_data, "--eval-every", "1"]
         subprocess.run(run, check=True, stdout=subprocess.DEVNULL)
         with open(log) as f:
             rows_ = list(csv.DictReader(f))
         ours = [float(r["loss"]) for r in rows_]
+        our_evals = [float(r["eval_loss"]) for r in rows_
+                     if r.get("eval_loss") is not None]
         # With clipping pipedream-run logs each step's gradient norm.
         our_norms = [float(r["grad_norm"]) for r in rows_
                      if r.get("grad_norm") is not None]
@@ -443,6 +478,23 @@ def main():
         print(f"grad_norm: {' '.join(f'{v:.6f}' for v in our_norms)}; torch "
               f"{' '.join(f'{v:.6f}' for v in args.norms)}; worst relative "
               f"error {worst_norm:.2g}")
+    if args.eval:
+        # Every step evaluated (--eval-every 1), which must not change the
+        # training (the losses above match torch's, which never evaluates);
+        # the last one's weights are torch's final ones.
+        rel = (abs(our_evals[-1] - torch_eval) / abs(torch_eval)
+               if len(our_evals) == args.steps else float("inf"))
+        differs = abs(torch_train_mode - torch_eval) / abs(torch_eval)
+        modal = any(isinstance(m, (torch.nn.modules.batchnorm._BatchNorm,
+                                   torch.nn.Dropout))
+                    for m in model.modules())
+        if rel > RTOL or (modal and differs < 1e-3):
+            print(f"MISMATCH {tag}: eval losses {our_evals} vs torch eval "
+                  f"mode {torch_eval!r} (train mode {torch_train_mode!r})")
+            bad += 1
+        print(f"eval loss {our_evals[-1]:.6f}; torch eval mode "
+              f"{torch_eval:.6f}, train mode {torch_train_mode:.6f}; relative "
+              f"error {rel:.2g}")
     worst_weight, worst_name = 0.0, ""
     for name, (key, transposed) in mapping.items():
         if name not in weights:

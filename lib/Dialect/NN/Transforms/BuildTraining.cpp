@@ -564,6 +564,9 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     if (module.lookupSymbol(name))
       return module.emitError("training: the module already has a symbol '")
              << name << "'";
+  if (options.evaluate && module.lookupSymbol(kEvaluateFunction))
+    return module.emitError("training: the module already has a symbol '")
+           << kEvaluateFunction << "'";
   if (options.microbatches < 1)
     return main.emitError("training: the number of micro-batches must be "
                           "at least 1, got ")
@@ -800,6 +803,46 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
                        options.optimizer, "step", /*gradNormName=*/{},
                        kGradNormBuffer);
 
+  //===--- 4. Evaluation (options.evaluate) -------------------------------===//
+  // The forward as imported (eval mode) and the loss; the weights are bound
+  // by name to the buffers the step trains, frozen ones (running
+  // statistics) read as they are.
+  if (options.evaluate) {
+    SmallVector<Type> evalArgTypes(main.getArgumentTypes());
+    if (hasLabels)
+      evalArgTypes.push_back(labelsType);
+    b.setInsertionPointAfter(step);
+    auto eval = func::FuncOp::create(b, loc, kEvaluateFunction,
+                                     b.getFunctionType(evalArgTypes, {}));
+    for (unsigned i = 0; i < numArgs; ++i) {
+      eval.setArgAttrs(i, main.getArgAttrDict(i));
+      if (isWeight[i] && !isTrainable[i])
+        eval.setArgAttr(i, Names::kFrozenAttrName, b.getUnitAttr());
+      eval.setArgAttr(i, Names::kRoleAttrName,
+                      b.getStringAttr(isWeight[i] ? "weight" : "input"));
+    }
+    if (hasLabels) {
+      eval.setArgAttr(numArgs, Names::kNameAttrName,
+                      b.getStringAttr(options.labelsName));
+      eval.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
+    }
+    Block *evalEntry = eval.addEntryBlock();
+    IRMapping evalMapping;
+    for (unsigned i = 0; i < numArgs; ++i)
+      evalMapping.map(main.getArgument(i), evalEntry->getArgument(i));
+    b.setInsertionPointToStart(evalEntry);
+    for (Operation &op : body.without_terminator())
+      b.clone(op, evalMapping);
+    Value evalPrediction = evalMapping.lookup(mainReturn.getOperand(0));
+    Value evalLoss =
+        buildLoss(b, loc, options.loss, evalPrediction,
+                  hasLabels ? evalEntry->getArgument(numArgs) : Value());
+    func::ReturnOp::create(b, loc, evalLoss);
+    eval.setType(b.getFunctionType(evalArgTypes, {evalLoss.getType()}));
+    eval.setResultAttr(0, Names::kNameAttrName, b.getStringAttr("loss"));
+    info.evaluateFunction = kEvaluateFunction.str();
+  }
+
   jointFn.erase();
   lossFn.erase();
   main.erase();
@@ -854,6 +897,7 @@ struct BuildTrainingPass
         failed(parseClipGradNorm(getOperation(), "nn-build-training",
                                  clipGradNorm, options.optimizer)))
       return signalPassFailure();
+    options.evaluate = evaluate;
     if (failed(buildTrainingFunctions(getOperation(), options)))
       signalPassFailure();
   }

@@ -109,6 +109,10 @@ def BuildTrainingPass : Pass<"nn-build-training", "::mlir::ModuleOp"> {
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "Scale the gradients so that their joint 2-norm is at most this "
            "(clip_grad_norm_; 0: no clipping)">,
+    Option<"evaluate", "evaluate", "bool", "false",
+           "Also build @evaluate: one micro-batch's loss through the "
+           "forward in eval mode (Dropout off, BatchNorm running "
+           "statistics), changing nothing">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::pipedream::nn::NNDialect"];

@@ -108,7 +108,15 @@ struct TrainingOptions {
   /// Micro-batches per step (the gradient of each is scaled by 1/M).
   int64_t microbatches = 1;
   OptimizerOptions optimizer;
+  /// Also build `evaluate` (kEvaluateFunction): the loss of one micro-batch
+  /// through the forward as imported (eval mode: Dropout off, BatchNorm
+  /// with the running statistics), reading the weights the step trains and
+  /// changing nothing.
+  bool evaluate = false;
 };
+
+/// The evaluation function nn-build-training builds with `evaluate`.
+inline constexpr llvm::StringLiteral kEvaluateFunction = "evaluate";
 
 /// What the training functions expect, for the bundle manifest.
 struct TrainingInfo {
@@ -126,6 +134,9 @@ struct TrainingInfo {
   /// them to the accumulators (one micro-batch a step; bundle.json
   /// `training.gradients`).
   bool gradientsWritten = false;
+  /// With options.evaluate: the evaluation function's name (bundle.json
+  /// `training.eval_function`), else empty.
+  std::string evaluateFunction;
 };
 
 /// Clones the ops of `body` (not its terminator) at `b` in training mode:

@@ -1,0 +1,112 @@
+"""pipedream-run --eval-data on a model with Dropout, against torch.
+
+A torch MLP with two Dropout layers, exported with the ops in the graph,
+trains 3 steps with pipedream (its own seeded masks), evaluating after each
+on held-out data (compiled with --evaluate). The reference is the torch
+module with pipedream's trained weights (read back from --save-onnx) in
+eval mode (Dropout off), and, to show that the evaluation is not train
+mode, the same module in train mode gives a different loss. Prints `OK ...`
+or `MISMATCH ...`; exits non-zero on a mismatch.
+
+usage: eval_dropout.py --bin BUILD/bin --work DIR
+"""
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn.functional as F
+
+RTOL = 1e-5
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+        torch.nn.Linear(32, 10))
+    onnx_path = os.path.join(args.work, "model.onnx")
+    model.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(4, 16),), onnx_path,
+                          input_names=["x"], output_names=["y"],
+                          opset_version=17,
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    # training_mode false, as non-torch exporters write Dropout.
+    proto = onnx.load(onnx_path)
+    modes = {n.input[2] for n in proto.graph.node if n.op_type == "Dropout"}
+    for n in proto.graph.node:
+        if n.op_type == "Constant" and n.output[0] in modes:
+            n.attribute[0].t.CopyFrom(
+                numpy_helper.from_array(np.array(False), n.output[0]))
+    onnx.save(proto, onnx_path)
+
+    rng = np.random.default_rng(3)
+    data = os.path.join(args.work, "data.npz")
+    np.savez(data, x=rng.standard_normal((24, 16)).astype(np.float32),
+             labels=rng.integers(0, 10, 24).astype(np.int64))
+    eval_x = rng.standard_normal((12, 16)).astype(np.float32)
+    eval_labels = rng.integers(0, 10, 12).astype(np.int64)
+    eval_data = os.path.join(args.work, "eval.npz")
+    np.savez(eval_data, x=eval_x, labels=eval_labels)
+
+    bundle = os.path.join(args.work, "bundle")
+    subprocess.run([os.path.join(args.bin, "pipedream-compile"), onnx_path,
+                    "--loss", "cross-entropy", "--optimizer", "adam", "--lr",
+                    "0.01", "--microbatches", "2", "--batch-size", "8",
+                    "--evaluate", "-o", bundle], check=True)
+    log = os.path.join(args.work, "loss.csv")
+    trained = os.path.join(args.work, "trained.onnx")
+    subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle, "--data",
+                    data, "--steps", "3", "--eval-data", eval_data,
+                    "--eval-every", "1", "--loss-log", log, "--save-onnx",
+                    trained], check=True, stdout=subprocess.DEVNULL)
+    with open(log) as f:
+        evals = [float(r["eval_loss"]) for r in csv.DictReader(f)]
+
+    weights = {i.name: numpy_helper.to_array(i)
+               for i in onnx.load(trained).graph.initializer}
+    state = {k: torch.from_numpy(weights[k].copy())
+             for k in model.state_dict()}
+    model.load_state_dict(state)
+    x, y = torch.from_numpy(eval_x), torch.from_numpy(eval_labels)
+
+    def loss(train_mode):
+        model.train(train_mode)
+        torch.manual_seed(1)
+        with torch.no_grad():
+            # Micro-batches of 4, as the bundle evaluates: the mean of
+            # their means.
+            return float(np.mean([F.cross_entropy(model(x[i:i + 4]),
+                                                  y[i:i + 4]).item()
+                                  for i in range(0, 12, 4)]))
+
+    want, train_mode = loss(False), loss(True)
+    rel = abs(evals[-1] - want) / abs(want)
+    bad = len(evals) != 3 or rel > RTOL or \
+        abs(train_mode - want) / abs(want) < 1e-3
+    print(f"{'MISMATCH' if bad else 'OK'} dropout eval: losses "
+          f"{' '.join(f'{v:.6f}' for v in evals)}; torch eval mode "
+          f"{want:.6f} (train mode {train_mode:.6f}); relative error "
+          f"{rel:.2g}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
