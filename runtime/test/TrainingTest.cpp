@@ -122,6 +122,8 @@ TEST_P(TrainingManifestErrors, NamesTheField) {
 
 json &buffer(json &m, int f, int b) { return m["functions"][f]["buffers"][b]; }
 
+/// Adds TestProgram.c's evaluation function of the linear model to `m`
+/// and names it training.eval_function; returns its entry.
 json &evalFunction(json &m) {
   m["functions"].push_back(json::parse(R"(
     {"name": "evaluate", "symbol": "pipedream_eval_linear", "kind": "evaluate",
@@ -131,7 +133,7 @@ json &evalFunction(json &m) {
        {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
        {"name": "loss", "role": "output", "dtype": "f32", "shape": []}]})"));
   m["training"]["eval_function"] = "evaluate";
-  return m["functions"][3];
+  return m["functions"].back();
 }
 
 const BadCase kBadCases[] = {
@@ -542,15 +544,7 @@ TEST_F(TrainingTest, StepsMatchTheReference) {
 /// linearManifest with an evaluation function (training.eval_function).
 std::string evalManifest() {
   json m = json::parse(linearManifest());
-  m["functions"].push_back(json::parse(R"(
-    {"name": "evaluate", "symbol": "pipedream_eval_linear",
-     "kind": "evaluate",
-     "buffers": [
-       {"name": "x", "role": "input", "dtype": "f32", "shape": [2, 3]},
-       {"name": "y", "role": "input", "dtype": "f32", "shape": [2]},
-       {"name": "w", "role": "weight", "dtype": "f32", "shape": [3]},
-       {"name": "loss", "role": "output", "dtype": "f32", "shape": []}]})"));
-  m["training"]["eval_function"] = "evaluate";
+  evalFunction(m);
   return m.dump();
 }
 

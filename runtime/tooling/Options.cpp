@@ -144,6 +144,20 @@ std::string *valueOf(Options &options, const std::string &flag) {
   return nullptr;
 }
 
+/// A positive decimal count that fits in 64 bits (no sign, no spaces).
+bool positiveCount(const std::string &text, uint64_t &out) {
+  bool digits =
+      !text.empty() && std::all_of(text.begin(), text.end(),
+                                   [](char c) { return c >= '0' && c <= '9'; });
+  errno = 0;
+  unsigned long long value =
+      digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || value == 0)
+    return false;
+  out = value;
+  return true;
+}
+
 } // namespace
 
 const char *usage() { return kUsage; }
@@ -249,17 +263,11 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     return false;
   }
   if (!options.steps.empty()) {
-    const std::string &text = options.steps;
-    bool digits = std::all_of(text.begin(), text.end(),
-                              [](char c) { return c >= '0' && c <= '9'; });
-    errno = 0;
-    unsigned long long steps =
-        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-    if (!digits || errno == ERANGE || steps == 0) {
-      message = "--steps: expected a positive integer, got '" + text + "'";
+    if (!positiveCount(options.steps, options.numSteps)) {
+      message =
+          "--steps: expected a positive integer, got '" + options.steps + "'";
       return false;
     }
-    options.numSteps = steps;
   }
   if (!options.ranks.empty()) {
     const std::string &text = options.ranks;
@@ -305,36 +313,23 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     options.timeoutSeconds = value;
   }
   if (!options.checkpointEvery.empty()) {
-    const std::string &text = options.checkpointEvery;
-    bool digits = std::all_of(text.begin(), text.end(),
-                              [](char c) { return c >= '0' && c <= '9'; });
-    errno = 0;
-    unsigned long long every =
-        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-    if (!digits || errno == ERANGE || every == 0) {
+    if (!positiveCount(options.checkpointEvery, options.checkpointSteps)) {
       message = "--checkpoint-every: expected a positive number of steps, "
-                "got '" + text + "'";
+                "got '" +
+                options.checkpointEvery + "'";
       return false;
     }
-    options.checkpointSteps = every;
     if (options.checkpointDir.empty()) {
       message = "--checkpoint-every needs --checkpoint-dir DIR";
       return false;
     }
   }
   if (!options.evalEvery.empty()) {
-    const std::string &text = options.evalEvery;
-    bool digits = std::all_of(text.begin(), text.end(),
-                              [](char c) { return c >= '0' && c <= '9'; });
-    errno = 0;
-    unsigned long long every =
-        digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-    if (!digits || errno == ERANGE || every == 0) {
+    if (!positiveCount(options.evalEvery, options.evalSteps)) {
       message = "--eval-every: expected a positive number of steps, got '" +
-                text + "'";
+                options.evalEvery + "'";
       return false;
     }
-    options.evalSteps = every;
     if (options.evalData.empty()) {
       message = "--eval-every needs --eval-data EVAL.npz";
       return false;

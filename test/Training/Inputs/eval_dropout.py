@@ -16,13 +16,15 @@ import csv
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pipeline_compare  # noqa: E402
 
 RTOL = 1e-5
 
@@ -34,28 +36,8 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.25),
-        torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5),
-        torch.nn.Linear(32, 10))
     onnx_path = os.path.join(args.work, "model.onnx")
-    model.train()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.randn(4, 16),), onnx_path,
-                          input_names=["x"], output_names=["y"],
-                          opset_version=17,
-                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
-    # training_mode false, as non-torch exporters write Dropout.
-    proto = onnx.load(onnx_path)
-    modes = {n.input[2] for n in proto.graph.node if n.op_type == "Dropout"}
-    for n in proto.graph.node:
-        if n.op_type == "Constant" and n.output[0] in modes:
-            n.attribute[0].t.CopyFrom(
-                numpy_helper.from_array(np.array(False), n.output[0]))
-    onnx.save(proto, onnx_path)
+    model, _ = pipeline_compare.export_mlp_dropout(onnx_path, 4)
 
     rng = np.random.default_rng(3)
     data = os.path.join(args.work, "data.npz")

@@ -609,6 +609,36 @@ def compare_recompute(args, compile_, common, piped, plain_cmd, data_path,
     return bad
 
 
+def export_mlp_dropout(onnx_path, batch):
+    """A 16 -> 32 -> 32 -> 10 MLP with two Dropout layers (0.25, 0.5),
+    exported to `onnx_path` (input x, output y, dynamic batch) with Dropout
+    as an ONNX op with training_mode false, as non-torch exporters write
+    it: training draws pipedream's seeded masks, the same on every stage.
+    Returns the torch module and the example input (one micro-batch)."""
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+        torch.nn.Linear(32, 10))
+    example = torch.randn(batch, 16)
+    model.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), onnx_path,
+                          input_names=["x"], output_names=["y"],
+                          opset_version=17,
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    proto = onnx.load(onnx_path)
+    modes = {n.input[2] for n in proto.graph.node if n.op_type == "Dropout"}
+    for n in proto.graph.node:
+        if n.op_type == "Constant" and n.output[0] in modes:
+            n.attribute[0].t.CopyFrom(
+                numpy_helper.from_array(np.array(False), n.output[0]))
+    onnx.save(proto, onnx_path)
+    return model, example
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bin", required=True)
@@ -657,29 +687,8 @@ def main():
     torch.manual_seed(0)
     onnx_path = os.path.join(work, "model.onnx")
     if args.model == "mlp-dropout":
-        # Dropout as an ONNX op (training_mode false, as non-torch exporters
-        # write it): training draws seeded masks, the same on every stage.
-        model = torch.nn.Sequential(
-            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.25),
-            torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5),
-            torch.nn.Linear(32, 10))
-        example, in_name, out_name = torch.randn(args.microbatch_size, 16), "x", "y"
-        model.train()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(model, (example,), onnx_path, input_names=[in_name],
-                              output_names=[out_name], opset_version=17,
-                              dynamic_axes={in_name: {0: "batch"},
-                                            out_name: {0: "batch"}},
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False)
-        proto = onnx.load(onnx_path)
-        modes = {n.input[2] for n in proto.graph.node if n.op_type == "Dropout"}
-        for n in proto.graph.node:
-            if n.op_type == "Constant" and n.output[0] in modes:
-                n.attribute[0].t.CopyFrom(
-                    numpy_helper.from_array(np.array(False), n.output[0]))
-        onnx.save(proto, onnx_path)
+        model, example = export_mlp_dropout(onnx_path, args.microbatch_size)
+        in_name, out_name = "x", "y"
     else:
         model, example, in_name, out_name = tc.export_torch.build(
             args.model, args.microbatch_size, layers=args.layers,

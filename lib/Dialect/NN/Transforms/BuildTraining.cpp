@@ -713,18 +713,23 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
   b.setInsertionPointAfter(jointFn);
   auto step = func::FuncOp::create(b, loc, kStepFunction,
                                    b.getFunctionType(stepArgTypes, {}));
-  for (unsigned i = 0; i < numArgs; ++i) {
-    step.setArgAttrs(i, main.getArgAttrDict(i));
-    if (isWeight[i] && !isTrainable[i])
-      step.setArgAttr(i, Names::kFrozenAttrName, b.getUnitAttr());
-    step.setArgAttr(i, Names::kRoleAttrName,
+  // The model's arguments (inputs, and weights: frozen ones marked) and
+  // the labels, as the step and the evaluation function bind them.
+  auto setDataAndWeightAttrs = [&](func::FuncOp fn) {
+    for (unsigned i = 0; i < numArgs; ++i) {
+      fn.setArgAttrs(i, main.getArgAttrDict(i));
+      if (isWeight[i] && !isTrainable[i])
+        fn.setArgAttr(i, Names::kFrozenAttrName, b.getUnitAttr());
+      fn.setArgAttr(i, Names::kRoleAttrName,
                     b.getStringAttr(isWeight[i] ? "weight" : "input"));
-  }
-  if (hasLabels) {
-    step.setArgAttr(numArgs, Names::kNameAttrName,
+    }
+    if (hasLabels) {
+      fn.setArgAttr(numArgs, Names::kNameAttrName,
                     b.getStringAttr(options.labelsName));
-    step.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
-  }
+      fn.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
+    }
+  };
+  setDataAndWeightAttrs(step);
   if (hasDropout) {
     step.setArgAttr(numArgs + numLabels, Names::kNameAttrName,
                     b.getStringAttr(kSeedName));
@@ -814,18 +819,7 @@ buildTrainingFunctions(ModuleOp module, const TrainingOptions &options) {
     b.setInsertionPointAfter(step);
     auto eval = func::FuncOp::create(b, loc, kEvaluateFunction,
                                      b.getFunctionType(evalArgTypes, {}));
-    for (unsigned i = 0; i < numArgs; ++i) {
-      eval.setArgAttrs(i, main.getArgAttrDict(i));
-      if (isWeight[i] && !isTrainable[i])
-        eval.setArgAttr(i, Names::kFrozenAttrName, b.getUnitAttr());
-      eval.setArgAttr(i, Names::kRoleAttrName,
-                      b.getStringAttr(isWeight[i] ? "weight" : "input"));
-    }
-    if (hasLabels) {
-      eval.setArgAttr(numArgs, Names::kNameAttrName,
-                      b.getStringAttr(options.labelsName));
-      eval.setArgAttr(numArgs, Names::kRoleAttrName, b.getStringAttr("input"));
-    }
+    setDataAndWeightAttrs(eval);
     Block *evalEntry = eval.addEntryBlock();
     IRMapping evalMapping;
     for (unsigned i = 0; i < numArgs; ++i)
