@@ -191,8 +191,13 @@ struct RankProgram {
   uint64_t entryABI = 0;
   std::vector<TensorType> registers;
   std::vector<RankInstruction> program;
-  /// Indices into Manifest::functions of the functions the program calls,
-  /// ascending.
+  /// `eval` (docs/Bundle.md "Evaluation in pipelines"): the rank's part of
+  /// one micro-batch's eval-mode forward and loss, interpreted.
+  bool hasEval = false;
+  std::vector<TensorType> evalRegisters;
+  std::vector<RankInstruction> evalProgram;
+  /// Indices into Manifest::functions of the functions the program (and
+  /// the evaluation program) calls, ascending.
   std::vector<size_t> functions;
   /// The rank's own weight file (version 3, "" when the rank has none: it
   /// reads the bundle's `weights` entries) and where each weight its
@@ -238,6 +243,8 @@ struct PipelineSpec {
   /// gradients already summed over the replicas; "" without clipping.
   std::string gradNorm;
   std::vector<RankProgram> ranks;
+  /// Every rank has an evaluation program (`ranks[r].eval`).
+  bool evaluates = false;
   /// The rank whose program holds the M `loss` instructions (routed: the
   /// first of lossRanks).
   size_t lossRank = 0;
@@ -291,14 +298,18 @@ struct PipelineSpec {
   std::vector<size_t> functionsOf(size_t world) const {
     const RankProgram &rank = ranks[programOf(world)];
     std::vector<size_t> out;
-    for (size_t f : rank.functions)
-      for (const RankInstruction &ins : rank.program)
-        if (ins.op == RankInstruction::Op::Call && ins.function == f &&
-            (ins.replica < 0 ||
-             static_cast<size_t>(ins.replica) == shardOf(world))) {
-          out.push_back(f);
-          break;
-        }
+    for (size_t f : rank.functions) {
+      auto calls = [&](const std::vector<RankInstruction> &program) {
+        for (const RankInstruction &ins : program)
+          if (ins.op == RankInstruction::Op::Call && ins.function == f &&
+              (ins.replica < 0 ||
+               static_cast<size_t>(ins.replica) == shardOf(world)))
+            return true;
+        return false;
+      };
+      if (calls(rank.program) || calls(rank.evalProgram))
+        out.push_back(f);
+    }
     return out;
   }
 };

@@ -43,8 +43,7 @@ std::string ranksText(size_t count) {
 
 /// One side of a message between two ranks, for matching sends and recvs.
 struct MessageEnd {
-  size_t rank;
-  size_t instruction;
+  std::string path;
   int64_t tag;
   const TensorType *type;
 };
@@ -321,8 +320,16 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   std::map<std::vector<size_t>, std::vector<std::vector<CollectiveEnd>>>
       collectives;
   // Where each micro-batch's loss is.
-  std::vector<std::pair<size_t, size_t>> lossAt(
-      p.microbatches, {std::numeric_limits<size_t>::max(), 0});
+  // Where each micro-batch's loss is: (rank, instruction path).
+  std::vector<std::pair<size_t, std::string>> lossAt(
+      p.microbatches, {std::numeric_limits<size_t>::max(), ""});
+  // The evaluation programs (`eval`, docs/Bundle.md "Evaluation in
+  // pipelines"): their messages, and their one micro-batch's loss.
+  std::map<std::pair<size_t, size_t>, std::vector<MessageEnd>> evalSends,
+      evalRecvs;
+  std::vector<std::pair<size_t, std::string>> evalLossAt(
+      1, {std::numeric_limits<size_t>::max(), ""});
+  size_t ranksWithEval = 0;
 
   for (size_t r = 0; r < numRanks; ++r) {
     std::string rpath = Validator::index("pipeline.ranks", r);
@@ -355,266 +362,319 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
       std::string path = Validator::index(gpath, g);
       rank.registers.push_back(v.tensorType(v.object(registers[g], path), path));
     }
-    std::vector<bool> defined(rank.registers.size(), false);
     std::set<size_t> called;
-
-    std::string ppath = Validator::join(rpath, "program");
-    const json &program = v.array(v.member(entry, rpath, "program"), ppath);
-    for (size_t i = 0; i < program.size(); ++i) {
-      std::string ipath = instructionPath(r, i);
-      const json &ientry = v.object(program[i], ipath);
-      std::string where = "rank " + std::to_string(r) + ", instruction " +
-                          std::to_string(i) + ": ";
-      auto reg = [&](const json &value, const std::string &at) -> size_t {
-        uint64_t index = v.unsignedInt(value, at);
-        if (index >= rank.registers.size())
-          v.fail(at, where + "register " + std::to_string(index) +
-                         " does not exist (rank " + std::to_string(r) +
-                         " has " + std::to_string(rank.registers.size()) +
-                         " registers)");
-        return static_cast<size_t>(index);
-      };
-      auto read = [&](size_t index, const std::string &at) {
-        if (!defined[index])
-          v.fail(at, where + "reads register " + std::to_string(index) +
-                         " before any instruction of the program writes it");
-      };
-      auto field = [&](const char *key) -> const json & {
-        return v.member(ientry, ipath, key);
-      };
-      auto fieldPath = [&](const char *key) {
-        return Validator::join(ipath, key);
-      };
-      auto microbatch = [&]() -> int64_t {
-        uint64_t m = v.unsignedInt(field("microbatch"), fieldPath("microbatch"));
-        if (m >= p.microbatches)
-          v.fail(fieldPath("microbatch"),
-                 where + "micro-batch " + std::to_string(m) +
-                     " is out of range (the schedule has " +
-                     std::to_string(p.microbatches) + ")");
-        return static_cast<int64_t>(m);
-      };
-      auto peer = [&]() -> size_t {
-        uint64_t q = v.unsignedInt(field("peer"), fieldPath("peer"));
-        if (q >= numRanks)
-          v.fail(fieldPath("peer"), where + "peer rank " + std::to_string(q) +
-                                        " does not exist (the pipeline has " +
-                                        ranksText(numRanks) + ")");
-        if (q == r)
-          v.fail(fieldPath("peer"),
-                 where + "rank " + std::to_string(r) + " cannot " +
-                     (ientry.value("op", "") == "send" ? "send to" :
-                                                         "receive from") +
-                     " itself");
-        return static_cast<size_t>(q);
-      };
-      auto tag = [&]() -> int64_t {
-        uint64_t t = v.unsignedInt(field("tag"), fieldPath("tag"));
-        if (t > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
-          v.fail(fieldPath("tag"), where + "tag " + std::to_string(t) +
-                                       " is too large (at most 2^31 - 1)");
-        return static_cast<int64_t>(t);
-      };
-
-      RankInstruction ins;
-      std::string op = v.string(field("op"), fieldPath("op"));
-      if (op == "input") {
-        ins.op = RankInstruction::Op::Input;
-        ins.name = v.string(field("name"), fieldPath("name"));
-        int d = dataIndex(ins.name);
-        if (d < 0)
-          v.fail(fieldPath("name"), where + "no data array '" + ins.name +
-                                        "' (pipeline.inputs and labels: " +
-                                        dataList + ")");
-        ins.microbatch = microbatch();
-        ins.dst = reg(field("dst"), fieldPath("dst"));
-        const TensorType &type = rank.registers[ins.dst];
-        if (type.shape.empty() ||
-            static_cast<size_t>(type.shape[0]) != p.microbatchSize)
-          v.fail(fieldPath("dst"),
-                 where + "register " + std::to_string(ins.dst) + " is " +
-                     describe(type) + ": the first axis of data '" + ins.name +
-                     "' must be microbatch_size " +
-                     std::to_string(p.microbatchSize));
-        PipelineData &data = p.data[d];
-        if (dataFirstUse[d].empty()) {
-          data.type = type;
-          dataFirstUse[d] = ipath;
-        } else if (data.type.dtype != type.dtype ||
-                   data.type.shape != type.shape) {
-          v.fail(fieldPath("dst"),
-                 where + "data '" + ins.name + "' is read into " +
-                     describe(type) + " here but into " + describe(data.type) +
-                     " at " + dataFirstUse[d]);
-        }
-        if (data.ranks.empty() || data.ranks.back() != r)
-          data.ranks.push_back(r);
-        defined[ins.dst] = true;
-      } else if (op == "call") {
-        ins.op = RankInstruction::Op::Call;
-        std::string name = v.string(field("function"), fieldPath("function"));
-        auto it = functionIndex.find(name);
-        if (it == functionIndex.end())
-          v.fail(fieldPath("function"), where + "no function '" + name +
-                                            "' (functions: " + functionNames +
-                                            ")");
-        ins.function = it->second;
-        const FunctionSpec &function = manifest.functions[ins.function];
-        if (ientry.contains("weights")) {
-          const json &weights = v.object(ientry["weights"], fieldPath("weights"));
-          bool save = weights.contains("save"), use = weights.contains("use");
-          if (save == use || weights.size() != 1)
-            v.fail(fieldPath("weights"),
-                   where + "expected exactly one of \"save\" and \"use\"");
-          std::string key = save ? "save" : "use";
-          int64_t slot = static_cast<int64_t>(
-              v.unsignedInt(weights[key], fieldPath("weights") + "." + key));
-          (save ? ins.saveWeights : ins.useWeights) = slot;
-        }
-        if (ientry.contains("chunk"))
-          ins.chunk = static_cast<int64_t>(
-              v.unsignedInt(ientry["chunk"], fieldPath("chunk")));
-        if (ientry.contains("replica")) {
-          uint64_t replica =
-              v.unsignedInt(ientry["replica"], fieldPath("replica"));
-          // NOTE: non-uniform replication: checked against the rank's
-          // stage once rank_layout is read (below).
-          if (replica >= p.replicas && !object.contains("stage_replicas"))
-            v.fail(fieldPath("replica"),
-                   where + "replica " + std::to_string(replica) +
-                       " is out of range (the pipeline has " +
-                       std::to_string(p.replicas) + " replicas)");
-          ins.replica = static_cast<int64_t>(replica);
-        }
-        if (ientry.contains("microbatch"))
-          ins.microbatch = microbatch();
-        if (ientry.contains("action"))
-          ins.action = v.string(ientry["action"], fieldPath("action"));
-        if (ientry.contains("stage"))
-          ins.stage = static_cast<int64_t>(
-              v.unsignedInt(ientry["stage"], fieldPath("stage")));
-        std::vector<const BufferSpec *> valueIn, valueOut;
-        for (const BufferSpec &b : function.buffers) {
-          if (isBoundBuffer(b))
-            continue;
-          (b.role == PD_ROLE_INPUT ? valueIn : valueOut).push_back(&b);
-        }
-        auto registers = [&](const char *key,
-                             const std::vector<const BufferSpec *> &buffers,
-                             std::vector<size_t> &out) {
-          std::string apath = fieldPath(key);
-          const json &list = v.array(field(key), apath);
-          const char *what = std::string(key) == "args" ? "argument" : "result";
-          if (list.size() != buffers.size()) {
-            std::string names;
-            for (const BufferSpec *b : buffers)
-              names += (names.empty() ? "" : ", ") + b->name + " " +
-                       describe(b->type);
-            v.fail(apath, where + "function '" + function.name + "' takes " +
-                              std::to_string(buffers.size()) + " value " +
-                              what + (buffers.size() == 1 ? "" : "s") + " (" +
-                              (names.empty() ? "none" : names) + "), got " +
-                              std::to_string(list.size()) + " registers");
-          }
-          for (size_t k = 0; k < list.size(); ++k) {
-            std::string kpath = Validator::index(apath, k);
-            size_t index = reg(list[k], kpath);
-            const TensorType &type = rank.registers[index];
-            if (type.dtype != buffers[k]->type.dtype ||
-                type.shape != buffers[k]->type.shape)
-              v.fail(kpath, where + "register " + std::to_string(index) +
-                                " is " + describe(type) + " but " + what +
-                                " '" + buffers[k]->name + "' of function '" +
-                                function.name + "' is " +
-                                describe(buffers[k]->type));
-            out.push_back(index);
-          }
+    // One program of the rank: `program` (the step, M micro-batches) or
+    // `eval.program` (evaluation: one micro-batch, no all-reduce).
+    auto parseProgram = [&](const json &program, const std::string &ppath,
+                            bool eval, const std::vector<TensorType> &registers,
+                            std::vector<RankInstruction> &out,
+                            std::map<std::pair<size_t, size_t>,
+                                     std::vector<MessageEnd>> &sends,
+                            std::map<std::pair<size_t, size_t>,
+                                     std::vector<MessageEnd>> &recvs,
+                            std::vector<std::pair<size_t, std::string>>
+                                &lossAt) {
+      const size_t microbatches = eval ? 1 : p.microbatches;
+      std::vector<bool> defined(registers.size(), false);
+      for (size_t i = 0; i < program.size(); ++i) {
+        std::string ipath = Validator::index(ppath, i);
+        const json &ientry = v.object(program[i], ipath);
+        std::string where =
+            "rank " + std::to_string(r) +
+            (eval ? ", evaluation instruction " : ", instruction ") +
+            std::to_string(i) + ": ";
+        auto reg = [&](const json &value, const std::string &at) -> size_t {
+          uint64_t index = v.unsignedInt(value, at);
+          if (index >= registers.size())
+            v.fail(at, where + "register " + std::to_string(index) +
+                           " does not exist (rank " + std::to_string(r) +
+                           " has " + std::to_string(registers.size()) +
+                           " registers)");
+          return static_cast<size_t>(index);
         };
-        registers("args", valueIn, ins.args);
-        registers("results", valueOut, ins.results);
-        for (size_t k = 0; k < ins.args.size(); ++k)
-          read(ins.args[k], Validator::index(fieldPath("args"), k));
-        std::set<size_t> written;
-        for (size_t k = 0; k < ins.results.size(); ++k) {
-          size_t index = ins.results[k];
-          std::string kpath = Validator::index(fieldPath("results"), k);
-          if (std::find(ins.args.begin(), ins.args.end(), index) !=
-              ins.args.end())
-            v.fail(kpath, where + "register " + std::to_string(index) +
-                              " is both an argument and a result of the "
-                              "call; results must not alias arguments");
-          if (!written.insert(index).second)
-            v.fail(kpath, where + "register " + std::to_string(index) +
-                              " receives two results of the call");
-          defined[index] = true;
-        }
-        called.insert(ins.function);
-      } else if (op == "send" || op == "recv") {
-        bool send = op == "send";
-        ins.op = send ? RankInstruction::Op::Send : RankInstruction::Op::Recv;
-        ins.peer = peer();
-        ins.tag = tag();
-        if (send) {
+        auto read = [&](size_t index, const std::string &at) {
+          if (!defined[index])
+            v.fail(at, where + "reads register " + std::to_string(index) +
+                           " before any instruction of the program writes it");
+        };
+        auto field = [&](const char *key) -> const json & {
+          return v.member(ientry, ipath, key);
+        };
+        auto fieldPath = [&](const char *key) {
+          return Validator::join(ipath, key);
+        };
+        auto microbatch = [&]() -> int64_t {
+          uint64_t m =
+              v.unsignedInt(field("microbatch"), fieldPath("microbatch"));
+          if (m >= microbatches)
+            v.fail(fieldPath("microbatch"),
+                   where + "micro-batch " + std::to_string(m) +
+                       (eval ? std::string(" is out of range (an evaluation "
+                                           "program runs micro-batch 0)")
+                             : " is out of range (the schedule has " +
+                                   std::to_string(microbatches) + ")"));
+          return static_cast<int64_t>(m);
+        };
+        auto peer = [&]() -> size_t {
+          uint64_t q = v.unsignedInt(field("peer"), fieldPath("peer"));
+          if (q >= numRanks)
+            v.fail(fieldPath("peer"), where + "peer rank " + std::to_string(q) +
+                                          " does not exist (the pipeline has " +
+                                          ranksText(numRanks) + ")");
+          if (q == r)
+            v.fail(fieldPath("peer"),
+                   where + "rank " + std::to_string(r) + " cannot " +
+                       (ientry.value("op", "") == "send" ? "send to"
+                                                         : "receive from") +
+                       " itself");
+          return static_cast<size_t>(q);
+        };
+        auto tag = [&]() -> int64_t {
+          uint64_t t = v.unsignedInt(field("tag"), fieldPath("tag"));
+          if (t > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+            v.fail(fieldPath("tag"), where + "tag " + std::to_string(t) +
+                                         " is too large (at most 2^31 - 1)");
+          return static_cast<int64_t>(t);
+        };
+
+        RankInstruction ins;
+        std::string op = v.string(field("op"), fieldPath("op"));
+        if (op == "input") {
+          ins.op = RankInstruction::Op::Input;
+          ins.name = v.string(field("name"), fieldPath("name"));
+          int d = dataIndex(ins.name);
+          if (d < 0)
+            v.fail(fieldPath("name"),
+                   where + "no data array '" + ins.name +
+                       "' (pipeline.inputs and labels: " + dataList + ")");
+          ins.microbatch = microbatch();
+          ins.dst = reg(field("dst"), fieldPath("dst"));
+          const TensorType &type = registers[ins.dst];
+          if (type.shape.empty() ||
+              static_cast<size_t>(type.shape[0]) != p.microbatchSize)
+            v.fail(fieldPath("dst"),
+                   where + "register " + std::to_string(ins.dst) + " is " +
+                       describe(type) + ": the first axis of data '" +
+                       ins.name + "' must be microbatch_size " +
+                       std::to_string(p.microbatchSize));
+          PipelineData &data = p.data[d];
+          if (dataFirstUse[d].empty()) {
+            data.type = type;
+            dataFirstUse[d] = ipath;
+          } else if (data.type.dtype != type.dtype ||
+                     data.type.shape != type.shape) {
+            v.fail(fieldPath("dst"),
+                   where + "data '" + ins.name + "' is read into " +
+                       describe(type) + " here but into " +
+                       describe(data.type) + " at " + dataFirstUse[d]);
+          }
+          // The evaluation reads what the rank's step reads (the same stages'
+          // data), so the rank's data arrays are the step's.
+          if (eval && (data.ranks.empty() || data.ranks.back() != r))
+            v.fail(fieldPath("name"),
+                   where + "rank " + std::to_string(r) + "'s step reads no '" +
+                       ins.name +
+                       "'; its evaluation reads what its step reads");
+          if (data.ranks.empty() || data.ranks.back() != r)
+            data.ranks.push_back(r);
+          defined[ins.dst] = true;
+        } else if (op == "call") {
+          ins.op = RankInstruction::Op::Call;
+          std::string name = v.string(field("function"), fieldPath("function"));
+          auto it = functionIndex.find(name);
+          if (it == functionIndex.end())
+            v.fail(fieldPath("function"), where + "no function '" + name +
+                                              "' (functions: " + functionNames +
+                                              ")");
+          ins.function = it->second;
+          const FunctionSpec &function = manifest.functions[ins.function];
+          if (ientry.contains("weights")) {
+            const json &weights =
+                v.object(ientry["weights"], fieldPath("weights"));
+            bool save = weights.contains("save"), use = weights.contains("use");
+            if (save == use || weights.size() != 1)
+              v.fail(fieldPath("weights"),
+                     where + "expected exactly one of \"save\" and \"use\"");
+            std::string key = save ? "save" : "use";
+            int64_t slot = static_cast<int64_t>(
+                v.unsignedInt(weights[key], fieldPath("weights") + "." + key));
+            (save ? ins.saveWeights : ins.useWeights) = slot;
+          }
+          if (ientry.contains("chunk"))
+            ins.chunk = static_cast<int64_t>(
+                v.unsignedInt(ientry["chunk"], fieldPath("chunk")));
+          if (ientry.contains("replica")) {
+            uint64_t replica =
+                v.unsignedInt(ientry["replica"], fieldPath("replica"));
+            // NOTE: non-uniform replication: checked against the rank's
+            // stage once rank_layout is read (below).
+            if (replica >= p.replicas && !object.contains("stage_replicas"))
+              v.fail(fieldPath("replica"),
+                     where + "replica " + std::to_string(replica) +
+                         " is out of range (the pipeline has " +
+                         std::to_string(p.replicas) + " replicas)");
+            ins.replica = static_cast<int64_t>(replica);
+          }
+          if (ientry.contains("microbatch"))
+            ins.microbatch = microbatch();
+          if (ientry.contains("action"))
+            ins.action = v.string(ientry["action"], fieldPath("action"));
+          if (ientry.contains("stage"))
+            ins.stage = static_cast<int64_t>(
+                v.unsignedInt(ientry["stage"], fieldPath("stage")));
+          std::vector<const BufferSpec *> valueIn, valueOut;
+          for (const BufferSpec &b : function.buffers) {
+            if (isBoundBuffer(b))
+              continue;
+            (b.role == PD_ROLE_INPUT ? valueIn : valueOut).push_back(&b);
+          }
+          auto registerList =
+              [&](const char *key,
+                  const std::vector<const BufferSpec *> &buffers,
+                  std::vector<size_t> &out) {
+                std::string apath = fieldPath(key);
+                const json &list = v.array(field(key), apath);
+                const char *what =
+                    std::string(key) == "args" ? "argument" : "result";
+                if (list.size() != buffers.size()) {
+                  std::string names;
+                  for (const BufferSpec *b : buffers)
+                    names += (names.empty() ? "" : ", ") + b->name + " " +
+                             describe(b->type);
+                  v.fail(apath,
+                         where + "function '" + function.name + "' takes " +
+                             std::to_string(buffers.size()) + " value " + what +
+                             (buffers.size() == 1 ? "" : "s") + " (" +
+                             (names.empty() ? "none" : names) + "), got " +
+                             std::to_string(list.size()) + " registers");
+                }
+                for (size_t k = 0; k < list.size(); ++k) {
+                  std::string kpath = Validator::index(apath, k);
+                  size_t index = reg(list[k], kpath);
+                  const TensorType &type = registers[index];
+                  if (type.dtype != buffers[k]->type.dtype ||
+                      type.shape != buffers[k]->type.shape)
+                    v.fail(kpath, where + "register " + std::to_string(index) +
+                                      " is " + describe(type) + " but " + what +
+                                      " '" + buffers[k]->name +
+                                      "' of function '" + function.name +
+                                      "' is " + describe(buffers[k]->type));
+                  out.push_back(index);
+                }
+              };
+          registerList("args", valueIn, ins.args);
+          registerList("results", valueOut, ins.results);
+          for (size_t k = 0; k < ins.args.size(); ++k)
+            read(ins.args[k], Validator::index(fieldPath("args"), k));
+          std::set<size_t> written;
+          for (size_t k = 0; k < ins.results.size(); ++k) {
+            size_t index = ins.results[k];
+            std::string kpath = Validator::index(fieldPath("results"), k);
+            if (std::find(ins.args.begin(), ins.args.end(), index) !=
+                ins.args.end())
+              v.fail(kpath, where + "register " + std::to_string(index) +
+                                " is both an argument and a result of the "
+                                "call; results must not alias arguments");
+            if (!written.insert(index).second)
+              v.fail(kpath, where + "register " + std::to_string(index) +
+                                " receives two results of the call");
+            defined[index] = true;
+          }
+          called.insert(ins.function);
+        } else if (op == "send" || op == "recv") {
+          bool send = op == "send";
+          ins.op = send ? RankInstruction::Op::Send : RankInstruction::Op::Recv;
+          ins.peer = peer();
+          ins.tag = tag();
+          if (send) {
+            ins.src = reg(field("src"), fieldPath("src"));
+            read(ins.src, fieldPath("src"));
+            sends[{r, ins.peer}].push_back(
+                {ipath, ins.tag, &registers[ins.src]});
+          } else {
+            ins.dst = reg(field("dst"), fieldPath("dst"));
+            defined[ins.dst] = true;
+            recvs[{ins.peer, r}].push_back(
+                {ipath, ins.tag, &registers[ins.dst]});
+          }
+        } else if (op == "loss") {
+          ins.op = RankInstruction::Op::Loss;
           ins.src = reg(field("src"), fieldPath("src"));
           read(ins.src, fieldPath("src"));
-          sends[{r, ins.peer}].push_back(
-              {r, i, ins.tag, &rank.registers[ins.src]});
+          const TensorType &type = registers[ins.src];
+          if ((type.dtype != PD_DTYPE_F32 && type.dtype != PD_DTYPE_F64) ||
+              type.numElements != 1)
+            v.fail(fieldPath("src"), where + "the loss register " +
+                                         std::to_string(ins.src) + " is " +
+                                         describe(type) +
+                                         "; expected one f32 or f64 element");
+          ins.microbatch = microbatch();
+          auto &at = lossAt[static_cast<size_t>(ins.microbatch)];
+          if (at.first != std::numeric_limits<size_t>::max())
+            v.fail(ipath, where + "a second loss of micro-batch " +
+                              std::to_string(ins.microbatch) +
+                              " (the first is " + at.second + ")");
+          at = {r, ipath};
+        } else if (op == "all_reduce" && !eval) {
+          ins.op = RankInstruction::Op::AllReduce;
+          ins.name = v.string(field("buffer"), fieldPath("buffer"));
+          ins.type = v.tensorType(ientry, ipath);
+          if (!isFloat(ins.type.dtype))
+            v.fail(fieldPath("dtype"), where +
+                                           "an all-reduce sums a gradient, "
+                                           "which is a float, not " +
+                                           describe(ins.type));
+          ins.microbatch = microbatch();
+          const json &group = v.array(field("ranks"), fieldPath("ranks"));
+          for (size_t k = 0; k < group.size(); ++k) {
+            std::string kpath = Validator::index(fieldPath("ranks"), k);
+            uint64_t q = v.unsignedInt(group[k], kpath);
+            if (q >= numRanks || (!ins.group.empty() && q <= ins.group.back()))
+              v.fail(kpath, where +
+                                "the ranks of an all-reduce are distinct "
+                                "ranks of the pipeline (" +
+                                ranksText(numRanks) + "), ascending");
+            ins.group.push_back(static_cast<size_t>(q));
+          }
+          if (ins.group.size() < 2 ||
+              !std::binary_search(ins.group.begin(), ins.group.end(), r))
+            v.fail(fieldPath("ranks"),
+                   where + "an all-reduce needs two or more ranks, this one "
+                           "among them");
+          collectives[ins.group].resize(numRanks);
+          collectives[ins.group][r].push_back({i, ins.name, ins.type});
         } else {
-          ins.dst = reg(field("dst"), fieldPath("dst"));
-          defined[ins.dst] = true;
-          recvs[{ins.peer, r}].push_back(
-              {r, i, ins.tag, &rank.registers[ins.dst]});
+          v.fail(fieldPath("op"),
+                 where + "unknown op '" + op +
+                     (eval ? "' (an evaluation program has input, call, send, "
+                             "recv and loss)"
+                           : "' (expected input, call, send, recv, loss or "
+                             "all_reduce)"));
         }
-      } else if (op == "loss") {
-        ins.op = RankInstruction::Op::Loss;
-        ins.src = reg(field("src"), fieldPath("src"));
-        read(ins.src, fieldPath("src"));
-        const TensorType &type = rank.registers[ins.src];
-        if ((type.dtype != PD_DTYPE_F32 && type.dtype != PD_DTYPE_F64) ||
-            type.numElements != 1)
-          v.fail(fieldPath("src"), where + "the loss register " +
-                                       std::to_string(ins.src) + " is " +
-                                       describe(type) +
-                                       "; expected one f32 or f64 element");
-        ins.microbatch = microbatch();
-        auto &at = lossAt[static_cast<size_t>(ins.microbatch)];
-        if (at.first != std::numeric_limits<size_t>::max())
-          v.fail(ipath, where + "a second loss of micro-batch " +
-                            std::to_string(ins.microbatch) + " (the first is " +
-                            instructionPath(at.first, at.second) + ")");
-        at = {r, i};
-      } else if (op == "all_reduce") {
-        ins.op = RankInstruction::Op::AllReduce;
-        ins.name = v.string(field("buffer"), fieldPath("buffer"));
-        ins.type = v.tensorType(ientry, ipath);
-        if (!isFloat(ins.type.dtype))
-          v.fail(fieldPath("dtype"), where + "an all-reduce sums a gradient, "
-                                             "which is a float, not " +
-                                             describe(ins.type));
-        ins.microbatch = microbatch();
-        const json &group = v.array(field("ranks"), fieldPath("ranks"));
-        for (size_t k = 0; k < group.size(); ++k) {
-          std::string kpath = Validator::index(fieldPath("ranks"), k);
-          uint64_t q = v.unsignedInt(group[k], kpath);
-          if (q >= numRanks || (!ins.group.empty() && q <= ins.group.back()))
-            v.fail(kpath, where + "the ranks of an all-reduce are distinct "
-                                  "ranks of the pipeline (" +
-                              ranksText(numRanks) + "), ascending");
-          ins.group.push_back(static_cast<size_t>(q));
-        }
-        if (ins.group.size() < 2 ||
-            !std::binary_search(ins.group.begin(), ins.group.end(), r))
-          v.fail(fieldPath("ranks"),
-                 where + "an all-reduce needs two or more ranks, this one "
-                         "among them");
-        collectives[ins.group].resize(numRanks);
-        collectives[ins.group][r].push_back({i, ins.name, ins.type});
-      } else {
-        v.fail(fieldPath("op"), where + "unknown op '" + op +
-                                    "' (expected input, call, send, recv, "
-                                    "loss or all_reduce)");
+        out.push_back(std::move(ins));
       }
-      rank.program.push_back(std::move(ins));
+    };
+    std::string ppath = Validator::join(rpath, "program");
+    parseProgram(v.array(v.member(entry, rpath, "program"), ppath), ppath,
+                 /*eval=*/false, rank.registers, rank.program, sends, recvs,
+                 lossAt);
+    if (entry.contains("eval")) {
+      std::string epath = Validator::join(rpath, "eval");
+      const json &eval = v.object(entry["eval"], epath);
+      std::string gpath = Validator::join(epath, "registers");
+      const json &registers =
+          v.array(v.member(eval, epath, "registers"), gpath);
+      for (size_t g = 0; g < registers.size(); ++g) {
+        std::string path = Validator::index(gpath, g);
+        rank.evalRegisters.push_back(
+            v.tensorType(v.object(registers[g], path), path));
+      }
+      std::string path = Validator::join(epath, "program");
+      parseProgram(v.array(v.member(eval, epath, "program"), path), path,
+                   /*eval=*/true, rank.evalRegisters, rank.evalProgram,
+                   evalSends, evalRecvs, evalLossAt);
+      rank.hasEval = true;
+      ++ranksWithEval;
     }
     rank.functions.assign(called.begin(), called.end());
     parseRankWeights(v, entry, rpath, r, manifest, rank);
@@ -694,7 +754,7 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                                    std::to_string(p.microbatches) + ")");
     if (p.routed()) {
       if (p.layoutStage[lossAt[m].first] != p.layoutStage[lossAt[0].first])
-        v.fail(instructionPath(lossAt[m].first, lossAt[m].second),
+        v.fail(lossAt[m].second,
                "the loss of micro-batch " + std::to_string(m) +
                    " is on stage " +
                    std::to_string(p.layoutStage[lossAt[m].first]) +
@@ -707,10 +767,12 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
       continue;
     }
     if (lossAt[m].first != lossAt[0].first)
-      v.fail(instructionPath(lossAt[m].first, lossAt[m].second),
+      v.fail(lossAt[m].second,
              "the loss of micro-batch " + std::to_string(m) + " is on rank " +
-                 std::to_string(lossAt[m].first) + " but that of micro-batch 0 "
-                 "on rank " + std::to_string(lossAt[0].first) +
+                 std::to_string(lossAt[m].first) +
+                 " but that of micro-batch 0 "
+                 "on rank " +
+                 std::to_string(lossAt[0].first) +
                  "; all losses must be on the last stage's rank");
   }
   p.lossRank = lossAt[0].first;
@@ -741,50 +803,76 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
                                   p.labels + "' are " + describe(labels));
 
   // Both ends of every pair list the same messages in the same order.
-  std::set<std::pair<size_t, size_t>> pairs;
-  for (auto &entry : sends)
-    pairs.insert(entry.first);
-  for (auto &entry : recvs)
-    pairs.insert(entry.first);
-  for (const auto &pair : pairs) {
-    const std::vector<MessageEnd> &out = sends[pair];
-    const std::vector<MessageEnd> &in = recvs[pair];
-    std::string from = std::to_string(pair.first),
-                to = std::to_string(pair.second);
-    for (size_t k = 0; k < std::max(out.size(), in.size()); ++k) {
-      std::string nth = "message " + std::to_string(k) + " from rank " + from +
-                        " to rank " + to;
-      if (k >= in.size())
-        v.fail(instructionPath(out[k].rank, out[k].instruction),
-               "send to rank " + to + " with tag " +
-                   std::to_string(out[k].tag) + " (" + nth +
-                   ") has no matching recv: rank " + to + " receives " +
-                   std::to_string(in.size()) + " messages from rank " + from +
-                   " and rank " + from + " sends " +
-                   std::to_string(out.size()));
-      if (k >= out.size())
-        v.fail(instructionPath(in[k].rank, in[k].instruction),
-               "recv from rank " + from + " with tag " +
-                   std::to_string(in[k].tag) + " (" + nth +
-                   ") has no matching send: rank " + from + " sends " +
-                   std::to_string(out.size()) + " messages to rank " + to +
-                   " and rank " + to + " receives " +
-                   std::to_string(in.size()));
-      const MessageEnd &s = out[k], &q = in[k];
-      if (s.tag != q.tag)
-        v.fail(instructionPath(s.rank, s.instruction),
-               "send to rank " + to + " with tag " + std::to_string(s.tag) +
-                   " is " + nth + ", but the matching recv " +
-                   instructionPath(q.rank, q.instruction) + " expects tag " +
-                   std::to_string(q.tag) +
-                   " (both ranks must list their messages in the same order)");
-      if (s.type->dtype != q.type->dtype || s.type->shape != q.type->shape)
-        v.fail(instructionPath(s.rank, s.instruction),
-               "send to rank " + to + " with tag " + std::to_string(s.tag) +
-                   " sends " + describe(*s.type) + " but the matching recv " +
-                   instructionPath(q.rank, q.instruction) + " receives " +
-                   describe(*q.type));
+  auto matchMessages = [&](std::map<std::pair<size_t, size_t>,
+                                    std::vector<MessageEnd>> &sends,
+                           std::map<std::pair<size_t, size_t>,
+                                    std::vector<MessageEnd>> &recvs) {
+    std::set<std::pair<size_t, size_t>> pairs;
+    for (auto &entry : sends)
+      pairs.insert(entry.first);
+    for (auto &entry : recvs)
+      pairs.insert(entry.first);
+    for (const auto &pair : pairs) {
+      const std::vector<MessageEnd> &out = sends[pair];
+      const std::vector<MessageEnd> &in = recvs[pair];
+      std::string from = std::to_string(pair.first),
+                  to = std::to_string(pair.second);
+      for (size_t k = 0; k < std::max(out.size(), in.size()); ++k) {
+        std::string nth = "message " + std::to_string(k) + " from rank " +
+                          from + " to rank " + to;
+        if (k >= in.size())
+          v.fail(out[k].path, "send to rank " + to + " with tag " +
+                                  std::to_string(out[k].tag) + " (" + nth +
+                                  ") has no matching recv: rank " + to +
+                                  " receives " + std::to_string(in.size()) +
+                                  " messages from rank " + from + " and rank " +
+                                  from + " sends " +
+                                  std::to_string(out.size()));
+        if (k >= out.size())
+          v.fail(in[k].path, "recv from rank " + from + " with tag " +
+                                 std::to_string(in[k].tag) + " (" + nth +
+                                 ") has no matching send: rank " + from +
+                                 " sends " + std::to_string(out.size()) +
+                                 " messages to rank " + to + " and rank " + to +
+                                 " receives " + std::to_string(in.size()));
+        const MessageEnd &s = out[k], &q = in[k];
+        if (s.tag != q.tag)
+          v.fail(
+              s.path,
+              "send to rank " + to + " with tag " + std::to_string(s.tag) +
+                  " is " + nth + ", but the matching recv " + q.path +
+                  " expects tag " + std::to_string(q.tag) +
+                  " (both ranks must list their messages in the same order)");
+        if (s.type->dtype != q.type->dtype || s.type->shape != q.type->shape)
+          v.fail(s.path, "send to rank " + to + " with tag " +
+                             std::to_string(s.tag) + " sends " +
+                             describe(*s.type) + " but the matching recv " +
+                             q.path + " receives " + describe(*q.type));
+      }
     }
+  };
+  matchMessages(sends, recvs);
+
+  // Evaluation: every rank has a program or none; one loss, with the
+  // step's losses' rank.
+  if (ranksWithEval != 0 && ranksWithEval != numRanks)
+    v.fail("pipeline.ranks",
+           std::to_string(ranksWithEval) + " of " + ranksText(numRanks) +
+               " have an evaluation program (`eval`); every rank needs one");
+  if (ranksWithEval != 0) {
+    if (p.routed() || p.replicas > 1)
+      v.fail("pipeline.ranks[0].eval",
+             "evaluation programs run with one replica per stage");
+    if (evalLossAt[0].first == std::numeric_limits<size_t>::max())
+      v.fail("pipeline.ranks", "no rank's evaluation program has a loss "
+                               "instruction");
+    if (evalLossAt[0].first != p.lossRank)
+      v.fail(evalLossAt[0].second, "the evaluation loss is on rank " +
+                                       std::to_string(evalLossAt[0].first) +
+                                       " but the step's losses are on rank " +
+                                       std::to_string(p.lossRank));
+    matchMessages(evalSends, evalRecvs);
+    p.evaluates = true;
   }
 }
 

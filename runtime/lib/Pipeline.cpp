@@ -150,6 +150,10 @@ struct pd_rank {
   /// Register g's memory for every g (host or device): the entry's
   /// register table, and the interpreter's.
   std::vector<void *> registerTable;
+  /// Evaluation (`eval`): its registers, allocated at the first
+  /// pd_rank_evaluate.
+  std::vector<AlignedMemory> evalRegisters;
+  std::vector<void *> evalRegisterTable;
   /// Sends may go before a receive that precedes them (sendAhead): the
   /// transport buffers sends, the bundle is a CPU one, and
   /// PIPEDREAM_SEND_AHEAD is not 0.
@@ -263,6 +267,23 @@ void checkLabels(const PipelineSpec &spec, const pd_named_array &labels,
   pipedream::runtime::checkLabelRange(data.name, data.type.dtype, perRow,
                                       spec.numClasses, labels, numSamples,
                                       firstRow, rows);
+}
+
+/// Every array of the pipeline (matchData over all of spec.data, in its
+/// order), the labels of every sample checked: what pd_rank_check_data
+/// checks, so that every rank refuses a data set alike.
+std::vector<const pd_named_array *> matchAllData(const PipelineSpec &spec,
+                                                 const pd_named_array *arrays,
+                                                 size_t count,
+                                                 size_t &numSamples) {
+  std::vector<size_t> all(spec.data.size());
+  for (size_t d = 0; d < all.size(); ++d)
+    all[d] = d;
+  std::vector<const pd_named_array *> matched =
+      matchData(spec, all, arrays, count, numSamples);
+  if (!matched.empty())
+    checkLabels(spec, *matched.back(), numSamples, 0, numSamples);
+  return matched;
 }
 
 /// "recv from rank 1, tag 3" / "call stage0_F (F, stage 0, micro-batch 2)".
@@ -526,6 +547,8 @@ struct StepStatus {
 /// rank sends its status to rank 0, which picks the failure of the lowest
 /// micro-batch (then rank) and sends it back. On failure the step's
 /// persistent changes are undone and every rank throws the same Error.
+StepStatus agreeOnStatus(pd_rank &p, const char *where);
+
 void agreeOnStep(pd_rank &p) {
   p.stepAgreed = true;
   const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
@@ -584,6 +607,26 @@ void agreeOnStep(pd_rank &p) {
                                bad + ", check-finite)");
     }
   }
+  StepStatus agreed = agreeOnStatus(p, "agreeing on the step's status: ");
+  // Its own slice: rank 0 waits here for every rank's last F and B.
+  if (p.trace.enabled)
+    p.trace.add("agree", "step status", "", -1, -1, -1, -1, start);
+  if (!agreed.failed)
+    return;
+  p.stepSnapshot.restore();
+  std::string where =
+      (agreed.microbatch >= 0
+           ? "micro-batch " + std::to_string(agreed.microbatch) + ", "
+           : std::string()) +
+      "rank " + std::to_string(agreed.rank) + ": ";
+  throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
+}
+
+/// The ranks' agreement on the rank's first failure (p.stepFailure) of a
+/// step or an evaluation: every rank sends its status to rank 0, which
+/// picks the failure of the lowest micro-batch (then rank) and sends it
+/// back.
+StepStatus agreeOnStatus(pd_rank &p, const char *where) {
   StepStatus mine;
   mine.rank = static_cast<int64_t>(p.rank);
   if (!p.stepFailure.empty()) {
@@ -604,7 +647,6 @@ void agreeOnStep(pd_rank &p) {
     return std::tie(ma, a.rank) < std::tie(mb, b.rank);
   };
   if (ranks > 1) {
-    const char *where = "agreeing on the step's status: ";
     if (p.rank == 0) {
       for (size_t r = 1; r < ranks; ++r) {
         StepStatus theirs;
@@ -629,18 +671,7 @@ void agreeOnStep(pd_rank &p) {
       agreed.message[sizeof(agreed.message) - 1] = '\0';
     }
   }
-  // Its own slice: rank 0 waits here for every rank's last F and B.
-  if (p.trace.enabled)
-    p.trace.add("agree", "step status", "", -1, -1, -1, -1, start);
-  if (!agreed.failed)
-    return;
-  p.stepSnapshot.restore();
-  std::string where =
-      (agreed.microbatch >= 0
-           ? "micro-batch " + std::to_string(agreed.microbatch) + ", "
-           : std::string()) +
-      "rank " + std::to_string(agreed.rank) + ": ";
-  throw Error(PD_ERROR_CHECK_FAILED, where + agreed.message);
+  return agreed;
 }
 
 /// cuda bundles (their device code cannot report): the step's rows of
@@ -1096,7 +1127,10 @@ void runAllReduce(pd_rank &p, const RankInstruction &ins) {
 }
 
 /// call, interpreted.
-void interpretCall(pd_rank &p, const RankInstruction &ins) {
+/// call: p.arguments for `ins`, its value slots the registers of `table`
+/// (the bound ones are bindCall's).
+pd_function &valueArguments(pd_rank &p, const RankInstruction &ins,
+                            const std::vector<void *> &table) {
   pd_function &function = *p.bundle->functionByIndex[ins.function];
   p.arguments.assign(function.buffers.size(), nullptr);
   size_t a = 0, r = 0;
@@ -1104,10 +1138,14 @@ void interpretCall(pd_rank &p, const RankInstruction &ins) {
     const BufferSpec &buffer = function.spec.buffers[k];
     if (isBoundBuffer(buffer))
       continue;
-    p.arguments[k] = buffer.role == PD_ROLE_INPUT
-                         ? p.registerTable[ins.args[a++]]
-                         : p.registerTable[ins.results[r++]];
+    p.arguments[k] = buffer.role == PD_ROLE_INPUT ? table[ins.args[a++]]
+                                                  : table[ins.results[r++]];
   }
+  return function;
+}
+
+void interpretCall(pd_rank &p, const RankInstruction &ins) {
+  pd_function &function = valueArguments(p, ins, p.registerTable);
   beforeCall(p, ins);
   bindCall(p, ins, p.arguments.data());
   if (function.cuda) {
@@ -1260,6 +1298,57 @@ void interpretProgram(pd_rank &p) {
                         ins.op == RankInstruction::Op::Call
                             ? std::max(start, p.callReady)
                             : start);
+  }
+}
+
+/// Evaluation (pd_rank_evaluate): the rank's `eval` program once, on the
+/// micro-batch of rows from p.stepFirst (evaluation micro-batch
+/// `microbatch`), its loss added to p.stepTotal. Interpreted: it runs
+/// between steps, forward only (docs/Runtime.md "Evaluation").
+void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
+  const RankProgram &rank = *p.program;
+  const std::vector<void *> &table = p.evalRegisterTable;
+  for (size_t i = 0; i < rank.evalProgram.size(); ++i) {
+    const RankInstruction &ins = rank.evalProgram[i];
+    try {
+      switch (ins.op) {
+      case RankInstruction::Op::Input:
+        runInput(p, ins, static_cast<unsigned char *>(table[ins.dst]));
+        break;
+      case RankInstruction::Op::Call: {
+        pd_function &function = valueArguments(p, ins, table);
+        bindCall(p, ins, p.arguments.data());
+        function.entry(p.arguments.data());
+        finishCall(p, ins);
+        noteFailure(p, microbatch,
+                    pipedream::runtime::takeCheckFailure(function));
+        break;
+      }
+      case RankInstruction::Op::Send:
+        transportCall(pd_transport_send(
+            p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
+            table[ins.src], rank.evalRegisters[ins.src].numBytes));
+        break;
+      case RankInstruction::Op::Recv:
+        transportCall(pd_transport_recv(
+            p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
+            table[ins.dst], rank.evalRegisters[ins.dst].numBytes));
+        break;
+      case RankInstruction::Op::Loss:
+        p.stepTotal +=
+            readScalar(static_cast<const unsigned char *>(table[ins.src]),
+                       rank.evalRegisters[ins.src].dtype);
+        break;
+      case RankInstruction::Op::AllReduce:
+        throw Error(PD_ERROR_INTERNAL,
+                    "internal error: an evaluation program has no all-reduce");
+      }
+    } catch (const Error &e) {
+      throw Error(e.status, "evaluation micro-batch " +
+                                std::to_string(microbatch) + ", instruction " +
+                                std::to_string(i) + " (" +
+                                describeInstruction(p, ins) + "): " + e.what());
+    }
   }
 }
 
@@ -1764,15 +1853,8 @@ pd_status pd_rank_check_data(pd_rank *pipeline, const pd_named_array *arrays,
   if (!pipeline)
     return nullArgument("pd_rank_check_data", "pipeline");
   return guarded([&] {
-    const PipelineSpec &spec = *pipeline->spec;
-    std::vector<size_t> all(spec.data.size());
-    for (size_t d = 0; d < all.size(); ++d)
-      all[d] = d;
     size_t samples = 0;
-    std::vector<const pd_named_array *> matched =
-        matchData(spec, all, arrays, count, samples);
-    if (!matched.empty())
-      checkLabels(spec, *matched.back(), samples, 0, samples);
+    matchAllData(*pipeline->spec, arrays, count, samples);
     if (num_samples)
       *num_samples = samples;
     return PD_OK;
@@ -1904,6 +1986,85 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
     if (trace.enabled)
       trace.add("step", "", "", -1, -1, -1, -1, stepStart);
     ++trace.steps;
+    return PD_OK;
+  });
+}
+
+int pd_rank_can_evaluate(const pd_rank *pipeline) {
+  return pipeline && pipeline->spec->evaluates ? 1 : 0;
+}
+
+pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
+                           size_t count, double *loss) {
+  if (loss)
+    *loss = std::numeric_limits<double>::quiet_NaN();
+  if (!pipeline)
+    return nullArgument("pd_rank_evaluate", "pipeline");
+  pd_rank &p = *pipeline;
+  if (!p.spec->evaluates)
+    return fail(PD_ERROR_UNSUPPORTED,
+                p.bundle->dir + ": the pipeline has no evaluation program: "
+                                "compile it with pipedream-compile --evaluate");
+  if (p.cuda)
+    return fail(PD_ERROR_UNSUPPORTED,
+                p.bundle->dir + ": pipelines evaluate on CPU bundles only");
+  return onRank(p, [&] {
+    const PipelineSpec &spec = *p.spec;
+    const size_t b = spec.microbatchSize;
+    // Every array on every rank: a rank that reads none still runs one
+    // evaluation program per micro-batch.
+    size_t samples = 0;
+    std::vector<const pd_named_array *> matched =
+        matchAllData(spec, arrays, count, samples);
+    if (samples == 0 || samples % b != 0)
+      throw Error(PD_ERROR_INVALID_ARGUMENT,
+                  std::to_string(samples) +
+                      " samples, not a multiple of the micro-batch size " +
+                      std::to_string(b) + " (every sample counts once)");
+    const RankProgram &rank = *p.program;
+    if (p.evalRegisterTable.size() != rank.evalRegisters.size()) {
+      for (size_t g = 0; g < rank.evalRegisters.size(); ++g) {
+        p.evalRegisters.push_back(
+            allocateAligned(rank.evalRegisters[g].numBytes,
+                            "evaluation register " + std::to_string(g)));
+        p.evalRegisterTable.push_back(p.evalRegisters.back().get());
+      }
+    }
+    // runInput's arrays: those the rank reads, in p.reads' order.
+    p.stepData.clear();
+    for (size_t d : p.reads)
+      p.stepData.push_back(matched[d]);
+    p.stepSamples = samples;
+    p.stepTotal = 0;
+    p.stepFailure.clear();
+    p.failureMicrobatch = -1;
+    const size_t runs = samples / b;
+    for (size_t m = 0; m < runs; ++m) {
+      p.stepFirst = m * b;
+      interpretEvalProgram(p, static_cast<int64_t>(m));
+    }
+    StepStatus agreed =
+        agreeOnStatus(p, "agreeing on the evaluation's status: ");
+    if (agreed.failed)
+      throw Error(
+          PD_ERROR_CHECK_FAILED,
+          (agreed.microbatch >= 0 ? "evaluation micro-batch " +
+                                        std::to_string(agreed.microbatch) + ", "
+                                  : std::string()) +
+              "rank " + std::to_string(agreed.rank) + ": " + agreed.message);
+    // The mean of the micro-batch losses (each a mean over its samples),
+    // from the loss rank to rank 0.
+    double mean = p.stepTotal / static_cast<double>(runs);
+    if (p.rank == spec.lossRank && p.rank != 0)
+      transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS, &mean,
+                                      sizeof(mean)),
+                    "sending the evaluation loss to rank 0: ");
+    if (p.rank == 0 && spec.lossRank != 0)
+      transportCall(pd_transport_recv(p.transport, spec.lossRank,
+                                      PD_TAG_STEP_LOSS, &mean, sizeof(mean)),
+                    "receiving the evaluation loss: ");
+    if (loss && (p.rank == 0 || p.rank == spec.lossRank))
+      *loss = mean;
     return PD_OK;
   });
 }

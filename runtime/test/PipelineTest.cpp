@@ -37,6 +37,7 @@ using json = nlohmann::json;
 using pipedream::runtime::Error;
 using pipedream::runtime::Manifest;
 using pipedream::runtime::parseManifest;
+using pipedream::test::addChainEval;
 using pipedream::test::chainPipelineManifest;
 using pipedream::test::chainTrainingManifest;
 using pipedream::test::chainWeightNames;
@@ -393,6 +394,119 @@ TEST(PipelineBundle, DataChecks) {
   pd_transport_destroy(t[0]);
   pd_transport_destroy(t[1]);
   pd_bundle_close(bundle);
+}
+
+/// Runs `body(rank, pipeline)` on every rank of the pipeline bundle in
+/// `dir`, each on its own thread over the threads transport; returns each
+/// rank's error ("" when its body returned "").
+std::vector<std::string>
+onEveryRank(const std::string &dir, int ranks,
+            const std::function<std::string(int, pd_rank *)> &body) {
+  std::vector<pd_transport *> transports(ranks);
+  EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_rank *pipeline = nullptr;
+      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK ||
+          pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK)
+        errors[r] = pd_last_error();
+      else
+        errors[r] = body(r, pipeline);
+      if (!errors[r].empty())
+        pd_transport_abort(transports[r], errors[r].c_str());
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (pd_transport *t : transports)
+    pd_transport_destroy(t);
+  return errors;
+}
+
+// Evaluation (pd_rank_evaluate): the ranks' evaluation programs run the
+// forward of each micro-batch; before any step, the mean over the step's 8
+// samples is step 1's loss (the same F on the same weights, through the
+// step's program), bitwise; evaluating between steps changes none of
+// them; the loss is on rank 0 and the loss rank only.
+TEST(PipelineBundle, EvaluateIsTheForwardsMeanAndChangesNothing) {
+  for (int stages : {2, 4}) {
+    TempDir dir, plainDir;
+    std::string bin;
+    json manifest = chainPipelineManifest(stages, "1f1b", bin);
+    makeBundle(plainDir.path(), manifest.dump(), bin);
+    addChainEval(manifest);
+    makeBundle(dir.path(), manifest.dump(), bin);
+    ChainData data(8);
+    Result plain = trainPipeline(plainDir.path(), stages, data, 3);
+    std::vector<std::vector<double>> evals(stages), losses(stages);
+    std::vector<std::string> errors =
+        onEveryRank(dir.path(), stages, [&](int r, pd_rank *p) -> std::string {
+          if (!pd_rank_can_evaluate(p))
+            return "cannot evaluate";
+          for (int s = 0; s < 3; ++s) {
+            double eval = 0, loss = 0;
+            if (pd_rank_evaluate(p, data.arrays, 2, &eval) != PD_OK ||
+                pd_rank_step(p, data.arrays, 2, s * 8, &loss) != PD_OK)
+              return pd_last_error();
+            evals[r].push_back(eval);
+            losses[r].push_back(loss);
+          }
+          return "";
+        });
+    for (int r = 0; r < stages; ++r)
+      EXPECT_EQ(errors[r], "") << "rank " << r;
+    ASSERT_EQ(evals[0].size(), 3u);
+    // Every step's data is all 8 samples: the evaluation before step s is
+    // step s's loss.
+    EXPECT_EQ(losses[0], plain.losses) << stages << " stages";
+    for (int s = 0; s < 3; ++s)
+      EXPECT_EQ(evals[0][s], losses[0][s]) << "step " << s + 1;
+    EXPECT_EQ(evals[stages - 1], evals[0]);
+    for (int r = 1; r + 1 < stages; ++r)
+      EXPECT_TRUE(std::isnan(evals[r][0])) << "rank " << r;
+  }
+}
+
+TEST(PipelineBundle, EvaluateErrors) {
+  TempDir dir, plainDir;
+  std::string bin;
+  json manifest = chainPipelineManifest(2, "1f1b", bin);
+  makeBundle(plainDir.path(), manifest.dump(), bin);
+  addChainEval(manifest);
+  makeBundle(dir.path(), manifest.dump(), bin);
+  ChainData data(8), odd(3);
+  std::vector<std::string> errors =
+      onEveryRank(plainDir.path(), 2, [&](int, pd_rank *p) -> std::string {
+        double loss = 0;
+        if (pd_rank_can_evaluate(p))
+          return "can evaluate";
+        if (pd_rank_evaluate(p, data.arrays, 2, &loss) != PD_ERROR_UNSUPPORTED)
+          return "evaluated";
+        std::string message = pd_last_error();
+        if (message.find("the pipeline has no evaluation program: compile it "
+                         "with pipedream-compile --evaluate") ==
+            std::string::npos)
+          return message;
+        return std::isnan(loss) ? "" : "loss set";
+      });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  // Three samples are not micro-batches of 2: every rank refuses alike.
+  errors = onEveryRank(dir.path(), 2, [&](int, pd_rank *p) -> std::string {
+    double loss = 0;
+    if (pd_rank_evaluate(p, odd.arrays, 2, &loss) != PD_ERROR_INVALID_ARGUMENT)
+      return "evaluated";
+    std::string message = pd_last_error();
+    if (message.find("3 samples, not a multiple of the micro-batch size 2 "
+                     "(every sample counts once)") == std::string::npos)
+      return message;
+    return "";
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  EXPECT_EQ(pd_rank_evaluate(nullptr, data.arrays, 2, nullptr),
+            PD_ERROR_INVALID_ARGUMENT);
 }
 
 //===----------------------------------------------------------------------===//
@@ -989,6 +1103,91 @@ INSTANTIATE_TEST_SUITE_P(Cases, PipelineManifestErrors,
                          [](const ::testing::TestParamInfo<BadCase> &info) {
                            return std::string(info.param.label);
                          });
+
+/// `eval` on every rank of the 2-stage chain, then `edit` (for the error
+/// cases of evaluation programs).
+std::function<void(json &)> withEval(std::function<void(json &)> edit) {
+  return [edit](json &m) {
+    addChainEval(m);
+    edit(m);
+  };
+}
+
+json &evalIns(json &m, int rank, int i) {
+  return m["pipeline"]["ranks"][rank]["eval"]["program"][i];
+}
+
+// The evaluation programs of the 2-stage chain: rank 0: 0 input x, 1 call
+// F, 2 send; rank 1: 0 recv, 1 input y, 2 call F, 3 loss.
+const BadCase kBadEvalCases[] = {
+    {"EvalOnOneRank",
+     withEval([](json &m) { m["pipeline"]["ranks"][1].erase("eval"); }),
+     "pipeline.ranks: 1 of 2 ranks have an evaluation program (`eval`); "
+     "every rank needs one"},
+    {"EvalAllReduce", withEval([](json &m) {
+       auto &p = m["pipeline"]["ranks"][0]["eval"]["program"];
+       p.insert(p.end(), allReduce("grad:W0", {2, 2}));
+     }),
+     "pipeline.ranks[0].eval.program[3].op: rank 0, evaluation instruction "
+     "3: unknown op 'all_reduce' (an evaluation program has input, call, "
+     "send, recv and loss)"},
+    {"EvalMicrobatch",
+     withEval([](json &m) { evalIns(m, 0, 0)["microbatch"] = 1; }),
+     "pipeline.ranks[0].eval.program[0].microbatch: rank 0, evaluation "
+     "instruction 0: micro-batch 1 is out of range (an evaluation program "
+     "runs micro-batch 0)"},
+    {"EvalNoLoss", withEval([](json &m) {
+       m["pipeline"]["ranks"][1]["eval"]["program"].erase(3);
+     }),
+     "pipeline.ranks: no rank's evaluation program has a loss instruction"},
+    {"EvalTagMismatch", withEval([](json &m) { evalIns(m, 1, 0)["tag"] = 5; }),
+     "pipeline.ranks[0].eval.program[2]: send to rank 1 with tag 0 is "
+     "message 0 from rank 0 to rank 1, but the matching recv "
+     "pipeline.ranks[1].eval.program[0] expects tag 5"},
+    {"EvalMissingSend", withEval([](json &m) {
+       m["pipeline"]["ranks"][0]["eval"]["program"].erase(2);
+     }),
+     "pipeline.ranks[1].eval.program[0]: recv from rank 0 with tag 0 "
+     "(message 0 from rank 0 to rank 1) has no matching send"},
+    {"EvalReadsOtherData", withEval([](json &m) {
+       evalIns(m, 0, 0)["name"] = "y";
+       m["pipeline"]["ranks"][0]["eval"]["registers"][0]["shape"] = {2};
+     }),
+     "pipeline.ranks[0].eval.program[0].name: rank 0, evaluation "
+     "instruction 0: rank 0's step reads no 'y'; its evaluation reads what "
+     "its step reads"},
+    {"EvalReadBeforeWrite",
+     withEval([](json &m) { evalIns(m, 1, 2)["args"][0] = 3; }),
+     "pipeline.ranks[1].eval.program[2].args[0]: rank 1, evaluation "
+     "instruction 2: reads register 3 before any instruction of the program "
+     "writes it"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Eval, PipelineManifestErrors,
+                         ::testing::ValuesIn(kBadEvalCases),
+                         [](const ::testing::TestParamInfo<BadCase> &info) {
+                           return std::string(info.param.label);
+                         });
+
+TEST(PipelineManifest, ParsesEvaluationPrograms) {
+  std::string bin;
+  json manifest = chainPipelineManifest(4, "1f1b", bin);
+  EXPECT_FALSE(
+      parseManifest(manifest.dump(), "b/bundle.json").pipeline.evaluates);
+  addChainEval(manifest);
+  Manifest m = parseManifest(manifest.dump(), "b/bundle.json");
+  EXPECT_TRUE(m.pipeline.evaluates);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_TRUE(m.pipeline.ranks[r].hasEval);
+    // The step's program is the step's, the evaluation's its own.
+    EXPECT_GT(m.pipeline.ranks[r].program.size(),
+              m.pipeline.ranks[r].evalProgram.size());
+  }
+  EXPECT_EQ(m.pipeline.ranks[0].evalProgram.size(), 3u);
+  EXPECT_EQ(m.pipeline.ranks[3].evalProgram.size(), 4u);
+  EXPECT_EQ(m.pipeline.ranks[3].evalProgram.back().op,
+            pipedream::runtime::RankInstruction::Op::Loss);
+}
 
 TEST(PipelineManifest, ParsesTheChain) {
   std::string bin;

@@ -216,6 +216,26 @@ inline nlohmann::json chainRanks(int stages, const std::string &kind,
   return ranks;
 }
 
+/// `eval` of each rank of the chain (docs/Bundle.md "Evaluation in
+/// pipelines"): the forward of micro-batch 0 only (the chain's F updates
+/// nothing, so it serves as the evaluation function), as chainRanks lays
+/// it out.
+inline void addChainEval(nlohmann::json &manifest) {
+  nlohmann::json &ranks = manifest["pipeline"]["ranks"];
+  nlohmann::json forward =
+      chainRanks(static_cast<int>(ranks.size()), "gpipe", 1);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    nlohmann::json program = nlohmann::json::array();
+    for (const nlohmann::json &ins : forward[r]["program"]) {
+      program.push_back(ins);
+      if (ins["op"] == "send" || ins["op"] == "loss")
+        break;
+    }
+    ranks[r]["eval"] = {{"registers", forward[r]["registers"]},
+                        {"program", program}};
+  }
+}
+
 /// The pipeline bundle.json of the chain of K stages.
 inline nlohmann::json chainPipelineManifest(int stages,
                                             const std::string &kind,

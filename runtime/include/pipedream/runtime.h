@@ -543,6 +543,23 @@ PD_API pd_status pd_rank_check_data(pd_rank *r, const pd_named_array *arrays,
 PD_API pd_status pd_rank_step(pd_rank *r, const pd_named_array *arrays,
                               size_t count, uint64_t first_sample,
                               double *loss);
+/** 1 when every rank of the pipeline has an evaluation program
+ *  (pipedream-compile --evaluate: pipeline.ranks[r].eval), else 0. */
+PD_API int pd_rank_can_evaluate(const pd_rank *r);
+/** Collective, pd_trainer_evaluate for a pipeline: every rank calls it with
+ *  the same arrays, all of the pipeline's (checked as by
+ *  pd_rank_check_data, so that every rank refuses a data set alike). Runs the
+ * ranks' evaluation programs (each stage's forward in eval mode, the loss on
+ * the loss rank) on every micro-batch of the arrays in order, their number of
+ * samples a multiple of the micro-batch size (PD_ERROR_INVALID_ARGUMENT). *loss
+ * (may be NULL) is the mean loss on rank 0 and the loss rank (tag
+ *  PD_TAG_STEP_LOSS), NaN on the others. No weight, statistic or optimizer
+ *  state changes. A failed run-time check is agreed on by all ranks (tag
+ *  PD_TAG_STEP_STATUS): every rank returns PD_ERROR_CHECK_FAILED with the
+ *  same message ("evaluation micro-batch m, rank r: ..."). Between steps
+ *  only. PD_ERROR_UNSUPPORTED without evaluation programs. */
+PD_API pd_status pd_rank_evaluate(pd_rank *r, const pd_named_array *arrays,
+                                  size_t count, double *loss);
 /** pd_trainer_grad_norm for a pipeline: the norm over every stage, the
  *  same on every rank (the ranks sum its square before their updates). */
 PD_API double pd_rank_grad_norm(const pd_rank *r);
