@@ -596,7 +596,7 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
   std::optional<TimedPhase> rankPhase;
   rankPhase.emplace("rank programs");
   auto ranks = serializeRankPrograms(module);
-  if (failed(ranks))
+  if (failed(ranks) || failed(addEvalPrograms(module, *ranks)))
     return failure();
   // Each rank's step as a native entry of program.so (docs/Bundle.md).
   if (failed(lowerRankProgramsToNative(module, *ranks, prefix)))
@@ -657,13 +657,19 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
         roots.push_back(entry->str());
         roots.push_back(prefix + entry->str());
       }
-      if (const llvm::json::Array *program = rank->getArray("program"))
+      const llvm::json::Object *eval = rank->getObject("eval");
+      for (const llvm::json::Array *program :
+           {rank->getArray("program"),
+            eval ? eval->getArray("program") : nullptr}) {
+        if (!program)
+          continue;
         for (const llvm::json::Value &inst : *program)
           if (const llvm::json::Object *o = inst.getAsObject())
             if (o->getString("op") == "call")
               if (auto name = o->getString("function"))
                 if (auto it = symbolOf.find(*name); it != symbolOf.end())
                   roots.push_back(it->second);
+      }
     }
   }
   const nn::TrainingOptions &t = p.training.nn;

@@ -81,6 +81,7 @@ void pipedream::buildSchedulePipeline(OpPassManager &pm,
   stages.warmupSteps = opt.warmupSteps;
   stages.totalSteps = opt.totalSteps;
   stages.clipGradNorm = opt.clipGradNorm;
+  stages.evaluate = t.evaluate;
   stages.stageReplicas.assign(schedule.stageReplicas.begin(),
                               schedule.stageReplicas.end());
   pm.addPass(pp::createBuildStageTrainingPass(stages));

@@ -41,6 +41,16 @@ mlir::LogicalResult lowerRankProgramsToNative(mlir::ModuleOp module,
                                               llvm::json::Array &ranks,
                                               llvm::StringRef symbolPrefix);
 
+/// The per-rank evaluation programs (docs/Bundle.md "Evaluation in
+/// pipelines") of the `@stage<v>_E` functions of `module`
+/// (pipe-build-stage-training `evaluate`), as `eval` of each entry of
+/// `ranks`: one micro-batch's eval-mode forward through the stages in order,
+/// each message received right after it is sent in that one global order,
+/// the loss on the last stage's rank. Adds nothing when the module has no
+/// such function. Fails with an error diagnostic.
+mlir::LogicalResult addEvalPrograms(mlir::ModuleOp module,
+                                    llvm::json::Array &ranks);
+
 /// Erases every `pipe.program` of `module` (before code generation).
 void eraseProgramOps(mlir::ModuleOp module);
 

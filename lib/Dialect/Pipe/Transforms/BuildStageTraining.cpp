@@ -14,6 +14,8 @@
 //                weight gradients added to the `grad:<w>` accumulators
 //   @stage<v>_W  (split-backward) the weight gradients, from B's carries
 //   @stage<v>_U  the optimizer update of the stage's weights
+//   @stage<v>_E  (evaluate) the forward in eval mode; sends its cut tensors;
+//                the last stage returns the loss. Updates nothing.
 //
 // Each cut tensor is an *edge* with a number e: the producer's F returns it
 // as `pipe.send = e`, the consumer's F takes it as `pipe.recv = e`, the
@@ -227,6 +229,80 @@ buildGradientNorms(OpBuilder &b, MutableArrayRef<StageCall> calls,
 
 } // namespace
 
+/// The results a stage's forward returns (F and E alike): the value of
+/// each of the outlined function's results once per edge that sends it
+/// (`pipe.send = e`), then, on the last stage (`predictionResult` >= 0),
+/// the loss of the prediction against `labels` (null for --loss none).
+void addSendsAndLoss(
+    OpBuilder &b, Location loc,
+    std::map<std::pair<int64_t, unsigned>, SmallVector<int64_t>> &sendsOf,
+    int64_t v, func::ReturnOp calleeRet, IRMapping &mapping,
+    int64_t predictionResult, nn::LossKind lossKind, Value labels,
+    SmallVectorImpl<Value> &results,
+    SmallVectorImpl<NamedAttrList> &resultAttrs) {
+  for (unsigned j = 0, e = calleeRet.getNumOperands(); j < e; ++j)
+    for (int64_t edge : sendsOf[{v, j}]) {
+      results.push_back(mapping.lookup(calleeRet.getOperand(j)));
+      NamedAttrList attrs;
+      attrs.set("pipe.send", b.getI64IntegerAttr(edge));
+      resultAttrs.push_back(attrs);
+    }
+  if (predictionResult < 0)
+    return;
+  results.push_back(nn::buildLoss(
+      b, loc, lossKind, mapping.lookup(calleeRet.getOperand(predictionResult)),
+      labels));
+  NamedAttrList attrs;
+  attrs.set(NNNames::kRoleAttrName, b.getStringAttr("loss"));
+  attrs.set(NNNames::kNameAttrName, b.getStringAttr("loss"));
+  resultAttrs.push_back(attrs);
+}
+
+/// `@stage<v>_E` (evaluate): the stage's forward as imported (eval mode:
+/// BatchNorm with its running statistics, Dropout the identity) with the
+/// arguments of `stageFn` (its data inputs, received edges and weights,
+/// bound by name to the buffers the step trains), returning its sent edges
+/// and, on the last stage (`predictionResult` >= 0), the loss. It updates
+/// nothing.
+void buildEvalStage(
+    OpBuilder &b, const StageCall &c, func::FuncOp stageFn,
+    std::map<std::pair<int64_t, unsigned>, SmallVector<int64_t>> &sendsOf,
+    int64_t v, int64_t predictionResult, nn::LossKind lossKind,
+    bool hasLabels) {
+  func::FuncOp callee = c.callee;
+  Block &body = callee.front();
+  Location loc = callee.getLoc();
+  bool last = predictionResult >= 0;
+  unsigned numArgs = callee.getNumArguments() + (last && hasLabels ? 1 : 0);
+  SmallVector<Type> argTypes(stageFn.getArgumentTypes().take_front(numArgs));
+  b.setInsertionPoint(stageFn);
+  auto eval = func::FuncOp::create(b, loc, ("stage" + Twine(v) + "_E").str(),
+                                   b.getFunctionType(argTypes, {}));
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (DictionaryAttr attrs = stageFn.getArgAttrDict(i))
+      eval.setArgAttrs(i, attrs);
+  eval->setAttr(PipeDialect::kStageAttrName, c.stage);
+  Block *entry = eval.addEntryBlock();
+  IRMapping mapping;
+  for (unsigned i = 0, e = callee.getNumArguments(); i < e; ++i)
+    mapping.map(callee.getArgument(i), entry->getArgument(i));
+  b.setInsertionPointToStart(entry);
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+  SmallVector<Value> results;
+  SmallVector<NamedAttrList> resultAttrs;
+  addSendsAndLoss(
+      b, loc, sendsOf, v, cast<func::ReturnOp>(body.getTerminator()), mapping,
+      predictionResult, lossKind,
+      last && hasLabels ? entry->getArgument(callee.getNumArguments())
+                        : Value(),
+      results, resultAttrs);
+  func::ReturnOp::create(b, loc, results);
+  eval.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [j, attrs] : llvm::enumerate(resultAttrs))
+    eval.setResultAttrs(j, attrs.getDictionary(b.getContext()));
+}
+
 void BuildStageTrainingPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
@@ -303,6 +379,15 @@ void BuildStageTrainingPass::runOnOperation() {
       return signalPassFailure();
     }
   int64_t numStages = calls.size();
+  if (evaluate)
+    for (int64_t v = 0; v < numStages; ++v)
+      if (Operation *taken =
+              module.lookupSymbol(("stage" + Twine(v) + "_E").str())) {
+        taken->emitError() << "pipe-build-stage-training: evaluate builds "
+                              "@stage"
+                           << v << "_E, but the module already has it";
+        return signalPassFailure();
+      }
 
   // Edges: one per pipe.transfer (producer result -> consumer operand).
   DenseMap<Operation *, int64_t> callIndex;
@@ -449,6 +534,10 @@ void BuildStageTrainingPass::runOnOperation() {
       stageFn.setArgAttr(i, "pipe.input", b.getStringAttr(labelsName));
       stageFn.setArgAttr(i, NNNames::kNoGradAttrName, b.getUnitAttr());
     }
+    if (evaluate)
+      buildEvalStage(b, c, stageFn, sendsOf, v,
+                     last ? static_cast<int64_t>(predictionResult) : -1,
+                     *lossKind, hasLabels);
     std::string seedName = "rng_seed:" + base;
     unsigned seedIndex = argTypes.size() - 1;
     if (hasDropout) {
@@ -467,25 +556,14 @@ void BuildStageTrainingPass::runOnOperation() {
     nn::cloneInTrainingMode(b, body, mapping, rngSeed, statUpdates,
                             dropoutsBefore);
     dropoutsBefore += nn::countRandomDropouts(body);
-    auto calleeRet = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<Value> results;
     SmallVector<NamedAttrList> resultAttrs;
-    for (unsigned j = 0, e = callee.getNumResults(); j < e; ++j)
-      for (int64_t edge : sendsOf[{v, j}]) {
-        results.push_back(mapping.lookup(calleeRet.getOperand(j)));
-        NamedAttrList attrs;
-        attrs.set("pipe.send", b.getI64IntegerAttr(edge));
-        resultAttrs.push_back(attrs);
-      }
-    if (last) {
-      results.push_back(nn::buildLoss(
-          b, loc, *lossKind, mapping.lookup(calleeRet.getOperand(predictionResult)),
-          hasLabels ? entry->getArgument(callee.getNumArguments()) : Value()));
-      NamedAttrList attrs;
-      attrs.set(NNNames::kRoleAttrName, b.getStringAttr("loss"));
-      attrs.set(NNNames::kNameAttrName, b.getStringAttr("loss"));
-      resultAttrs.push_back(attrs);
-    }
+    addSendsAndLoss(
+        b, loc, sendsOf, v, cast<func::ReturnOp>(body.getTerminator()), mapping,
+        last ? static_cast<int64_t>(predictionResult) : -1, *lossKind,
+        last && hasLabels ? entry->getArgument(callee.getNumArguments())
+                          : Value(),
+        results, resultAttrs);
     for (auto [operand, updated] : statUpdates) {
       auto arg = dyn_cast<BlockArgument>(operand);
       if (!arg || arg.getOwner() != &body ||

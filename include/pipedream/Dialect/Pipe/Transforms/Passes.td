@@ -79,7 +79,9 @@ def BuildStageTrainingPass
     optimizer update of the stage's weights; Adam's counter is
     `step:stage<v>`) and, with `clip-grad-norm`, `@stage<v>_N` (the squared
     norm of the gradients U applies, added into
-    `grad:pipedream.grad_norm_sq`, which U reads to clip). Every cut tensor is an edge e: `pipe.send = e` on the
+    `grad:pipedream.grad_norm_sq`, which U reads to clip). With `evaluate`,
+    `@stage<v>_E` is the stage's forward as imported (eval mode), sending
+    the same edges, the last stage returning the loss. Every cut tensor is an edge e: `pipe.send = e` on the
     producer's F result, `pipe.recv = e` on the consumer's F argument, and
     `pipe.grad = e` on the gradient B returns / takes. Weights, gradient
     accumulators and optimizer state are runtime-bound (docs/Pipe.md,
@@ -127,6 +129,10 @@ def BuildStageTrainingPass
            "most this (clip_grad_norm_; 0: no clipping): each stage gets a "
            "`_N` function adding its gradients' squared norm into "
            "`grad:pipedream.grad_norm_sq`, which its `_U` reads">,
+    Option<"evaluate", "evaluate", "bool", "false",
+           "Also build @stage<v>_E per stage: the forward as imported (eval "
+           "mode) with the same edges, the last stage returning the loss; "
+           "the bundle's per-rank evaluation programs call them">,
     ListOption<"stageReplicas", "stage-replicas", "int64_t",
                "Non-uniform replication: the replicas of each stage (rank). "
                "With clip-grad-norm, every replica of a stage computes the "
