@@ -52,7 +52,8 @@ const char kUsage[] =
     "  --inputs IN.npz          input arrays, named after the model's inputs\n"
     "  --outputs OUT.npz        where to write the outputs (replaced)\n"
     "  --data DATA.npz          training data: the inputs and the labels\n"
-    "  --steps N                optimizer steps (default 1)\n"
+    "  --steps N                optimizer steps (default 1; 0 with\n"
+    "                           --eval-data: evaluate without training)\n"
     "  --save-onnx TRAINED.onnx the bundle's model.onnx with the trained\n"
     "                           weights\n"
     "  --loss-log LOSS.csv      `step,loss` per step (step from 1)\n"
@@ -263,9 +264,14 @@ bool parseArguments(int argc, char **argv, Options &options, bool &help,
     return false;
   }
   if (!options.steps.empty()) {
-    if (!positiveCount(options.steps, options.numSteps)) {
-      message =
-          "--steps: expected a positive integer, got '" + options.steps + "'";
+    // --steps 0 --eval-data: evaluate the weights as they are (the
+    // bundle's, or --resume's checkpoint's) without training.
+    if (options.steps == "0" && !options.evalData.empty()) {
+      options.numSteps = 0;
+    } else if (!positiveCount(options.steps, options.numSteps)) {
+      message = "--steps: expected a positive integer (or 0 with "
+                "--eval-data: evaluate without training), got '" +
+                options.steps + "'";
       return false;
     }
   }

@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -64,6 +65,9 @@ struct PipelineRun {
   const Options *options = nullptr;
   NamedArrays arrays;
   std::vector<pd_named_array> views;
+  /// --eval-data: its arrays (none without).
+  NamedArrays evalArrays;
+  std::vector<pd_named_array> evalViews;
   /// Set when a rank fails, so a hung test rank stops waiting (Hooks.h).
   std::atomic<bool> failed{false};
   /// One process per rank (MPI): each rank's peak memory is its own.
@@ -98,6 +102,29 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
                          &samples) != PD_OK) {
     quiet = true;
     return dataMessage(options, pd_last_error());
+  }
+  // --eval-data: checked on every rank alike before the first step.
+  std::function<pd_status(double *)> evaluate;
+  if (!options.evalData.empty()) {
+    quiet = true;
+    if (!pd_rank_can_evaluate(pipeline))
+      return options.bundleDir +
+             ": --eval-data needs an evaluation program: compile the bundle "
+             "with pipedream-compile --evaluate";
+    size_t evalSamples = 0;
+    if (pd_rank_check_data(pipeline, run.evalViews.data(), run.evalViews.size(),
+                           &evalSamples) != PD_OK)
+      return dataMessage(options.evalData, pd_last_error());
+    size_t b = pd_bundle_pipeline_microbatch_size(bundle);
+    if (b == 0 || evalSamples % b != 0)
+      return options.evalData + ": " + std::to_string(evalSamples) +
+             " samples, not a multiple of the micro-batch size " +
+             std::to_string(b) + " (every sample counts once)";
+    quiet = false;
+    evaluate = [&](double *loss) {
+      return pd_rank_evaluate(pipeline, run.evalViews.data(),
+                              run.evalViews.size(), loss);
+    };
   }
   OnnxWriter onnx;
   std::string message;
@@ -137,6 +164,7 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
   };
   if (clipsGradients(pd_bundle_pipeline_optimizer(bundle)))
     functions.gradNorm = [&] { return pd_rank_grad_norm(pipeline); };
+  functions.evaluate = evaluate;
   StepLoopResult steps = runSteps(options, rank, batch, samples, start,
                                   functions, progress, &run.failed);
   if (!steps.error.empty()) {
@@ -241,6 +269,12 @@ bool loadData(PipelineRun &run, pd_bundle *bundle, bool warn,
   if (!pipedream::npy::readNpz(run.options->data, run.arrays, message))
     return false;
   run.views = trainingViews(*run.options, bundle, run.arrays, warn);
+  const std::string &eval = run.options->evalData;
+  if (!eval.empty()) {
+    if (!pipedream::npy::readNpz(eval, run.evalArrays, message))
+      return false;
+    run.evalViews = trainingViews(eval, bundle, run.evalArrays, warn);
+  }
   return true;
 }
 
@@ -576,19 +610,10 @@ void applyThreads(const Options &options, size_t ranksHere) {
 
 /// --data on a pipeline bundle: sets `code` and returns true; returns false
 /// for any other bundle (trained by `train`).
-/// --eval-data on a pipeline bundle.
-static int refuseEvalData(const Options &options) {
-  return error(options.bundleDir +
-               ": --eval-data evaluates single-rank training bundles; a "
-               "pipeline bundle has no evaluation program yet (evaluate the "
-               "model --save-onnx writes)");
-}
-
 bool trainPipeline(const Options &options, int &code) {
   if ((underMpirun() && options.transport != "threads") ||
       underTorchrun(options)) {
-    code = options.evalData.empty() ? runMpiRank(options)
-                                    : refuseEvalData(options);
+    code = runMpiRank(options);
     return true;
   }
   pd_bundle *bundle = nullptr;
@@ -613,10 +638,6 @@ bool trainPipeline(const Options &options, int &code) {
     pd_bundle *bundle;
     ~Closer() { pd_bundle_close(bundle); }
   } closer{bundle};
-  if (!options.evalData.empty()) {
-    code = refuseEvalData(options);
-    return true;
-  }
   size_t ranks = pd_bundle_pipeline_ranks(bundle);
   if ((options.transport == "mpi" || options.transport == "nccl") &&
       options.ranks.empty()) {

@@ -80,8 +80,11 @@ void Progress::step(uint64_t index, double loss, double seconds) {
 
 void Progress::finish() {
   if (ran == 0) {
-    std::printf("trained 0 steps (all %llu steps were done already)\n",
-                static_cast<unsigned long long>(steps));
+    if (steps == 0)
+      std::printf("trained 0 steps (--steps 0)\n");
+    else
+      std::printf("trained 0 steps (all %llu steps were done already)\n",
+                  static_cast<unsigned long long>(steps));
     std::fflush(stdout);
     return;
   }
@@ -160,6 +163,35 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
     }
     return true;
   };
+  // --eval-data: the eval-mode loss now, as text for the log; false (with
+  // result.error) when it failed.
+  auto evaluate = [&](std::string &column) {
+    double evalLoss = 0;
+    if (pd_status status = functions.evaluate(&evalLoss); status != PD_OK) {
+      result.error = options.evalData + ": " + pd_last_error();
+      // A pipeline's failed check is agreed by every rank: said once.
+      result.checkFailed = status == PD_ERROR_CHECK_FAILED;
+      return false;
+    }
+    char value[48];
+    std::snprintf(value, sizeof(value), "%.9g", evalLoss);
+    column = value;
+    return true;
+  };
+  auto printEval = [&](uint64_t done, const std::string &column) {
+    std::printf("eval loss after step %llu: %s\n",
+                static_cast<unsigned long long>(done), column.c_str());
+    std::fflush(stdout);
+  };
+  // No step to run (--steps 0, or resumed at the last step): the weights
+  // as they are.
+  if (functions.evaluate && start >= options.numSteps) {
+    std::string column;
+    if (!evaluate(column))
+      return result;
+    if (rank == 0)
+      printEval(start, column);
+  }
   for (uint64_t s = start; s < options.numSteps; ++s) {
     if (failed && hooks().beforeStep) {
       result.error = hooks().beforeStep(rank, s + 1, *failed);
@@ -201,22 +233,13 @@ StepLoopResult runSteps(const Options &options, size_t rank, size_t batch,
     if (functions.evaluate &&
         ((options.evalSteps && (s + 1) % options.evalSteps == 0) ||
          s + 1 == options.numSteps)) {
-      double evalLoss = 0;
-      if (functions.evaluate(&evalLoss) != PD_OK) {
-        result.error = options.evalData + ": " + pd_last_error();
+      if (!evaluate(evalColumn))
         return result;
-      }
-      char value[48];
-      std::snprintf(value, sizeof(value), "%.9g", evalLoss);
-      evalColumn = value;
     }
     if (rank == 0) {
       progress.step(s + 1, loss, seconds.count());
-      if (!evalColumn.empty()) {
-        std::printf("eval loss after step %llu: %s\n",
-                    static_cast<unsigned long long>(s + 1), evalColumn.c_str());
-        std::fflush(stdout);
-      }
+      if (!evalColumn.empty())
+        printEval(s + 1, evalColumn);
       char line[96];
       if (functions.gradNorm)
         std::snprintf(line, sizeof(line), "%llu,%.9g,%.9g",

@@ -8,7 +8,10 @@ eval mode (Dropout off), and, to show that the evaluation is not train
 mode, the same module in train mode gives a different loss. Prints `OK ...`
 or `MISMATCH ...`; exits non-zero on a mismatch.
 
-usage: eval_dropout.py --bin BUILD/bin --work DIR
+With `--stages K` the bundle is a K-stage 1F1B pipeline: its ranks'
+evaluation programs run the stages in eval mode.
+
+usage: eval_dropout.py --bin BUILD/bin --work DIR [--stages K]
 """
 
 import argparse
@@ -33,6 +36,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
+    p.add_argument("--stages", type=int, default=None)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     torch.manual_seed(0)
@@ -52,7 +56,9 @@ def main():
     subprocess.run([os.path.join(args.bin, "pipedream-compile"), onnx_path,
                     "--loss", "cross-entropy", "--optimizer", "adam", "--lr",
                     "0.01", "--microbatches", "2", "--batch-size", "8",
-                    "--evaluate", "-o", bundle], check=True)
+                    "--evaluate", "-o", bundle,
+                    *(["--stages", str(args.stages), "--schedule", "1f1b"]
+                      if args.stages else [])], check=True)
     log = os.path.join(args.work, "loss.csv")
     trained = os.path.join(args.work, "trained.onnx")
     subprocess.run([os.path.join(args.bin, "pipedream-run"), bundle, "--data",
@@ -83,7 +89,8 @@ def main():
     rel = abs(evals[-1] - want) / abs(want)
     bad = len(evals) != 3 or rel > RTOL or \
         abs(train_mode - want) / abs(want) < 1e-3
-    print(f"{'MISMATCH' if bad else 'OK'} dropout eval: losses "
+    tag = f" {args.stages} stages" if args.stages else ""
+    print(f"{'MISMATCH' if bad else 'OK'} dropout eval{tag}: losses "
           f"{' '.join(f'{v:.6f}' for v in evals)}; torch eval mode "
           f"{want:.6f} (train mode {train_mode:.6f}); relative error "
           f"{rel:.2g}")
