@@ -186,6 +186,14 @@ class CompiledModel:
             raise ValueError("train: steps must be >= 0")
         return list(self._pipeline().train(dict(data), int(steps)))
 
+    def evaluate(self, data):
+        """The mean loss of the model as trained so far in eval mode
+        (Dropout off, BatchNorm with its running statistics) over every
+        sample of `data` ({name: array}, as for train; the number of samples
+        a multiple of the micro-batch size), through each rank's evaluation
+        program; changes nothing. Needs compile(..., evaluate=True)."""
+        return float(self._pipeline().evaluate(dict(data)))
+
     @property
     def grad_norms(self):
         """With clip_grad_norm=: the gradient norm of every step so far,
@@ -222,7 +230,8 @@ def compile(model, stages=4, schedule="1f1b", microbatches=8,
       batch_size,
       labels_name, momentum, nesterov,
       weight_decay, beta1, beta2, eps, lr_schedule, warmup_steps,
-      total_steps, clip_grad_norm, partition, split_after, cost_model,
+      total_steps, clip_grad_norm, evaluate, partition, split_after,
+      cost_model,
       device, memory_limit, input_shapes, target_cpu, opt_level, gemm,
       onnx_checker (False for --no-onnx-checker), freeze / train (lists
       of weight names or regular expressions, as --freeze / --train).

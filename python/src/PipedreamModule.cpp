@@ -283,39 +283,83 @@ public:
 
   /// `steps` optimizer steps; step s (counted over every call) on samples
   /// [s*B, (s+1)*B) modulo the data's length, as pipedream-run does.
-  std::vector<double> train(const py::dict &data, uint64_t steps) {
-    usable();
-    // Contiguous copies (when needed) kept alive while the ranks run.
+  /// The arrays of `data` as the runtime's views (DataViews keeps
+  /// contiguous copies, where needed, alive), checked against the pipeline
+  /// (ValueError); `samples` is their number of samples.
+  struct DataViews {
     std::vector<py::array> arrays;
     std::vector<std::string> names;
     std::vector<std::vector<int64_t>> shapes;
+    std::vector<pd_named_array> views;
+    size_t samples = 0;
+  };
+  void viewData(const py::dict &data, DataViews &d) {
     for (auto item : data) {
-      names.push_back(item.first.cast<std::string>());
+      d.names.push_back(item.first.cast<std::string>());
       py::array array = py::array::ensure(
           item.second, py::array::c_style | py::array::forcecast);
       if (!array)
-        throw py::value_error("training data: '" + names.back() +
+        throw py::value_error("training data: '" + d.names.back() +
                               "' is not an array");
-      arrays.push_back(array);
+      d.arrays.push_back(array);
     }
-    std::vector<pd_named_array> views;
-    for (size_t i = 0; i < arrays.size(); ++i) {
-      std::optional<pd_dtype> dtype = dtypeOf(arrays[i].dtype());
+    for (size_t i = 0; i < d.arrays.size(); ++i) {
+      std::optional<pd_dtype> dtype = dtypeOf(d.arrays[i].dtype());
       if (!dtype)
-        throw py::value_error("training data: '" + names[i] +
-                              "' has dtype " +
-                              py::str(arrays[i].dtype()).cast<std::string>() +
+        throw py::value_error("training data: '" + d.names[i] + "' has dtype " +
+                              py::str(d.arrays[i].dtype()).cast<std::string>() +
                               ", which pipedream does not have");
-      shapes.emplace_back(arrays[i].shape(),
-                          arrays[i].shape() + arrays[i].ndim());
-      views.push_back({names[i].c_str(), *dtype, shapes[i].size(),
-                       shapes[i].data(), arrays[i].data(),
-                       static_cast<size_t>(arrays[i].nbytes())});
+      d.shapes.emplace_back(d.arrays[i].shape(),
+                            d.arrays[i].shape() + d.arrays[i].ndim());
+      d.views.push_back({d.names[i].c_str(), *dtype, d.shapes[i].size(),
+                         d.shapes[i].data(), d.arrays[i].data(),
+                         static_cast<size_t>(d.arrays[i].nbytes())});
     }
-    size_t samples = 0;
-    if (pd_rank_check_data(pipelines[0], views.data(), views.size(),
-                           &samples) != PD_OK)
+    if (pd_rank_check_data(pipelines[0], d.views.data(), d.views.size(),
+                           &d.samples) != PD_OK)
       throw py::value_error(pd_last_error());
+  }
+
+  /// The mean eval-mode loss over every sample of `data` (pd_rank_evaluate
+  /// on every rank), changing nothing.
+  double evaluate(const py::dict &data) {
+    usable();
+    if (!pd_rank_can_evaluate(pipelines[0]))
+      throw std::runtime_error(
+          dir + ": the pipeline has no evaluation program: compile it with "
+                "evaluate=True");
+    DataViews d;
+    viewData(data, d);
+    size_t b = pd_bundle_pipeline_microbatch_size(bundles[0]);
+    if (b == 0 || d.samples % b != 0)
+      throw py::value_error("evaluation data: " + std::to_string(d.samples) +
+                            " samples, not a multiple of the micro-batch "
+                            "size " +
+                            std::to_string(b) + " (every sample counts once)");
+    double loss = std::nan("");
+    std::vector<RankError> errors(ranks());
+    {
+      py::gil_scoped_release release;
+      runRanks(errors, [&](size_t r) {
+        double mine = 0;
+        pd_status status = pd_rank_evaluate(pipelines[r], d.views.data(),
+                                            d.views.size(), &mine);
+        if (r == 0)
+          loss = mine;
+        return status;
+      });
+    }
+    // An agreed failed check (every rank's) leaves the pipeline usable.
+    raiseIfFailed(errors, /*agreedFailureKeepsUsable=*/true);
+    return loss;
+  }
+
+  std::vector<double> train(const py::dict &data, uint64_t steps) {
+    usable();
+    DataViews d;
+    viewData(data, d);
+    std::vector<pd_named_array> &views = d.views;
+    size_t samples = d.samples;
     size_t batch = batchSize();
     std::vector<double> losses(steps, std::nan("")),
         stepNorms(steps, std::nan(""));
@@ -410,7 +454,8 @@ private:
 
   /// Raises the root cause: the first rank that failed by itself (the
   /// others then fail with PD_ERROR_PEER or PD_ERROR_TIMEOUT naming it).
-  void raiseIfFailed(const std::vector<RankError> &errors) {
+  void raiseIfFailed(const std::vector<RankError> &errors,
+                     bool agreedFailureKeepsUsable = false) {
     const RankError *cause = nullptr;
     size_t rank = 0;
     for (size_t r = 0; r < errors.size(); ++r) {
@@ -427,7 +472,11 @@ private:
     }
     if (!cause)
       return;
-    broken = true;
+    broken =
+        !(agreedFailureKeepsUsable &&
+          std::all_of(errors.begin(), errors.end(), [](const RankError &e) {
+            return e.status == PD_ERROR_CHECK_FAILED;
+          }));
     brokenMessage = cause->message;
     std::string prefix = "rank " + std::to_string(rank) + ": ";
     throw std::runtime_error(cause->message.rfind(prefix, 0) == 0
@@ -486,6 +535,7 @@ PYBIND11_MODULE(_pipedream, m) {
       .def_property_readonly("input_names", &PipelineTrainer::inputNames)
       .def_property_readonly("labels_name", &PipelineTrainer::labelsName)
       .def("train", &PipelineTrainer::train, py::arg("data"), py::arg("steps"))
+      .def("evaluate", &PipelineTrainer::evaluate, py::arg("data"))
       .def("weights", &PipelineTrainer::weights)
       .def("save_onnx", &PipelineTrainer::saveOnnx, py::arg("path"));
 }

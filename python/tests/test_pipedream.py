@@ -371,3 +371,52 @@ def test_freeze_train_options(mlp_model):
     with pytest.raises(pipedream.CompileError,
                        match="--train 'nope.*' matches no weight"):
         pipedream.compile(mlp_model.model_path, train=["nope.*"], **SETTINGS)
+
+
+def test_evaluate(mlp_model, mlp_data, bin_dir, tmp_path):
+    """evaluate=True and CompiledModel.evaluate: the mean eval-mode loss
+    through the ranks' evaluation programs equals the cross-entropy of the
+    MLP's forward with the current weights (numpy, float64), before and
+    after training, equals pipedream-run --eval-data's, and changes
+    nothing: training after evaluating equals training alone."""
+    model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "e",
+                              evaluate=True, **SETTINGS)
+    held_out = {"x": mlp_data["x"][:12], "labels": mlp_data["labels"][:12]}
+
+    def reference(weights):
+        names = sorted(n for n in weights if n.endswith(".weight"))
+        h = held_out["x"].astype(np.float64)
+        for i, name in enumerate(names):
+            h = h @ weights[name].astype(np.float64).T + \
+                weights[name[:-len("weight")] + "bias"]
+            if i + 1 < len(names):
+                h = np.maximum(h, 0)
+        h -= h.max(axis=1, keepdims=True)
+        log_p = h - np.log(np.exp(h).sum(axis=1, keepdims=True))
+        return -np.mean(log_p[np.arange(12), held_out["labels"]])
+
+    before = model.evaluate(held_out)
+    assert before == pytest.approx(reference(model.weights()), rel=1e-6)
+    losses = model.train(mlp_data, steps=2)
+    after = model.evaluate(held_out)
+    assert after == pytest.approx(reference(model.weights()), rel=1e-6)
+    assert after != before
+    plain = pipedream.compile(mlp_model.model_path,
+                              output_dir=tmp_path / "p", **SETTINGS)
+    assert plain.train(mlp_data, steps=2) == losses
+    # pipedream-run evaluates the same bundle alike.
+    np.savez(tmp_path / "data.npz", **mlp_data)
+    np.savez(tmp_path / "eval.npz", **held_out)
+    out = subprocess.run(
+        [os.path.join(bin_dir, "pipedream-run"), model.bundle_dir, "--data",
+         str(tmp_path / "data.npz"), "--steps", "2", "--eval-data",
+         str(tmp_path / "eval.npz")], check=True, capture_output=True,
+        text=True).stdout
+    assert "eval loss after step 2: %.9g" % after in out
+    with pytest.raises(ValueError, match="10 samples, not a multiple of the "
+                                         "micro-batch size 4"):
+        model.evaluate({n: a[:10] for n, a in held_out.items()})
+    with pytest.raises(RuntimeError, match="compile it with evaluate=True"):
+        plain.evaluate(held_out)
+    # Still usable after the refusals.
+    assert model.evaluate(held_out) == after
