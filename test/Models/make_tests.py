@@ -12,7 +12,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-CHECKS = ["import", "forward", "sgd", "1f1b", "async", "recompute"]
+CHECKS = ["import", "forward", "sgd", "1f1b", "async", "recompute", "eval"]
 
 WHAT = {
     "import": "imports (pipedream-compile --inference --emit nn)",
@@ -35,6 +35,10 @@ WHAT = {
                  "--recompute full (every stage stashes its inputs and "
                  "runs its forward again in B) equal PyTorch float64 with "
                  "gradient accumulation (1e-4 relative)",
+    "eval": "evaluated by a 2-rank interleaved-1f1b pipeline (4 stages, "
+            "--evaluate, pipedream-run --steps 0 --eval-data): the loss "
+            "equals the cross-entropy of PyTorch's eval-mode logits (1e-4 "
+            "relative)",
     "async": "3 steps of a 2-stage PipeDream (weight stashing) pipeline on "
              "threads equal the sequential execution of the same schedule "
              "(1e-5 relative)",

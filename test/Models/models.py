@@ -36,6 +36,13 @@ NAME.onnx and its PyTorch float64 references NAME.npz). CHECK is one of:
   threads, against PyTorch with torch.nn.utils.clip_grad_norm_ before
   each step (`NAME.clip.npz`; only the models make_corpus.py lists in
   CLIP_MODELS);
+- `eval`: the `forward` check's inputs (labels: the first rows of the
+  training labels) evaluated by a 2-rank interleaved-1f1b pipeline with 2
+  virtual stages per rank, compiled with `--evaluate` and run with
+  `pipedream-run --steps 0 --eval-data` (the untrained weights through
+  the ranks' evaluation programs): the loss equals the cross-entropy of
+  PyTorch's eval-mode logits, computed here in float64, within 1e-4
+  relative;
 - `async`: a 2-stage PipeDream (weight stashing) pipeline on threads,
   3 steps, equal (1e-5) to the sequential execution of the same schedule
   by the reference interpreter of test/Training/Inputs/pipeline_compare.py
@@ -69,7 +76,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CORPUS = os.path.join(ROOT, "models", "corpus")
 CHECKS = ["import", "forward", "sgd", "1f1b", "async", "sgd-freeze",
-          "schedules", "clip", "recompute"]
+          "schedules", "clip", "recompute", "eval"]
 # `schedules`: (schedule, stages, virtual stages per rank).
 SCHEDULES = [("gpipe", 2, 1), ("zb-h1", 2, 1), ("1f1b", 4, 1),
              ("interleaved-1f1b", 2, 2), ("interleaved-zb", 2, 2),
@@ -218,6 +225,40 @@ def run_check(bin_dir, entry, corpus, check, work):
         return f"logits {list(want.shape)}, relative error {r:.2g}"
 
     data_path, arrays = data_file(entry, ref, work)
+    if check == "eval":
+        inputs = {n: ref[f"forward/{n}"] for n in entry["inputs"]}
+        n = next(iter(inputs.values())).shape[0]
+        labels = ref["data/labels"][:n]
+        logits = ref["forward/output"].astype(np.float64)
+        flat = logits.reshape(-1, logits.shape[-1])
+        top = flat.max(axis=1, keepdims=True)
+        logsumexp = np.log(np.exp(flat - top).sum(axis=1)) + top[:, 0]
+        want = float(np.mean(logsumexp - flat[np.arange(len(flat)),
+                                              labels.reshape(-1)]))
+        eval_path = os.path.join(work, "eval.npz")
+        np.savez(eval_path, labels=labels, **inputs)
+        b, m = entry["microbatch_size"], entry["pipeline_microbatches"]
+        bundle = os.path.join(work, "eval")
+        tool([compile_, onnx_path, "-O0", "--loss", "cross-entropy",
+              "--microbatches", str(m), "--batch-size", str(m * b),
+              "--stages", "2", "--virtual-stages", "2", "--schedule",
+              "interleaved-1f1b", "--evaluate", "-o", bundle],
+             "pipedream-compile --evaluate --virtual-stages 2")
+        out = tool([run, bundle, "--data", data_path, "--eval-data",
+                    eval_path, "--steps", "0", "--timeout", "120"],
+                   "pipedream-run --steps 0 --eval-data")
+        lines = [l for l in out.splitlines()
+                 if l.startswith("eval loss after step 0: ")]
+        if len(lines) != 1:
+            raise Failure(f"no evaluation line in pipedream-run's output")
+        got = float(lines[0].split(": ")[1])
+        r = rel_loss(got, want)
+        if r > RTOL:
+            raise Failure(f"eval loss {got!r}, PyTorch eval mode {want!r} "
+                          f"({r:.3g} relative)")
+        return (f"eval loss {got:.6f} of {n} samples over 4 stages on 2 "
+                f"ranks; PyTorch eval mode {want:.6f}, relative error "
+                f"{r:.2g}")
     initial = initializers(onnx_path)
     b = entry["microbatch_size"]
     steps = entry["steps"]
