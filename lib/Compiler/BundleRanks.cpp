@@ -150,6 +150,9 @@ LogicalResult addEvalPrograms(ModuleOp module, llvm::json::Array &ranks) {
     llvm::json::Array args, results;
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
       auto type = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (!type)
+        return fn.emitError() << "evaluation function argument " << i
+                              << " is not a ranked tensor";
       if (auto edge = fn.getArgAttrOfType<IntegerAttr>(i, "pipe.recv")) {
         auto it = edgeRegister.find(edge.getInt());
         if (it == edgeRegister.end())

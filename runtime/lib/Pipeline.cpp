@@ -1304,7 +1304,7 @@ void interpretProgram(pd_rank &p) {
 /// Evaluation (pd_rank_evaluate): the rank's `eval` program once, on the
 /// micro-batch of rows from p.stepFirst (evaluation micro-batch
 /// `microbatch`), its loss added to p.stepTotal. Interpreted: it runs
-/// between steps, forward only (docs/Runtime.md "Evaluation").
+/// between steps, forward only (docs/Bundle.md "Evaluation in pipelines").
 void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
   const RankProgram &rank = *p.program;
   const std::vector<void *> &table = p.evalRegisterTable;
