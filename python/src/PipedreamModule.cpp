@@ -447,6 +447,9 @@ private:
         // An empty message still aborts: the others must stop waiting.
         if (outcome.error.empty())
           outcome.error = pd_status_string(status);
+        // A failed check every rank agreed on: nobody waits for this one,
+        // and the transports stay usable.
+        outcome.abort = status != PD_ERROR_CHECK_FAILED;
       }
       return outcome;
     });

@@ -420,3 +420,30 @@ def test_evaluate(mlp_model, mlp_data, bin_dir, tmp_path):
         plain.evaluate(held_out)
     # Still usable after the refusals.
     assert model.evaluate(held_out) == after
+
+
+def test_evaluate_failed_check_keeps_the_trainer(tmp_path):
+    """A token id outside GPT-2's embedding fails the evaluation on the
+    rank that reads it; every rank agrees (RuntimeError naming the node),
+    and the trainer stays usable: the next evaluation and training run."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    model = pipedream.compile(
+        os.path.join(root, "models", "corpus", "gpt2-ts.onnx"), stages=2,
+        schedule="1f1b", microbatches=2, batch_size=4, loss="cross-entropy",
+        optimizer="sgd", lr=0.1, opt_level=0, evaluate=True,
+        output_dir=tmp_path / "gpt")
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 64, size=(4, 8))
+    data = {"input_ids": ids, "labels": ids}
+    good = model.evaluate(data)
+    bad = dict(data, input_ids=ids.copy())
+    bad["input_ids"][3, 1] = 500
+    with pytest.raises(RuntimeError,
+                       match="evaluation micro-batch 1, rank 0: node "
+                             "'/transformer/wte/Gather' \\(op Gather\\): "
+                             "index 500 out of range"):
+        model.evaluate(bad)
+    assert model.evaluate(data) == good
+    (loss,) = model.train(data, steps=1)
+    assert np.isfinite(loss)
