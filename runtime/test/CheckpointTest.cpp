@@ -317,37 +317,18 @@ TEST(TrainerCheckpoint, Errors) {
 std::vector<std::string>
 runRanks(const std::string &dir, int ranks,
          const std::function<std::string(int, pd_rank *)> &body) {
-  std::vector<pd_transport *> transports(ranks);
-  EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
-  std::vector<std::string> errors(ranks);
   std::vector<std::string> weights;
-  std::vector<std::thread> threads;
+  std::vector<std::string> errors = pipedream::test::onEveryRank(
+      dir, ranks, [&](int r, pd_bundle *bundle, pd_rank *p) {
+        std::string error = body(r, p);
+        if (error.empty() && pd_rank_gather_weights(p) != PD_OK)
+          error = pd_last_error();
+        if (r == 0)
+          weights = weightsOf(bundle);
+        return error;
+      });
   for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      pd_bundle *bundle = nullptr;
-      pd_rank *pipeline = nullptr;
-      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK ||
-          pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK) {
-        errors[r] = pd_last_error();
-        pd_transport_abort(transports[r], errors[r].c_str());
-        pd_bundle_close(bundle);
-        return;
-      }
-      errors[r] = body(r, pipeline);
-      if (errors[r].empty() && pd_rank_gather_weights(pipeline) != PD_OK)
-        errors[r] = pd_last_error();
-      if (!errors[r].empty())
-        pd_transport_abort(transports[r], errors[r].c_str());
-      if (r == 0)
-        weights = weightsOf(bundle);
-      pd_bundle_close(bundle);
-    });
-  for (auto &thread : threads)
-    thread.join();
-  for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(errors[r], "") << "rank " << r;
-    pd_transport_destroy(transports[r]);
-  }
   return weights;
 }
 

@@ -42,6 +42,7 @@ using pipedream::test::chainPipelineManifest;
 using pipedream::test::chainTrainingManifest;
 using pipedream::test::chainWeightNames;
 using pipedream::test::makeBundle;
+using pipedream::test::onEveryRank;
 using pipedream::test::TempDir;
 
 namespace {
@@ -396,36 +397,6 @@ TEST(PipelineBundle, DataChecks) {
   pd_bundle_close(bundle);
 }
 
-/// Runs `body(rank, pipeline)` on every rank of the pipeline bundle in
-/// `dir`, each on its own thread over the threads transport; returns each
-/// rank's error ("" when its body returned "").
-std::vector<std::string>
-onEveryRank(const std::string &dir, int ranks,
-            const std::function<std::string(int, pd_rank *)> &body) {
-  std::vector<pd_transport *> transports(ranks);
-  EXPECT_EQ(pd_transport_create_threads(ranks, transports.data()), PD_OK);
-  std::vector<std::string> errors(ranks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      pd_bundle *bundle = nullptr;
-      pd_rank *pipeline = nullptr;
-      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK ||
-          pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK)
-        errors[r] = pd_last_error();
-      else
-        errors[r] = body(r, pipeline);
-      if (!errors[r].empty())
-        pd_transport_abort(transports[r], errors[r].c_str());
-      pd_bundle_close(bundle);
-    });
-  for (auto &thread : threads)
-    thread.join();
-  for (pd_transport *t : transports)
-    pd_transport_destroy(t);
-  return errors;
-}
-
 // Evaluation (pd_rank_evaluate): the ranks' evaluation programs run the
 // forward of each micro-batch; before any step, the mean over the step's 8
 // samples is step 1's loss (the same F on the same weights, through the
@@ -442,8 +413,8 @@ TEST(PipelineBundle, EvaluateIsTheForwardsMeanAndChangesNothing) {
     ChainData data(8);
     Result plain = trainPipeline(plainDir.path(), stages, data, 3);
     std::vector<std::vector<double>> evals(stages), losses(stages);
-    std::vector<std::string> errors =
-        onEveryRank(dir.path(), stages, [&](int r, pd_rank *p) -> std::string {
+    std::vector<std::string> errors = onEveryRank(
+        dir.path(), stages, [&](int r, pd_bundle *, pd_rank *p) -> std::string {
           if (!pd_rank_can_evaluate(p))
             return "cannot evaluate";
           for (int s = 0; s < 3; ++s) {
@@ -478,8 +449,8 @@ TEST(PipelineBundle, EvaluateErrors) {
   addChainEval(manifest);
   makeBundle(dir.path(), manifest.dump(), bin);
   ChainData data(8), odd(3);
-  std::vector<std::string> errors =
-      onEveryRank(plainDir.path(), 2, [&](int, pd_rank *p) -> std::string {
+  std::vector<std::string> errors = onEveryRank(
+      plainDir.path(), 2, [&](int, pd_bundle *, pd_rank *p) -> std::string {
         double loss = 0;
         if (pd_rank_can_evaluate(p))
           return "can evaluate";
@@ -494,16 +465,18 @@ TEST(PipelineBundle, EvaluateErrors) {
       });
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
   // Three samples are not micro-batches of 2: every rank refuses alike.
-  errors = onEveryRank(dir.path(), 2, [&](int, pd_rank *p) -> std::string {
-    double loss = 0;
-    if (pd_rank_evaluate(p, odd.arrays, 2, &loss) != PD_ERROR_INVALID_ARGUMENT)
-      return "evaluated";
-    std::string message = pd_last_error();
-    if (message.find("3 samples, not a multiple of the micro-batch size 2 "
-                     "(every sample counts once)") == std::string::npos)
-      return message;
-    return "";
-  });
+  errors = onEveryRank(
+      dir.path(), 2, [&](int, pd_bundle *, pd_rank *p) -> std::string {
+        double loss = 0;
+        if (pd_rank_evaluate(p, odd.arrays, 2, &loss) !=
+            PD_ERROR_INVALID_ARGUMENT)
+          return "evaluated";
+        std::string message = pd_last_error();
+        if (message.find("3 samples, not a multiple of the micro-batch size 2 "
+                         "(every sample counts once)") == std::string::npos)
+          return message;
+        return "";
+      });
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
   EXPECT_EQ(pd_rank_evaluate(nullptr, data.arrays, 2, nullptr),
             PD_ERROR_INVALID_ARGUMENT);

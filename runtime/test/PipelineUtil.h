@@ -16,10 +16,14 @@
 #ifndef PIPEDREAM_RUNTIME_TEST_PIPELINEUTIL_H
 #define PIPEDREAM_RUNTIME_TEST_PIPELINEUTIL_H
 
+#include "pipedream/runtime.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pipedream {
@@ -234,6 +238,39 @@ inline void addChainEval(nlohmann::json &manifest) {
     ranks[r]["eval"] = {{"registers", forward[r]["registers"]},
                         {"program", program}};
   }
+}
+
+/// Runs `body(rank, bundle, pipeline)` on every rank of the pipeline
+/// bundle in `dir`, each on its own thread over the threads transport
+/// (rank r's bundle opened with pd_bundle_open_rank); a rank whose body
+/// fails aborts its transport, so the others stop waiting. Returns each
+/// rank's error ("" when its body returned "").
+inline std::vector<std::string> onEveryRank(
+    const std::string &dir, int ranks,
+    const std::function<std::string(int, pd_bundle *, pd_rank *)> &body) {
+  std::vector<pd_transport *> transports(ranks);
+  if (pd_transport_create_threads(ranks, transports.data()) != PD_OK)
+    return std::vector<std::string>(ranks, pd_last_error());
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_rank *pipeline = nullptr;
+      if (pd_bundle_open_rank(dir.c_str(), r, &bundle) != PD_OK ||
+          pd_rank_create(bundle, r, transports[r], &pipeline) != PD_OK)
+        errors[r] = pd_last_error();
+      else
+        errors[r] = body(r, bundle, pipeline);
+      if (!errors[r].empty())
+        pd_transport_abort(transports[r], errors[r].c_str());
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : threads)
+    thread.join();
+  for (pd_transport *t : transports)
+    pd_transport_destroy(t);
+  return errors;
 }
 
 /// The pipeline bundle.json of the chain of K stages.

@@ -115,11 +115,10 @@ std::string runRank(PipelineRun &run, size_t rank, pd_transport *transport,
     if (pd_rank_check_data(pipeline, run.evalViews.data(), run.evalViews.size(),
                            &evalSamples) != PD_OK)
       return dataMessage(options.evalData, pd_last_error());
-    size_t b = pd_bundle_pipeline_microbatch_size(bundle);
-    if (b == 0 || evalSamples % b != 0)
-      return options.evalData + ": " + std::to_string(evalSamples) +
-             " samples, not a multiple of the micro-batch size " +
-             std::to_string(b) + " (every sample counts once)";
+    std::string bad = evalSamplesError(
+        options, evalSamples, pd_bundle_pipeline_microbatch_size(bundle));
+    if (!bad.empty())
+      return bad;
     quiet = false;
     evaluate = [&](double *loss) {
       return pd_rank_evaluate(pipeline, run.evalViews.data(),

@@ -137,6 +137,15 @@ std::vector<pd_named_array> trainingViews(const std::string &file,
   return views;
 }
 
+std::string evalSamplesError(const Options &options, size_t samples,
+                             size_t microbatchSize) {
+  if (microbatchSize != 0 && samples % microbatchSize == 0)
+    return "";
+  return options.evalData + ": " + std::to_string(samples) +
+         " samples, not a multiple of the micro-batch size " +
+         std::to_string(microbatchSize) + " (every sample counts once)";
+}
+
 std::string dataMessage(const Options &options, std::string text) {
   return dataMessage(options.data, std::move(text));
 }
@@ -369,11 +378,10 @@ int train(const Options &options, pd_bundle *bundle) {
     if (pd_trainer_check_data(trainer, evalViews.data(), evalViews.size(),
                               &evalSamples) != PD_OK)
       return error(dataMessage(options.evalData, pd_last_error()));
-    size_t b = pd_bundle_training_microbatch_size(bundle);
-    if (b == 0 || evalSamples % b != 0)
-      return error(options.evalData + ": " + std::to_string(evalSamples) +
-                   " samples, not a multiple of the micro-batch size " +
-                   std::to_string(b) + " (every sample counts once)");
+    std::string bad = evalSamplesError(
+        options, evalSamples, pd_bundle_training_microbatch_size(bundle));
+    if (!bad.empty())
+      return error(bad);
     functions.evaluate = [&](double *loss) {
       return pd_trainer_evaluate(trainer, evalViews.data(), evalViews.size(),
                                  loss);

@@ -105,6 +105,12 @@ std::vector<pd_named_array> trainingViews(const std::string &file,
                                           const npy::NamedArrays &arrays,
                                           bool warn);
 
+/// --eval-data: "" when its `samples` split into micro-batches of
+/// `microbatchSize` (every sample counts once), else the one-line error
+/// naming the file.
+std::string evalSamplesError(const Options &options, size_t samples,
+                             size_t microbatchSize);
+
 /// A runtime message about the training data, naming the --data file
 /// instead of "training data: ".
 std::string dataMessage(const Options &options, std::string text);
