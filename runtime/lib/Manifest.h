@@ -16,6 +16,7 @@
 #include "pipedream/runtime.h"
 
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -243,8 +244,20 @@ struct PipelineSpec {
   /// gradients already summed over the replicas; "" without clipping.
   std::string gradNorm;
   std::vector<RankProgram> ranks;
-  /// Every rank has an evaluation program (`ranks[r].eval`).
+  /// Every rank has an evaluation program (`ranks[r].eval`; with
+  /// stage_replicas every stage's replica 0, world rank s for stage s).
   bool evaluates = false;
+  /// The rank whose evaluation program has the `loss` (a pipeline rank:
+  /// with stage_replicas, the last stage).
+  size_t evalLossRank = 0;
+  /// Evaluation with replicas (docs/Bundle.md "Evaluation in pipelines"):
+  /// true when every replica of a stage holds the same weights the
+  /// evaluation reads, so micro-batch m runs on replica m mod R of each
+  /// pipeline rank; false when an evaluation function reads state that
+  /// forwards advance per replica (BatchNorm running statistics): then
+  /// replica 0, whose weights are the ones written back and checkpointed,
+  /// evaluates every micro-batch.
+  bool evalSplitsOverReplicas = true;
   /// The rank whose program holds the M `loss` instructions (routed: the
   /// first of lossRanks).
   size_t lossRank = 0;
@@ -293,12 +306,36 @@ struct PipelineSpec {
   size_t worldRank(size_t program, size_t replica) const {
     return replica * ranks.size() + program;
   }
+  /// Evaluation: the pipeline rank whose `eval` world rank w runs (with
+  /// stage_replicas its stage, whose replica 0 has it), and which of that
+  /// pipeline rank's replicas w is.
+  size_t evalProgramOf(size_t world) const {
+    return routed() ? layoutStage[world] : programOf(world);
+  }
+  size_t evalReplicaOf(size_t world) const {
+    return routed() ? layoutReplica[world] : replicaOf(world);
+  }
+  /// Evaluation: the replicas of pipeline rank q, the one that evaluates
+  /// micro-batch m, and the world rank of its replica j.
+  size_t replicasOf(size_t q) const {
+    return routed() ? stageReplicas[q] : replicas;
+  }
+  size_t evalReplica(size_t q, size_t m) const {
+    return evalSplitsOverReplicas ? m % replicasOf(q) : 0;
+  }
+  size_t evalWorldRank(size_t q, size_t j) const {
+    return routed() ? stageMembers(q)[j] : worldRank(q, j);
+  }
   /// The functions world rank w calls: its program's, less those only other
   /// replicas run (sharded updates), ascending.
   std::vector<size_t> functionsOf(size_t world) const {
     const RankProgram &rank = ranks[programOf(world)];
+    const RankProgram &eval =
+        ranks[evaluates ? evalProgramOf(world) : programOf(world)];
+    std::set<size_t> candidates(rank.functions.begin(), rank.functions.end());
+    candidates.insert(eval.functions.begin(), eval.functions.end());
     std::vector<size_t> out;
-    for (size_t f : rank.functions) {
+    for (size_t f : candidates) {
       auto calls = [&](const std::vector<RankInstruction> &program) {
         for (const RankInstruction &ins : program)
           if (ins.op == RankInstruction::Op::Call && ins.function == f &&
@@ -307,7 +344,7 @@ struct PipelineSpec {
             return true;
         return false;
       };
-      if (calls(rank.program) || calls(rank.evalProgram))
+      if (calls(rank.program) || calls(eval.evalProgram))
         out.push_back(f);
     }
     return out;

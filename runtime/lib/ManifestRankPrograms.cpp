@@ -853,26 +853,63 @@ void parsePipeline(Validator &v, const json &value, Manifest &manifest) {
   };
   matchMessages(sends, recvs);
 
-  // Evaluation: every rank has a program or none; one loss, with the
-  // step's losses' rank.
-  if (ranksWithEval != 0 && ranksWithEval != numRanks)
+  // Evaluation: every rank has a program or none (with stage_replicas:
+  // every stage's replica 0, world rank s for stage s); one loss, with the
+  // step's losses' rank (stage).
+  const size_t evalRanks = p.routed() ? p.stageReplicas.size() : numRanks;
+  if (ranksWithEval != 0 && p.routed()) {
+    for (size_t r = 0; r < numRanks; ++r) {
+      if (p.ranks[r].hasEval != (p.layoutReplica[r] == 0))
+        v.fail(Validator::index("pipeline.ranks", r),
+               "rank " + std::to_string(r) + " is stage " +
+                   std::to_string(p.layoutStage[r]) + ", replica " +
+                   std::to_string(p.layoutReplica[r]) +
+                   (p.ranks[r].hasEval ? " and has" : " and lacks") +
+                   " an evaluation program (`eval`): with stage_replicas "
+                   "each stage's replica 0 has one, and only it");
+      else if (p.ranks[r].hasEval && p.layoutStage[r] != r)
+        v.fail(Validator::index("pipeline.ranks", r),
+               "rank " + std::to_string(r) + " is stage " +
+                   std::to_string(p.layoutStage[r]) +
+                   "'s replica 0: with evaluation programs, rank s must be "
+                   "stage s's replica 0 (their peers are stages)");
+    }
+  }
+  if (ranksWithEval != 0 && ranksWithEval != evalRanks)
     v.fail("pipeline.ranks",
            std::to_string(ranksWithEval) + " of " + ranksText(numRanks) +
                " have an evaluation program (`eval`); every rank needs one");
   if (ranksWithEval != 0) {
-    if (p.routed() || p.replicas > 1)
-      v.fail("pipeline.ranks[0].eval",
-             "evaluation programs run with one replica per stage");
     if (evalLossAt[0].first == std::numeric_limits<size_t>::max())
       v.fail("pipeline.ranks", "no rank's evaluation program has a loss "
                                "instruction");
-    if (evalLossAt[0].first != p.lossRank)
-      v.fail(evalLossAt[0].second, "the evaluation loss is on rank " +
-                                       std::to_string(evalLossAt[0].first) +
-                                       " but the step's losses are on rank " +
-                                       std::to_string(p.lossRank));
+    const size_t stepLoss = p.routed() ? p.layoutStage[p.lossRank] : p.lossRank;
+    if (evalLossAt[0].first != stepLoss)
+      v.fail(evalLossAt[0].second,
+             "the evaluation loss is on rank " +
+                 std::to_string(evalLossAt[0].first) + " but the step's " +
+                 (p.routed() ? "losses are on stage " : "losses are on rank ") +
+                 std::to_string(stepLoss));
     matchMessages(evalSends, evalRecvs);
     p.evaluates = true;
+    p.evalLossRank = evalLossAt[0].first;
+    // State a forward advances (what a call other than an update writes
+    // into a weight or state buffer: BatchNorm running statistics) may
+    // differ between replicas; an evaluation that reads it runs on replica
+    // 0 only.
+    std::set<std::string> advanced;
+    for (const RankProgram &rank : p.ranks)
+      for (const RankInstruction &ins : rank.program)
+        if (ins.op == RankInstruction::Op::Call && ins.action != "U")
+          for (const BufferSpec &b : manifest.functions[ins.function].buffers)
+            if (!b.updates.empty())
+              advanced.insert(b.updates);
+    for (const RankProgram &rank : p.ranks)
+      for (const RankInstruction &ins : rank.evalProgram)
+        if (ins.op == RankInstruction::Op::Call)
+          for (const BufferSpec &b : manifest.functions[ins.function].buffers)
+            if (isBoundBuffer(b) && advanced.count(b.name))
+              p.evalSplitsOverReplicas = false;
   }
 }
 

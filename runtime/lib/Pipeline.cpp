@@ -123,8 +123,10 @@ struct pd_rank {
   std::vector<DeviceMemory> deviceRegisters;
   bool cuda = false;
   /// cuda: host staging of inputs, losses and (unless the transport takes
-  /// device memory) messages; as large as the largest register.
+  /// device memory) messages; as large as the largest register
+  /// (stagingBytes, evaluation registers included once allocated).
   AlignedMemory staging;
+  size_t stagingBytes = 0;
   bool transportTakesDevice = false;
   /// The rank's grad buffers, zeroed before each step.
   std::vector<pd_buffer *> grads;
@@ -150,10 +152,15 @@ struct pd_rank {
   /// Register g's memory for every g (host or device): the entry's
   /// register table, and the interpreter's.
   std::vector<void *> registerTable;
-  /// Evaluation (`eval`): its registers, allocated at the first
-  /// pd_rank_evaluate.
+  /// Evaluation (`eval`): the program the rank runs (its own, or with
+  /// stage_replicas its stage's), its registers, allocated at the first
+  /// pd_rank_evaluate, and the evaluated arrays (all of the pipeline's, in
+  /// PipelineSpec::data order).
+  const RankProgram *evalProgram = nullptr;
   std::vector<AlignedMemory> evalRegisters;
+  std::vector<DeviceMemory> evalDeviceRegisters;
   std::vector<void *> evalRegisterTable;
+  std::vector<const pd_named_array *> evalData;
   /// Sends may go before a receive that precedes them (sendAhead): the
   /// transport buffers sends, the bundle is a CPU one, and
   /// PIPEDREAM_SEND_AHEAD is not 0.
@@ -405,26 +412,19 @@ void atInstruction(const pd_rank &p, size_t index, Body &&body) {
 }
 
 /// input: micro-batch rows of the data array into `target`.
-void runInput(pd_rank &p, const RankInstruction &ins, unsigned char *target) {
-  const PipelineSpec &spec = *p.spec;
-  size_t k = 0;
-  while (spec.data[p.reads[k]].name != ins.name)
-    ++k;
-  const PipelineData &data = spec.data[p.reads[k]];
-  size_t bytes = rowBytes(spec, data);
-  const size_t b = spec.microbatchSize, samples = p.stepSamples;
-  const unsigned char *source =
-      static_cast<const unsigned char *>(p.stepData[k]->data);
+/// One micro-batch of data `data` (array `array`, `samples` rows): rows
+/// [start, start + microbatch_size) modulo `samples` into `target` (cuda:
+/// through the staging buffer to the device).
+void copyMicrobatch(pd_rank &p, const PipelineData &data,
+                    const pd_named_array &array, size_t samples, size_t start,
+                    unsigned char *target) {
+  const size_t bytes = rowBytes(*p.spec, data), b = p.spec->microbatchSize;
+  const unsigned char *source = static_cast<const unsigned char *>(array.data);
   unsigned char *device = nullptr;
   if (p.cuda) {
     device = target;
     target = static_cast<unsigned char *>(p.staging.get());
   }
-  // NOTE: replica j trains on rows [j*M*b, (j+1)*M*b) of the step's batch.
-  size_t start = (p.stepFirst + (p.replica * spec.microbatches +
-                                 static_cast<size_t>(ins.microbatch)) *
-                                    b) %
-                 samples;
   // Contiguous runs of rows, wrapping around the end of the data.
   for (size_t done = 0; done < b && bytes != 0;) {
     size_t row = (start + done) % samples;
@@ -435,6 +435,20 @@ void runInput(pd_rank &p, const RankInstruction &ins, unsigned char *target) {
   if (device)
     pipedream::runtime::copyToDevice(device, target, b * bytes,
                                      "uploading the input: ");
+}
+
+void runInput(pd_rank &p, const RankInstruction &ins, unsigned char *target) {
+  const PipelineSpec &spec = *p.spec;
+  size_t k = 0;
+  while (spec.data[p.reads[k]].name != ins.name)
+    ++k;
+  // NOTE: replica j trains on rows [j*M*b, (j+1)*M*b) of the step's batch.
+  size_t start = (p.stepFirst + (p.replica * spec.microbatches +
+                                 static_cast<size_t>(ins.microbatch)) *
+                                    spec.microbatchSize) %
+                 p.stepSamples;
+  copyMicrobatch(p, spec.data[p.reads[k]], *p.stepData[k], p.stepSamples, start,
+                 target);
 }
 
 /// call, before the function runs: the bound buffers of `arguments` (the
@@ -680,7 +694,8 @@ StepStatus agreeOnStatus(pd_rank &p, const char *where) {
 /// fail alike with the same message (the rank named is the first that
 /// reads it), before any message or update: nothing to agree or undo.
 void checkDataIndices(pd_rank &p, const pd_named_array *arrays, size_t count,
-                      size_t samples, size_t first) {
+                      size_t samples, size_t first, size_t rows,
+                      const std::string &what) {
   const PipelineSpec &spec = *p.spec;
   for (const auto &check : p.bundle->manifest.dataIndexChecks) {
     const PipelineData *data = nullptr;
@@ -700,14 +715,12 @@ void checkDataIndices(pd_rank &p, const pd_named_array *arrays, size_t count,
         continue;
       size_t perRow = data->type.numElements / spec.microbatchSize;
       pipedream::runtime::BadIndex bad = pipedream::runtime::findBadIndex(
-          check, arrays[a].dtype, arrays[a].data, perRow, samples, first,
-          spec.batchSize);
+          check, arrays[a].dtype, arrays[a].data, perRow, samples, first, rows);
       if (bad.found)
         throw Error(PD_ERROR_CHECK_FAILED,
-                    "micro-batch " +
-                        std::to_string(bad.row / spec.microbatchSize) +
-                        ", rank " + std::to_string(data->ranks.front()) +
-                        ": " + bad.message);
+                    what + std::to_string(bad.row / spec.microbatchSize) +
+                        ", rank " + std::to_string(data->ranks.front()) + ": " +
+                        bad.message);
     }
   }
 }
@@ -901,11 +914,13 @@ std::vector<pd_function *> constantWeightCalls(const pd_rank &p) {
   return functions;
 }
 
-void runSend(pd_rank &p, const RankInstruction &ins, const void *data) {
-  size_t bytes = p.program->registers[ins.src].numBytes;
+/// Sends register memory `data` (device memory on cuda bundles) of
+/// `bytes` to world rank `peer`: from the device over a transport that
+/// takes device memory (NCCL, threads), else staged through the host.
+void sendRegister(pd_rank &p, size_t peer, int64_t tag, const void *data,
+                  size_t bytes) {
   if (p.cuda && p.transportTakesDevice)
-    return pipedream::runtime::sendDevice(*p.transport, ins.peer, ins.tag,
-                                          data, bytes);
+    return pipedream::runtime::sendDevice(*p.transport, peer, tag, data, bytes);
   if (p.cuda) {
     // NOTE: the transport copies or sends before it returns (its contract),
     // so one staging buffer serves every message.
@@ -913,23 +928,29 @@ void runSend(pd_rank &p, const RankInstruction &ins, const void *data) {
                                    "downloading the register to send: ");
     data = p.staging.get();
   }
-  transportCall(pd_transport_send(
-      p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag, data,
-      bytes));
+  transportCall(pd_transport_send(p.transport, peer, tag, data, bytes));
 }
 
-void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
-  size_t bytes = p.program->registers[ins.dst].numBytes;
+/// Receives `bytes` from world rank `peer` into register memory `data`.
+void recvRegister(pd_rank &p, size_t peer, int64_t tag, void *data,
+                  size_t bytes) {
   if (p.cuda && p.transportTakesDevice)
-    return pipedream::runtime::recvDevice(*p.transport, ins.peer, ins.tag,
-                                          data, bytes);
+    return pipedream::runtime::recvDevice(*p.transport, peer, tag, data, bytes);
   void *target = p.cuda ? p.staging.get() : data;
-  transportCall(pd_transport_recv(p.transport,
-                                  p.spec->worldRank(ins.peer, p.replica),
-                                  ins.tag, target, bytes));
+  transportCall(pd_transport_recv(p.transport, peer, tag, target, bytes));
   if (p.cuda)
     pipedream::runtime::copyToDevice(data, target, bytes,
                                      "uploading the received register: ");
+}
+
+void runSend(pd_rank &p, const RankInstruction &ins, const void *data) {
+  sendRegister(p, p.spec->worldRank(ins.peer, p.replica), ins.tag, data,
+               p.program->registers[ins.src].numBytes);
+}
+
+void runRecv(pd_rank &p, const RankInstruction &ins, void *data) {
+  recvRegister(p, p.spec->worldRank(ins.peer, p.replica), ins.tag, data,
+               p.program->registers[ins.dst].numBytes);
 }
 
 /// The parts of message group `members` (sends or receives): each
@@ -1035,16 +1056,18 @@ void sendAhead(pd_rank &p, size_t index) {
   }
 }
 
-void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
-  const TensorType &type = p.program->registers[ins.src];
+/// The scalar in register memory `value` (device memory on cuda bundles).
+double readLoss(pd_rank &p, const void *value, pd_dtype dtype) {
   if (p.cuda) {
-    pipedream::runtime::copyToHost(p.staging.get(), value,
-                                   pd_dtype_size(type.dtype),
+    pipedream::runtime::copyToHost(p.staging.get(), value, pd_dtype_size(dtype),
                                    "downloading the loss: ");
     value = p.staging.get();
   }
-  double loss =
-      readScalar(static_cast<const unsigned char *>(value), type.dtype);
+  return readScalar(static_cast<const unsigned char *>(value), dtype);
+}
+
+void runLoss(pd_rank &p, const RankInstruction &ins, const void *value) {
+  double loss = readLoss(p, value, p.program->registers[ins.src].dtype);
   p.stepLosses.emplace_back(ins.microbatch, loss);
   p.stepTotal += loss;
 }
@@ -1301,53 +1324,72 @@ void interpretProgram(pd_rank &p) {
   }
 }
 
-/// Evaluation (pd_rank_evaluate): the rank's `eval` program once, on the
-/// micro-batch of rows from p.stepFirst (evaluation micro-batch
-/// `microbatch`), its loss added to p.stepTotal. Interpreted: it runs
-/// between steps, forward only (docs/Bundle.md "Evaluation in pipelines").
+/// Evaluation (pd_rank_evaluate): the rank's `eval` program once, on
+/// evaluation micro-batch `microbatch` (rows from p.stepFirst of
+/// p.evalData), its loss added to p.stepTotal. Its peers are pipeline
+/// ranks; the message goes to the peer's replica that evaluates the
+/// micro-batch. Interpreted: it runs between steps, forward only
+/// (docs/Bundle.md "Evaluation in pipelines").
 void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
-  const RankProgram &rank = *p.program;
+  const PipelineSpec &spec = *p.spec;
+  const RankProgram &rank = *p.evalProgram;
   const std::vector<void *> &table = p.evalRegisterTable;
+  auto peerOf = [&](const RankInstruction &ins) {
+    return spec.evalWorldRank(
+        ins.peer, spec.evalReplica(ins.peer, static_cast<size_t>(microbatch)));
+  };
   for (size_t i = 0; i < rank.evalProgram.size(); ++i) {
     const RankInstruction &ins = rank.evalProgram[i];
     try {
       switch (ins.op) {
-      case RankInstruction::Op::Input:
-        runInput(p, ins, static_cast<unsigned char *>(table[ins.dst]));
+      case RankInstruction::Op::Input: {
+        size_t d = 0;
+        while (spec.data[d].name != ins.name)
+          ++d;
+        copyMicrobatch(p, spec.data[d], *p.evalData[d], p.stepSamples,
+                       p.stepFirst,
+                       static_cast<unsigned char *>(table[ins.dst]));
         break;
+      }
       case RankInstruction::Op::Call: {
         pd_function &function = valueArguments(p, ins, table);
         bindCall(p, ins, p.arguments.data());
-        function.entry(p.arguments.data());
-        finishCall(p, ins);
+        if (function.cuda) {
+          // Device pointers, stream wait, GPU errors (GpuDevice.h).
+          pipedream::runtime::invokeFunction(function, p.arguments.data());
+        } else {
+          function.entry(p.arguments.data());
+          finishCall(p, ins);
+        }
         noteFailure(p, microbatch,
                     pipedream::runtime::takeCheckFailure(function));
         break;
       }
       case RankInstruction::Op::Send:
-        transportCall(pd_transport_send(
-            p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
-            table[ins.src], rank.evalRegisters[ins.src].numBytes));
+        sendRegister(p, peerOf(ins), ins.tag, table[ins.src],
+                     rank.evalRegisters[ins.src].numBytes);
         break;
       case RankInstruction::Op::Recv:
-        transportCall(pd_transport_recv(
-            p.transport, p.spec->worldRank(ins.peer, p.replica), ins.tag,
-            table[ins.dst], rank.evalRegisters[ins.dst].numBytes));
+        recvRegister(p, peerOf(ins), ins.tag, table[ins.dst],
+                     rank.evalRegisters[ins.dst].numBytes);
         break;
       case RankInstruction::Op::Loss:
         p.stepTotal +=
-            readScalar(static_cast<const unsigned char *>(table[ins.src]),
-                       rank.evalRegisters[ins.src].dtype);
+            readLoss(p, table[ins.src], rank.evalRegisters[ins.src].dtype);
         break;
       case RankInstruction::Op::AllReduce:
         throw Error(PD_ERROR_INTERNAL,
                     "internal error: an evaluation program has no all-reduce");
       }
     } catch (const Error &e) {
-      throw Error(e.status, "evaluation micro-batch " +
-                                std::to_string(microbatch) + ", instruction " +
-                                std::to_string(i) + " (" +
-                                describeInstruction(p, ins) + "): " + e.what());
+      RankInstruction described = ins;
+      if (ins.op == RankInstruction::Op::Send ||
+          ins.op == RankInstruction::Op::Recv)
+        described.peer = peerOf(ins);
+      throw Error(e.status,
+                  "evaluation micro-batch " + std::to_string(microbatch) +
+                      ", instruction " + std::to_string(i) + " (" +
+                      describeInstruction(p, described) + "): " + e.what());
     }
   }
 }
@@ -1669,6 +1711,8 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
     p->replica = spec->replicaOf(rank);
     p->shard = spec->shardOf(rank);
     p->program = &spec->ranks[p->programRank];
+    p->evalProgram = &spec->ranks[spec->evaluates ? spec->evalProgramOf(rank)
+                                                  : p->programRank];
     const std::vector<size_t> functions = spec->functionsOf(rank);
     for (size_t f : functions)
       if (!bundle->functionByIndex[f])
@@ -1751,8 +1795,10 @@ pd_status pd_rank_create(pd_bundle *bundle, size_t rank,
         p->registerTable.push_back(p->registers.back().get());
       }
     }
-    if (p->cuda)
+    if (p->cuda) {
       p->staging = allocateAligned(largest, "register staging memory");
+      p->stagingBytes = largest;
+    }
     const std::string &entry = p->program->entry;
     // NOTE: cuda bundles too: the register table is device memory, and
     // call_begin/call_end translate bound buffers (GpuDevice.h).
@@ -1883,7 +1929,8 @@ pd_status pd_rank_step(pd_rank *pipeline, const pd_named_array *arrays,
       if (spec.data[p.reads[k]].isLabels)
         checkLabels(spec, *matched[k], samples, first, spec.batchSize);
     if (p.cuda)
-      checkDataIndices(p, arrays, count, samples, first);
+      checkDataIndices(p, arrays, count, samples, first, spec.batchSize,
+                       "micro-batch ");
 
     pipedream::runtime::TraceLog &trace = p.trace;
     const double stepStart =
@@ -2005,9 +2052,6 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
     return fail(PD_ERROR_UNSUPPORTED,
                 p.bundle->dir + ": the pipeline has no evaluation program: "
                                 "compile it with pipedream-compile --evaluate");
-  if (p.cuda)
-    return fail(PD_ERROR_UNSUPPORTED,
-                p.bundle->dir + ": pipelines evaluate on CPU bundles only");
   return onRank(p, [&] {
     const PipelineSpec &spec = *p.spec;
     const size_t b = spec.microbatchSize;
@@ -2021,25 +2065,45 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
                   std::to_string(samples) +
                       " samples, not a multiple of the micro-batch size " +
                       std::to_string(b) + " (every sample counts once)");
-    const RankProgram &rank = *p.program;
+    // cuda: the device code clamps indices it cannot report; the host
+    // checks them first, as for a step.
+    if (p.cuda)
+      checkDataIndices(p, arrays, count, samples, 0, samples,
+                       "evaluation micro-batch ");
+    const RankProgram &rank = *p.evalProgram;
     if (p.evalRegisterTable.size() != rank.evalRegisters.size()) {
+      size_t largest = p.stagingBytes;
       for (size_t g = 0; g < rank.evalRegisters.size(); ++g) {
-        p.evalRegisters.push_back(
-            allocateAligned(rank.evalRegisters[g].numBytes,
-                            "evaluation register " + std::to_string(g)));
-        p.evalRegisterTable.push_back(p.evalRegisters.back().get());
+        const size_t bytes = rank.evalRegisters[g].numBytes;
+        std::string what = "evaluation register " + std::to_string(g);
+        largest = std::max(largest, bytes);
+        if (p.cuda) {
+          p.evalDeviceRegisters.push_back(
+              pipedream::runtime::allocateDevice(bytes, what));
+          p.evalRegisterTable.push_back(p.evalDeviceRegisters.back().get());
+        } else {
+          p.evalRegisters.push_back(allocateAligned(bytes, what));
+          p.evalRegisterTable.push_back(p.evalRegisters.back().get());
+        }
+      }
+      if (p.cuda && largest > p.stagingBytes) {
+        p.staging = allocateAligned(largest, "register staging memory");
+        p.stagingBytes = largest;
       }
     }
-    // runInput's arrays: those the rank reads, in p.reads' order.
-    p.stepData.clear();
-    for (size_t d : p.reads)
-      p.stepData.push_back(matched[d]);
+    p.evalData = std::move(matched);
     p.stepSamples = samples;
     p.stepTotal = 0;
     p.stepFailure.clear();
     p.failureMicrobatch = -1;
+    // Micro-batch m on the replica of this rank's pipeline rank that
+    // evaluates it (docs/Bundle.md "Evaluation in pipelines").
     const size_t runs = samples / b;
+    const size_t program = spec.evalProgramOf(p.rank),
+                 replica = spec.evalReplicaOf(p.rank);
     for (size_t m = 0; m < runs; ++m) {
+      if (spec.evalReplica(program, m) != replica)
+        continue;
       p.stepFirst = m * b;
       interpretEvalProgram(p, static_cast<int64_t>(m));
     }
@@ -2052,18 +2116,32 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
                                         std::to_string(agreed.microbatch) + ", "
                                   : std::string()) +
               "rank " + std::to_string(agreed.rank) + ": " + agreed.message);
-    // The mean of the micro-batch losses (each a mean over its samples),
-    // from the loss rank to rank 0.
-    double mean = p.stepTotal / static_cast<double>(runs);
-    if (p.rank == spec.lossRank && p.rank != 0)
-      transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS, &mean,
-                                      sizeof(mean)),
+    // The loss rank's replicas send the sums of their micro-batches'
+    // losses (each a mean over its samples) to rank 0, which adds them up
+    // in replica order: the mean over the micro-batches.
+    const size_t lossRank = spec.evalLossRank;
+    const size_t holders = spec.replicasOf(lossRank);
+    if (program == lossRank && p.rank != 0)
+      transportCall(pd_transport_send(p.transport, 0, PD_TAG_STEP_LOSS,
+                                      &p.stepTotal, sizeof(p.stepTotal)),
                     "sending the evaluation loss to rank 0: ");
-    if (p.rank == 0 && spec.lossRank != 0)
-      transportCall(pd_transport_recv(p.transport, spec.lossRank,
-                                      PD_TAG_STEP_LOSS, &mean, sizeof(mean)),
-                    "receiving the evaluation loss: ");
-    if (loss && (p.rank == 0 || p.rank == spec.lossRank))
+    double mean = std::numeric_limits<double>::quiet_NaN();
+    if (p.rank == 0) {
+      double total = 0;
+      for (size_t j = 0; j < holders; ++j) {
+        size_t from = spec.evalWorldRank(lossRank, j);
+        double part = p.stepTotal;
+        if (from != 0)
+          transportCall(pd_transport_recv(p.transport, from, PD_TAG_STEP_LOSS,
+                                          &part, sizeof(part)),
+                        "receiving the evaluation loss: ");
+        total += part;
+      }
+      mean = total / static_cast<double>(runs);
+    } else if (program == lossRank && holders == 1) {
+      mean = p.stepTotal / static_cast<double>(runs);
+    }
+    if (loss)
       *loss = mean;
     return PD_OK;
   });

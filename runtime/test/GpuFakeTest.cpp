@@ -171,4 +171,116 @@ TEST(FakeNccl, PipelineOverNcclEqualsCpuTraining) {
   EXPECT_EQ(copies[1][3], steps * m * sizeof(float));
 }
 
+/// The 2-stage chain as a cuda pipeline bundle in `dir` (the symbols of
+/// GpuTestProgram.c's cuda functions), with evaluation programs.
+void makeCudaChain(const std::string &dir, json manifest,
+                   const std::string &bin) {
+  manifest["target"] = "cuda";
+  for (json &function : manifest["functions"])
+    function["symbol"] = "cuda_" + function["symbol"].get<std::string>();
+  pipedream::test::writeFile(dir + "/bundle.json", manifest.dump());
+  pipedream::test::writeFile(dir + "/weights.bin", bin);
+  std::filesystem::copy_file(PIPEDREAM_GPU_TEST_PROGRAM, dir + "/program.so");
+}
+
+TEST(FakeNccl, PipelineEvaluationEqualsCpu) {
+  // 5 micro-batches evaluated, a step, evaluated again: the cuda pipeline
+  // (registers in device memory, the loss downloaded) over NCCL and over
+  // the threads transport equals the CPU pipeline.
+  ChainData data(10);
+  std::string bin;
+  json manifest = pipedream::test::chainPipelineManifest(2, "1f1b", bin);
+  pipedream::test::addChainEval(manifest);
+  TempDir cpu, gpu;
+  pipedream::test::makeBundle(cpu.path(), manifest.dump(), bin);
+  makeCudaChain(gpu.path(), manifest, bin);
+  auto body = [&](std::vector<double> &evals) {
+    return [&](int r, pd_bundle *, pd_rank *p) -> std::string {
+      for (int s = 0; s < 2; ++s) {
+        double eval = 0, loss = 0;
+        if (pd_rank_evaluate(p, data.arrays, 2, &eval) != PD_OK ||
+            pd_rank_step(p, data.arrays, 2, 0, &loss) != PD_OK)
+          return pd_last_error();
+        if (r == 0)
+          evals.push_back(eval);
+      }
+      return "";
+    };
+  };
+  std::vector<double> reference, threads, nccl;
+  EXPECT_EQ(pipedream::test::onEveryRank(cpu.path(), 2, body(reference)),
+            std::vector<std::string>(2, ""));
+  ASSERT_EQ(reference.size(), 2u);
+  EXPECT_NE(reference[0], reference[1]) << "the step changed nothing";
+  EXPECT_EQ(pipedream::test::onEveryRank(gpu.path(), 2, body(threads)),
+            std::vector<std::string>(2, ""));
+  EXPECT_EQ(threads, reference);
+  NcclPair pair;
+  ASSERT_EQ(pair.status[0], PD_OK);
+  ASSERT_EQ(pair.status[1], PD_OK);
+  std::string errors[2];
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      pd_bundle *bundle = nullptr;
+      pd_rank *pipeline = nullptr;
+      if (pd_bundle_open_rank(gpu.path().c_str(), r, &bundle) != PD_OK ||
+          pd_rank_create(bundle, r, pair.nccl[r], &pipeline) != PD_OK)
+        errors[r] = pd_last_error();
+      else
+        errors[r] = body(nccl)(r, bundle, pipeline);
+      if (!errors[r].empty())
+        pd_transport_abort(pair.nccl[r], errors[r].c_str());
+      pd_bundle_close(bundle);
+    });
+  for (auto &thread : ranks)
+    thread.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(nccl, reference);
+}
+
+TEST(FakeGpu, ReplicatedPipelineEqualsCpu) {
+  // 2 stages x 2 replicas of the cuda chain over the threads transport
+  // (which takes device memory): replica 1's messages go to replica 1's
+  // ranks (world rank replica * K + pipeline rank), as on the CPU; the
+  // steps' losses and the evaluations equal the CPU pipeline's.
+  ChainData data(16);
+  std::string bin;
+  json manifest = pipedream::test::chainPipelineManifest(2, "1f1b", bin);
+  pipedream::test::addChainEval(manifest);
+  json &pipeline = manifest["pipeline"];
+  pipeline["replicas"] = 2;
+  pipeline["batch_size"] = 2 * pipeline["batch_size"].get<int>();
+  pipeline["rank_layout"] = json::array();
+  for (int w = 0; w < 4; ++w)
+    pipeline["rank_layout"].push_back(
+        {{"rank", w}, {"pipeline_rank", w % 2}, {"replica", w / 2}});
+  TempDir cpu, gpu;
+  pipedream::test::makeBundle(cpu.path(), manifest.dump(), bin);
+  makeCudaChain(gpu.path(), manifest, bin);
+  auto body = [&](std::vector<double> &losses) {
+    return [&](int r, pd_bundle *, pd_rank *p) -> std::string {
+      for (int s = 0; s < 2; ++s) {
+        double eval = 0, loss = 0;
+        if (pd_rank_step(p, data.arrays, 2, 0, &loss) != PD_OK ||
+            pd_rank_evaluate(p, data.arrays, 2, &eval) != PD_OK)
+          return pd_last_error();
+        if (r == 0) {
+          losses.push_back(loss);
+          losses.push_back(eval);
+        }
+      }
+      return "";
+    };
+  };
+  std::vector<double> reference, device;
+  EXPECT_EQ(pipedream::test::onEveryRank(cpu.path(), 4, body(reference)),
+            std::vector<std::string>(4, ""));
+  ASSERT_EQ(reference.size(), 4u);
+  EXPECT_EQ(pipedream::test::onEveryRank(gpu.path(), 4, body(device)),
+            std::vector<std::string>(4, ""));
+  EXPECT_EQ(device, reference);
+}
+
 } // namespace

@@ -441,6 +441,67 @@ TEST(PipelineBundle, EvaluateIsTheForwardsMeanAndChangesNothing) {
   }
 }
 
+/// `rank_layout` of K pipeline ranks on R replicas (rank = replica*K + s).
+json replicaLayout(int k, int r);
+
+TEST(PipelineBundle, EvaluateSplitsMicrobatchesOverReplicas) {
+  // 5 micro-batches of 2 samples: 3 on replica 0, 2 on replica 1; the sum
+  // over the replicas' loss ranks on rank 0 is the unreplicated mean.
+  ChainData data(10);
+  for (int replicas : {2, 3}) {
+    TempDir dir, plainDir;
+    std::string bin;
+    json manifest = chainPipelineManifest(2, "1f1b", bin);
+    addChainEval(manifest);
+    makeBundle(plainDir.path(), manifest.dump(), bin);
+    manifest["pipeline"]["replicas"] = replicas;
+    manifest["pipeline"]["batch_size"] =
+        replicas * manifest["pipeline"]["batch_size"].get<int>();
+    manifest["pipeline"]["rank_layout"] = replicaLayout(2, replicas);
+    makeBundle(dir.path(), manifest.dump(), bin);
+    double plain = 0;
+    std::vector<std::string> errors = onEveryRank(
+        plainDir.path(), 2, [&](int r, pd_bundle *, pd_rank *p) -> std::string {
+          double loss = 0;
+          if (pd_rank_evaluate(p, data.arrays, 2, &loss) != PD_OK)
+            return pd_last_error();
+          if (r == 0)
+            plain = loss;
+          return "";
+        });
+    ASSERT_EQ(errors, std::vector<std::string>(2, ""));
+    const int world = 2 * replicas;
+    // `zeroReplica1`: replica 1's stage-0 weight W0 zeroed, which changes
+    // the loss of the micro-batches replica 1 evaluates (1 and 4, or 1).
+    auto evaluate = [&](bool zeroReplica1) {
+      std::vector<double> losses(world);
+      std::vector<std::string> errors = onEveryRank(
+          dir.path(), world,
+          [&](int r, pd_bundle *bundle, pd_rank *p) -> std::string {
+            pd_buffer *w0 = nullptr;
+            if (zeroReplica1 && r == 2) {
+              if (pd_bundle_find_weight(bundle, "W0", &w0) != PD_OK)
+                return pd_last_error();
+              std::memset(pd_buffer_data(w0), 0, pd_buffer_num_bytes(w0));
+            }
+            return pd_rank_evaluate(p, data.arrays, 2, &losses[r]) == PD_OK
+                       ? ""
+                       : pd_last_error();
+          });
+      EXPECT_EQ(errors, std::vector<std::string>(world, "")) << replicas;
+      return losses;
+    };
+    std::vector<double> losses = evaluate(false);
+    EXPECT_NEAR(losses[0], plain, 1e-12 * std::abs(plain)) << replicas;
+    // Rank 0 alone has the whole mean: each loss rank holds a share.
+    for (int r = 1; r < world; ++r)
+      EXPECT_TRUE(std::isnan(losses[r])) << "rank " << r;
+    double changed = evaluate(true)[0];
+    EXPECT_TRUE(std::isfinite(changed));
+    EXPECT_GT(std::abs(changed - plain), 1e-6 * std::abs(plain)) << replicas;
+  }
+}
+
 TEST(PipelineBundle, EvaluateErrors) {
   TempDir dir, plainDir;
   std::string bin;

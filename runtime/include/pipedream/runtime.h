@@ -548,13 +548,16 @@ PD_API pd_status pd_rank_step(pd_rank *r, const pd_named_array *arrays,
 PD_API int pd_rank_can_evaluate(const pd_rank *r);
 /** Collective, pd_trainer_evaluate for a pipeline: every rank calls it with
  *  the same arrays, all of the pipeline's (checked as by
- *  pd_rank_check_data, so that every rank refuses a data set alike). Runs the
- * ranks' evaluation programs (each stage's forward in eval mode, the loss on
- * the loss rank) on every micro-batch of the arrays in order, their number of
- * samples a multiple of the micro-batch size (PD_ERROR_INVALID_ARGUMENT). *loss
- * (may be NULL) is the mean loss on rank 0 and the loss rank (tag
- *  PD_TAG_STEP_LOSS), NaN on the others. No weight, statistic or optimizer
- *  state changes. A failed run-time check is agreed on by all ranks (tag
+ *  pd_rank_check_data, so that every rank refuses a data set alike). Runs
+ *  the ranks' evaluation programs (each stage's forward in eval mode, the
+ *  loss on the loss rank) on every micro-batch of the arrays in order,
+ *  their number of samples a multiple of the micro-batch size
+ *  (PD_ERROR_INVALID_ARGUMENT); replicated stages share the micro-batches
+ *  out (docs/Bundle.md "Evaluation in pipelines"). *loss (may be NULL) is
+ *  the mean loss on rank 0 (the loss ranks send their sums, tag
+ *  PD_TAG_STEP_LOSS) and, when the loss rank has no replicas, on the loss
+ *  rank; NaN on the others. No weight, statistic or optimizer state
+ *  changes. A failed run-time check is agreed on by all ranks (tag
  *  PD_TAG_STEP_STATUS): every rank returns PD_ERROR_CHECK_FAILED with the
  *  same message ("evaluation micro-batch m, rank r: ..."). Between steps
  *  only. PD_ERROR_UNSUPPORTED without evaluation programs. */
