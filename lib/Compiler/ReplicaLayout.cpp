@@ -349,6 +349,10 @@ pipedream::splitRoutedRankPrograms(MLIRContext *context,
     rank["pipeline_rank"] = layout[w].first;
     rank["replica"] = layout[w].second;
     rank["program"] = std::move(programs[w]);
+    // The evaluation program of a stage stays on its replica 0 (the others
+    // run it from there, docs/Bundle.md "Evaluation in pipelines").
+    if (layout[w].second != 0)
+      rank.erase("eval");
     out.push_back(std::move(rank));
   }
   return out;

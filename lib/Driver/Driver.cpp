@@ -657,7 +657,14 @@ static LogicalResult buildPipelineBundle(const PhaseOptions &p, ModuleOp module,
         roots.push_back(entry->str());
         roots.push_back(prefix + entry->str());
       }
+      // With stage_replicas a stage's evaluation program is on its replica
+      // 0, world rank `pipeline_rank`, and every replica runs it.
       const llvm::json::Object *eval = rank->getObject("eval");
+      if (!eval && !stageReplicas.empty())
+        if (auto stage = rank->getInteger("pipeline_rank"))
+          if (const llvm::json::Object *first =
+                  (*ranks)[static_cast<size_t>(*stage)].getAsObject())
+            eval = first->getObject("eval");
       for (const llvm::json::Array *program :
            {rank->getArray("program"),
             eval ? eval->getArray("program") : nullptr}) {

@@ -228,19 +228,6 @@ static LogicalResult resolveTraining(const CompileOptions &o, bool pipelined,
   nn.labelsName = o.labelsName.value_or("labels");
   nn.microbatches = microbatches;
   nn.evaluate = o.evaluate.value_or(false);
-  // A pipeline evaluates with a forward-only program per rank (docs/Pipe.md
-  // "Evaluation"), for one data-parallel replica of the CPU runtime.
-  if (nn.evaluate && pipelined &&
-      (o.replicas.value_or(1) > 1 || o.ranks || o.target != "cpu"))
-    return fail(context,
-                "--evaluate with " +
-                    (o.target != "cpu" ? "--target " + o.target
-                     : o.ranks         ? std::string("--ranks")
-                                       : std::string("--replicas")) +
-                    " is not supported yet: pipelines evaluate on --target "
-                    "cpu without replicated stages (evaluate the model "
-                    "--save-onnx writes, or compile without them)");
-
   std::string optimizer = o.optimizer.value_or("sgd");
   std::optional<nn::OptimizerKind> kind = nn::parseOptimizerKind(optimizer);
   if (!kind)

@@ -58,7 +58,8 @@ llvm::json::Array routedRankLayoutJSON(llvm::ArrayRef<int64_t> stageReplicas);
 /// peer stage's replica of the message's micro-batch. Tags stay: a world
 /// pair's messages are a subsequence of its stages' pair, in order on both
 /// sides. The native entries are dropped (the runtime interprets the split
-/// programs). Then checks the world programs with verifyMessages (every
+/// programs); a stage's evaluation program (`eval`) stays on its replica 0
+/// only. Then checks the world programs with verifyMessages (every
 /// message matched, no deadlock under rendezvous sends, the replicas'
 /// gradient all-reduce before each update as a collective). Fails with a
 /// one-line error diagnostic on `context` for what it cannot split (weight
