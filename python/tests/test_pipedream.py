@@ -373,6 +373,20 @@ def test_freeze_train_options(mlp_model):
         pipedream.compile(mlp_model.model_path, train=["nope.*"], **SETTINGS)
 
 
+def mlp_eval_loss(weights, data):
+    """The MLP's mean cross-entropy on `data` with `weights`, in float64."""
+    names = sorted(n for n in weights if n.endswith(".weight"))
+    h = data["x"].astype(np.float64)
+    for i, name in enumerate(names):
+        h = h @ weights[name].astype(np.float64).T + \
+            weights[name[:-len("weight")] + "bias"]
+        if i + 1 < len(names):
+            h = np.maximum(h, 0)
+    h -= h.max(axis=1, keepdims=True)
+    log_p = h - np.log(np.exp(h).sum(axis=1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(h)), data["labels"]])
+
+
 def test_evaluate(mlp_model, mlp_data, bin_dir, tmp_path):
     """evaluate=True and CompiledModel.evaluate: the mean eval-mode loss
     through the ranks' evaluation programs equals the cross-entropy of the
@@ -384,16 +398,7 @@ def test_evaluate(mlp_model, mlp_data, bin_dir, tmp_path):
     held_out = {"x": mlp_data["x"][:12], "labels": mlp_data["labels"][:12]}
 
     def reference(weights):
-        names = sorted(n for n in weights if n.endswith(".weight"))
-        h = held_out["x"].astype(np.float64)
-        for i, name in enumerate(names):
-            h = h @ weights[name].astype(np.float64).T + \
-                weights[name[:-len("weight")] + "bias"]
-            if i + 1 < len(names):
-                h = np.maximum(h, 0)
-        h -= h.max(axis=1, keepdims=True)
-        log_p = h - np.log(np.exp(h).sum(axis=1, keepdims=True))
-        return -np.mean(log_p[np.arange(12), held_out["labels"]])
+        return mlp_eval_loss(weights, held_out)
 
     before = model.evaluate(held_out)
     assert before == pytest.approx(reference(model.weights()), rel=1e-6)
@@ -420,6 +425,28 @@ def test_evaluate(mlp_model, mlp_data, bin_dir, tmp_path):
         plain.evaluate(held_out)
     # Still usable after the refusals.
     assert model.evaluate(held_out) == after
+
+
+def test_evaluate_replicas(mlp_model, mlp_data, tmp_path):
+    """With replicated stages (replicas=2) the replicas share the
+    evaluation's micro-batches (3 of 4 samples: 2 on replica 0, 1 on
+    replica 1): the loss still equals the float64 forward of the weights,
+    before and after training, and evaluating changes no step."""
+    model = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "r",
+                              evaluate=True, replicas=2, **SETTINGS)
+    held_out = {"x": mlp_data["x"][:12], "labels": mlp_data["labels"][:12]}
+
+    def reference(weights):
+        return mlp_eval_loss(weights, held_out)
+
+    assert model.evaluate(held_out) == pytest.approx(
+        reference(model.weights()), rel=1e-6)
+    losses = model.train(mlp_data, steps=2)
+    after = model.evaluate(held_out)
+    assert after == pytest.approx(reference(model.weights()), rel=1e-6)
+    plain = pipedream.compile(mlp_model.model_path, output_dir=tmp_path / "p",
+                              replicas=2, **SETTINGS)
+    assert plain.train(mlp_data, steps=2) == losses
 
 
 def test_evaluate_failed_check_keeps_the_trainer(tmp_path):

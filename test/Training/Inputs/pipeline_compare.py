@@ -54,6 +54,15 @@ most micro-batches in flight.
 `--schedule auto` lets pipedream-compile choose the kind, V and M (the tag
 names the choice, `auto->KIND`); with `--recompute` the plain pipeline is
 that choice compiled without recomputation.
+`--eval` (runners threads and mpi) compiles the pipeline with `--evaluate`
+and runs it with `--eval-data` on 5 held-out micro-batches after every
+step (which must not change the training compared above); the last
+evaluation must equal torch's float64 eval-mode loss (BatchNorm with its
+running statistics, no Dropout) of the trained weights written back
+(--save-onnx: replica 0's), within 1e-5 relative. With replicas, the
+odd number of micro-batches leaves the replicas unequal shares; BatchNorm's
+running statistics, which each replica advances on its own data, are left
+out of the weight comparison with the single-rank training.
 Prints `OK ...` or `MISMATCH ...`; exits non-zero on a mismatch.
 """
 
@@ -268,21 +277,96 @@ def python_pipeline(bundle, data, steps):
     return losses, final
 
 
-def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport):
+def run_tool(bin_dir, bundle, data_path, steps, work, ranks, transport,
+             eval_data=None, evals=None):
+    """Trains `bundle` with pipedream-run; with `eval_data` evaluates after
+    every step too, the evaluation losses appended to `evals`."""
     log = os.path.join(work, f"loss-{transport}.csv")
     trained = os.path.join(work, f"trained-{transport}.onnx")
     cmd = [os.path.join(bin_dir, "pipedream-run"), bundle, "--data", data_path,
            "--steps", str(steps), "--loss-log", log, "--save-onnx", trained]
+    if eval_data:
+        cmd += ["--eval-data", eval_data, "--eval-every", "1"]
     if transport == "threads":
         cmd += ["--transport", "threads"]
     if ranks:
         cmd += ["--ranks", str(ranks)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(log) as f:
-        losses = [float(r["loss"]) for r in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    losses = [float(r["loss"]) for r in rows]
+    if evals is not None:
+        evals += [float(r["eval_loss"]) for r in rows if r.get("eval_loss")]
     weights = {i.name: numpy_helper.to_array(i)
                for i in onnx.load(trained).graph.initializer}
     return losses, weights
+
+
+EVAL_RTOL = 1e-5
+
+
+def compare_eval(model, onnx_path, weights, eval_x, eval_labels, b, evals,
+                 steps, tag):
+    """The last evaluation against torch's float64 eval-mode loss of the
+    trained weights: the mean over the micro-batches of b rows of each
+    one's mean cross-entropy. An initializer the exporter renamed (a
+    Linear's weight, transposed for MatMul: onnx::MatMul_N) is the torch
+    tensor whose transpose the exported model's initial value equals."""
+    import copy
+    reference = copy.deepcopy(model).double()
+    state = reference.state_dict()
+    initial = {i.name: numpy_helper.to_array(i)
+               for i in onnx.load(onnx_path).graph.initializer}
+    loaded = set()
+    for name, value in weights.items():
+        value = np.array(value)
+        key = name if name in state else None
+        if key is None and name in initial:
+            for k, v in model.state_dict().items():
+                if v.dim() == 2 and tuple(v.shape[::-1]) == value.shape and \
+                        np.array_equal(v.detach().numpy().T, initial[name]):
+                    key, value = k, value.T
+                    break
+        if key is None:
+            print(f"MISMATCH {tag}: no torch tensor for weight {name}")
+            return 1
+        state[key] = torch.from_numpy(np.ascontiguousarray(value)).to(
+            state[key].dtype)
+        loaded.add(key)
+    # A tied weight (gpt-tied's head) is one tensor under two names.
+    tensors = model.state_dict(keep_vars=True)
+    for k in state:
+        if k not in loaded:
+            for j in loaded.copy():
+                if tensors[k] is tensors[j]:
+                    state[k] = state[j]
+                    loaded.add(k)
+    missing = [k for k in state if k not in loaded and
+               not k.endswith("num_batches_tracked") and
+               not k.endswith(".mask")]
+    reference.load_state_dict(state)
+    reference.eval()
+    runs = len(eval_x) // b
+    total = 0.0
+    with torch.no_grad():
+        for m in range(runs):
+            sl = slice(m * b, (m + 1) * b)
+            x = torch.from_numpy(eval_x[sl])
+            out = reference(x.double() if x.is_floating_point() else x)
+            total += torch.nn.functional.cross_entropy(
+                out.reshape(-1, out.shape[-1]),
+                torch.from_numpy(eval_labels[sl]).reshape(-1)).item()
+    expected = total / runs
+    rel = (abs(evals[-1] - expected) / abs(expected)
+           if len(evals) == steps else float("inf"))
+    if missing or rel > EVAL_RTOL:
+        print(f"MISMATCH {tag}: eval losses {evals} vs torch eval mode "
+              f"{expected!r} (torch tensors not in the trained model: "
+              f"{missing})")
+        return 1
+    print(f"eval loss {evals[-1]:.8f}; torch eval mode {expected:.8f}; "
+          f"relative error {rel:.2g}")
+    return 0
 
 
 TORCH_RTOL = 1e-4
@@ -680,6 +764,9 @@ def main():
     p.add_argument("--clip-grad-norm", type=float, default=None,
                    help="pipedream-compile's --clip-grad-norm, on both "
                         "sides (and torch's clip_grad_norm_ with --torch)")
+    p.add_argument("--eval", action="store_true",
+                   help="compile the pipeline with --evaluate, evaluate "
+                        "after every step and compare with torch")
     args = p.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="pipeline-compare-")
     os.makedirs(work, exist_ok=True)
@@ -719,9 +806,9 @@ def main():
     if args.ranks:
         # The planner's R is not known yet: M is the step's micro-batches.
         replicas, m = 1, args.microbatches
-    if replicas > 1 and args.runner == "python":
-        print("error: --replicas runs on the runtime: pass --runner threads "
-              "or mpi")
+    if (replicas > 1 or args.eval) and args.runner == "python":
+        print("error: --replicas and --eval run on the runtime: pass "
+              "--runner threads or mpi")
         return 1
     rng = np.random.default_rng(11)
     asynchronous = args.schedule in ("pipedream", "2bw")
@@ -757,6 +844,13 @@ def main():
         extra += ["--memory-limit", args.memory_limit]
     piped_cmd = [compile_, *common, "--microbatches", str(replicas * m),
                  *where, "--schedule", args.schedule, *extra]
+    eval_data, evals = None, []
+    if args.eval:
+        piped_cmd += ["--evaluate"]
+        eval_x, eval_labels = tc.make_data(data_kind, example, 5 * b,
+                                           np.random.default_rng(12))
+        eval_data = os.path.join(work, "eval.npz")
+        np.savez(eval_data, **{in_name: eval_x, "labels": eval_labels})
     recompute = ([] if args.recompute == "none" else
                  ["--recompute", args.recompute])
     subprocess.run([*piped_cmd, *recompute, "-o", piped], check=True)
@@ -802,7 +896,8 @@ def main():
     else:
         losses, weights = run_tool(
             args.bin, piped, data_path, args.steps, work,
-            world if args.runner == "mpi" else None, args.runner)
+            world if args.runner == "mpi" else None, args.runner, eval_data,
+            evals)
 
     tag = (f"{args.model} {kind} K={args.stages} V={args.virtual} "
            f"M={m}{f' R={replicas}' if replicas > 1 else ''} ({args.runner})")
@@ -817,7 +912,12 @@ def main():
         print(f"MISMATCH {tag}: losses {losses} vs single-rank {ref_losses}")
         bad += 1
     worst = 0.0
+    replicated = replicas > 1 or "stage_replicas" in planned
     for name, ref in ref_weights.items():
+        # State each replica's forwards advance on its own data (docs/Bundle.md
+        # "Replicated stages") is not the single-rank training's.
+        if replicated and name.endswith(("running_mean", "running_var")):
+            continue
         if name not in weights:
             print(f"MISMATCH {tag}: pipeline lacks weight {name}")
             bad += 1
@@ -830,6 +930,9 @@ def main():
             bad += 1
     if args.torch:
         bad += compare_torch(args, model, x, labels, losses, weights, tag)
+    if args.eval:
+        bad += compare_eval(model, onnx_path, weights, eval_x, eval_labels,
+                            b, evals, args.steps, tag)
     if args.recompute != "none":
         bad += compare_recompute(args, compile_, common, piped, piped_cmd,
                                  data_path, data, work, world, losses,
