@@ -205,7 +205,8 @@ infer_case() {
 
 # train_case NAME MODEL DATA.npz TRAINARGS... [-- CUDAARGS...]: cuda
 # training (or pipeline) bundle, and the CPU bundle's 3 steps (loss.csv,
-# checkpoint) in cases/NAME/cpu.
+# checkpoint) in cases/NAME/cpu; with case_eval=EVAL.npz (and --evaluate
+# in TRAINARGS) both evaluate EVAL.npz after every step (cases/NAME/eval.npz).
 train_case() {
   local name=$1 model=$2 data=$3
   shift 3
@@ -218,10 +219,15 @@ train_case() {
   cc "$model" -o "$d/bundle" "${train[@]}" "${target_args[@]}" ${extra[@]+"${extra[@]}"}
   strip_bundle "$d/bundle"
   cp "$data" "$d/data.npz"
+  local evaluate=()
+  if [ -n "${case_eval:-}" ]; then
+    cp "$case_eval" "$d/eval.npz"
+    evaluate=(--eval-data "$case_eval" --eval-every 1)
+  fi
   cc "$model" -o "$work/$name-cpu" "${train[@]}"
   run_cpu "$work/$name-cpu" --data "$data" --steps 3 \
     --loss-log "$d/cpu/loss.csv" --checkpoint-dir "$d/cpu/ckpt" \
-    --checkpoint-every 3
+    --checkpoint-every 3 ${evaluate[@]+"${evaluate[@]}"}
 }
 
 train_args=(--loss cross-entropy --optimizer momentum --lr 0.05
@@ -239,8 +245,12 @@ echo "example-mlp-infer infer npz cpu-out.npz 1e-5" >>"$cases"
 train_case example-mlp-train "$root/examples/mlp.onnx" "$work/mlp-data.npz" \
   "${train_args[@]}"
 echo "example-mlp-train train train cpu 1e-5" >>"$cases"
-train_case example-mlp-pipe "$root/examples/mlp.onnx" "$work/mlp-data.npz" \
-  "${pipe_args[@]}"
+# The pipeline also evaluates held-out data after every step (each rank's
+# evaluation program, device registers).
+"$py" "$tmpl/kit_inputs.py" data "$work/mlp-eval.npz" --seed 5 \
+  x:f32:12,16 labels:i64:12:10
+case_eval=$work/mlp-eval.npz train_case example-mlp-pipe \
+  "$root/examples/mlp.onnx" "$work/mlp-data.npz" "${pipe_args[@]}" --evaluate
 echo "example-mlp-pipe train train cpu 1e-5" >>"$cases"
 # Gradient clipping: each stage's N, the norm's all-reduce, clipped U's.
 train_case example-mlp-pipe-clip "$root/examples/mlp.onnx" \

@@ -19,8 +19,9 @@ Pure Python (no numpy): the GPU machine's python3 may lack it.
   that ignored --dtype bf16 fails.
 - train: DIR/loss.csv (`pipedream-run --loss-log`) and the checkpoint in
   DIR/ckpt (`--checkpoint-dir`, docs/Runtime.md "Checkpoints"): every
-  step's loss within R relative, every checkpointed buffer of every rank
-  (weights and optimizer state) within R of its largest magnitude.
+  step's loss within R relative, and each evaluation's (`eval_loss`, after
+  the same steps), every checkpointed buffer of every rank (weights and
+  optimizer state) within R of its largest magnitude.
 
 Prints `OK ...` with the largest relative error, or `MISMATCH ...`, and
 exits 1 on a mismatch or an unreadable file.
@@ -198,6 +199,13 @@ def read_losses(path):
     return [float(r[1]) for r in rows]
 
 
+def read_evals(path):
+    """The `eval_loss` column (pipedream-run --eval-data), by step."""
+    with open(path) as f:
+        return [(int(r["step"]), float(r["eval_loss"]))
+                for r in csv.DictReader(f) if r.get("eval_loss")]
+
+
 def cmd_train(actual, reference, rtol):
     got_losses = read_losses(os.path.join(actual, "loss.csv"))
     want_losses = read_losses(os.path.join(reference, "loss.csv"))
@@ -211,6 +219,19 @@ def cmd_train(actual, reference, rtol):
         if not e <= rtol:
             print(f"MISMATCH loss of step {i + 1}: {g!r}, expected {w!r} "
                   f"(relative error {e:.3g} > {rtol:g})")
+            return 1
+        loss_err = max(loss_err, e)
+    got_evals = read_evals(os.path.join(actual, "loss.csv"))
+    want_evals = read_evals(os.path.join(reference, "loss.csv"))
+    if [s for s, _ in got_evals] != [s for s, _ in want_evals]:
+        print(f"MISMATCH evaluations after steps {[s for s, _ in got_evals]}"
+              f", expected {[s for s, _ in want_evals]}")
+        return 1
+    for (step, g), (_, w) in zip(got_evals, want_evals):
+        e = abs(g - w) / max(abs(w), 1e-30)
+        if not e <= rtol:
+            print(f"MISMATCH evaluation after step {step}: {g!r}, expected "
+                  f"{w!r} (relative error {e:.3g} > {rtol:g})")
             return 1
         loss_err = max(loss_err, e)
     got_step, got = read_checkpoint(os.path.join(actual, "ckpt"))
@@ -230,7 +251,9 @@ def cmd_train(actual, reference, rtol):
             return 1
         if err >= worst:
             worst, worst_name = err, key[1]
-    print(f"OK {len(want_losses)} losses max relative error {loss_err:.3g}; "
+    evals = f" and {len(want_evals)} evaluations" if want_evals else ""
+    print(f"OK {len(want_losses)} losses{evals} max relative error "
+          f"{loss_err:.3g}; "
           f"{len(want)} buffers after step {want_step} max relative error "
           f"{worst:.3g} ({worst_name}); tolerance {rtol:g}")
     return 0

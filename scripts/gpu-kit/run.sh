@@ -52,9 +52,11 @@ if [ "${1:-}" = "--case" ]; then
       "$kit/bin/pipedream-run" "$d/bundle" --inputs "$d/in.npz" \
         --outputs "$w/out.npz" || exit 1
     else
+      evaluate=()
+      [ -f "$d/eval.npz" ] && evaluate=(--eval-data "$d/eval.npz" --eval-every 1)
       "$kit/bin/pipedream-run" "$d/bundle" --data "$d/data.npz" --steps 3 \
         --loss-log "$w/loss.csv" --checkpoint-dir "$w/ckpt" \
-        --checkpoint-every 3 || exit 1
+        --checkpoint-every 3 ${evaluate[@]+"${evaluate[@]}"} || exit 1
     fi
     touch "$w/done"
   fi
