@@ -206,6 +206,16 @@ def read_evals(path):
                 for r in csv.DictReader(f) if r.get("eval_loss")]
 
 
+def relative_error(what, got, want, rtol):
+    """|got - want| / |want|; None, after a MISMATCH line, above rtol."""
+    e = abs(got - want) / max(abs(want), 1e-30)
+    if not e <= rtol:
+        print(f"MISMATCH {what}: {got!r}, expected {want!r} (relative error "
+              f"{e:.3g} > {rtol:g})")
+        return None
+    return e
+
+
 def cmd_train(actual, reference, rtol):
     got_losses = read_losses(os.path.join(actual, "loss.csv"))
     want_losses = read_losses(os.path.join(reference, "loss.csv"))
@@ -215,10 +225,8 @@ def cmd_train(actual, reference, rtol):
         return 1
     loss_err = 0.0
     for i, (g, w) in enumerate(zip(got_losses, want_losses)):
-        e = abs(g - w) / max(abs(w), 1e-30)
-        if not e <= rtol:
-            print(f"MISMATCH loss of step {i + 1}: {g!r}, expected {w!r} "
-                  f"(relative error {e:.3g} > {rtol:g})")
+        e = relative_error(f"loss of step {i + 1}", g, w, rtol)
+        if e is None:
             return 1
         loss_err = max(loss_err, e)
     got_evals = read_evals(os.path.join(actual, "loss.csv"))
@@ -228,10 +236,8 @@ def cmd_train(actual, reference, rtol):
               f", expected {[s for s, _ in want_evals]}")
         return 1
     for (step, g), (_, w) in zip(got_evals, want_evals):
-        e = abs(g - w) / max(abs(w), 1e-30)
-        if not e <= rtol:
-            print(f"MISMATCH evaluation after step {step}: {g!r}, expected "
-                  f"{w!r} (relative error {e:.3g} > {rtol:g})")
+        e = relative_error(f"evaluation after step {step}", g, w, rtol)
+        if e is None:
             return 1
         loss_err = max(loss_err, e)
     got_step, got = read_checkpoint(os.path.join(actual, "ckpt"))
