@@ -332,25 +332,32 @@ std::string describeInstruction(const pd_rank &p, const RankInstruction &ins) {
 }
 
 /// Adds the trace event of instruction `index`, begun at `start`.
-void recordInstruction(pd_rank &p, size_t index, double start) {
+/// The trace event of instruction `ins` (from `start` to now): a call
+/// names its function, an all_reduce its accumulator, a send or receive
+/// `peer` and its tag (`function`, when not null, overrides the name).
+void traceInstruction(pd_rank &p, const RankInstruction &ins,
+                      const char *action, int64_t microbatch, int64_t peer,
+                      const char *function, double start) {
   using Op = RankInstruction::Op;
-  const RankInstruction &ins = p.program->program[index];
   static const char *const names[] = {"input", "call", "send", "recv",
                                       "loss",  "all_reduce"};
-  // all_reduce events name the accumulator they sum as their function.
-  const char *function =
-      ins.op == Op::Call
-          ? p.bundle->manifest.functions[ins.function].name.c_str()
-      : ins.op == Op::AllReduce ? ins.name.c_str()
-                                : "";
+  if (!function)
+    function = ins.op == Op::Call
+                   ? p.bundle->manifest.functions[ins.function].name.c_str()
+               : ins.op == Op::AllReduce ? ins.name.c_str()
+                                         : "";
   bool message = ins.op == Op::Send || ins.op == Op::Recv;
+  p.trace.add(names[static_cast<int>(ins.op)], function, action, ins.stage,
+              microbatch, message ? peer : -1, message ? ins.tag : -1, start);
+}
+
+void recordInstruction(pd_rank &p, size_t index, double start) {
+  const RankInstruction &ins = p.program->program[index];
   // A message group's event names its tags (MessageGroups.h).
-  if (message && !p.messageGroups.tags[index].empty())
-    function = p.messageGroups.tags[index].c_str();
-  p.trace.add(names[static_cast<int>(ins.op)], function, ins.action.c_str(),
-              ins.stage, ins.microbatch,
-              message ? static_cast<int64_t>(ins.peer) : -1,
-              message ? ins.tag : -1, start);
+  const std::string &tags = p.messageGroups.tags[index];
+  traceInstruction(p, ins, ins.action.c_str(), ins.microbatch,
+                   static_cast<int64_t>(ins.peer),
+                   tags.empty() ? nullptr : tags.c_str(), start);
 }
 
 /// Throws the transport's last error, with `where` in front.
@@ -1340,6 +1347,7 @@ void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
   };
   for (size_t i = 0; i < rank.evalProgram.size(); ++i) {
     const RankInstruction &ins = rank.evalProgram[i];
+    const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
     try {
       switch (ins.op) {
       case RankInstruction::Op::Input: {
@@ -1381,6 +1389,15 @@ void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
         throw Error(PD_ERROR_INTERNAL,
                     "internal error: an evaluation program has no all-reduce");
       }
+      // Every event of an evaluation has the action E (docs/Runtime.md
+      // "Traces"); a message's peer is the world rank.
+      if (p.trace.enabled)
+        traceInstruction(p, ins, "E", microbatch,
+                         ins.op == RankInstruction::Op::Send ||
+                                 ins.op == RankInstruction::Op::Recv
+                             ? static_cast<int64_t>(peerOf(ins))
+                             : -1,
+                         nullptr, start);
     } catch (const Error &e) {
       RankInstruction described = ins;
       if (ins.op == RankInstruction::Op::Send ||
@@ -2091,6 +2108,8 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
         p.stagingBytes = largest;
       }
     }
+    pipedream::runtime::TraceLog &trace = p.trace;
+    const double evalStart = trace.enabled ? pipedream::runtime::traceNow() : 0;
     p.evalData = std::move(matched);
     p.stepSamples = samples;
     p.stepTotal = 0;
@@ -2107,8 +2126,12 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
       p.stepFirst = m * b;
       interpretEvalProgram(p, static_cast<int64_t>(m));
     }
+    const double agreeStart =
+        trace.enabled ? pipedream::runtime::traceNow() : 0;
     StepStatus agreed =
         agreeOnStatus(p, "agreeing on the evaluation's status: ");
+    if (trace.enabled)
+      trace.add("agree", "evaluation status", "E", -1, -1, -1, -1, agreeStart);
     if (agreed.failed)
       throw Error(
           PD_ERROR_CHECK_FAILED,
@@ -2143,6 +2166,8 @@ pd_status pd_rank_evaluate(pd_rank *pipeline, const pd_named_array *arrays,
     }
     if (loss)
       *loss = mean;
+    if (trace.enabled)
+      trace.add("evaluate", "", "E", -1, -1, -1, -1, evalStart);
     return PD_OK;
   });
 }

@@ -280,13 +280,25 @@ pd_status pd_trainer_evaluate(pd_trainer *trainer, const pd_named_array *arrays,
     if (samples > b)
       reused.push_back(trainer->evaluate);
     pipedream::runtime::ConstantWeights constants(*trainer->bundle, reused);
+    pipedream::runtime::TraceLog &trace = trainer->trace;
+    using pipedream::runtime::traceNow;
+    const double evalStart = trace.enabled ? traceNow() : 0;
+    const int64_t noValue = -1;
     double total = 0;
     for (size_t start = 0; start < samples; start += b) {
+      const auto m = static_cast<int64_t>(start / b);
+      const double callStart = trace.enabled ? traceNow() : 0;
       copyMicrobatch(*trainer, trainer->evalData, matched, start, b, samples);
       runFunction(*trainer->evaluate);
       readMemory(*trainer->evalLoss);
       total += readLoss(*trainer->evalLoss);
+      if (trace.enabled)
+        trace.add("call", trainer->evaluate->spec.name.c_str(), "E", 0, m,
+                  noValue, noValue, callStart);
     }
+    if (trace.enabled)
+      trace.add("evaluate", "", "E", noValue, noValue, noValue, noValue,
+                evalStart);
     if (loss)
       *loss = total / static_cast<double>(samples / b);
     return PD_OK;

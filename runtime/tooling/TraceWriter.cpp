@@ -28,7 +28,9 @@ namespace {
 /// names slices; "send to 1 (tag 3)", "recv from 1 (tag 3)" ("(tags 3,
 /// 4)" for a message group, runtime/lib/MessageGroups.h), "all-reduce
 /// NAME", "all-gather NAME", "agree on the step" (the ranks' exchange of
-/// the step's status before its first update), "step 4".
+/// the step's status before its first update), "step 4"; an evaluation's
+/// (action E): "E2 s1" and "evaluation after step 4" (`step`: the steps
+/// run before it).
 std::string sliceName(const pd_trace_event &e, uint64_t step) {
   std::string op = e.op;
   if (op == "call") {
@@ -50,7 +52,10 @@ std::string sliceName(const pd_trace_event &e, uint64_t step) {
   if (op == "all_gather")
     return std::string("all-gather ") + e.function;
   if (op == "agree")
-    return "agree on the step";
+    return std::string("agree on the ") +
+           (std::string(e.action) == "E" ? "evaluation" : "step");
+  if (op == "evaluate")
+    return "evaluation after step " + std::to_string(step);
   return "step " + std::to_string(step);
 }
 
@@ -58,7 +63,9 @@ std::string sliceName(const pd_trace_event &e, uint64_t step) {
 
 /// The Chrome-trace slices of one rank's events (absolute times; rebased
 /// when written): calls, sends, receives (the time spent waiting),
-/// collectives, the step agreement and steps. Only calls count as busy in
+/// collectives, the step agreement and steps; evaluations (action E: their
+/// calls, messages and agreement, and the whole), whose args have
+/// `after_step` instead of `step`. Only a step's calls count as busy in
 /// the measured bubble. `firstStep` is the run's step of the object's
 /// step 0 (after a resume).
 nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &events,
@@ -67,10 +74,14 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
   for (const pd_trace_event &e : events) {
     std::string op = e.op;
     if (op != "call" && op != "send" && op != "recv" && op != "step" &&
-        op != "all_reduce" && op != "all_gather" && op != "agree")
+        op != "all_reduce" && op != "all_gather" && op != "agree" &&
+        op != "evaluate")
       continue;
-    uint64_t step = firstStep + e.step + 1;
-    nlohmann::json args = {{"rank", rank}, {"step", step}};
+    // An evaluation follows the steps run so far (e.step of them).
+    const bool evaluation = std::string(e.action) == "E";
+    uint64_t step = firstStep + e.step + (evaluation ? 0 : 1);
+    nlohmann::json args = {{"rank", rank},
+                           {evaluation ? "after_step" : "step", step}};
     if (op == "call") {
       args["function"] = e.function;
       args["action"] = e.action;
@@ -82,14 +93,15 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
       args["peer"] = e.peer;
       args["tag"] = e.tag;
     }
-    slices.push_back({{"name", sliceName(e, step)},
-                      {"cat", op == "call" && *e.action ? e.action : e.op},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", rank},
-                      {"ts", e.start_us},
-                      {"dur", e.end_us - e.start_us},
-                      {"args", args}});
+    slices.push_back(
+        {{"name", sliceName(e, step)},
+         {"cat", (op == "call" || evaluation) && *e.action ? e.action : e.op},
+         {"ph", "X"},
+         {"pid", 0},
+         {"tid", rank},
+         {"ts", e.start_us},
+         {"dur", e.end_us - e.start_us},
+         {"args", args}});
   }
   return slices;
 }
@@ -100,10 +112,12 @@ nlohmann::json traceSlices(size_t rank, const std::vector<pd_trace_event> &event
 double measuredBubble(const nlohmann::json &slices, size_t ranks) {
   uint64_t last = 0;
   for (const auto &slice : slices)
-    last = std::max(last, slice["args"]["step"].get<uint64_t>());
+    if (slice["args"].contains("step"))
+      last = std::max(last, slice["args"]["step"].get<uint64_t>());
   double begin = INFINITY, end = -INFINITY, busy = 0;
   for (const auto &slice : slices) {
-    if (slice["args"]["step"].get<uint64_t>() != last)
+    if (!slice["args"].contains("step") ||
+        slice["args"]["step"].get<uint64_t>() != last)
       continue;
     double ts = slice["ts"].get<double>(), dur = slice["dur"].get<double>();
     if (slice["name"].get<std::string>().rfind("step ", 0) == 0) {

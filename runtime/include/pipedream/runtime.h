@@ -620,21 +620,23 @@ typedef struct pd_trace_event {
   /** "step" (a whole pd_*_step), "input", "call", "send", "recv", "loss",
    *  "all_reduce", "all_gather" (replicated stages), "agree" (pipelines: the
    *  ranks' exchange of the step's status, once per step; a call's interval
-   *  starts after it). */
+   *  starts after it), "evaluate" (a whole pd_*_evaluate). */
   const char *op;
   /** call: the function's name; all_reduce/all_gather: the buffer's; agree:
    *  "step status"; send/recv of adjacent messages that travel as one: their
    *  tags ("tags 4, 5", `tag` is the first); else "". */
   const char *function;
   /** call: the pipeline instruction's action ("F", "B", "W", "U", "N"), for a
-   *  trainer "FB" (the step function) or "U" (the update); else "". */
+   *  trainer "FB" (the step function) or "U" (the update); every event of an
+   *  evaluation: "E"; else "". */
   const char *action;
   /** -1 when not applicable. */
   int64_t stage;
   int64_t microbatch;
   int64_t peer;
   int64_t tag;
-  /** Index of the pd_*_step call (from 0, counted since creation). */
+  /** Index of the pd_*_step call (from 0, counted since creation); for an
+   *  evaluation's events the number of steps before it. */
   uint64_t step;
   /** Steady-clock microseconds (CLOCK_MONOTONIC: comparable between the
    *  processes of one machine). */

@@ -10,7 +10,11 @@
         (training), one per send and recv (a message group's slice counts
         for each message it carries), one per step, for pipelines one
         step agreement per rank and step that no call overlaps. No timing
-        checks.
+        checks. With --evals V --eval-microbatches E (`--eval-data`): per
+        evaluation and rank E times each call, send and recv of its
+        evaluation program (single-rank: the evaluation function), one
+        agreement (pipelines) and one slice for the whole, all of category
+        E and with `after_step` instead of `step`.
 """
 
 import argparse
@@ -26,6 +30,8 @@ parser.add_argument("path")
 parser.add_argument("bundle", nargs="?")
 parser.add_argument("--samples", type=int, default=80)
 parser.add_argument("--steps", type=int, default=1)
+parser.add_argument("--evals", type=int, default=0)
+parser.add_argument("--eval-microbatches", type=int, default=0)
 args = parser.parse_args()
 
 if args.command == "data":
@@ -57,15 +63,23 @@ elif args.command == "check-trace":
             expected[(r, "step")] = args.steps
             # The ranks' exchange of the step's status, once per step.
             expected[(r, "agree")] = args.steps
+            if args.evals:
+                messages = sum(ins["op"] in ("call", "send", "recv")
+                               for ins in rank["eval"]["program"])
+                expected[(r, "E")] = args.evals * (
+                    messages * args.eval_microbatches + 2)
         ranks = len(manifest["pipeline"]["ranks"])
     else:
         m = manifest["training"]["microbatches"]
         expected = {(0, "FB"): m * args.steps, (0, "U"): args.steps,
                     (0, "step"): args.steps}
+        if args.evals:
+            expected[(0, "E")] = args.evals * (args.eval_microbatches + 1)
         ranks = 1
     got = {}
     for s in slices:
         assert s["dur"] >= 0 and s["ts"] >= 0, s
+        assert ("after_step" in s["args"]) == (s["cat"] == "E"), s
         key = (s["tid"], s["cat"])
         # A message group's slice ("send to 1 (tags 4, 5)") carries several
         # of the program's sends or receives (runtime/lib/MessageGroups.h).
