@@ -253,6 +253,13 @@ case_eval=$work/mlp-eval.npz train_case example-mlp-pipe \
   "$root/examples/mlp.onnx" "$work/mlp-data.npz" "${pipe_args[@]}" --evaluate
 echo "example-mlp-pipe train train cpu 1e-5" >>"$cases"
 # Gradient clipping: each stage's N, the norm's all-reduce, clipped U's.
+# Replicated stages on the one GPU (2 stages x 2 replicas, 4 rank threads):
+# each replica's messages go to its own ranks, the gradients are summed
+# over the replicas, the replicas share the evaluation's micro-batches.
+case_eval=$work/mlp-eval.npz train_case example-mlp-pipe-replicas \
+  "$root/examples/mlp.onnx" "$work/mlp-data.npz" "${pipe_args[@]}" \
+  --replicas 2 --evaluate
+echo "example-mlp-pipe-replicas train train cpu 1e-5" >>"$cases"
 train_case example-mlp-pipe-clip "$root/examples/mlp.onnx" \
   "$work/mlp-data.npz" "${pipe_args[@]}" --clip-grad-norm 0.5
 echo "example-mlp-pipe-clip train train cpu 1e-5" >>"$cases"
