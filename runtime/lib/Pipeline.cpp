@@ -331,7 +331,6 @@ std::string describeInstruction(const pd_rank &p, const RankInstruction &ins) {
   return "?";
 }
 
-/// Adds the trace event of instruction `index`, begun at `start`.
 /// The trace event of instruction `ins` (from `start` to now): a call
 /// names its function, an all_reduce its accumulator, a send or receive
 /// `peer` and its tag (`function`, when not null, overrides the name).
@@ -351,6 +350,7 @@ void traceInstruction(pd_rank &p, const RankInstruction &ins,
               microbatch, message ? peer : -1, message ? ins.tag : -1, start);
 }
 
+/// Adds the trace event of instruction `index`, begun at `start`.
 void recordInstruction(pd_rank &p, size_t index, double start) {
   const RankInstruction &ins = p.program->program[index];
   // A message group's event names its tags (MessageGroups.h).
@@ -1341,13 +1341,19 @@ void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
   const PipelineSpec &spec = *p.spec;
   const RankProgram &rank = *p.evalProgram;
   const std::vector<void *> &table = p.evalRegisterTable;
-  auto peerOf = [&](const RankInstruction &ins) {
-    return spec.evalWorldRank(
-        ins.peer, spec.evalReplica(ins.peer, static_cast<size_t>(microbatch)));
-  };
   for (size_t i = 0; i < rank.evalProgram.size(); ++i) {
     const RankInstruction &ins = rank.evalProgram[i];
     const double start = p.trace.enabled ? pipedream::runtime::traceNow() : 0;
+    // A message's world rank: the peer's replica that evaluates the
+    // micro-batch.
+    const bool message = ins.op == RankInstruction::Op::Send ||
+                         ins.op == RankInstruction::Op::Recv;
+    const size_t peer =
+        message
+            ? spec.evalWorldRank(
+                  ins.peer,
+                  spec.evalReplica(ins.peer, static_cast<size_t>(microbatch)))
+            : 0;
     try {
       switch (ins.op) {
       case RankInstruction::Op::Input: {
@@ -1374,11 +1380,11 @@ void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
         break;
       }
       case RankInstruction::Op::Send:
-        sendRegister(p, peerOf(ins), ins.tag, table[ins.src],
+        sendRegister(p, peer, ins.tag, table[ins.src],
                      rank.evalRegisters[ins.src].numBytes);
         break;
       case RankInstruction::Op::Recv:
-        recvRegister(p, peerOf(ins), ins.tag, table[ins.dst],
+        recvRegister(p, peer, ins.tag, table[ins.dst],
                      rank.evalRegisters[ins.dst].numBytes);
         break;
       case RankInstruction::Op::Loss:
@@ -1393,16 +1399,12 @@ void interpretEvalProgram(pd_rank &p, int64_t microbatch) {
       // "Traces"); a message's peer is the world rank.
       if (p.trace.enabled)
         traceInstruction(p, ins, "E", microbatch,
-                         ins.op == RankInstruction::Op::Send ||
-                                 ins.op == RankInstruction::Op::Recv
-                             ? static_cast<int64_t>(peerOf(ins))
-                             : -1,
-                         nullptr, start);
+                         message ? static_cast<int64_t>(peer) : -1, nullptr,
+                         start);
     } catch (const Error &e) {
       RankInstruction described = ins;
-      if (ins.op == RankInstruction::Op::Send ||
-          ins.op == RankInstruction::Op::Recv)
-        described.peer = peerOf(ins);
+      if (message)
+        described.peer = peer;
       throw Error(e.status,
                   "evaluation micro-batch " + std::to_string(microbatch) +
                       ", instruction " + std::to_string(i) + " (" +
